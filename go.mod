@@ -1,0 +1,3 @@
+module github.com/goxio/goxio
+
+go 1.26
