@@ -1,0 +1,44 @@
+# goxio build. `make` builds everything into build/, `make test` runs every test,
+# `make bench` runs the benchmarks, `make install` installs library, tools and libvma.conf.
+GO      ?= go
+BUILD   ?= build
+PREFIX  ?= /usr/local
+SYSCONFDIR ?= /etc
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
+GOTAGS  := netgo,osusergo
+LDFLAGS := -X github.com/goxio/goxio/internal/version.Version=$(VERSION)
+LIB     := $(BUILD)/libgoxio.so
+
+.PHONY: all lib tools test unit integration bench install vet fuzz clean
+
+all: lib tools
+
+lib:
+	@mkdir -p $(BUILD)
+	$(GO) build -buildmode=c-shared -tags $(GOTAGS) -ldflags '$(LDFLAGS)' -o $(LIB) ./shim
+
+tools:
+	@mkdir -p $(BUILD)
+	$(GO) build -tags $(GOTAGS) -ldflags '$(LDFLAGS)' -o $(BUILD)/ ./cmd/...
+
+# unit tests (race detector on the engine), then integration tests against the built library.
+test: all unit integration
+
+unit:
+	$(GO) vet -tags $(GOTAGS) ./...
+	$(GO) test -tags $(GOTAGS) -race -count=1 $$($(GO) list ./... | grep -v -e /shim -e /tests)
+
+integration: all
+	GOXIO_LIB=$(abspath $(LIB)) GOXIO_BIN=$(abspath $(BUILD)) $(GO) test -count=1 -timeout 40m ./tests/...
+
+bench: all
+	GOXIO_LIB=$(abspath $(LIB)) GOXIO_BIN=$(abspath $(BUILD)) ./tests/bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSCONFDIR)
+	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libgoxio.so
+	install -m 0755 $(BUILD)/goxio $(BUILD)/goxio_stats $(DESTDIR)$(PREFIX)/bin/
+	test -e $(DESTDIR)$(SYSCONFDIR)/libvma.conf || install -m 0644 libvma.conf $(DESTDIR)$(SYSCONFDIR)/libvma.conf
+
+clean:
+	rm -rf $(BUILD)
