@@ -1,3 +1,10 @@
 module github.com/goxio/goxio
 
-go 1.26
+go 1.26.0
+
+require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
+	go.uber.org/multierr v1.10.0 // indirect
+	go.uber.org/zap v1.28.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)
