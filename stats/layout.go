@@ -211,15 +211,15 @@ const infoMaxBytes = 60 << 10
 
 // geometry is the set of area offsets and sizes of one segment.
 type geometry struct {
-	infoOff, infoWords                int
-	sockOff, sockCount, sockWords     int
-	ringOff, ringCount, ringWords     int
-	poolOff, poolCount, poolWords     int
-	iomuxOff, iomuxCount, iomuxWords  int
-	globalOff, globalWords            int
-	mcOff, mcCount, mcWordsPer        int
-	cmdOff, cmdCount, cmdWordsPer     int
-	totalWords                        int
+	infoOff, infoWords               int
+	sockOff, sockCount, sockWords    int
+	ringOff, ringCount, ringWords    int
+	poolOff, poolCount, poolWords    int
+	iomuxOff, iomuxCount, iomuxWords int
+	globalOff, globalWords           int
+	mcOff, mcCount, mcWordsPer       int
+	cmdOff, cmdCount, cmdWordsPer    int
+	totalWords                       int
 }
 
 // newGeometry lays out a segment with n socket slots and an info area of

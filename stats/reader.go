@@ -2,9 +2,9 @@ package stats
 
 import (
 	"errors"
+	"fmt"
 	"math/bits"
 	"net/netip"
-	"fmt"
 	"runtime/debug"
 	"sync/atomic"
 	"time"

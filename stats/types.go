@@ -100,28 +100,28 @@ type Counter uint8
 
 // Socket counters. Each comment says when the counter increments.
 const (
-	CtrRxPackets      Counter = iota // a receive call on the fast path returned data (recvmmsg: per message)
-	CtrRxBytes                       // bytes returned by those calls
-	CtrRxEAGAIN                      // a receive call on the fast path returned EAGAIN/EWOULDBLOCK
-	CtrRxErrors                      // a receive call on the fast path failed with another errno
-	CtrRxOSPackets                   // a receive call served by the kernel socket returned data
-	CtrRxOSBytes                     // bytes returned by those calls
-	CtrRxOSEAGAIN                    // a kernel receive call returned EAGAIN/EWOULDBLOCK
-	CtrRxOSErrors                    // a kernel receive call failed with another errno
-	CtrTxPackets                     // a send call on the fast path succeeded (sendmmsg: per message)
-	CtrTxBytes                       // bytes accepted by those calls
-	CtrTxEAGAIN                      // a send call on the fast path returned EAGAIN/EWOULDBLOCK
-	CtrTxErrors                      // a send call on the fast path failed with another errno
-	CtrTxOSPackets                   // a send call served by the kernel socket succeeded
-	CtrTxOSBytes                     // bytes accepted by those calls
-	CtrTxOSEAGAIN                    // a kernel send call returned EAGAIN/EWOULDBLOCK
-	CtrTxOSErrors                    // a kernel send call failed with another errno
-	CtrTxDrops                       // an outgoing packet was dropped after its send call succeeded
-	CtrRxDropPackets                 // an incoming datagram was dropped: receive queue over its limit
-	CtrRxDropBytes                   // bytes of those datagrams
-	CtrPollHit                       // a blocking receive found data while busy-polling
-	CtrPollMiss                      // a blocking receive polled in vain and went to sleep
-	CtrRetransmits                   // a TCP segment was retransmitted
+	CtrRxPackets     Counter = iota // a receive call on the fast path returned data (recvmmsg: per message)
+	CtrRxBytes                      // bytes returned by those calls
+	CtrRxEAGAIN                     // a receive call on the fast path returned EAGAIN/EWOULDBLOCK
+	CtrRxErrors                     // a receive call on the fast path failed with another errno
+	CtrRxOSPackets                  // a receive call served by the kernel socket returned data
+	CtrRxOSBytes                    // bytes returned by those calls
+	CtrRxOSEAGAIN                   // a kernel receive call returned EAGAIN/EWOULDBLOCK
+	CtrRxOSErrors                   // a kernel receive call failed with another errno
+	CtrTxPackets                    // a send call on the fast path succeeded (sendmmsg: per message)
+	CtrTxBytes                      // bytes accepted by those calls
+	CtrTxEAGAIN                     // a send call on the fast path returned EAGAIN/EWOULDBLOCK
+	CtrTxErrors                     // a send call on the fast path failed with another errno
+	CtrTxOSPackets                  // a send call served by the kernel socket succeeded
+	CtrTxOSBytes                    // bytes accepted by those calls
+	CtrTxOSEAGAIN                   // a kernel send call returned EAGAIN/EWOULDBLOCK
+	CtrTxOSErrors                   // a kernel send call failed with another errno
+	CtrTxDrops                      // an outgoing packet was dropped after its send call succeeded
+	CtrRxDropPackets                // an incoming datagram was dropped: receive queue over its limit
+	CtrRxDropBytes                  // bytes of those datagrams
+	CtrPollHit                      // a blocking receive found data while busy-polling
+	CtrPollMiss                     // a blocking receive polled in vain and went to sleep
+	CtrRetransmits                  // a TCP segment was retransmitted
 	numSocketCounters
 )
 
