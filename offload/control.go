@@ -1,0 +1,73 @@
+package offload
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/conf"
+	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/kernel"
+)
+
+// control performs a call that moves no data. The kernel socket always makes the call (it owns
+// the port, the connection and the options); the engine then records what the call taught it:
+// a role (bind, listen, connect), a new fd (accept, F_DUPFD), the blocking mode.
+func (e *Engine) control(s *Socket, c *transport.Call) int64 {
+	n, errno := kernel.Do(c)
+	switch c.Op {
+	case transport.OpBind:
+		if errno == 0 && s.typ == sockDgram {
+			e.decide(s, c.FD, conf.RoleUDPReceiver, localAddr(c.FD), remoteNone)
+		}
+	case transport.OpListen:
+		if errno == 0 {
+			e.decide(s, c.FD, conf.RoleTCPServer, localAddr(c.FD), remoteNone)
+		}
+	case transport.OpConnect:
+		if errno == 0 || errno == unix.EINPROGRESS {
+			if remote := sysc.SockaddrIn(c.A[0], uint32(c.A[1])); remote.IsValid() {
+				role := conf.RoleTCPClient
+				if s.typ == sockDgram {
+					role = conf.RoleUDPConnect
+				}
+				e.decide(s, c.FD, role, localAddr(c.FD), remote)
+			}
+		}
+	case transport.OpAccept4:
+		if errno == 0 {
+			e.accepted(s, n, int(int32(c.A[2])))
+		}
+	case transport.OpFcntl:
+		if errno == 0 {
+			switch int(int32(c.A[0])) {
+			case unix.F_SETFL:
+				s.nonblock.Store(int(c.A[1])&unix.O_NONBLOCK != 0)
+			case unix.F_DUPFD, unix.F_DUPFD_CLOEXEC:
+				e.dup(s, n)
+			}
+		}
+	case transport.OpIoctl:
+		if errno == 0 && uint32(c.A[0]) == fionbio {
+			s.nonblock.Store(sysc.IntAt(c.A[1]) != 0)
+		}
+	}
+	return result(n, errno)
+}
+
+// accepted registers a connection the kernel accepted on the listening socket l: it shares the
+// listener's decision.
+func (e *Engine) accepted(l *Socket, fd, flags int) {
+	if uint(fd) >= FDTableSize {
+		return
+	}
+	l.mu.Lock()
+	s := &Socket{id: e.nextID.Add(1), domain: l.domain, typ: l.typ, proto: l.proto, tr: l.tr, kind: l.kind,
+		reason: l.reason, role: l.role, decided: l.decided, decision: l.decision, passthrough: l.passthrough,
+		local: sysc.Sockname(fd), remote: sysc.Peername(fd)}
+	l.mu.Unlock()
+	s.nonblock.Store(flags&unix.SOCK_NONBLOCK != 0)
+	e.register(fd, s)
+}
+
+// fionbio is the FIONBIO ioctl request (asm-generic value, used by x86-64 and arm64).
+const fionbio = 0x5421

@@ -1,0 +1,105 @@
+package offload
+
+import (
+	"net/netip"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/conf"
+	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/kernel"
+)
+
+var remoteNone netip.AddrPort
+
+// transfer performs a data call through the socket's transport and counts it.
+func (e *Engine) transfer(s *Socket, c *transport.Call) int64 {
+	if c.Op.Send() && s.typ == sockDgram && !s.isDecided() {
+		// An unconnected, unbound UDP socket learns its role at its first send.
+		if dst := sendDestination(c); dst.IsValid() {
+			n, errno := kernel.Do(c)
+			if errno == 0 {
+				e.decide(s, c.FD, conf.RoleUDPSender, localAddr(c.FD), dst)
+			}
+			e.count(s, c, n, errno)
+			return result(n, errno)
+		}
+	}
+	n, errno := s.transport().Transfer(*c)
+	e.count(s, c, n, errno)
+	if errno == unix.EPIPE && s.typ == sockStream && sigpipeDue(c) {
+		return -(errSigpipe + int64(unix.EPIPE))
+	}
+	return result(n, errno)
+}
+
+func (s *Socket) isDecided() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.decided
+}
+
+func (s *Socket) transport() transport.Transport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tr
+}
+
+// sendDestination is the address a send names (sendto, sendmsg, sendmmsg), if any.
+func sendDestination(c *transport.Call) netip.AddrPort {
+	switch c.Op {
+	case transport.OpSendto:
+		return sysc.SockaddrIn(c.A[3], uint32(c.A[4]))
+	case transport.OpSendmsg:
+		return sysc.MsgName(c.A[0])
+	case transport.OpSendmmsg:
+		if uint32(c.A[1]) > 0 {
+			return sysc.MmsgName(c.A[0])
+		}
+	}
+	return netip.AddrPort{}
+}
+
+// sigpipeDue reports whether the kernel raised SIGPIPE with an EPIPE of c: the call has no
+// MSG_NOSIGNAL (write, writev and sendfile cannot have it).
+func sigpipeDue(c *transport.Call) bool {
+	var flags uintptr
+	switch c.Op {
+	case transport.OpSendto, transport.OpSendmmsg:
+		flags = c.A[2]
+	case transport.OpSendmsg:
+		flags = c.A[1]
+	}
+	return flags&unix.MSG_NOSIGNAL == 0
+}
+
+// count adds a data call's outcome to the socket's counters.
+func (e *Engine) count(s *Socket, c *transport.Call, n int, errno syscall.Errno) {
+	ctr := &s.counters
+	switch {
+	case errno == unix.EAGAIN:
+		ctr.EAgain.Add(1)
+		return
+	case errno != 0:
+		ctr.Errors.Add(1)
+		return
+	}
+	packets, bytes := uint64(1), uint64(n)
+	if c.Op == transport.OpRecvmmsg || c.Op == transport.OpSendmmsg {
+		packets, bytes = uint64(n), 0
+		for i := 0; i < n; i++ {
+			bytes += uint64(sysc.MmsgLen(c.A[0], i))
+		}
+	} else if n == 0 && s.typ == sockStream {
+		return // end of stream, or nothing written
+	}
+	if c.Op.Receive() {
+		ctr.RxPackets.Add(packets)
+		ctr.RxBytes.Add(bytes)
+	} else {
+		ctr.TxPackets.Add(packets)
+		ctr.TxBytes.Add(bytes)
+	}
+}

@@ -1,0 +1,58 @@
+package offload
+
+import (
+	"net/netip"
+
+	"go.uber.org/zap"
+
+	"github.com/goxio/goxio/conf"
+	"github.com/goxio/goxio/offload/transport"
+)
+
+// decide matches the socket's role, known at this moment (bind, listen, connect, first send),
+// against the rules. A rule that says os hands the socket to the kernel for good; otherwise the
+// socket keeps its transport. The kernel transport is today's only one: an offloaded socket
+// whose peer no faster transport reaches stays on it, with that reason recorded.
+func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.AddrPort) {
+	d := e.section().Match(role, local, remote)
+	s.mu.Lock()
+	s.role, s.decided, s.decision = role, true, d
+	s.local = local
+	if remote.IsValid() {
+		s.remote = remote
+	}
+	if d.Target == conf.TargetOS {
+		s.passthrough = true
+		s.reason = transport.ReasonRule
+	} else {
+		s.kind = transport.KindOS
+		s.reason = transport.ReasonNoFasterPath
+	}
+	handOver := s.passthrough
+	s.mu.Unlock()
+	if ce := e.log.Check(zap.DebugLevel, "decision"); ce != nil {
+		ce.Write(zap.Int("fd", fd), zap.Stringer("role", role), zap.Stringer("local", local),
+			zap.Stringer("remote", remote), zap.Stringer("result", d))
+	}
+	if handOver {
+		e.handOver(s)
+	}
+}
+
+// section is the application-id section that decides for this process (nil: none, offload).
+func (e *Engine) section() *conf.Section {
+	e.sectionOnce.Do(func() { e.sect = e.cfg.Rules.For(e.cfg.Program, e.cfg.AppID) })
+	return e.sect
+}
+
+// handOver gives every fd of s to the kernel: from now on the trampolines call libc directly,
+// and only report the fds' close.
+func (e *Engine) handOver(s *Socket) {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	e.reg.each(func(fd int, o *Socket) {
+		if o == s {
+			e.cfg.Table.Set(fd, FlagWatch)
+		}
+	})
+}

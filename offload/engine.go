@@ -1,0 +1,205 @@
+package offload
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/conf"
+	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/kernel"
+)
+
+// Flags of the C-side fd table (GOXIO_FD_* in shim/goxio.h).
+const (
+	FlagEngine   uint8 = 1 // every call on the fd enters the engine
+	FlagInternal uint8 = 2 // the library's own fd, invisible to the program
+	FlagWatch    uint8 = 4 // passed through, but its close is reported (OpForget)
+)
+
+// FDTable is the C-side fd table as the engine sees it. The shim's implementation writes the
+// table the trampolines read; tests use a map.
+type FDTable interface {
+	Set(fd int, flags uint8)
+}
+
+// Config is what the engine needs from the process and its parameters.
+type Config struct {
+	Rules   *conf.RuleSet // nil: no rules, everything may be offloaded
+	Program string        // the program's name, matched against application-id sections
+	AppID   string        // VMA_APPLICATION_ID
+	// Offload is VMA_OFFLOADED_SOCKETS: when false, new sockets are handed to the kernel at once.
+	Offload bool
+	Table   FDTable
+	Log     *zap.Logger // nil: no logging
+}
+
+// Engine serves the sockets of one process.
+type Engine struct {
+	cfg    Config
+	log    *zap.Logger
+	reg    registry
+	nextID atomic.Uint64
+	os     transport.Transport
+
+	sectionOnce sync.Once
+	sect        *conf.Section
+}
+
+// New returns an engine for cfg.
+func New(cfg Config) *Engine {
+	e := &Engine{cfg: cfg, log: cfg.Log, os: kernel.Transport{}}
+	if e.log == nil {
+		e.log = zap.NewNop()
+	}
+	return e
+}
+
+// errSigpipe marks EPIPE from a call for which the kernel raised SIGPIPE (GOXIO_ERR_SIGPIPE in
+// shim/boundary.c).
+const errSigpipe = 0x10000
+
+const (
+	sockStream = unix.SOCK_STREAM
+	sockDgram  = unix.SOCK_DGRAM
+)
+
+func result(n int, e syscall.Errno) int64 {
+	if e != 0 {
+		return -int64(e)
+	}
+	return int64(n)
+}
+
+// Call performs one intercepted call and returns its result, or -errno.
+func (e *Engine) Call(c *transport.Call) int64 {
+	switch c.Op {
+	case transport.OpSocket:
+		e.open(c.FD, int(int32(c.A[0])), int(int32(c.A[1])), int(int32(c.A[2])))
+		return 0
+	case transport.OpForget:
+		e.forget(c.FD)
+		return 0
+	}
+	s := e.reg.get(c.FD)
+	if s == nil {
+		// The table sent us an fd we do not know (a stale flag): the kernel answers.
+		e.cfg.Table.Set(c.FD, 0)
+		return result(kernel.Do(c))
+	}
+	switch {
+	case c.Op.Receive() || c.Op.Send():
+		return e.transfer(s, c)
+	case c.Op == transport.OpClose:
+		return e.close(c.FD)
+	case c.Op == transport.OpDup:
+		e.dup(s, int(int32(c.A[0])))
+		return 0
+	}
+	return e.control(s, c)
+}
+
+// open registers a new AF_INET socket the program just created.
+func (e *Engine) open(fd, domain, typ, proto int) {
+	if uint(fd) >= FDTableSize || domain != unix.AF_INET {
+		return
+	}
+	kind := typ & 0xf
+	if kind != sockStream && kind != sockDgram {
+		return
+	}
+	s := &Socket{id: e.nextID.Add(1), domain: domain, typ: kind, proto: proto, tr: e.os, kind: transport.KindOS}
+	s.nonblock.Store(typ&unix.SOCK_NONBLOCK != 0)
+	if !e.cfg.Offload {
+		s.passthrough = true
+		s.reason = transport.ReasonDisabled
+	}
+	e.register(fd, s)
+	e.log.Debug("socket", zap.Int("fd", fd), zap.String("proto", s.protoName()), zap.Bool("offload", !s.passthrough))
+}
+
+// register makes fd refer to s, in the registry and in the C-side table.
+func (e *Engine) register(fd int, s *Socket) {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	if old := e.reg.get(fd); old != nil {
+		e.dropLocked(fd, old)
+	}
+	s.fds++
+	e.reg.put(fd, s)
+	flags := FlagEngine
+	if s.passthrough {
+		flags = FlagWatch
+	}
+	e.cfg.Table.Set(fd, flags)
+}
+
+// forget drops fd from the engine without touching the kernel fd (closed or replaced already).
+func (e *Engine) forget(fd int) {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	if s := e.reg.get(fd); s != nil {
+		e.dropLocked(fd, s)
+	}
+	e.cfg.Table.Set(fd, 0)
+}
+
+func (e *Engine) dropLocked(fd int, s *Socket) {
+	e.reg.put(fd, nil)
+	e.cfg.Table.Set(fd, 0)
+	s.fds--
+	if s.fds == 0 {
+		e.finish(fd, s)
+	}
+}
+
+// finish is called when the last fd of s is gone.
+func (e *Engine) finish(fd int, s *Socket) {
+	if ce := e.log.Check(zap.DebugLevel, "socket closed"); ce != nil {
+		snap := s.snapshot(fd)
+		ce.Write(zap.Int("fd", fd), zap.String("proto", snap.Proto), zap.Stringer("transport", snap.Transport),
+			zap.Uint64("rx_packets", snap.RxPackets), zap.Uint64("rx_bytes", snap.RxBytes),
+			zap.Uint64("tx_packets", snap.TxPackets), zap.Uint64("tx_bytes", snap.TxBytes))
+	}
+}
+
+// close forgets fd, then closes the kernel fd: the number is never described by stale
+// bookkeeping once the kernel can hand it out again.
+func (e *Engine) close(fd int) int64 {
+	e.forget(fd)
+	return result(0, sysc.Close(fd))
+}
+
+// dup makes nfd, which the kernel has just made as a copy of an fd of s, refer to s too.
+func (e *Engine) dup(s *Socket, nfd int) {
+	if uint(nfd) >= FDTableSize {
+		return
+	}
+	e.register(nfd, s)
+}
+
+// Sockets returns a snapshot of every socket the engine knows, in fd order.
+func (e *Engine) Sockets() []Snapshot {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	var out []Snapshot
+	e.reg.each(func(fd int, s *Socket) { out = append(out, s.snapshot(fd)) })
+	return out
+}
+
+// Socket returns a snapshot of the socket behind fd.
+func (e *Engine) Socket(fd int) (Snapshot, bool) {
+	s := e.reg.get(fd)
+	if s == nil {
+		return Snapshot{}, false
+	}
+	return s.snapshot(fd), true
+}
+
+// localAddr is the socket's bound address as the kernel reports it.
+func localAddr(fd int) netip.AddrPort { return sysc.Sockname(fd) }

@@ -1,0 +1,94 @@
+package offload
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/goxio/goxio/conf"
+	"github.com/goxio/goxio/offload/transport"
+)
+
+// Socket is the engine's object for one kernel socket. Several fds may refer to it (dup); it
+// lives until the last of them is closed.
+type Socket struct {
+	// Fixed at creation.
+	id     uint64
+	domain int
+	typ    int // SOCK_STREAM or SOCK_DGRAM, without flags
+	proto  int
+
+	// fds counts the fds that refer to the socket; guarded by the registry lock.
+	fds int
+
+	nonblock atomic.Bool
+
+	mu sync.Mutex // guards the fields below
+	// passthrough: handed to the kernel for good (a rule said os, or offload is disabled): the
+	// C-side table no longer sends its calls into Go except to report its close.
+	passthrough bool
+	role        conf.Role
+	decided     bool // a rule decision has been made (role is valid)
+	decision    conf.Decision
+	tr          transport.Transport
+	kind        transport.Kind
+	reason      transport.Reason
+	local       netip.AddrPort
+	remote      netip.AddrPort
+
+	counters Counters
+}
+
+// Counters are a socket's traffic counters. Each is incremented atomically by the thread that
+// made the call.
+type Counters struct {
+	RxPackets, RxBytes atomic.Uint64 // data calls that returned data, and the bytes they returned
+	TxPackets, TxBytes atomic.Uint64 // data calls that sent, and the bytes they sent
+	EAgain             atomic.Uint64 // data calls that failed with EAGAIN
+	Errors             atomic.Uint64 // data calls that failed with any other errno
+}
+
+// Snapshot is a consistent-enough copy of a socket's state for logs and dumps.
+type Snapshot struct {
+	FD          int
+	ID          uint64
+	Proto       string // "udp" or "tcp"
+	NonBlocking bool
+	Passthrough bool
+	Role        string // "" until a rule decision was made
+	Decision    string
+	Transport   transport.Kind
+	Reason      transport.Reason
+	Local       netip.AddrPort
+	Remote      netip.AddrPort
+	RxPackets   uint64
+	RxBytes     uint64
+	TxPackets   uint64
+	TxBytes     uint64
+	EAgain      uint64
+	Errors      uint64
+}
+
+func (s *Socket) protoName() string {
+	if s.typ == sockStream {
+		return "tcp"
+	}
+	return "udp"
+}
+
+func (s *Socket) snapshot(fd int) Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := Snapshot{
+		FD: fd, ID: s.id, Proto: s.protoName(), NonBlocking: s.nonblock.Load(), Passthrough: s.passthrough,
+		Transport: s.kind, Reason: s.reason, Local: s.local, Remote: s.remote,
+		RxPackets: s.counters.RxPackets.Load(), RxBytes: s.counters.RxBytes.Load(),
+		TxPackets: s.counters.TxPackets.Load(), TxBytes: s.counters.TxBytes.Load(),
+		EAgain: s.counters.EAgain.Load(), Errors: s.counters.Errors.Load(),
+	}
+	if s.decided {
+		snap.Role = s.role.String()
+		snap.Decision = s.decision.String()
+	}
+	return snap
+}

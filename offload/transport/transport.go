@@ -1,0 +1,164 @@
+// Package transport defines what the socket layer asks of a transport, and the vocabulary shared
+// by the engine, the transports and the statistics: operations, calls, transport kinds and the
+// reasons a socket stays on the kernel.
+//
+// A transport carries the data of the sockets the engine gives it. It never decides which sockets
+// it gets (the socket layer does, from the rules and what the peer is), and it knows nothing of
+// fds beyond the kernel fd of each socket it serves.
+package transport
+
+import "syscall"
+
+// Op is an intercepted call, numbered as in shim/goxio.h (enum goxio_op); a test keeps both in
+// step.
+type Op int32
+
+// The operations. Argument layouts (Call.A) follow the C prototypes of the calls.
+const (
+	OpSocket      Op = iota + 1 // A: domain, type, protocol; the kernel socket already exists as FD
+	OpClose                     // no arguments
+	OpShutdown                  // A: how
+	OpBind                      // A: addr, addrlen
+	OpListen                    // A: backlog
+	OpAccept4                   // A: addr, *addrlen, flags
+	OpConnect                   // A: addr, addrlen
+	OpGetsockname               // A: addr, *addrlen
+	OpGetpeername               // A: addr, *addrlen
+	OpSetsockopt                // A: level, name, value, len
+	OpGetsockopt                // A: level, name, value, *len
+	OpRead                      // A: buf, len
+	OpReadv                     // A: iov, iovcnt
+	OpRecvfrom                  // A: buf, len, flags, addr, *addrlen (recv: addr == 0)
+	OpRecvmsg                   // A: msghdr, flags
+	OpRecvmmsg                  // A: mmsghdr, vlen, flags, timeout
+	OpWrite                     // A: buf, len
+	OpWritev                    // A: iov, iovcnt
+	OpSendto                    // A: buf, len, flags, addr, addrlen (send: addr == 0)
+	OpSendmsg                   // A: msghdr, flags
+	OpSendmmsg                  // A: mmsghdr, vlen, flags
+	OpSendfile                  // A: in fd, *offset, count
+	OpFcntl                     // A: cmd, arg
+	OpIoctl                     // A: request, arg
+	OpDup                       // A: the new fd the kernel made (dup, dup2, dup3)
+	OpForget                    // the fd was closed or replaced outside the engine
+	OpMax
+)
+
+var opNames = [...]string{"", "socket", "close", "shutdown", "bind", "listen", "accept4", "connect",
+	"getsockname", "getpeername", "setsockopt", "getsockopt", "read", "readv", "recvfrom", "recvmsg",
+	"recvmmsg", "write", "writev", "sendto", "sendmsg", "sendmmsg", "sendfile", "fcntl", "ioctl", "dup",
+	"forget"}
+
+// String names the operation as the libc call.
+func (o Op) String() string {
+	if o > 0 && int(o) < len(opNames) {
+		return opNames[o]
+	}
+	return "op(" + itoa(int(o)) + ")"
+}
+
+// Receive reports whether the operation reads data.
+func (o Op) Receive() bool {
+	return o == OpRead || o == OpReadv || o == OpRecvfrom || o == OpRecvmsg || o == OpRecvmmsg
+}
+
+// Send reports whether the operation writes data.
+func (o Op) Send() bool {
+	return o == OpWrite || o == OpWritev || o == OpSendto || o == OpSendmsg || o == OpSendmmsg || o == OpSendfile
+}
+
+// Call is one call as the program made it: the operation, the fd, and the raw arguments, which
+// include pointers into the program's memory. Pointers are handed to the kernel (which checks
+// them); the engine dereferences one only after the kernel accepted it.
+type Call struct {
+	Op Op
+	FD int
+	A  [5]uintptr
+}
+
+// Transport carries the data of the sockets assigned to it.
+type Transport interface {
+	// Kind names the transport in logs and statistics.
+	Kind() Kind
+	// Transfer performs a data call (Op.Receive or Op.Send) with the semantics of the libc call:
+	// the result, or the errno the call fails with.
+	Transfer(c Call) (int, syscall.Errno)
+}
+
+// Kind identifies a transport.
+type Kind uint8
+
+// The transports.
+const (
+	KindOS  Kind = iota // the kernel's socket layer
+	KindSHM             // shared-memory rings between goxio processes on the host
+	KindXDP             // AF_XDP rings to the NIC
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindOS:
+		return "os"
+	case KindSHM:
+		return "shm"
+	case KindXDP:
+		return "xdp"
+	}
+	return "kind(" + itoa(int(k)) + ")"
+}
+
+// Reason says why a socket uses the kernel.
+type Reason uint8
+
+// The reasons.
+const (
+	ReasonNone          Reason = iota // not on the kernel, or no decision yet
+	ReasonRule                        // a libvma.conf rule says os
+	ReasonNoFasterPath                // offload allowed, but no transport faster than the kernel reaches the peer
+	ReasonUnsupported                 // the socket uses something the fast paths do not support
+	ReasonResources                   // a resource limit (rings, memory, slots) was reached
+	ReasonDisabled                    // VMA_OFFLOADED_SOCKETS=0
+	ReasonForkedChild                 // the process is a forked child of the one that started goxio
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonNone:
+		return "none"
+	case ReasonRule:
+		return "rule"
+	case ReasonNoFasterPath:
+		return "no faster path"
+	case ReasonUnsupported:
+		return "unsupported"
+	case ReasonResources:
+		return "resources"
+	case ReasonDisabled:
+		return "disabled"
+	case ReasonForkedChild:
+		return "forked child"
+	}
+	return "reason(" + itoa(int(r)) + ")"
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

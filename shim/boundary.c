@@ -1,0 +1,44 @@
+/*
+ * boundary.c: the one place where results cross from Go back to C.
+ *
+ * The engine returns a non-negative result or -errno. -(GOXIO_ERR_SIGPIPE + EPIPE) means EPIPE
+ * from a call for which the kernel raised SIGPIPE (no MSG_NOSIGNAL). The kernel raised it while Go
+ * code ran: a handler of the program's ran then, as it would have; but while the disposition is
+ * still the Go runtime's own handler (the program's default), the runtime swallows the signal.
+ * Then it is raised again here, in C, on the calling thread, before the call returns, so the
+ * default action (or a later-unblocked pending signal) happens as without the library.
+ */
+#include "goxio.h"
+
+#include <pthread.h>
+
+#define GOXIO_ERR_SIGPIPE 0x10000
+
+extern uintptr_t goxio_self_lo, goxio_self_hi;
+
+static void sigpipe_again(void) {
+	struct sigaction cur;
+	if (REAL(sigaction)(SIGPIPE, NULL, &cur) != 0)
+		return;
+	uintptr_t h = (cur.sa_flags & SA_SIGINFO) ? (uintptr_t)cur.sa_sigaction : (uintptr_t)cur.sa_handler;
+	if (h >= goxio_self_lo && h < goxio_self_hi)
+		pthread_kill(pthread_self(), SIGPIPE);
+}
+
+extern long goxio_go_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4);
+
+long goxio_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4) {
+	int saved = errno;
+	long r = goxio_go_call(op, fd, a0, a1, a2, a3, a4);
+	if (GOXIO_LIKELY(r >= 0)) {
+		errno = saved;
+		return r;
+	}
+	if (r == -(GOXIO_ERR_SIGPIPE + EPIPE)) {
+		sigpipe_again();
+		errno = EPIPE;
+		return -1;
+	}
+	errno = (int)-r;
+	return -1;
+}

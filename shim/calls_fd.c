@@ -1,0 +1,263 @@
+/*
+ * calls_fd.c: trampolines for fd lifetime: close, close_range, closefrom, fclose, dup, dup2, dup3,
+ * fcntl, ioctl, and the creating calls that may reuse an fd number behind the library's back.
+ *
+ * Order on close: the engine forgets the fd first, then the kernel closes it, so a number freed by
+ * the kernel is never still described by stale bookkeeping when another thread gets it.
+ */
+#include "goxio.h"
+#include "trampoline.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <stdio.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void goxio_internal_lost(int fd);
+
+void goxio_fd_stale(int fd, uint8_t fl) {
+	if (fl & GOXIO_FD_INTERNAL)
+		goxio_internal_lost(fd);
+	if (fl & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH))
+		goxio_fd_gone(fd);
+}
+
+void goxio_fd_gone(int fd) {
+	uint8_t fl = goxio_fd_flags(fd);
+	if (!(fl & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH)))
+		return;
+	if (goxio_active())
+		goxio_call(GOXIO_OP_FORGET, fd, 0, 0, 0, 0, 0);
+	else
+		goxio_fdt_set(fd, 0);
+}
+
+int close(int fd) {
+	uint8_t fl = goxio_fd_flags(fd);
+	if (GOXIO_LIKELY(fl == 0))
+		return REAL(close)(fd);
+	if (fl & GOXIO_FD_INTERNAL) {
+		errno = EBADF;
+		return -1;
+	}
+	if ((fl & GOXIO_FD_ENGINE) && goxio_active())
+		return (int)goxio_call(GOXIO_OP_CLOSE, fd, 0, 0, 0, 0, 0);
+	goxio_fd_gone(fd);
+	return REAL(close)(fd);
+}
+
+static int real_close_range(unsigned lo, unsigned hi, int flags) {
+	if (REAL(close_range) != NULL)
+		return goxio_real.close_range(lo, hi, flags);
+	return (int)syscall(SYS_close_range, lo, hi, flags);
+}
+
+/* close_range closes [lo, hi] except the library's own fds, which stay open and invisible; the
+ * engine forgets every socket of its own in the range first. */
+int close_range(unsigned int lo, unsigned int hi, int flags) {
+	int high = goxio_fdt_high();
+	if (GOXIO_LIKELY(high < 0 || lo > (unsigned)high) || (flags & CLOSE_RANGE_CLOEXEC) || lo > hi)
+		return real_close_range(lo, hi, flags);
+	unsigned top = hi < (unsigned)high ? hi : (unsigned)high;
+	unsigned start = lo;
+	for (unsigned fd = lo; fd <= top; fd++) {
+		uint8_t fl = goxio_fd_flags((int)fd);
+		if (fl == 0)
+			continue;
+		if (fl & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH))
+			goxio_fd_gone((int)fd);
+		if (fl & GOXIO_FD_INTERNAL) {
+			if (fd > start && real_close_range(start, fd - 1, flags) < 0)
+				return -1;
+			start = fd + 1;
+		}
+	}
+	if (start > hi || start == 0)
+		return 0;
+	return real_close_range(start, hi, flags);
+}
+
+void closefrom(int lo) {
+	if (lo < 0)
+		lo = 0;
+	if (close_range((unsigned)lo, ~0U, 0) == 0)
+		return;
+	if (REAL(closefrom) != NULL)
+		goxio_real.closefrom(lo);
+}
+
+int fclose(FILE *fp) {
+	if (fp != NULL) {
+		int fd = fileno(fp);
+		if (fd >= 0 && GOXIO_UNLIKELY(goxio_fd_flags(fd) & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH)))
+			goxio_fd_gone(fd);
+	}
+	return REAL(fclose)(fp);
+}
+
+int dup(int fd) {
+	uint8_t fl = goxio_fd_flags(fd);
+	if (GOXIO_UNLIKELY(fl & GOXIO_FD_INTERNAL)) {
+		errno = EBADF;
+		return -1;
+	}
+	int nfd = REAL(dup)(fd);
+	if (nfd >= 0) {
+		goxio_fd_fresh(nfd);
+		if (GOXIO_UNLIKELY(fl & GOXIO_FD_ENGINE) && goxio_active())
+			goxio_call(GOXIO_OP_DUP, fd, (uintptr_t)nfd, 0, 0, 0, 0);
+	}
+	return nfd;
+}
+
+static int dup23(int old, int new, int flags, int three) {
+	uint8_t fo = goxio_fd_flags(old), fn = goxio_fd_flags(new);
+	if (GOXIO_LIKELY((fo | fn) == 0))
+		return three ? REAL(dup3)(old, new, flags) : REAL(dup2)(old, new);
+	if (fo & GOXIO_FD_INTERNAL) {
+		errno = EBADF;
+		return -1;
+	}
+	if (old != new) {
+		if (fn & GOXIO_FD_INTERNAL)
+			goxio_internal_relocate(new);
+		if (fn & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH))
+			goxio_fd_gone(new);
+	}
+	int r = three ? REAL(dup3)(old, new, flags) : REAL(dup2)(old, new);
+	if (r >= 0 && old != new && (fo & GOXIO_FD_ENGINE) && goxio_active())
+		goxio_call(GOXIO_OP_DUP, old, (uintptr_t)new, 0, 0, 0, 0);
+	return r;
+}
+
+int dup2(int old, int new) { return dup23(old, new, 0, 0); }
+int dup3(int old, int new, int flags) { return dup23(old, new, flags, 1); }
+
+static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd, long arg) {
+	uint8_t fl = goxio_fd_flags(fd);
+	if (GOXIO_LIKELY(fl == 0)) {
+		int r = real(fd, cmd, arg);
+		if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0)
+			goxio_fd_fresh(r);
+		return r;
+	}
+	if (fl & GOXIO_FD_INTERNAL) {
+		errno = EBADF;
+		return -1;
+	}
+	if ((fl & GOXIO_FD_ENGINE) && goxio_active())
+		return (int)goxio_call(GOXIO_OP_FCNTL, fd, (uintptr_t)cmd, (uintptr_t)arg, 0, 0, 0);
+	int r = real(fd, cmd, arg);
+	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0)
+		goxio_fd_fresh(r);
+	return r;
+}
+
+/* fcntl and ioctl are variadic; their third argument is read as a long, as glibc does. */
+int fcntl(int fd, int cmd, ...) {
+	va_list ap;
+	va_start(ap, cmd);
+	long arg = va_arg(ap, long);
+	va_end(ap);
+	return fcntl_common(REAL(fcntl), fd, cmd, arg);
+}
+
+int fcntl64(int fd, int cmd, ...) {
+	va_list ap;
+	va_start(ap, cmd);
+	long arg = va_arg(ap, long);
+	va_end(ap);
+	return fcntl_common(REAL(fcntl64), fd, cmd, arg);
+}
+
+int ioctl(int fd, unsigned long req, ...) {
+	va_list ap;
+	va_start(ap, req);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	TRAMPOLINE(fd, GOXIO_OP_IOCTL, REAL(ioctl)(fd, req, arg), req, arg, 0, 0, 0);
+}
+
+/* ---- creating calls: only the stale-number check ---- */
+
+#define FRESH(expr)                                                                                        \
+	do {                                                                                               \
+		int r_ = (expr);                                                                           \
+		if (r_ >= 0)                                                                               \
+			goxio_fd_fresh(r_);                                                                \
+		return r_;                                                                                 \
+	} while (0)
+
+static int needs_mode(int flags) { return (flags & O_CREAT) || (flags & __O_TMPFILE) == __O_TMPFILE; }
+
+int open(const char *path, int flags, ...) {
+	mode_t mode = 0;
+	if (needs_mode(flags)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	FRESH(REAL(open)(path, flags, mode));
+}
+
+int open64(const char *path, int flags, ...) {
+	mode_t mode = 0;
+	if (needs_mode(flags)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	FRESH(REAL(open64)(path, flags, mode));
+}
+
+int openat(int dirfd, const char *path, int flags, ...) {
+	mode_t mode = 0;
+	if (needs_mode(flags)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	FRESH(REAL(openat)(dirfd, path, flags, mode));
+}
+
+int openat64(int dirfd, const char *path, int flags, ...) {
+	mode_t mode = 0;
+	if (needs_mode(flags)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	FRESH(REAL(openat64)(dirfd, path, flags, mode));
+}
+
+int creat(const char *path, mode_t mode) { FRESH(REAL(creat)(path, mode)); }
+
+int eventfd(unsigned int initval, int flags) { FRESH(REAL(eventfd)(initval, flags)); }
+
+int pipe(int fds[2]) {
+	int r = REAL(pipe)(fds);
+	if (r == 0) {
+		goxio_fd_fresh(fds[0]);
+		goxio_fd_fresh(fds[1]);
+	}
+	return r;
+}
+
+int pipe2(int fds[2], int flags) {
+	int r = REAL(pipe2)(fds, flags);
+	if (r == 0) {
+		goxio_fd_fresh(fds[0]);
+		goxio_fd_fresh(fds[1]);
+	}
+	return r;
+}
+
+int epoll_create(int size) { FRESH(REAL(epoll_create)(size)); }
+int epoll_create1(int flags) { FRESH(REAL(epoll_create1)(flags)); }

@@ -1,0 +1,116 @@
+/*
+ * calls_io.c: trampolines for data transfer: read/recv and write/send families, their glibc
+ * fortified variants, recvmmsg/sendmmsg and sendfile.
+ */
+#include "goxio.h"
+#include "trampoline.h"
+
+#include <sys/sendfile.h>
+
+extern void __chk_fail(void) __attribute__((noreturn));
+
+ssize_t read(int fd, void *buf, size_t n) { TRAMPOLINE(fd, GOXIO_OP_READ, REAL(read)(fd, buf, n), buf, n, 0, 0, 0); }
+
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
+	uint8_t fl = goxio_fd_flags(fd);
+	if (GOXIO_UNLIKELY(fl != 0) && !(fl & GOXIO_FD_INTERNAL) && (fl & GOXIO_FD_ENGINE) && goxio_active()) {
+		if (n > buflen)
+			__chk_fail();
+		return goxio_call(GOXIO_OP_READ, fd, (uintptr_t)buf, n, 0, 0, 0);
+	}
+	if (GOXIO_UNLIKELY(fl & GOXIO_FD_INTERNAL)) {
+		errno = EBADF;
+		return -1;
+	}
+	return REAL(__read_chk)(fd, buf, n, buflen);
+}
+
+ssize_t readv(int fd, const struct iovec *iov, int cnt) {
+	TRAMPOLINE(fd, GOXIO_OP_READV, REAL(readv)(fd, iov, cnt), iov, cnt, 0, 0, 0);
+}
+
+ssize_t recv(int fd, void *buf, size_t n, int flags) {
+	TRAMPOLINE(fd, GOXIO_OP_RECVFROM, REAL(recv)(fd, buf, n, flags), buf, n, flags, 0, 0);
+}
+
+ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags) {
+	uint8_t fl = goxio_fd_flags(fd);
+	if (GOXIO_UNLIKELY(fl != 0) && !(fl & GOXIO_FD_INTERNAL) && (fl & GOXIO_FD_ENGINE) && goxio_active()) {
+		if (n > buflen)
+			__chk_fail();
+		return goxio_call(GOXIO_OP_RECVFROM, fd, (uintptr_t)buf, n, (uintptr_t)flags, 0, 0);
+	}
+	if (GOXIO_UNLIKELY(fl & GOXIO_FD_INTERNAL)) {
+		errno = EBADF;
+		return -1;
+	}
+	return REAL(__recv_chk)(fd, buf, n, buflen, flags);
+}
+
+ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen) {
+	TRAMPOLINE(fd, GOXIO_OP_RECVFROM, REAL(recvfrom)(fd, buf, n, flags, addr, alen), buf, n, flags, addr, alen);
+}
+
+ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
+		       socklen_t *alen) {
+	uint8_t fl = goxio_fd_flags(fd);
+	if (GOXIO_UNLIKELY(fl != 0) && !(fl & GOXIO_FD_INTERNAL) && (fl & GOXIO_FD_ENGINE) && goxio_active()) {
+		if (n > buflen)
+			__chk_fail();
+		return goxio_call(GOXIO_OP_RECVFROM, fd, (uintptr_t)buf, n, (uintptr_t)flags, (uintptr_t)addr,
+				  (uintptr_t)alen);
+	}
+	if (GOXIO_UNLIKELY(fl & GOXIO_FD_INTERNAL)) {
+		errno = EBADF;
+		return -1;
+	}
+	return REAL(__recvfrom_chk)(fd, buf, n, buflen, flags, addr, alen);
+}
+
+ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
+	TRAMPOLINE(fd, GOXIO_OP_RECVMSG, REAL(recvmsg)(fd, msg, flags), msg, flags, 0, 0, 0);
+}
+
+int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *timeout) {
+	TRAMPOLINE(fd, GOXIO_OP_RECVMMSG, REAL(recvmmsg)(fd, v, n, flags, timeout), v, n, flags, timeout, 0);
+}
+
+ssize_t write(int fd, const void *buf, size_t n) {
+	TRAMPOLINE(fd, GOXIO_OP_WRITE, REAL(write)(fd, buf, n), buf, n, 0, 0, 0);
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int cnt) {
+	TRAMPOLINE(fd, GOXIO_OP_WRITEV, REAL(writev)(fd, iov, cnt), iov, cnt, 0, 0, 0);
+}
+
+ssize_t send(int fd, const void *buf, size_t n, int flags) {
+	TRAMPOLINE(fd, GOXIO_OP_SENDTO, REAL(send)(fd, buf, n, flags), buf, n, flags, 0, 0);
+}
+
+ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr, socklen_t alen) {
+	TRAMPOLINE(fd, GOXIO_OP_SENDTO, REAL(sendto)(fd, buf, n, flags, addr, alen), buf, n, flags, addr, alen);
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
+	TRAMPOLINE(fd, GOXIO_OP_SENDMSG, REAL(sendmsg)(fd, msg, flags), msg, flags, 0, 0, 0);
+}
+
+int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags) {
+	TRAMPOLINE(fd, GOXIO_OP_SENDMMSG, REAL(sendmmsg)(fd, v, n, flags), v, n, flags, 0, 0);
+}
+
+ssize_t sendfile(int out, int in, off_t *off, size_t count) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(in) & GOXIO_FD_INTERNAL)) {
+		errno = EBADF;
+		return -1;
+	}
+	TRAMPOLINE(out, GOXIO_OP_SENDFILE, REAL(sendfile)(out, in, off, count), in, off, count, 0, 0);
+}
+
+ssize_t sendfile64(int out, int in, off_t *off, size_t count) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(in) & GOXIO_FD_INTERNAL)) {
+		errno = EBADF;
+		return -1;
+	}
+	TRAMPOLINE(out, GOXIO_OP_SENDFILE, REAL(sendfile64)(out, in, off, count), in, off, count, 0, 0);
+}

@@ -1,0 +1,81 @@
+/*
+ * calls_socket.c: trampolines for the socket API proper.
+ *
+ * Shape of every trampoline (see goxio.h): flags == 0 -> real function; the library's own fd ->
+ * EBADF; an engine socket while the engine is active -> goxio_call; anything else -> real.
+ */
+#include "goxio.h"
+#include "trampoline.h"
+
+#include <netinet/in.h>
+
+int socket(int domain, int type, int protocol) {
+	int fd = REAL(socket)(domain, type, protocol);
+	if (fd < 0)
+		return fd;
+	goxio_fd_fresh(fd);
+	if (domain == AF_INET && ((type & 0xf) == SOCK_DGRAM || (type & 0xf) == SOCK_STREAM) && goxio_active())
+		goxio_call(GOXIO_OP_SOCKET, fd, (uintptr_t)domain, (uintptr_t)type, (uintptr_t)protocol, 0, 0);
+	return fd;
+}
+
+int socketpair(int domain, int type, int protocol, int sv[2]) {
+	int r = REAL(socketpair)(domain, type, protocol, sv);
+	if (r == 0) {
+		goxio_fd_fresh(sv[0]);
+		goxio_fd_fresh(sv[1]);
+	}
+	return r;
+}
+
+int shutdown(int fd, int how) { TRAMPOLINE(fd, GOXIO_OP_SHUTDOWN, REAL(shutdown)(fd, how), how, 0, 0, 0, 0); }
+
+int bind(int fd, const struct sockaddr *addr, socklen_t len) {
+	TRAMPOLINE(fd, GOXIO_OP_BIND, REAL(bind)(fd, addr, len), addr, len, 0, 0, 0);
+}
+
+int listen(int fd, int backlog) { TRAMPOLINE(fd, GOXIO_OP_LISTEN, REAL(listen)(fd, backlog), backlog, 0, 0, 0, 0); }
+
+static int accept_common(int fd, struct sockaddr *addr, socklen_t *len, int flags, int four) {
+	uint8_t fl = goxio_fd_flags(fd);
+	if (GOXIO_UNLIKELY(fl & GOXIO_FD_INTERNAL)) {
+		errno = EBADF;
+		return -1;
+	}
+	if (GOXIO_UNLIKELY(fl & GOXIO_FD_ENGINE) && goxio_active())
+		return (int)goxio_call(GOXIO_OP_ACCEPT4, fd, (uintptr_t)addr, (uintptr_t)len, (uintptr_t)flags, 0, 0);
+	int nfd = four ? REAL(accept4)(fd, addr, len, flags) : REAL(accept)(fd, addr, len);
+	if (nfd >= 0)
+		goxio_fd_fresh(nfd);
+	return nfd;
+}
+
+int accept(int fd, struct sockaddr *addr, socklen_t *len) { return accept_common(fd, addr, len, 0, 0); }
+
+int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
+	if (REAL(accept4) == NULL) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return accept_common(fd, addr, len, flags, 1);
+}
+
+int connect(int fd, const struct sockaddr *addr, socklen_t len) {
+	TRAMPOLINE(fd, GOXIO_OP_CONNECT, REAL(connect)(fd, addr, len), addr, len, 0, 0, 0);
+}
+
+int getsockname(int fd, struct sockaddr *addr, socklen_t *len) {
+	TRAMPOLINE(fd, GOXIO_OP_GETSOCKNAME, REAL(getsockname)(fd, addr, len), addr, len, 0, 0, 0);
+}
+
+int getpeername(int fd, struct sockaddr *addr, socklen_t *len) {
+	TRAMPOLINE(fd, GOXIO_OP_GETPEERNAME, REAL(getpeername)(fd, addr, len), addr, len, 0, 0, 0);
+}
+
+int setsockopt(int fd, int level, int name, const void *val, socklen_t len) {
+	TRAMPOLINE(fd, GOXIO_OP_SETSOCKOPT, REAL(setsockopt)(fd, level, name, val, len), level, name, val, len, 0);
+}
+
+int getsockopt(int fd, int level, int name, void *val, socklen_t *len) {
+	TRAMPOLINE(fd, GOXIO_OP_GETSOCKOPT, REAL(getsockopt)(fd, level, name, val, len), level, name, val, len, 0);
+}

@@ -1,0 +1,37 @@
+package main
+
+/*
+#include "goxio.h"
+*/
+import "C"
+
+import (
+	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/kernel"
+)
+
+// goxio_go_call is the engine's entry point from every trampoline (boundary.c). It returns the
+// call's result or -errno.
+//
+//export goxio_go_call
+func goxio_go_call(op C.int, fd C.int, a0, a1, a2, a3, a4 C.uintptr_t) C.long {
+	c := transport.Call{Op: transport.Op(op), FD: int(fd),
+		A: [5]uintptr{uintptr(a0), uintptr(a1), uintptr(a2), uintptr(a3), uintptr(a4)}}
+	e := lib.engine
+	if e == nil {
+		// The engine could not start (ready is never set then, so this is a stale table flag).
+		n, errno := kernel.Do(&c)
+		if errno != 0 {
+			return -C.long(errno)
+		}
+		return C.long(n)
+	}
+	return C.long(e.Call(&c))
+}
+
+// goxio_go_start is called by the library's last constructor. Like every exported function it
+// only runs once the Go initialization (init below) has finished, so calling it makes the
+// engine ready before the program's main().
+//
+//export goxio_go_start
+func goxio_go_start() C.int { return 1 }

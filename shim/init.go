@@ -1,0 +1,172 @@
+package main
+
+/*
+#include "goxio.h"
+extern int goxio_log_fd;
+*/
+import "C"
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"unsafe"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/conf"
+	"github.com/goxio/goxio/internal/logging"
+	"github.com/goxio/goxio/internal/version"
+	"github.com/goxio/goxio/offload"
+)
+
+// library is the process-wide state of the library.
+type library struct {
+	params conf.Params
+	log    *zap.Logger
+	logs   *logging.Handle
+	engine *offload.Engine
+}
+
+var lib library
+
+// init runs on the Go runtime's initialization thread, before any exported function can run
+// and before the program's main() (see lifecycle.c). It never fails: whatever goes wrong is
+// logged, and the library then passes every call through.
+func init() {
+	params, warnings := conf.Load(os.Environ())
+	lib.params = params
+	lib.log, lib.logs = newLogger(params)
+	for _, w := range warnings {
+		lib.log.Warn(w.Error())
+	}
+	if C.goxio_main_is_go() != 0 {
+		lib.log.Info("this program is written in Go: Go does not use libc for sockets, so goxio cannot offload any of them; all calls go to the kernel")
+		return
+	}
+	banner(params)
+
+	rules := loadRules(params)
+	lib.engine = offload.New(offload.Config{
+		Rules:   rules,
+		Program: programName(),
+		AppID:   params.AppID,
+		Offload: params.OffloadedSockets,
+		Table:   cTable{},
+		Log:     lib.log,
+	})
+	C.goxio_set_ready(1)
+}
+
+func programName() string {
+	if len(os.Args) > 0 {
+		return filepath.Base(os.Args[0])
+	}
+	return ""
+}
+
+// loadRules reads the rule file; every bad line is reported once, the rest applies. A missing
+// default file is normal (no rules: offload everything), a missing file the user named is not.
+func loadRules(p conf.Params) *conf.RuleSet {
+	rules, errs := conf.LoadRules(p.ConfigFile)
+	explicit := p.ConfigFile != conf.DefaultConfigFile
+	for _, err := range errs {
+		if !explicit && os.IsNotExist(unwrapAll(err)) {
+			lib.log.Debug("no rule file", zap.String("file", p.ConfigFile))
+			continue
+		}
+		lib.log.Warn(err.Error())
+	}
+	return rules
+}
+
+func unwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return err
+		}
+		next := u.Unwrap()
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+// goxio_log_fd is the log file's fd, an internal fd of the library (fdtable.c); -1 when logging
+// goes to stderr.
+var logFD = (*int32)(unsafe.Pointer(&C.goxio_log_fd))
+
+// newLogger opens VMA_LOG_FILE (if set) as an internal fd and builds the logger. Without a log
+// file, lines go to the program's fd 2 while it is still the stderr the program started with
+// (a program that closes fd 2 and reuses the number must not get log lines in its socket).
+func newLogger(p conf.Params) (*zap.Logger, *logging.Handle) {
+	fdFunc := stderrWhileSame()
+	if p.LogFile != "" {
+		path := logging.LogFilePath(p.LogFile, os.Getpid())
+		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_CLOEXEC, 0o644)
+		if err == nil {
+			C.goxio_internal_adopt(C.int(fd), (*C.int)(unsafe.Pointer(logFD)))
+			fdFunc = func() int { return int(atomic.LoadInt32(logFD)) }
+		} else {
+			defer func() { lib.log.Warn("cannot open VMA_LOG_FILE, logging to stderr", zap.String("file", path), zap.Error(err)) }()
+		}
+	}
+	return logging.New(logging.Config{Level: p.TraceLevel, Details: p.LogDetails}, logging.FDWriter{FD: fdFunc})
+}
+
+func stderrWhileSame() func() int {
+	var st unix.Stat_t
+	if unix.Fstat(2, &st) != nil {
+		return func() int { return -1 }
+	}
+	dev, ino := st.Dev, st.Ino
+	return func() int {
+		var now unix.Stat_t
+		if unix.Fstat(2, &now) != nil || now.Dev != dev || now.Ino != ino {
+			return -1
+		}
+		return 2
+	}
+}
+
+// banner prints VMA's start-up banner at INFO: version, command line, and every parameter that
+// differs from its default.
+func banner(p conf.Params) {
+	const rule = "---------------------------------------------------------------------------"
+	l := lib.log
+	if !l.Core().Enabled(zap.InfoLevel) {
+		return
+	}
+	l.Info(rule)
+	l.Info(version.Name + " " + version.Version + " (libgoxio.so, pid " + itoa(os.Getpid()) + ")")
+	l.Info("Cmd Line: " + strings.Join(os.Args, " "))
+	for _, s := range p.NonDefault() {
+		l.Info(pad(s.Name, 32) + " " + pad(s.Value, 24) + " [" + s.Source + "]")
+	}
+	l.Info(rule)
+}
+
+func pad(s string, n int) string {
+	if len(s) >= n {
+		return s
+	}
+	return s + strings.Repeat(" ", n-len(s))
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	if n == 0 {
+		return "0"
+	}
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,12 @@
+package main
+
+/*
+#include "goxio.h"
+*/
+import "C"
+
+// cTable is the C-side fd table (fdtable.c) as the engine sees it.
+type cTable struct{}
+
+// Set writes the flags of fd.
+func (cTable) Set(fd int, flags uint8) { C.goxio_fdt_set(C.int(fd), C.int(flags)) }

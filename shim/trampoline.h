@@ -1,0 +1,39 @@
+/*
+ * trampoline.h: the shape shared by the trampolines.
+ */
+#ifndef GOXIO_TRAMPOLINE_H
+#define GOXIO_TRAMPOLINE_H
+
+#include "goxio.h"
+
+/* TRAMPOLINE returns from the enclosing function: the real call for ordinary fds (one byte load),
+ * EBADF for the library's own fds, the engine for its sockets while it is active. */
+#define TRAMPOLINE(fd, op, realcall, a0, a1, a2, a3, a4)                                                  \
+	do {                                                                                               \
+		uint8_t fl_ = goxio_fd_flags(fd);                                                          \
+		if (GOXIO_LIKELY(fl_ == 0))                                                                \
+			return realcall;                                                                   \
+		if (fl_ & GOXIO_FD_INTERNAL) {                                                             \
+			errno = EBADF;                                                                     \
+			return -1;                                                                         \
+		}                                                                                          \
+		if ((fl_ & GOXIO_FD_ENGINE) && goxio_active())                                             \
+			return goxio_call(op, fd, (uintptr_t)(a0), (uintptr_t)(a1), (uintptr_t)(a2),       \
+					  (uintptr_t)(a3), (uintptr_t)(a4));                               \
+		return realcall;                                                                           \
+	} while (0)
+
+/* goxio_fd_fresh is called with every fd a creating call returns: a flag left on that number means
+ * the fd it described was closed behind the library's back (glibc-internal close, raw syscall),
+ * so the stale bookkeeping is dropped before the number is used again. */
+GOXIO_HIDDEN void goxio_fd_stale(int fd, uint8_t flags);
+static inline void goxio_fd_fresh(int fd) {
+	uint8_t fl = goxio_fd_flags(fd);
+	if (GOXIO_UNLIKELY(fl != 0))
+		goxio_fd_stale(fd, fl);
+}
+
+/* goxio_fd_gone drops the engine's bookkeeping of an fd the kernel has just closed or replaced. */
+GOXIO_HIDDEN void goxio_fd_gone(int fd);
+
+#endif
