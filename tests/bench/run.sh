@@ -14,7 +14,8 @@
 #                          the report to out/REPORT.md instead of the committed one
 #   GOXIO_BIN              folder holding the goxio tools (for the version string)
 #   BENCH_REPS             repetitions of the passthrough, start-up and RSS measures (default 5)
-#   BENCH_CALLS_N          calls per passthrough run (default 2000000, at most 100000000)
+#   BENCH_CALLS_N          calls per passthrough run (default 1050000, 21..100000000)
+#   BENCH_CALLS_REPS       passthrough runs per case and variant (default 7)
 #   BENCH_SOCKPERF_REPS    repetitions of each sockperf test (default 3)
 #   BENCH_SOCKPERF_TIME    seconds per sockperf client run (default 3)
 #   BENCH_VARIANTS_EXTRA   more sockperf rows, "name|VAR=value VAR=value;name2|..." (for example
@@ -32,7 +33,8 @@ BIN=$OUT/bin
 GOXIO_LIB=${GOXIO_LIB:-$REPO/build/libgoxio.so}
 GOXIO_BIN=${GOXIO_BIN:-$REPO/build}
 REPS=${BENCH_REPS:-5}
-CALLS_N=${BENCH_CALLS_N:-2000000}
+CALLS_N=${BENCH_CALLS_N:-1050000}
+CALLS_REPS=${BENCH_CALLS_REPS:-7}
 SP_REPS=${BENCH_SOCKPERF_REPS:-3}
 SP_TIME=${BENCH_SOCKPERF_TIME:-3}
 DEADLINE=${BENCH_DEADLINE:-420}
@@ -81,10 +83,10 @@ if [[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import matplotlib' 2>/dev/n
 	PY=/usr/bin/python3
 fi
 need "$PY" python3
-[[ $REPS =~ ^[1-9][0-9]*$ && $SP_REPS =~ ^[1-9][0-9]*$ && $SP_TIME =~ ^[1-9][0-9]*$ ]] ||
-	die "BENCH_REPS, BENCH_SOCKPERF_REPS and BENCH_SOCKPERF_TIME must be positive integers"
-if ! [[ $CALLS_N =~ ^[1-9][0-9]*$ ]] || ((CALLS_N > 100000000)); then
-	die "BENCH_CALLS_N must be in 1..100000000"
+[[ $REPS =~ ^[1-9][0-9]*$ && $CALLS_REPS =~ ^[1-9][0-9]*$ && $SP_REPS =~ ^[1-9][0-9]*$ && $SP_TIME =~ ^[1-9][0-9]*$ ]] ||
+	die "BENCH_REPS, BENCH_CALLS_REPS, BENCH_SOCKPERF_REPS and BENCH_SOCKPERF_TIME must be positive integers"
+if ! [[ $CALLS_N =~ ^[1-9][0-9]*$ ]] || ((CALLS_N < 21 || CALLS_N > 100000000)); then
+	die "BENCH_CALLS_N must be in 21..100000000"
 fi
 
 rm -rf "$OUT/raw"
@@ -137,6 +139,7 @@ fi
 {
 	echo "date=$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "nproc=$(nproc)"
+	echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "kernel=$(uname -sr)"
 	echo "cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
 	echo "memory=$(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
@@ -151,6 +154,7 @@ fi
 	echo "gcc=$(gcc -dumpfullversion)"
 	echo "reps=$REPS"
 	echo "calls_n=$CALLS_N"
+	echo "calls_reps=$CALLS_REPS"
 	echo "sp_reps=$SP_REPS"
 	echo "sp_time=$SP_TIME"
 } >"$RAW/meta.env"
@@ -168,9 +172,9 @@ record() {
 
 # ---------------------------------------------------------------- 1. passthrough
 # Two variants: kernel (no preload) and goxio; both see the same rule file.
-log "passthrough: $REPS x 4 cases x 2 variants, $CALLS_N calls each"
+log "passthrough: $CALLS_REPS x 4 cases x 2 variants, $CALLS_N calls each"
 : >"$RAW/passthrough.tsv"
-for rep in $(seq 1 "$REPS"); do
+for rep in $(seq 1 "$CALLS_REPS"); do
 	for case in fcntl-pipe sockopt-unix sockopt-udp-os sockopt-udp; do
 		for variant in kernel goxio; do
 			check_deadline "passthrough $case"
@@ -181,7 +185,8 @@ for rep in $(seq 1 "$REPS"); do
 			if ! line=$(timeout 120 "${cmd[@]}" 2>>"$RAW/passthrough.stderr"); then
 				die "passthrough $case ($variant) failed: see $RAW/passthrough.stderr"
 			fi
-			printf '%s\t%s\t%s\t%s\n' "$case" "$variant" "$rep" "$(awk '{print $3}' <<<"$line")" >>"$RAW/passthrough.tsv"
+			printf '%s\t%s\t%s\t%s\t%s\n' "$case" "$variant" "$rep" "$(awk '{print $3}' <<<"$line")" \
+				"$(awk '{print $4}' <<<"$line")" >>"$RAW/passthrough.tsv"
 		done
 	done
 done
@@ -303,6 +308,7 @@ for rep in $(seq 1 "$SP_REPS"); do
 done
 
 # ---------------------------------------------------------------- report
+echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RAW/meta.env"
 check_deadline "report"
 log "report: $REPORT"
 "$PY" "$HERE/report.py" --raw "$RAW" --report "$REPORT" --plot-dir "$(dirname "$REPORT")"
