@@ -10,7 +10,9 @@
 #ifndef GOXIO_H
 #define GOXIO_H
 
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>

@@ -37,6 +37,7 @@ var lib library
 // logged, and the library then passes every call through.
 func init() {
 	params, warnings := conf.Load(os.Environ())
+	params = params.WithPID(os.Getpid())
 	lib.params = params
 	lib.log, lib.logs = newLogger(params)
 	for _, w := range warnings {
@@ -71,7 +72,7 @@ func programName() string {
 // default file is normal (no rules: offload everything), a missing file the user named is not.
 func loadRules(p conf.Params) *conf.RuleSet {
 	rules, errs := conf.LoadRules(p.ConfigFile)
-	explicit := p.ConfigFile != conf.DefaultConfigFile
+	explicit := p.ConfigFile != conf.Defaults().ConfigFile
 	for _, err := range errs {
 		if !explicit && os.IsNotExist(unwrapAll(err)) {
 			lib.log.Debug("no rule file", zap.String("file", p.ConfigFile))
@@ -106,7 +107,7 @@ var logFD = (*int32)(unsafe.Pointer(&C.goxio_log_fd))
 func newLogger(p conf.Params) (*zap.Logger, *logging.Handle) {
 	fdFunc := stderrWhileSame()
 	if p.LogFile != "" {
-		path := logging.LogFilePath(p.LogFile, os.Getpid())
+		path := p.LogFile
 		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_CLOEXEC, 0o644)
 		if err == nil {
 			C.goxio_internal_adopt(C.int(fd), (*C.int)(unsafe.Pointer(logFD)))

@@ -1,3 +1,9 @@
+// The go:debug settings keep the Go runtime out of the program's fd space: no cgroup files held
+// open for GOMAXPROCS updates. They must precede the package clause.
+
+//go:debug containermaxprocs=0
+//go:debug updatemaxprocs=0
+
 // Command libgoxio is built with -buildmode=c-shared into libgoxio.so: the library a program
 // preloads (LD_PRELOAD=libgoxio.so) to have its sockets served by goxio.
 //
@@ -5,16 +11,8 @@
 // engine and are the engine's single entry point from C.
 package main
 
-// The go:debug settings keep the Go runtime out of the program's fd space and signal traffic:
-// no cgroup files held open for GOMAXPROCS updates, and no preemption signals (SIGURG) sent to
-// threads that may be inside the program's blocking calls.
-
-//go:debug containermaxprocs=0
-//go:debug updatemaxprocs=0
-//go:debug asyncpreemptoff=1
-
 /*
-#cgo CFLAGS: -O2 -Wall -Wno-unused-function
+#cgo CFLAGS: -D_GNU_SOURCE -O2 -Wall -Wno-unused-function
 #cgo LDFLAGS: -ldl -lpthread
 #include "goxio.h"
 */
