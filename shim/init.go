@@ -113,7 +113,9 @@ func newLogger(p conf.Params) (*zap.Logger, *logging.Handle) {
 			C.goxio_internal_adopt(C.int(fd), (*C.int)(unsafe.Pointer(logFD)))
 			fdFunc = func() int { return int(atomic.LoadInt32(logFD)) }
 		} else {
-			defer func() { lib.log.Warn("cannot open VMA_LOG_FILE, logging to stderr", zap.String("file", path), zap.Error(err)) }()
+			defer func() {
+				lib.log.Warn("cannot open VMA_LOG_FILE, logging to stderr", zap.String("file", path), zap.Error(err))
+			}()
 		}
 	}
 	return logging.New(logging.Config{Level: p.TraceLevel, Details: p.LogDetails}, logging.FDWriter{FD: fdFunc})

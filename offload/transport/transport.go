@@ -112,13 +112,13 @@ type Reason uint8
 
 // The reasons.
 const (
-	ReasonNone          Reason = iota // not on the kernel, or no decision yet
-	ReasonRule                        // a libvma.conf rule says os
-	ReasonNoFasterPath                // offload allowed, but no transport faster than the kernel reaches the peer
-	ReasonUnsupported                 // the socket uses something the fast paths do not support
-	ReasonResources                   // a resource limit (rings, memory, slots) was reached
-	ReasonDisabled                    // VMA_OFFLOADED_SOCKETS=0
-	ReasonForkedChild                 // the process is a forked child of the one that started goxio
+	ReasonNone         Reason = iota // not on the kernel, or no decision yet
+	ReasonRule                       // a libvma.conf rule says os
+	ReasonNoFasterPath               // offload allowed, but no transport faster than the kernel reaches the peer
+	ReasonUnsupported                // the socket uses something the fast paths do not support
+	ReasonResources                  // a resource limit (rings, memory, slots) was reached
+	ReasonDisabled                   // VMA_OFFLOADED_SOCKETS=0
+	ReasonForkedChild                // the process is a forked child of the one that started goxio
 )
 
 func (r Reason) String() string {
