@@ -7,6 +7,7 @@ import (
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
+	"github.com/goxio/goxio/stats"
 )
 
 // control performs a call that moves no data. The kernel socket always makes the call (it owns
@@ -21,6 +22,7 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 		}
 	case transport.OpListen:
 		if errno == 0 {
+			s.st.SetState(stats.TCPListen)
 			e.decide(s, c.FD, conf.RoleTCPServer, localAddr(c.FD), remoteNone)
 		}
 	case transport.OpConnect:
@@ -41,14 +43,14 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 		if errno == 0 {
 			switch int(int32(c.A[0])) {
 			case unix.F_SETFL:
-				s.nonblock.Store(int(c.A[1])&unix.O_NONBLOCK != 0)
+				s.setNonblock(int(c.A[1])&unix.O_NONBLOCK != 0)
 			case unix.F_DUPFD, unix.F_DUPFD_CLOEXEC:
 				e.dup(s, n)
 			}
 		}
 	case transport.OpIoctl:
 		if errno == 0 && uint32(c.A[0]) == fionbio {
-			s.nonblock.Store(sysc.IntAt(c.A[1]) != 0)
+			s.setNonblock(sysc.IntAt(c.A[1]) != 0)
 		}
 	}
 	return result(n, errno)
@@ -66,6 +68,7 @@ func (e *Engine) accepted(l *Socket, fd, flags int) {
 		local: sysc.Sockname(fd), remote: sysc.Peername(fd)}
 	l.mu.Unlock()
 	s.nonblock.Store(flags&unix.SOCK_NONBLOCK != 0)
+	e.openStats(fd, s)
 	e.register(fd, s)
 }
 

@@ -78,28 +78,48 @@ func sigpipeDue(c *transport.Call) bool {
 // count adds a data call's outcome to the socket's counters.
 func (e *Engine) count(s *Socket, c *transport.Call, n int, errno syscall.Errno) {
 	ctr := &s.counters
+	os := s.kindNow() == transport.KindOS
 	switch {
 	case errno == unix.EAGAIN:
 		ctr.EAgain.Add(1)
+		if c.Op.Receive() {
+			s.st.CountRxEAGAIN(os)
+		} else {
+			s.st.CountTxEAGAIN(os)
+		}
 		return
 	case errno != 0:
 		ctr.Errors.Add(1)
+		if c.Op.Receive() {
+			s.st.CountRxError(os)
+		} else {
+			s.st.CountTxError(os)
+		}
 		return
 	}
-	packets, bytes := uint64(1), uint64(n)
+	rx := c.Op.Receive()
 	if c.Op == transport.OpRecvmmsg || c.Op == transport.OpSendmmsg {
-		packets, bytes = uint64(n), 0
 		for i := 0; i < n; i++ {
-			bytes += uint64(sysc.MmsgLen(c.A[0], i))
+			e.countOne(s, rx, os, sysc.MmsgLen(c.A[0], i))
 		}
-	} else if n == 0 && s.typ == sockStream {
+		return
+	}
+	if n == 0 && s.typ == sockStream {
 		return // end of stream, or nothing written
 	}
-	if c.Op.Receive() {
-		ctr.RxPackets.Add(packets)
-		ctr.RxBytes.Add(bytes)
+	e.countOne(s, rx, os, n)
+}
+
+// countOne counts one datagram or one stream call that moved bytes.
+func (e *Engine) countOne(s *Socket, rx, os bool, bytes int) {
+	ctr := &s.counters
+	if rx {
+		ctr.RxPackets.Add(1)
+		ctr.RxBytes.Add(uint64(bytes))
+		s.st.CountRx(os, bytes)
 	} else {
-		ctr.TxPackets.Add(packets)
-		ctr.TxBytes.Add(bytes)
+		ctr.TxPackets.Add(1)
+		ctr.TxBytes.Add(uint64(bytes))
+		s.st.CountTx(os, bytes)
 	}
 }

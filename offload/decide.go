@@ -29,6 +29,7 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 		s.reason = transport.ReasonNoFasterPath
 	}
 	handOver := s.passthrough
+	s.publishLocked()
 	s.mu.Unlock()
 	if ce := e.log.Check(zap.DebugLevel, "decision"); ce != nil {
 		ce.Write(zap.Int("fd", fd), zap.Stringer("role", role), zap.Stringer("local", local),

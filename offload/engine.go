@@ -13,6 +13,7 @@ import (
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
+	"github.com/goxio/goxio/stats"
 )
 
 // Flags of the C-side fd table (GOXIO_FD_* in shim/goxio.h).
@@ -36,7 +37,8 @@ type Config struct {
 	// Offload is VMA_OFFLOADED_SOCKETS: when false, new sockets are handed to the kernel at once.
 	Offload bool
 	Table   FDTable
-	Log     *zap.Logger // nil: no logging
+	Log     *zap.Logger   // nil: no logging
+	Stats   *stats.Writer // nil: no statistics segment
 }
 
 // Engine serves the sockets of one process.
@@ -119,6 +121,7 @@ func (e *Engine) open(fd, domain, typ, proto int) {
 		s.passthrough = true
 		s.reason = transport.ReasonDisabled
 	}
+	e.openStats(fd, s)
 	e.register(fd, s)
 	e.log.Debug("socket", zap.Int("fd", fd), zap.String("proto", s.protoName()), zap.Bool("offload", !s.passthrough))
 }
@@ -160,6 +163,7 @@ func (e *Engine) dropLocked(fd int, s *Socket) {
 
 // finish is called when the last fd of s is gone.
 func (e *Engine) finish(fd int, s *Socket) {
+	defer e.cfg.Stats.CloseSocket(s.st)
 	if ce := e.log.Check(zap.DebugLevel, "socket closed"); ce != nil {
 		snap := s.snapshot(fd)
 		ce.Write(zap.Int("fd", fd), zap.String("proto", snap.Proto), zap.Stringer("transport", snap.Transport),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/stats"
 )
 
 // Socket is the engine's object for one kernel socket. Several fds may refer to it (dup); it
@@ -37,6 +38,7 @@ type Socket struct {
 	remote      netip.AddrPort
 
 	counters Counters
+	st       *stats.Socket // the socket's slot in the statistics segment; nil without one
 }
 
 // Counters are a socket's traffic counters. Each is incremented atomically by the thread that

@@ -127,3 +127,6 @@ void goxio_internal_lost(int fd) {
 
 /* The log file's fd (VMA_LOG_FILE), owned by the logger; -1 when logging to stderr. */
 int goxio_log_fd = -1;
+
+/* VMA_STATS_FILE's fd, owned by the statistics writer; -1 when unset. */
+int goxio_stats_file_fd = -1;

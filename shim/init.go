@@ -20,6 +20,7 @@ import (
 	"github.com/goxio/goxio/internal/logging"
 	"github.com/goxio/goxio/internal/version"
 	"github.com/goxio/goxio/offload"
+	"github.com/goxio/goxio/stats"
 )
 
 // library is the process-wide state of the library.
@@ -28,6 +29,7 @@ type library struct {
 	log    *zap.Logger
 	logs   *logging.Handle
 	engine *offload.Engine
+	stats  *stats.Writer
 }
 
 var lib library
@@ -50,6 +52,7 @@ func init() {
 	banner(params)
 
 	rules := loadRules(params)
+	lib.stats = openStats(params)
 	lib.engine = offload.New(offload.Config{
 		Rules:   rules,
 		Program: programName(),
@@ -57,6 +60,7 @@ func init() {
 		Offload: params.OffloadedSockets,
 		Table:   cTable{},
 		Log:     lib.log,
+		Stats:   lib.stats,
 	})
 	C.goxio_set_ready(1)
 }

@@ -154,3 +154,12 @@ __attribute__((constructor)) static void goxio_late(void) {
 }
 
 void goxio_mark_child(void) { in_child = 1; }
+
+extern void goxio_go_exit(void); /* Go export: removes the statistics segment */
+
+__attribute__((destructor)) static void goxio_fini(void) {
+	int saved = errno;
+	if (goxio_active())
+		goxio_go_exit();
+	errno = saved;
+}

@@ -34,3 +34,12 @@ func fromSockaddr(sa unix.Sockaddr) netip.AddrPort {
 	}
 	return netip.AddrPort{}
 }
+
+// Inode returns the inode number of the socket behind fd (as /proc/PID/fd shows it), or 0.
+func Inode(fd int) uint64 {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return 0
+	}
+	return st.Ino
+}

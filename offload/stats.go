@@ -1,0 +1,80 @@
+package offload
+
+import (
+	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/stats"
+)
+
+// openStats gives a new socket its slot in the statistics segment (none when the segment is off
+// or full: every stats method accepts a nil slot).
+func (e *Engine) openStats(fd int, s *Socket) {
+	st := e.cfg.Stats.Open(fd)
+	if st == nil {
+		return
+	}
+	st.SetInfo(stats.SocketInfo{Family: s.domain, Type: s.typ, Protocol: s.proto, Inode: sysc.Inode(fd),
+		Blocking: !s.nonblock.Load()})
+	s.mu.Lock()
+	s.st = st
+	s.publishLocked()
+	s.mu.Unlock()
+}
+
+// publishLocked copies the socket's decision state into its statistics slot; s.mu is held.
+func (s *Socket) publishLocked() {
+	if s.st == nil {
+		return
+	}
+	s.st.SetAddrs(s.local, s.remote)
+	kind, reason := s.kind, s.reason
+	if s.passthrough {
+		kind = transport.KindOS
+	}
+	s.st.SetTransport(statsTransport(kind), statsReason(reason))
+	if s.decided && s.decision.Rule != nil {
+		s.st.SetRule(s.decision.Rule.Line, s.decision.Rule.Text)
+	}
+	if s.typ == sockStream && s.remote.IsValid() {
+		s.st.SetState(stats.TCPEstablished)
+	}
+}
+
+func (s *Socket) setNonblock(on bool) {
+	s.nonblock.Store(on)
+	s.st.SetBlocking(!on)
+}
+
+func (s *Socket) kindNow() transport.Kind {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kind
+}
+
+func statsTransport(k transport.Kind) stats.Transport {
+	switch k {
+	case transport.KindSHM:
+		return stats.TransportSHM
+	case transport.KindXDP:
+		return stats.TransportXDP
+	}
+	return stats.TransportOS
+}
+
+func statsReason(r transport.Reason) stats.Reason {
+	switch r {
+	case transport.ReasonRule:
+		return stats.ReasonRule
+	case transport.ReasonNoFasterPath:
+		return stats.ReasonNoFasterPath
+	case transport.ReasonUnsupported:
+		return stats.ReasonUnsupportedOption
+	case transport.ReasonResources:
+		return stats.ReasonResources
+	case transport.ReasonDisabled:
+		return stats.ReasonDisabled
+	case transport.ReasonForkedChild:
+		return stats.ReasonForkedChild
+	}
+	return stats.ReasonNone
+}
