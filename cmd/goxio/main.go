@@ -1,0 +1,73 @@
+// Command goxio launches programs under libgoxio.so and helps with goxio's
+// configuration:
+//
+//	goxio run [-p PROFILE] [--lib PATH] -- command [args...]
+//	goxio rules check [FILE]
+//	goxio rules match --app NAME [--id ID] ROLE ADDR:PORT[:ADDR:PORT] [FILE]
+//	goxio params [--env]
+//	goxio version
+//	goxio help
+//
+// Messages about the command itself go to stderr, prefixed "goxio:". Exit
+// status: 0 success, 1 a problem was found (bad rule lines, parameter
+// warnings, no library), 2 wrong usage; `goxio run` replaces itself with the
+// program, so the program's status is the command's.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+
+	"github.com/goxio/goxio/internal/version"
+)
+
+const usage = `usage:
+  goxio run [-p PROFILE] [--lib PATH] -- COMMAND [ARG...]
+        run COMMAND with libgoxio.so preloaded (and VMA_SPEC=PROFILE)
+  goxio rules check [FILE]
+        report every bad line of a libvma.conf file; exit 1 if there is one
+  goxio rules match --app NAME [--id ID] ROLE ADDR:PORT[:ADDR:PORT] [FILE]
+        show which rule decides for a socket, and whether it is offloaded
+  goxio params [--env]
+        list every parameter with its value, source, default and meaning
+        (--env: only those that differ from the default, as NAME=VALUE)
+  goxio version
+  goxio help
+
+FILE defaults to $GOXIO_CONFIG_FILE, $VMA_CONFIG_FILE or /etc/libvma.conf.
+ROLE is tcp_server, tcp_client, udp_sender, udp_receiver or udp_connect.
+For tcp_client and udp_connect give the remote address then, optionally,
+the local one, as in libvma.conf; tcp_server and udp_receiver take the local
+address, udp_sender the destination.
+`
+
+func main() {
+	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, os.Environ()))
+}
+
+// cli runs one goxio command and returns its exit status. Only "run" does
+// not return when it succeeds.
+func cli(args []string, stdout, stderr io.Writer, environ []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return runCmd(args[1:], stderr, environ)
+	case "rules":
+		return rulesCmd(args[1:], stdout, stderr, environ)
+	case "params":
+		return paramsCmd(args[1:], stdout, stderr, environ)
+	case "version", "--version", "-version":
+		fmt.Fprintf(stdout, "%s %s (%s, %s/%s)\n", version.Name, version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return 0
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "goxio: unknown command %q\n%s", args[0], usage)
+	return 2
+}
