@@ -11,6 +11,12 @@
  *   sockopt-udp     getsockopt(SO_TYPE) on an unbound AF_INET UDP socket,
  *                   an offload candidate: through the engine (C->Go->kernel)
  *
+ * With CALLS_IDLE_THREAD=1 in the environment the program first starts one
+ * thread that sleeps for ever: a process with more than one thread pays more
+ * per fd system call in the kernel (fdget takes a reference on the file when
+ * the fd table is shared), which any preload library with a runtime thread
+ * (Go's) cannot avoid. That variant separates this cost from the library's own.
+ *
  * The N calls run in BATCHES batches; the program prints one line
  * "CASE N median_ns min_ns" on stdout: the median and the lowest per-call cost
  * of the batches, so that a burst of load from another process on the machine
@@ -22,6 +28,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +45,14 @@ static double now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -87,6 +102,16 @@ int main(int argc, char **argv)
 	if (n < BATCHES || n > MAX_N) {
 		fprintf(stderr, "calls: N must be in %d..%ld\n", BATCHES, MAX_N);
 		return 2;
+	}
+
+	const char *idle = getenv("CALLS_IDLE_THREAD");
+	if (idle != NULL && strcmp(idle, "1") == 0) {
+		pthread_t t;
+		int err = pthread_create(&t, NULL, sleeper, NULL);
+		if (err != 0) {
+			fprintf(stderr, "calls: pthread_create: %s\n", strerror(err));
+			return 2;
+		}
 	}
 
 	int fd = -1, pfd[2];

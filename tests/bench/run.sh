@@ -3,7 +3,8 @@
 #
 # `make bench` runs it as GOXIO_LIB=<abs>/build/libgoxio.so GOXIO_BIN=<abs>/build ./tests/bench/run.sh.
 # It measures, interleaving kernel and goxio runs (A B A B ...):
-#   1. passthrough cost: ns per fcntl/getsockopt call with and without LD_PRELOAD (calls.c);
+#   1. passthrough cost: ns per fcntl/getsockopt call with and without LD_PRELOAD, and in a process
+#      with one idle thread (calls.c);
 #   2. start-up time (hyperfine) and max RSS (/usr/bin/time) of /bin/true and onesock.c;
 #   3. sockperf UDP/TCP ping-pong and throughput, 64 B, on 127.0.0.1, both ends preloaded;
 # then writes raw data under tests/bench/out/ and the report tests/bench/REPORT.md
@@ -94,7 +95,7 @@ mkdir -p "$BIN" "$OUT/raw/startup" "$OUT/raw/sockperf"
 RAW=$OUT/raw
 
 CFLAGS=(-O2 -Wall -Wextra -Werror)
-gcc "${CFLAGS[@]}" -o "$BIN/calls" "$HERE/calls.c"
+gcc "${CFLAGS[@]}" -pthread -o "$BIN/calls" "$HERE/calls.c"
 gcc "${CFLAGS[@]}" -o "$BIN/onesock" "$HERE/onesock.c"
 
 FAKE=0
@@ -107,6 +108,12 @@ if [[ $GOXIO_LIB == fake ]]; then
 fi
 [[ $GOXIO_LIB == /* ]] || die "GOXIO_LIB must be an absolute path, got $GOXIO_LIB"
 [[ -f $GOXIO_LIB ]] || die "library $GOXIO_LIB not found: run 'make lib' first (or GOXIO_LIB=fake to test the plumbing)"
+# Measure a copy, so that a rebuild of the library during the run cannot mix two builds.
+GOXIO_LIB_SRC=$GOXIO_LIB
+if [[ $FAKE == 0 ]]; then
+	cp "$GOXIO_LIB_SRC" "$BIN/libgoxio.so"
+	GOXIO_LIB=$BIN/libgoxio.so
+fi
 if ! timeout 20 env LD_PRELOAD="$GOXIO_LIB" /bin/true >"$RAW/preload-check.log" 2>&1; then
 	die "LD_PRELOAD=$GOXIO_LIB /bin/true failed or hung (exit $?): see $RAW/preload-check.log"
 fi
@@ -128,8 +135,9 @@ use vma udp_connect *:*
 EOF
 
 # ---------------------------------------------------------------- metadata
-version=
-if [[ $FAKE == 0 && -x $GOXIO_BIN/goxio ]]; then
+# The version of the measured library: its start-up banner, else the goxio tool, else git.
+version=$(sed -n 's/^.*INFO: goxio \([^ ]*\) (libgoxio\.so.*$/\1 (library banner)/p' "$RAW/preload-check.log" | head -1)
+if [[ -z $version && $FAKE == 0 && -x $GOXIO_BIN/goxio ]]; then
 	version=$(timeout 10 "$GOXIO_BIN/goxio" version 2>/dev/null | head -1 || true)
 	[[ -n $version ]] || version=$(timeout 10 "$GOXIO_BIN/goxio" --version 2>/dev/null | head -1 || true)
 fi
@@ -145,7 +153,7 @@ fi
 	echo "memory=$(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 	echo "glibc=$(ldd --version | head -1 | awk '{print $NF}')"
 	echo "goxio_version=$version"
-	echo "goxio_lib=$GOXIO_LIB"
+	echo "goxio_lib=$GOXIO_LIB_SRC"
 	echo "goxio_lib_sha256=$(sha256sum "$GOXIO_LIB" | cut -c1-16)"
 	echo "goxio_lib_size=$(stat -c %s "$GOXIO_LIB")"
 	echo "fake=$FAKE"
@@ -171,15 +179,19 @@ record() {
 }
 
 # ---------------------------------------------------------------- 1. passthrough
-# Two variants: kernel (no preload) and goxio; both see the same rule file.
-log "passthrough: $CALLS_REPS x 4 cases x 2 variants, $CALLS_N calls each"
+# Three variants, all with the same rule file: kernel (no preload), threaded (no preload, one idle
+# thread: the kernel's own extra cost for a multi-threaded process) and goxio.
+log "passthrough: $CALLS_REPS x 4 cases x 3 variants, $CALLS_N calls each"
 : >"$RAW/passthrough.tsv"
 for rep in $(seq 1 "$CALLS_REPS"); do
 	for case in fcntl-pipe sockopt-unix sockopt-udp-os sockopt-udp; do
-		for variant in kernel goxio; do
+		for variant in kernel threaded goxio; do
 			check_deadline "passthrough $case"
 			cmd=(env VMA_CONFIG_FILE="$OUT/os-udp.conf")
-			[[ $variant == kernel ]] || cmd+=(LD_PRELOAD="$GOXIO_LIB")
+			case $variant in
+			threaded) cmd+=(CALLS_IDLE_THREAD=1) ;;
+			goxio) cmd+=(LD_PRELOAD="$GOXIO_LIB") ;;
+			esac
 			cmd+=("$BIN/calls" "$case" "$CALLS_N")
 			record "${cmd[@]}"
 			if ! line=$(timeout 120 "${cmd[@]}" 2>>"$RAW/passthrough.stderr"); then
