@@ -9,9 +9,17 @@ GOTAGS  := netgo,osusergo
 LDFLAGS := -X github.com/goxio/goxio/internal/version.Version=$(VERSION)
 LIB     := $(BUILD)/libgoxio.so
 
-.PHONY: all lib tools test unit integration bench install vet fuzz clean
+.PHONY: all deps demo lib tools test unit integration bench install vet fuzz clean
 
 all: lib tools
+
+# installs the Debian packages the demo and the tests use (needs root; quick when present)
+deps:
+	./scripts/install-deps.sh
+
+# the main job: sockperf with and without goxio, and goxio_stats of the offloaded server
+demo: deps all
+	BUILD=$(BUILD) ./scripts/demo.sh
 
 lib:
 	@mkdir -p $(BUILD)
@@ -22,10 +30,11 @@ tools:
 	$(GO) build -tags $(GOTAGS) -ldflags '$(LDFLAGS)' -o $(BUILD)/ ./cmd/...
 
 # unit tests (race detector on the engine), then integration tests against the built library.
-test: all unit integration
+test: deps all unit integration
 
 unit:
 	$(GO) vet -tags $(GOTAGS) ./...
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) test -tags $(GOTAGS) -race -count=1 $$($(GO) list ./... | grep -v -e /shim -e /tests)
 
 integration: all

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what goxio's build, demo and tests need on a Debian machine (idempotent; quiet when
+# everything is there). Needs root for apt-get.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+packages=(build-essential sockperf iperf3 socat redis-server redis-tools nginx wrk curl python3 nodejs
+	iproute2 hyperfine man-db groff-base)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "install-deps: installing ${missing[*]}"
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Debian starts these services on install; goxio's tests start their own on free ports.
+for svc in redis-server nginx; do
+	service "$svc" stop >/dev/null 2>&1 || true
+done
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+	echo "install-deps: Go is at /usr/local/go/bin; add it to PATH" >&2
+fi
