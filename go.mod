@@ -3,8 +3,9 @@ module github.com/goxio/goxio
 go 1.26.0
 
 require (
-	github.com/BurntSushi/toml v1.6.0 // indirect
-	go.uber.org/multierr v1.10.0 // indirect
-	go.uber.org/zap v1.28.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	github.com/BurntSushi/toml v1.6.0
+	go.uber.org/zap v1.28.0
+	golang.org/x/sys v0.49.0
 )
+
+require go.uber.org/multierr v1.10.0 // indirect
