@@ -4,8 +4,8 @@
 #   packaging/build-deb.sh            # build/pkg/goxio_<version>-1_<arch>.deb and goxio-<version>-1.<arch>.rpm
 #
 # Steps: stage `make install DESTDIR=<stage> PREFIX=/usr SYSCONFDIR=/etc` (in its own build folder, with
-# the package version stamped into the binaries), add the gzipped man pages of packaging/man and the
-# README, then let nfpm (packaging/nfpm.yaml, pinned version, installed from the Go module proxy into
+# the package version stamped into the binaries), strip the binaries, add the gzipped man pages of
+# packaging/man, README, ARCHITECTURE, a Debian changelog entry and lintian overrides, then let nfpm (packaging/nfpm.yaml, pinned version, installed from the Go module proxy into
 # build/pkg/tools on first use) write the packages. Each .deb is checked: its file list (library in
 # /usr/lib, tools in /usr/bin, /etc/libvma.conf as a conffile, man pages), its control fields, and a
 # smoke test of the extracted files (the library preloads into /bin/true, `goxio version` prints the
@@ -37,7 +37,7 @@ log() {
 	echo "build-deb: $*" >&2
 }
 
-for tool in make gzip dpkg-deb objdump man "$GO"; do
+for tool in make gzip dpkg-deb objdump strip man "$GO"; do
 	command -v "$tool" >/dev/null 2>&1 || die "$tool not found (Debian packages: make gzip dpkg binutils man-db golang)"
 done
 
@@ -83,13 +83,26 @@ done
 if [[ -f $REPO/LICENSE ]]; then
 	install -m 0644 "$REPO/LICENSE" "$STAGE/usr/share/doc/goxio/copyright"
 fi
-# An empty documentation folder would give an empty tree in nfpm.
-[[ -n $(ls -A "$STAGE/usr/share/doc/goxio") ]] ||
-	install -m 0644 "$REPO/libvma.conf" "$STAGE/usr/share/doc/goxio/libvma.conf.example"
+# Debian wants a changelog in every package: one entry for this build.
+{
+	echo "goxio ($version-1) unstable; urgency=medium"
+	echo
+	echo "  * Built from commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)."
+	echo
+	echo " -- goxio developers <goxio@users.noreply.github.com>  $(date -u -R -d "@$commit_epoch")"
+} | gzip -9n >"$STAGE/usr/share/doc/goxio/changelog.Debian.gz"
+# The tools are static Go programs, as Go programs are.
+mkdir -p "$STAGE/usr/share/lintian/overrides"
+printf '%s\n' "goxio: statically-linked-binary [usr/bin/goxio]" \
+	"goxio: statically-linked-binary [usr/bin/goxio_stats]" >"$STAGE/usr/share/lintian/overrides/goxio"
+# Symbols are for debugging builds; the Go runtime keeps its own tables for stack traces.
+strip --strip-unneeded "$STAGE/usr/lib/libgoxio.so"
+strip "$STAGE/usr/bin/goxio" "$STAGE/usr/bin/goxio_stats"
 
 # The lowest glibc the binaries link against (the tools are static Go programs: none).
-libc_min=$(objdump -T "$STAGE/usr/lib/libgoxio.so" "$STAGE/usr/bin/"* 2>/dev/null |
-	grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
+libc_min=$(for f in "$STAGE/usr/lib/libgoxio.so" "$STAGE/usr/bin/"*; do
+	objdump -T "$f" 2>/dev/null || true # a static program has no dynamic symbols
+done | { grep -o 'GLIBC_[0-9][0-9.]*' || true; } | sed 's/GLIBC_//' | sort -uV | tail -1)
 [[ -n $libc_min ]] || die "no GLIBC symbol versions found in $STAGE/usr/lib/libgoxio.so"
 log "needs glibc >= $libc_min"
 
@@ -102,7 +115,7 @@ if [[ ! -x $nfpm ]]; then
 		die "cannot install nfpm $NFPM_VERSION from the Go module proxy (set NFPM to an nfpm binary)"
 fi
 
-export GOXIO_STAGE=$STAGE GOXIO_PKG_VERSION=$version GOXIO_ARCH=$arch GOXIO_LIBC_MIN=$libc_min
+export PKG_STAGE=$STAGE PKG_DEB_VERSION=$version PKG_ARCH=$arch PKG_LIBC_MIN=$libc_min
 export SOURCE_DATE_EPOCH=$commit_epoch
 declare -a PACKAGES=()
 for format in $FORMATS; do
