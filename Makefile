@@ -48,6 +48,10 @@ install: all
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libgoxio.so
 	install -m 0755 $(BUILD)/goxio $(BUILD)/goxio_stats $(DESTDIR)$(PREFIX)/bin/
 	test -e $(DESTDIR)$(SYSCONFDIR)/libvma.conf || install -m 0644 libvma.conf $(DESTDIR)$(SYSCONFDIR)/libvma.conf
+	for m in packaging/man/*.[1-8]; do \
+		[ -e "$$m" ] || continue; s=$${m##*.}; \
+		install -d $(DESTDIR)$(PREFIX)/share/man/man$$s && install -m 0644 "$$m" $(DESTDIR)$(PREFIX)/share/man/man$$s/; \
+	done
 
 clean:
 	rm -rf $(BUILD)
