@@ -36,7 +36,7 @@ def latency_plot(series, pcts, outdir, title):
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        from matplotlib.ticker import ScalarFormatter
+        from matplotlib.ticker import LogLocator, ScalarFormatter
     except ImportError:
         return _svg(series, pcts, outdir, title)
     for stale in ("latency.svg",):
@@ -56,6 +56,7 @@ def latency_plot(series, pcts, outdir, title):
         ax.set_xticklabels([_label(p) for p in pcts])
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(ScalarFormatter())
+        ax.yaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
         ax.yaxis.set_minor_formatter(ScalarFormatter())
         ax.tick_params(axis="y", which="minor", labelsize=7)
         ax.set_ylabel("latency, us (half round trip)")

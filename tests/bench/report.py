@@ -282,6 +282,12 @@ def main():
         ["call through the engine (C->Go->kernel), goxio/kernel", "(none)",
          f"{engine[2]:.3f}x (+{engine[1] - engine[0]:.0f} ns)", "info"],
     ])
+    # How much of the worst passthrough call's added cost a threaded process pays without the library.
+    worst_case = max((c for c in pt if pt[c][3]), key=lambda c: pt[c][2])
+    km, gm, _, _, tm = pt[worst_case]
+    reading = (f"Of the {gm - km:.0f} ns goxio adds to the worst passthrough call (`{worst_case}`), "
+               f"{tm - km:.0f} ns are what the kernel charges any process with more than one thread "
+               f"(the threaded baseline); the library's own share there is {gm / tm:.3f}x.")
     variant_list = "\n".join(f"- `{n}`: `{e or '(no preload)'}`" for n, e in variants)
     fake_note = ""
     if meta.get("fake") == "1":
@@ -311,6 +317,8 @@ run `make bench` again. Raw data of the run: `tests/bench/out/raw/` (not committ
 ## Summary
 
 {summary}
+
+{reading}
 
 ## Method
 
