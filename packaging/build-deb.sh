@@ -68,7 +68,9 @@ for page in "$HERE"/man/*.[1-8]; do
 	name=$(basename "$page")
 	section=${name##*.}
 	mkdir -p "$STAGE/usr/share/man/man$section"
+	# Debian ships man pages compressed: replace the plain copy `make install` may have put there.
 	# -n: no name or time stamp in the gzip header, so the package is reproducible.
+	rm -f "$STAGE/usr/share/man/man$section/$name"
 	gzip -9n -c "$page" >"$STAGE/usr/share/man/man$section/$name.gz"
 	MANPAGES+=("usr/share/man/man$section/$name.gz")
 done
