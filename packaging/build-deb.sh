@@ -59,6 +59,7 @@ log "version $version, arch $arch, formats: $FORMATS"
 
 # ---------------------------------------------------------------- stage
 rm -rf "$STAGE"
+rm -f "$OUT"/goxio_*.deb "$OUT"/goxio-*.rpm
 mkdir -p "$STAGE"
 make -C "$REPO" --no-print-directory BUILD="$OUT/build" VERSION="$version" \
 	DESTDIR="$STAGE" PREFIX=/usr SYSCONFDIR=/etc install >&2
