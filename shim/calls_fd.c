@@ -193,48 +193,27 @@ int ioctl(int fd, unsigned long req, ...) {
 
 static int needs_mode(int flags) { return (flags & O_CREAT) || (flags & __O_TMPFILE) == __O_TMPFILE; }
 
-int open(const char *path, int flags, ...) {
-	mode_t mode = 0;
-	if (needs_mode(flags)) {
-		va_list ap;
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	FRESH(REAL(open)(path, flags, mode));
-}
+/* OPEN_MODE reads the optional mode argument of the open family (present with O_CREAT or
+ * O_TMPFILE), inside the variadic function whose last named parameter is `last`. */
+#define OPEN_MODE(flags, last)                                                                             \
+	({                                                                                                 \
+		mode_t m_ = 0;                                                                             \
+		if (needs_mode(flags)) {                                                                   \
+			va_list ap_;                                                                       \
+			va_start(ap_, last);                                                               \
+			m_ = va_arg(ap_, mode_t);                                                          \
+			va_end(ap_);                                                                       \
+		}                                                                                          \
+		m_;                                                                                        \
+	})
 
-int open64(const char *path, int flags, ...) {
-	mode_t mode = 0;
-	if (needs_mode(flags)) {
-		va_list ap;
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	FRESH(REAL(open64)(path, flags, mode));
-}
-
+int open(const char *path, int flags, ...) { FRESH(REAL(open)(path, flags, OPEN_MODE(flags, flags))); }
+int open64(const char *path, int flags, ...) { FRESH(REAL(open64)(path, flags, OPEN_MODE(flags, flags))); }
 int openat(int dirfd, const char *path, int flags, ...) {
-	mode_t mode = 0;
-	if (needs_mode(flags)) {
-		va_list ap;
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	FRESH(REAL(openat)(dirfd, path, flags, mode));
+	FRESH(REAL(openat)(dirfd, path, flags, OPEN_MODE(flags, flags)));
 }
-
 int openat64(int dirfd, const char *path, int flags, ...) {
-	mode_t mode = 0;
-	if (needs_mode(flags)) {
-		va_list ap;
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	FRESH(REAL(openat64)(dirfd, path, flags, mode));
+	FRESH(REAL(openat64)(dirfd, path, flags, OPEN_MODE(flags, flags)));
 }
 
 int creat(const char *path, mode_t mode) { FRESH(REAL(creat)(path, mode)); }

@@ -9,20 +9,30 @@
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
+/* CHK_TRAMPOLINE is TRAMPOLINE for glibc's fortified variants: on the engine path the buffer
+ * check that the real __*_chk function would make is made here (n > buflen aborts the program). */
+#define CHK_TRAMPOLINE(fd, n, buflen, op, realcall, a0, a1, a2, a3, a4)                                   \
+	do {                                                                                               \
+		uint8_t fl_ = goxio_fd_flags(fd);                                                          \
+		if (GOXIO_LIKELY(fl_ == 0))                                                                \
+			return realcall;                                                                   \
+		if (fl_ & GOXIO_FD_INTERNAL) {                                                             \
+			errno = EBADF;                                                                     \
+			return -1;                                                                         \
+		}                                                                                          \
+		if ((fl_ & GOXIO_FD_ENGINE) && goxio_active()) {                                           \
+			if ((n) > (buflen))                                                                \
+				__chk_fail();                                                              \
+			return goxio_call(op, fd, (uintptr_t)(a0), (uintptr_t)(a1), (uintptr_t)(a2),       \
+					  (uintptr_t)(a3), (uintptr_t)(a4));                               \
+		}                                                                                          \
+		return realcall;                                                                           \
+	} while (0)
+
 ssize_t read(int fd, void *buf, size_t n) { TRAMPOLINE(fd, GOXIO_OP_READ, REAL(read)(fd, buf, n), buf, n, 0, 0, 0); }
 
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
-	uint8_t fl = goxio_fd_flags(fd);
-	if (GOXIO_UNLIKELY(fl != 0) && !(fl & GOXIO_FD_INTERNAL) && (fl & GOXIO_FD_ENGINE) && goxio_active()) {
-		if (n > buflen)
-			__chk_fail();
-		return goxio_call(GOXIO_OP_READ, fd, (uintptr_t)buf, n, 0, 0, 0);
-	}
-	if (GOXIO_UNLIKELY(fl & GOXIO_FD_INTERNAL)) {
-		errno = EBADF;
-		return -1;
-	}
-	return REAL(__read_chk)(fd, buf, n, buflen);
+	CHK_TRAMPOLINE(fd, n, buflen, GOXIO_OP_READ, REAL(__read_chk)(fd, buf, n, buflen), buf, n, 0, 0, 0);
 }
 
 ssize_t readv(int fd, const struct iovec *iov, int cnt) {
@@ -34,17 +44,7 @@ ssize_t recv(int fd, void *buf, size_t n, int flags) {
 }
 
 ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags) {
-	uint8_t fl = goxio_fd_flags(fd);
-	if (GOXIO_UNLIKELY(fl != 0) && !(fl & GOXIO_FD_INTERNAL) && (fl & GOXIO_FD_ENGINE) && goxio_active()) {
-		if (n > buflen)
-			__chk_fail();
-		return goxio_call(GOXIO_OP_RECVFROM, fd, (uintptr_t)buf, n, (uintptr_t)flags, 0, 0);
-	}
-	if (GOXIO_UNLIKELY(fl & GOXIO_FD_INTERNAL)) {
-		errno = EBADF;
-		return -1;
-	}
-	return REAL(__recv_chk)(fd, buf, n, buflen, flags);
+	CHK_TRAMPOLINE(fd, n, buflen, GOXIO_OP_RECVFROM, REAL(__recv_chk)(fd, buf, n, buflen, flags), buf, n, flags, 0, 0);
 }
 
 ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen) {
@@ -53,18 +53,8 @@ ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, 
 
 ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
 		       socklen_t *alen) {
-	uint8_t fl = goxio_fd_flags(fd);
-	if (GOXIO_UNLIKELY(fl != 0) && !(fl & GOXIO_FD_INTERNAL) && (fl & GOXIO_FD_ENGINE) && goxio_active()) {
-		if (n > buflen)
-			__chk_fail();
-		return goxio_call(GOXIO_OP_RECVFROM, fd, (uintptr_t)buf, n, (uintptr_t)flags, (uintptr_t)addr,
-				  (uintptr_t)alen);
-	}
-	if (GOXIO_UNLIKELY(fl & GOXIO_FD_INTERNAL)) {
-		errno = EBADF;
-		return -1;
-	}
-	return REAL(__recvfrom_chk)(fd, buf, n, buflen, flags, addr, alen);
+	CHK_TRAMPOLINE(fd, n, buflen, GOXIO_OP_RECVFROM, REAL(__recvfrom_chk)(fd, buf, n, buflen, flags, addr, alen), buf,
+		       n, flags, addr, alen);
 }
 
 ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
