@@ -7,9 +7,10 @@ SYSCONFDIR ?= /etc
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
 GOTAGS  := netgo,osusergo
 LDFLAGS := -X github.com/goxio/goxio/internal/version.Version=$(VERSION)
+LIBLDFLAGS := $(LDFLAGS) -extldflags=-Wl,-soname,libgoxio.so
 LIB     := $(BUILD)/libgoxio.so
 
-.PHONY: all deps demo lib tools test unit integration bench install vet fuzz clean
+.PHONY: all deps demo lib tools test unit integration bench install deb man clean
 
 all: lib tools
 
@@ -23,7 +24,7 @@ demo: deps all
 
 lib:
 	@mkdir -p $(BUILD)
-	$(GO) build -buildmode=c-shared -tags $(GOTAGS) -ldflags '$(LDFLAGS)' -o $(LIB) ./shim
+	$(GO) build -buildmode=c-shared -tags $(GOTAGS) -ldflags '$(LIBLDFLAGS)' -o $(LIB) ./shim
 
 tools:
 	@mkdir -p $(BUILD)
@@ -52,6 +53,14 @@ install: all
 		[ -e "$$m" ] || continue; s=$${m##*.}; \
 		install -d $(DESTDIR)$(PREFIX)/share/man/man$$s && install -m 0644 "$$m" $(DESTDIR)$(PREFIX)/share/man/man$$s/; \
 	done
+
+# Debian and RPM packages into build/pkg/
+deb: all
+	./packaging/build-deb.sh
+
+# regenerates the parameter list of libgoxio(7) after a change in conf/
+man:
+	$(GO) run ./packaging/mangen -w packaging/man/libgoxio.7
 
 clean:
 	rm -rf $(BUILD)
