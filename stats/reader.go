@@ -62,6 +62,9 @@ func OpenSegment(path string) (*Segment, error) {
 		writable = false
 		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	}
+	if err == unix.EISDIR {
+		return nil, fmt.Errorf("open stats segment %s: %w: %w", path, err, ErrNotSegment)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open stats segment %s: %w", path, err)
 	}
@@ -240,10 +243,11 @@ func (s *Segment) Snapshot() (snap *Snapshot, err error) {
 		}
 	}
 
+	rd := newSlotReader()
 	buf := make([]uint64, max(ringWords, poolWords, iomuxWords))
 	for i := range g.ringCount {
 		off := g.ringOff + i*g.ringWords
-		if readSlot(s.mem[off:off+ringWords], buf) {
+		if rd.read(s.mem[off:off+ringWords], buf) {
 			if r, ok := decodeRing(i, buf); ok {
 				snap.Rings = append(snap.Rings, r)
 			}
@@ -251,7 +255,7 @@ func (s *Segment) Snapshot() (snap *Snapshot, err error) {
 	}
 	for i := range g.poolCount {
 		off := g.poolOff + i*g.poolWords
-		if readSlot(s.mem[off:off+poolWords], buf) {
+		if rd.read(s.mem[off:off+poolWords], buf) {
 			if p, ok := decodePool(i, buf); ok {
 				snap.Pools = append(snap.Pools, p)
 			}
@@ -259,7 +263,7 @@ func (s *Segment) Snapshot() (snap *Snapshot, err error) {
 	}
 	for i := range g.iomuxCount {
 		off := g.iomuxOff + i*g.iomuxWords
-		if readSlot(s.mem[off:off+iomuxWords], buf) {
+		if rd.read(s.mem[off:off+iomuxWords], buf) {
 			if m, ok := decodeIomux(i, buf); ok {
 				snap.Iomux = append(snap.Iomux, m)
 			}
@@ -283,6 +287,7 @@ func (s *Segment) readSockets() ([]SocketSnapshot, int) {
 	var out []SocketSnapshot
 	busy := 0
 	var buf [sockWords]uint64
+	rd := newSlotReader()
 	g := s.geo
 	for i := range s.sockHigh() {
 		off := g.sockOff + i*g.sockWords
@@ -290,7 +295,7 @@ func (s *Segment) readSockets() ([]SocketSnapshot, int) {
 		if atomic.LoadUint64(&slot[sFlags])&flagInUse == 0 && atomic.LoadUint64(&slot[sSeq])&1 == 0 {
 			continue
 		}
-		if !readSlot(slot, buf[:]) {
+		if !rd.read(slot, buf[:]) {
 			busy++
 			continue
 		}
@@ -325,7 +330,13 @@ func (s *Segment) readGroups() map[int]groupEntry {
 // read starts from zero and later increments count exactly. keep selects the
 // sockets to zero by fd (nil: all). Rings, pools, iomux and global counters
 // are always zeroed.
-func (s *Segment) Zero(keep func(fd int) bool) (err error) {
+func (s *Segment) Zero(keep func(fd int) bool) error {
+	return s.zero(keep, nil)
+}
+
+// zero is Zero; taken, when not nil, receives every socket counter value it
+// swapped out (tests account for every increment with it).
+func (s *Segment) zero(keep func(fd int) bool, taken func(fd int, c Counter, v uint64)) (err error) {
 	if !s.writable {
 		return fmt.Errorf("zero counters of %s: %w", s.path, ErrReadOnly)
 	}
@@ -337,17 +348,21 @@ func (s *Segment) Zero(keep func(fd int) bool) (err error) {
 	}()
 	g := s.geo
 	var buf [sockWords]uint64
+	rd := newSlotReader()
 	for i := range s.sockHigh() {
 		off := g.sockOff + i*g.sockWords
 		p := s.mem[off : off+sockWords]
-		if !readSlot(p, buf[:]) || buf[sFlags]&flagInUse == 0 {
+		if !rd.read(p, buf[:]) || buf[sFlags]&flagInUse == 0 {
 			continue
 		}
 		if keep != nil && !keep(int(int32(buf[sFD]))) {
 			continue
 		}
 		for j := sCounters; j < sGauges; j++ {
-			atomic.SwapUint64(&p[j], 0)
+			v := atomic.SwapUint64(&p[j], 0)
+			if taken != nil {
+				taken(int(int32(buf[sFD])), Counter(j-sCounters), v)
+			}
 		}
 		atomic.StoreUint64(&p[gRxQueuePktsMax], atomic.LoadUint64(&p[gRxQueuePkts]))
 		atomic.StoreUint64(&p[gRxQueueBytesMax], atomic.LoadUint64(&p[gRxQueueBytes]))

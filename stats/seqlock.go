@@ -19,12 +19,26 @@ func endWrite(seq *uint64) { atomic.AddUint64(seq, 1) }
 // that died while writing it and is reported as busy instead of hanging.
 const readTries = 10000
 
-// readSlot copies src into dst (same length) between two equal, even reads
-// of src[0]. It returns false when no consistent copy was possible within
-// readTries.
-func readSlot(src, dst []uint64) bool {
+// readBudget bounds the retries of one whole snapshot, so that a segment
+// whose every slot is stuck (a crashed or malicious writer) costs
+// milliseconds, not minutes.
+const readBudget = 200000
+
+// slotReader copies slots under their seqlocks within a retry budget.
+type slotReader struct {
+	budget int
+}
+
+func newSlotReader() *slotReader { return &slotReader{budget: readBudget} }
+
+// read copies src into dst (dst at least as long) between two equal, even
+// reads of src[0]. It returns false when no consistent copy was possible
+// within readTries (and the remaining budget; every slot gets two tries).
+func (r *slotReader) read(src, dst []uint64) bool {
 	dst = dst[:len(src)]
-	for try := 0; try < readTries; try++ {
+	tries := max(min(readTries, r.budget), 2)
+	for try := 0; try < tries; try++ {
+		r.budget--
 		s1 := atomic.LoadUint64(&src[0])
 		if s1&1 != 0 {
 			if try%64 == 63 {

@@ -155,7 +155,7 @@ func (s *Socket) Snapshot() SocketSnapshot {
 	}
 	p := s.slot.Load()
 	var buf [sockWords]uint64
-	if p == s.w.sockScratch || !readSlot(p[:], buf[:]) {
+	if p == s.w.sockScratch || !newSlotReader().read(p[:], buf[:]) {
 		return SocketSnapshot{FD: -1}
 	}
 	snap, ok := decodeSocket(s.idx, buf[:])

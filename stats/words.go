@@ -29,6 +29,9 @@ func storeString(dst []uint64, s string) {
 // loadString reads a NUL-padded string written by storeString. Bytes after
 // the first NUL are ignored.
 func loadString(src []uint64) string {
+	if len(src) == 0 || atomic.LoadUint64(&src[0]) == 0 {
+		return ""
+	}
 	b := make([]byte, 0, len(src)*8)
 	for i := range src {
 		b = binary.LittleEndian.AppendUint64(b, atomic.LoadUint64(&src[i]))

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,7 +40,12 @@ func statsTestProg(t *testing.T) string {
 			return
 		}
 		statsProgPath = filepath.Join(dir, "stats_testprog")
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		// `go test` puts its own go command first in PATH.
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			statsProgErr = fmt.Errorf("build stats_testprog: no go command in PATH: %w", err)
+			return
+		}
 		cmd := exec.Command(goBin, "build", "-o", statsProgPath, "./tests/stats_testprog")
 		cmd.Dir = testutil.RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {

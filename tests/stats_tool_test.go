@@ -3,6 +3,8 @@ package tests
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -78,6 +80,17 @@ func TestStatsToolCountsExactly(t *testing.T) {
 	}
 	if got := docs[0].Processes[0].Process.AppID; got != "stats-test" {
 		t.Errorf("app id %q", got)
+	}
+	// Totals stay totals over several cycles.
+	res = runStatsTool(t, "-k", dir, "--json", "-c", "3", "-i", "0.05")
+	docs = parseStatsDocs(t, res.stdout)
+	if len(docs) != 3 {
+		t.Fatalf("%d JSON documents for -c 3", len(docs))
+	}
+	for i, d := range docs {
+		if got := socketOf(t, d, p.pid, 5).Counters.RxPackets; got != n {
+			t.Errorf("cycle %d reports %d rx packets, want %d", i, got, n)
+		}
 	}
 }
 
@@ -174,23 +187,31 @@ func TestStatsToolTightLoopChurn(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	type result struct{ docs, slots int }
+	type result struct {
+		docs, slots int
+		errs        []string
+	}
 	results := make(chan result, 1)
 	go func() {
+		// No t.Fatal here: this is not the test goroutine.
 		r := result{}
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 1<<24)
 		for sc.Scan() {
-			d := parseStatsDocs(t, sc.Text())
+			var d statsDoc
+			if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+				r.errs = append(r.errs, "invalid JSON: "+err.Error())
+				continue
+			}
 			r.docs++
-			for _, pr := range d[0].Processes {
+			for _, pr := range d.Processes {
 				for _, s := range pr.Sockets {
 					if s.FD < 100000 {
 						continue
 					}
 					r.slots++
-					if err := checkChurnSlot(s); err != nil {
-						t.Errorf("inconsistent slot printed: %v (%+v)", err, s)
+					if err := checkChurnSlot(s); err != nil && len(r.errs) < 10 {
+						r.errs = append(r.errs, fmt.Sprintf("inconsistent slot printed: %v (%+v)", err, s))
 					}
 				}
 			}
@@ -204,8 +225,17 @@ func TestStatsToolTightLoopChurn(t *testing.T) {
 		p.do("churn 20000")
 	}
 	cmd.Process.Signal(syscall.SIGINT)
-	r := <-results
+	var r result
+	select {
+	case r = <-results:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("goxio_stats did not stop after SIGINT")
+	}
 	cmd.Wait()
+	for _, e := range r.errs {
+		t.Error(e)
+	}
 	t.Logf("%d documents, %d churn slots checked", r.docs, r.slots)
 	if r.docs < 20 || r.slots < 20 {
 		t.Fatalf("the reader barely overlapped the churn: %d documents, %d slots", r.docs, r.slots)

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,7 +34,7 @@ func versionString() string {
 func run(args []string, stdout io.Writer, stderr *os.File) int {
 	o, err := parseOptions(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "goxio_stats: %v\n", errors.Unwrap(err))
+		fmt.Fprintf(stderr, "goxio_stats: %s\n", strings.TrimSuffix(err.Error(), ": "+errUsage.Error()))
 		fmt.Fprintf(stderr, usageText, defaultDir())
 		return 2
 	}

@@ -74,10 +74,10 @@ func loop(o *options, t *target, stdout io.Writer, stderr *os.File, stop <-chan 
 			return 1
 		}
 		view := snap
-		if prev != nil {
+		if o.details == detailsDeltas {
 			view = stats.Rates(snap, prev, 0)
+			prev = snap
 		}
-		prev = snap
 		pv := procView{pid: t.pid, name: t.name, snap: filtered(o, view)}
 		if err := emit(o, p, []procView{pv}, stdout); err != nil {
 			fmt.Fprintf(stderr, "goxio_stats: %v\n", err)

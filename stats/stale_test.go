@@ -1,0 +1,101 @@
+package stats
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// deadPid returns the pid of a process that ran and was reaped.
+func deadPid(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("/bin/true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	if ProcessAlive(pid, 0) {
+		t.Skipf("pid %d was reused at once", pid)
+	}
+	return pid
+}
+
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	live, err := Create(dir, 4, ProcessInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	good, err := os.ReadFile(live.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A dead process's segment.
+	dead := deadPid(t)
+	b := append([]byte{}, good...)
+	setWord(b, hPid, uint64(dead))
+	deadPath := filepath.Join(dir, FilePrefix+strconv.Itoa(dead))
+	if err := os.WriteFile(deadPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A segment whose pid runs but started at another time: reused pid.
+	other := t.TempDir()
+	b = append([]byte{}, good...)
+	setWord(b, hStartTime, 12345)
+	reusedPath := filepath.Join(other, FilePrefix+strconv.Itoa(os.Getpid()))
+	if err := os.WriteFile(reusedPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Not segments: left alone.
+	for _, n := range []string{"goxiostat.abc", "goxiostat.", "other.1", "goxiostat.0012"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	entries, err := List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Fatalf("List found %v", entries)
+	}
+	removed, err := RemoveStale(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] != deadPath {
+		t.Fatalf("removed %v, want [%s]", removed, deadPath)
+	}
+	if _, err := os.Stat(live.Path()); err != nil {
+		t.Fatalf("live segment removed: %v", err)
+	}
+	removed, err = RemoveStale(other)
+	if err != nil || len(removed) != 1 {
+		t.Fatalf("reused pid: removed %v err %v", removed, err)
+	}
+	if ProcessAlive(os.Getpid(), 1) {
+		t.Errorf("ProcessAlive accepted a wrong start time")
+	}
+	st, _ := selfStartTime()
+	if !ProcessAlive(os.Getpid(), st) {
+		t.Errorf("ProcessAlive rejected our own start time")
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	line := "1234 (a (weird) name) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 777 19 20\n"
+	state, start, err := parseStat([]byte(line))
+	if err != nil || state != 'S' || start != 777 {
+		t.Fatalf("parseStat = %c %d %v", state, start, err)
+	}
+	for _, bad := range []string{"", "1234 (x", "1234 (x) S 1 2", "1 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 zz"} {
+		if _, _, err := parseStat([]byte(bad)); err == nil {
+			t.Errorf("parseStat(%q) succeeded", bad)
+		}
+	}
+}
