@@ -10,8 +10,10 @@ import (
 // Reader commands travel through the segment's command slots:
 //
 //	reader: claim a free slot (CAS free->claimed), fill kind and arguments,
-//	        store state=posted, increment the header's posted counter
-//	writer: PollCommands sees the posted counter move, runs every posted
+//	        store state=posted, increment the header's posted counter, wake
+//	        the futex on that counter
+//	writer: CommandWait sleeps on the futex until the counter moves;
+//	        PollCommands sees the posted counter move, runs every posted
 //	        slot through the CommandHandler, stores the result and
 //	        state=done, increments the header's done counter
 //	reader: sees state=done with its id, frees the slot (CAS done->free)
@@ -98,6 +100,25 @@ func (w *Writer) PollCommands(h CommandHandler) int {
 	return ran
 }
 
+// CommandWait blocks the calling thread until a reader posts a command or
+// timeout passes (<= 0: no limit), with a raw shared futex wait on the
+// segment: no timer, no CPU while idle. It returns true when a command may
+// be pending (then call PollCommands). The engine runs
+// `for { w.CommandWait(0); w.PollCommands(h) }` on a thread of its own. On a
+// nil Writer it returns false at once.
+func (w *Writer) CommandWait(timeout time.Duration) bool {
+	if w == nil {
+		return false
+	}
+	word := &w.hdr[hCmdPosted]
+	seen := w.cmdSeen.Load()
+	if atomic.LoadUint64(word) != seen {
+		return true
+	}
+	futexWaitWord(word, uint32(seen), int64(timeout))
+	return atomic.LoadUint64(word) != seen
+}
+
 // runCommand checks a command's arguments (they come from another process)
 // and calls the handler.
 func runCommand(h CommandHandler, kind CommandKind, a1, a2 int64) uint64 {
@@ -165,6 +186,7 @@ func (s *Segment) Post(kind CommandKind, arg1, arg2 int64) (*Command, error) {
 		atomic.StoreUint64(&c[cResult], 0)
 		atomic.StoreUint64(&c[cState], cmdPosted)
 		atomic.AddUint64(&s.hdr[hCmdPosted], 1)
+		futexWakeWord(&s.hdr[hCmdPosted])
 		return &Command{seg: s, slot: i, id: id}, nil
 	}
 	return nil, fmt.Errorf("post command: %w", ErrCommandBusy)

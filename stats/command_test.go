@@ -146,3 +146,50 @@ func TestPollCommandsIdleIsOneLoad(t *testing.T) {
 		t.Fatalf("signalled poll ran %d", n)
 	}
 }
+
+func TestCommandWait(t *testing.T) {
+	w := newWriter(t, 4)
+	seg := openReader(t, w)
+	start := time.Now()
+	if w.CommandWait(30 * time.Millisecond) {
+		t.Fatal("CommandWait reported a command with none posted")
+	}
+	if d := time.Since(start); d < 25*time.Millisecond || d > 5*time.Second {
+		t.Errorf("CommandWait(30ms) returned after %v", d)
+	}
+	// A post from the reader wakes a waiter that would otherwise sleep 60s.
+	woke := make(chan time.Duration, 1)
+	go func() {
+		s := time.Now()
+		ok := w.CommandWait(60 * time.Second)
+		if !ok {
+			woke <- -1
+			return
+		}
+		woke <- time.Since(s)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if _, err := seg.Post(CmdSetLogDetails, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-woke:
+		if d < 0 {
+			t.Fatal("CommandWait woke without a command")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the post did not wake CommandWait")
+	}
+	// Pending and not yet polled: no sleep at all.
+	if !w.CommandWait(time.Hour) {
+		t.Fatal("CommandWait slept with a command pending")
+	}
+	rec := &recorder{}
+	if w.PollCommands(rec) != 1 || len(rec.calls) != 1 {
+		t.Fatalf("poll after wake: %v", rec.calls)
+	}
+	var nilW *Writer
+	if nilW.CommandWait(time.Hour) {
+		t.Error("nil writer reported a command")
+	}
+}

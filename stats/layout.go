@@ -59,7 +59,7 @@ const (
 	hCmdCount           //
 	hCmdWords           //
 	hZeroEpoch          // incremented by a reader after it zeroed the counters
-	hCmdPosted          // incremented by a reader after it posted a command
+	hCmdPosted          // incremented by a reader after it posted a command; its low 32 bits are the command futex
 	hCmdDone            // incremented by the writer after it ran a command
 	hMcSeq              // seqlock of the multicast group table
 	hSockHigh           // one past the highest socket slot ever used (reader scan bound)

@@ -11,9 +11,9 @@
 //	churn N         open and close N sockets with self-checking metadata
 //	exit            close the writer and exit 0
 //
-// It answers "ok" after each order (after "ready PID" at start), polls reader
-// commands every millisecond and prints "cmd KIND ARG1 ARG2" for each one it
-// ran. With -crash it exits without closing the writer (a killed process).
+// It answers "ok" after each order (after "ready PID" at start), waits for
+// reader commands on the segment's futex and prints "cmd KIND ARG1 ARG2" for
+// each one it ran. With -crash it exits without closing the writer (a killed process).
 package main
 
 import (
@@ -62,10 +62,11 @@ func main() {
 	var mu sync.Mutex
 	h := handler{&mu}
 	if !*noPoll {
+		// Like the engine: sleep on the command futex, run what was posted.
 		go func() {
 			for {
+				w.CommandWait(time.Second)
 				w.PollCommands(h)
-				time.Sleep(time.Millisecond)
 			}
 		}()
 	}
