@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -88,7 +89,7 @@ type statsReceiver struct {
 	cmd          *exec.Cmd
 	stdin        io.WriteCloser
 	lines        chan string
-	out          *bytes.Buffer
+	out          *lockedBuffer
 	udp          *net.UDPConn
 	tcp          net.Conn
 	udpFD, tcpFD int
@@ -115,7 +116,7 @@ func startStatsReceiver(t *testing.T, lib, dir string) *statsReceiver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &statsReceiver{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 100), out: &bytes.Buffer{}}
+	r := &statsReceiver{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 100), out: &lockedBuffer{}}
 	cmd.Stderr = r.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -200,7 +201,25 @@ func (r *statsReceiver) exchange(k int) {
 	r.expect("done")
 }
 
-// rxTotal is offloaded plus kernel receive calls of one socket.
+// lockedBuffer collects a program's stderr while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// rxTotals is offloaded plus kernel receive calls of one socket.
 func rxTotals(t *testing.T, res toolResult, fd int) uint64 {
 	t.Helper()
 	a, b := textRx(t, res.stdout, fd)
@@ -289,5 +308,48 @@ func TestStatsE2EReceiveExactly(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("segment %s still there after a clean exit: %v", path, err)
+	}
+}
+
+// TestStatsE2ECommandsAndKill sends goxio_stats commands to a process under
+// the library (log level, fd dump through its logger), then kills it with
+// SIGKILL: the next goxio_stats run removes the segment it left.
+func TestStatsE2ECommandsAndKill(t *testing.T) {
+	lib := testutil.Lib(t)
+	dir := statsDir(t)
+	r := startStatsReceiver(t, lib, dir)
+	pid := strconv.Itoa(r.cmd.Process.Pid)
+	r.exchange(3)
+
+	res := runStatsTool(t, "-k", dir, "-p", pid, "-l", "debug", "-c", "1")
+	if res.code != 0 || !strings.Contains(res.stderr, "log level set to debug") {
+		t.Errorf("-l debug: exit %d stderr %q", res.code, res.stderr)
+	}
+	res = runStatsTool(t, "-k", dir, "-p", pid, "-S", strconv.Itoa(r.udpFD), "info")
+	if res.code != 0 {
+		t.Errorf("-S %d info: exit %d stderr %q", r.udpFD, res.code, res.stderr)
+	}
+	// The dump goes to the process's log (stderr).
+	want := "fd=" + strconv.Itoa(r.udpFD)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(r.out.String(), want) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(r.out.String(), want) {
+		t.Errorf("the fd dump did not reach the process's log (no %q)", want)
+	}
+
+	path := filepath.Join(dir, "goxiostat."+pid)
+	syscall.Kill(r.cmd.Process.Pid, syscall.SIGKILL)
+	r.cmd.Wait()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("a killed process left no segment: %v", err)
+	}
+	res = runStatsTool(t, "-k", dir, "-c", "1")
+	if res.code != 1 || !strings.Contains(res.stderr, "removed "+path) || !strings.Contains(res.stderr, "no goxio process found") {
+		t.Errorf("after SIGKILL: exit %d stderr %q", res.code, res.stderr)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("stale segment not removed: %v", err)
 	}
 }
