@@ -243,6 +243,7 @@ func (s *Segment) Snapshot() (snap *Snapshot, err error) {
 		}
 	}
 
+	snap.Rings, snap.Pools, snap.Iomux = []RingSnapshot{}, []PoolSnapshot{}, []IomuxSnapshot{}
 	rd := newSlotReader()
 	buf := make([]uint64, max(ringWords, poolWords, iomuxWords))
 	for i := range g.ringCount {
@@ -284,7 +285,7 @@ func (s *Segment) sockHigh() int {
 
 // readSockets copies every socket slot in use.
 func (s *Segment) readSockets() ([]SocketSnapshot, int) {
-	var out []SocketSnapshot
+	out := []SocketSnapshot{}
 	busy := 0
 	var buf [sockWords]uint64
 	rd := newSlotReader()

@@ -74,7 +74,7 @@ func loop(o *options, t *target, stdout io.Writer, stderr *os.File, stop <-chan 
 			return 1
 		}
 		view := snap
-		if o.details == detailsDeltas {
+		if o.details == detailsDeltas && !o.prometheus { // Prometheus wants totals: it computes rates
 			view = stats.Rates(snap, prev, 0)
 			prev = snap
 		}
