@@ -95,7 +95,7 @@ type statsReceiver struct {
 	udpFD, tcpFD int
 }
 
-func startStatsReceiver(t *testing.T, lib, dir string) *statsReceiver {
+func startStatsReceiver(t *testing.T, lib, dir string, env ...string) *statsReceiver {
 	t.Helper()
 	work := t.TempDir()
 	src := filepath.Join(work, "receiver.c")
@@ -106,7 +106,7 @@ func startStatsReceiver(t *testing.T, lib, dir string) *statsReceiver {
 	testutil.CompileC(t, src, bin, "-O1", "-Wall")
 
 	cmd := exec.Command(bin)
-	cmd.Env = testutil.Env(lib, "VMA_STATS_SHMEM_DIR="+dir, "GOXIO_STATS_SHMEM_DIR="+dir)
+	cmd.Env = testutil.Env(lib, append([]string{"VMA_STATS_SHMEM_DIR=" + dir, "GOXIO_STATS_SHMEM_DIR=" + dir}, env...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -229,7 +229,8 @@ func rxTotals(t *testing.T, res toolResult, fd int) uint64 {
 func TestStatsE2EReceiveExactly(t *testing.T) {
 	lib := testutil.Lib(t)
 	dir := statsDir(t)
-	r := startStatsReceiver(t, lib, dir)
+	final := filepath.Join(t.TempDir(), "final-stats.txt")
+	r := startStatsReceiver(t, lib, dir, "VMA_STATS_FILE="+final)
 	pid := strconv.Itoa(r.cmd.Process.Pid)
 	const n = 500
 	r.exchange(n)
@@ -308,6 +309,20 @@ func TestStatsE2EReceiveExactly(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("segment %s still there after a clean exit: %v", path, err)
+	}
+	// VMA_STATS_FILE got each socket's final counters at close (counted
+	// since the -Z: m receive calls each).
+	b, err := os.ReadFile(final)
+	if err != nil {
+		t.Fatalf("VMA_STATS_FILE: %v", err)
+	}
+	for _, fd := range []int{r.udpFD, r.tcpFD} {
+		if !strings.Contains(string(b), "Fd=["+strconv.Itoa(fd)+"]") {
+			t.Errorf("VMA_STATS_FILE lacks fd %d:\n%s", fd, b)
+		}
+	}
+	if !strings.Contains(string(b), " / "+strconv.Itoa(m)+" / 0 / 0 [kilobytes/packets/eagains/errors]") {
+		t.Errorf("VMA_STATS_FILE lacks a receive line with %d packets:\n%s", m, b)
 	}
 }
 

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -336,6 +337,22 @@ func TestStatsToolMessages(t *testing.T) {
 	res = runStatsTool(t, "-k", other, "-c", "1")
 	if res.code != 1 || !strings.Contains(res.stderr, "layout version mismatch") || !strings.Contains(res.stderr, "version 99") {
 		t.Errorf("layout mismatch: exit %d stderr %q", res.code, res.stderr)
+	}
+
+	// Corrupt and truncated segments: an error, never a crash.
+	orig := append([]byte{}, b...)
+	orig[8] = stats.LayoutVersion
+	for name, data := range map[string][]byte{
+		"truncated": orig[:len(orig)/3],
+		"garbage":   bytes.Repeat([]byte{0xa5}, len(b)),
+	} {
+		if err := os.WriteFile(fake, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res = runStatsTool(t, "-k", other, "-p", strconv.Itoa(os.Getpid()), "-c", "1")
+		if res.code != 1 || !strings.Contains(res.stderr, "stats segment") || strings.Contains(res.stderr, "panic") {
+			t.Errorf("%s segment: exit %d stderr %q", name, res.code, res.stderr)
+		}
 	}
 
 	// Two processes: the tool asks which.
