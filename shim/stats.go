@@ -59,15 +59,14 @@ func openStats(p conf.Params) *stats.Writer {
 }
 
 // serveCommands runs the commands goxio_stats posts in the segment (log level, log details, fd
-// dump) on a thread of its own. It sleeps with raw nanosleep (never a Go timer, which would
-// start the netpoller and open fds in the program).
+// dump) on a thread of its own. Between commands it sleeps in a futex wait on the segment's
+// command word (goxio_stats wakes it), so an idle process uses no CPU; no Go timer is involved
+// (a timer would start the netpoller and open fds in the program).
 func serveCommands(w *stats.Writer) {
 	runtime.LockOSThread()
-	pause := unix.Timespec{Nsec: 100 * 1000 * 1000}
 	for {
 		w.PollCommands(commands{})
-		for unix.Nanosleep(&pause, nil) == unix.EINTR {
-		}
+		w.CommandWait(0)
 	}
 }
 
