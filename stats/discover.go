@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Finding segments: every goxiostat.<pid> file in a directory, whether its
@@ -45,35 +47,67 @@ func List(dir string) ([]Entry, error) {
 	return out, nil
 }
 
-// owner reads pid and start time from a segment's header with a plain read
-// (no mapping). ok is false when the header cannot be read or is not a
-// segment of this layout.
-func owner(path string) (pid int, start uint64, ok bool) {
+// owner reads pid, start time and state from a segment's header with a
+// plain read (no mapping). ok is false when the header cannot be read or is
+// not a segment of this layout.
+func owner(path string) (pid int, start, state uint64, ok bool) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	defer f.Close()
 	var b [headerWords * 8]byte
 	if _, err := io.ReadFull(f, b[:]); err != nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	word := func(i int) uint64 { return binary.LittleEndian.Uint64(b[i*8:]) }
 	if word(hMagic) != magic || word(hVersion) != LayoutVersion {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	return int(word(hPid)), word(hStartTime), true
+	return int(word(hPid)), word(hStartTime), word(hState), true
 }
 
-// Alive reports whether the segment's process runs. It uses the pid and
-// start time of the header when readable, so a reused pid is detected, and
-// the pid of the file name otherwise.
+// Alive reports whether the segment's process runs and still publishes in
+// it. With a readable header it checks the pid and start time (a reused pid
+// is not the owner) and that the process still maps the file (a process
+// that exec'd a program without goxio keeps its pid and start time but
+// dropped the mapping). Without a readable header (another layout, still
+// being created) only the pid of the file name is checked.
 func (e Entry) Alive() bool {
-	pid, start, ok := owner(e.Path)
+	pid, start, state, ok := owner(e.Path)
 	if !ok || pid != e.Pid {
 		return ProcessAlive(e.Pid, 0)
 	}
-	return ProcessAlive(pid, start)
+	if state == stateClosed || !ProcessAlive(pid, start) {
+		return false
+	}
+	if state != stateReady {
+		return true
+	}
+	return mapsFile(pid, e.Path)
+}
+
+// mapsFile reports whether process pid maps the file at path, from
+// /proc/PID/maps (device and inode). When that cannot be read (another
+// user's process) it answers true: the process may well be publishing.
+func mapsFile(pid int, path string) bool {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
+	if err != nil || len(b) == 0 {
+		return true
+	}
+	dev := fmt.Sprintf("%02x:%02x", unix.Major(st.Dev), unix.Minor(st.Dev))
+	ino := strconv.FormatUint(st.Ino, 10)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && f[4] == ino && f[3] == dev {
+			return true
+		}
+	}
+	return false
 }
 
 // RemoveStale removes the segments in dir whose process is gone and returns

@@ -50,6 +50,12 @@ func TestRemoveStale(t *testing.T) {
 	if err := os.WriteFile(reusedPath, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Our own pid and start time, but not mapped by us: the state a
+	// process leaves when it exec's a program without goxio.
+	execd := t.TempDir()
+	if err := os.WriteFile(filepath.Join(execd, FilePrefix+strconv.Itoa(os.Getpid())), good, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// Not segments: left alone.
 	for _, n := range []string{"goxiostat.abc", "goxiostat.", "other.1", "goxiostat.0012"} {
 		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
@@ -77,6 +83,18 @@ func TestRemoveStale(t *testing.T) {
 	removed, err = RemoveStale(other)
 	if err != nil || len(removed) != 1 {
 		t.Fatalf("reused pid: removed %v err %v", removed, err)
+	}
+	removed, err = RemoveStale(execd)
+	if err != nil || len(removed) != 1 {
+		t.Fatalf("unmapped segment of a live pid: removed %v err %v", removed, err)
+	}
+	// A segment still being created (no magic yet) of a live pid is kept.
+	creating := t.TempDir()
+	if err := os.WriteFile(filepath.Join(creating, FilePrefix+strconv.Itoa(os.Getpid())), make([]byte, 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if removed, _ := RemoveStale(creating); len(removed) != 0 {
+		t.Fatalf("removed a segment being created: %v", removed)
 	}
 	if ProcessAlive(os.Getpid(), 1) {
 		t.Errorf("ProcessAlive accepted a wrong start time")

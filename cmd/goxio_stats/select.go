@@ -76,6 +76,10 @@ func choosePid(o *options) (int, error) {
 		switch {
 		case err == nil:
 			if !(stats.Entry{Pid: o.pid, Path: path}).Alive() {
+				if stats.ProcessAlive(o.pid, 0) {
+					return 0, fmt.Errorf("process %d no longer runs under goxio (it exec'd another program, or its pid "+
+						"was reused); its stats segment %s is stale and kept because of -F", o.pid, path)
+				}
 				return 0, fmt.Errorf("process %d is gone (its stats segment %s is stale; it is kept because of -F)", o.pid, path)
 			}
 			return o.pid, nil
