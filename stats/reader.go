@@ -285,12 +285,16 @@ func (s *Segment) sockHigh() int {
 
 // readSockets copies every socket slot in use.
 func (s *Segment) readSockets() ([]SocketSnapshot, int) {
-	out := []SocketSnapshot{}
+	// Size for the sockets open now (a gauge the writer keeps), bounded by
+	// the scan: one allocation instead of a doubling series.
+	high := s.sockHigh()
+	open := atomic.LoadUint64(&s.mem[s.geo.globalOff+gSocketsCurrent])
+	out := make([]SocketSnapshot, 0, int(min(uint64(high), open+8)))
 	busy := 0
 	var buf [sockWords]uint64
 	rd := newSlotReader()
 	g := s.geo
-	for i := range s.sockHigh() {
+	for i := range high {
 		off := g.sockOff + i*g.sockWords
 		slot := s.mem[off : off+sockWords]
 		if atomic.LoadUint64(&slot[sFlags])&flagInUse == 0 && atomic.LoadUint64(&slot[sSeq])&1 == 0 {
