@@ -40,8 +40,16 @@
 // # Commands and zeroing
 //
 // The reader posts commands (log level, log details, dump fd state) into the
-// command area; the library's progress engine runs them through
-// Writer.PollCommands and acknowledges each. Zeroing needs no help from the
+// command area and wakes a shared futex; the library's command thread sleeps
+// in Writer.CommandWait, runs them through Writer.PollCommands and
+// acknowledges each. Zeroing needs no help from the
 // process: the reader atomically swaps every counter with zero, which cannot
 // lose or double an increment that races with it.
+//
+// # Lifetime
+//
+// Writer.Close unlinks the file at exit. A segment whose process is gone
+// (pid and start time from /proc/PID/stat no longer match, or the process
+// no longer maps the file because it exec'd) is stale; goxio_stats removes
+// stale segments (RemoveStale) unless told not to.
 package stats

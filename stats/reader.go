@@ -32,6 +32,7 @@ type LayoutError struct {
 	Got, Want uint64
 }
 
+// Error says which versions disagree and what to do about it.
 func (e *LayoutError) Error() string {
 	return fmt.Sprintf("stats segment has layout version %d, this reader understands version %d "+
 		"(use the goxio_stats that came with the library)", e.Got, e.Want)
