@@ -402,9 +402,18 @@ func TestStatsToolPermissionDenied(t *testing.T) {
 	}
 	dir := statsDir(t)
 	p := startStatsProg(t, dir)
+	// A copy of the tool nobody can execute wherever the build folder is.
+	bin := filepath.Join(statsDir(t), "goxio_stats")
+	data, err := os.ReadFile(statsTool(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, statsTool(t), "-k", dir, "-p", strconv.Itoa(p.pid), "-c", "1")
+	cmd := exec.CommandContext(ctx, bin, "-k", dir, "-p", strconv.Itoa(p.pid), "-c", "1")
 	cmd.Env = statsToolEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
