@@ -208,7 +208,7 @@ func TestSlotsExhaustedAndReuse(t *testing.T) {
 		t.Errorf("global %+v", snap.Global)
 	}
 	a.CountRx(false, 100)
-	genA := findFD(t, snap, 3).Gen
+	slotA, genA := findFD(t, snap, 3).Slot, findFD(t, snap, 3).Gen
 	w.CloseSocket(a)
 	a.CountRx(false, 100) // after close: scratch, must not show up anywhere
 	c := w.Open(6)
@@ -221,8 +221,8 @@ func TestSlotsExhaustedAndReuse(t *testing.T) {
 	if got.Counters.RxPackets != 0 {
 		t.Errorf("reused slot starts with %d rx packets", got.Counters.RxPackets)
 	}
-	if got.Slot == findFD(t, snapshot(t, seg), 6).Slot && got.Gen == genA {
-		t.Errorf("generation not bumped on reuse (gen %d)", got.Gen)
+	if got.Slot != slotA || got.Gen != genA+1 {
+		t.Errorf("fd 6 in slot %d gen %d, want fd 3's slot %d with gen %d", got.Slot, got.Gen, slotA, genA+1)
 	}
 	for _, s := range snap.Sockets {
 		if s.FD == 3 {
