@@ -24,38 +24,22 @@ import (
 // Helpers of the stats tests: a test program that publishes with the stats
 // writer directly (tests/stats_testprog), and goxio_stats runs.
 
-var (
-	statsProgOnce sync.Once
-	statsProgPath string
-	statsProgErr  error
-)
-
-// statsTestProg builds tests/stats_testprog once per test binary.
+// statsTestProg builds tests/stats_testprog into the test's temporary
+// folder (the go build cache makes every build after the first a link).
 func statsTestProg(t *testing.T) string {
 	t.Helper()
-	statsProgOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "goxio-stats-prog")
-		if err != nil {
-			statsProgErr = err
-			return
-		}
-		statsProgPath = filepath.Join(dir, "stats_testprog")
-		// `go test` puts its own go command first in PATH.
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			statsProgErr = fmt.Errorf("build stats_testprog: no go command in PATH: %w", err)
-			return
-		}
-		cmd := exec.Command(goBin, "build", "-o", statsProgPath, "./tests/stats_testprog")
-		cmd.Dir = testutil.RepoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			statsProgErr = fmt.Errorf("build stats_testprog: %v\n%s", err, out)
-		}
-	})
-	if statsProgErr != nil {
-		t.Fatal(statsProgErr)
+	// `go test` puts its own go command first in PATH.
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("build stats_testprog: no go command in PATH: %v", err)
 	}
-	return statsProgPath
+	out := filepath.Join(t.TempDir(), "stats_testprog")
+	cmd := exec.Command(goBin, "build", "-o", out, "./tests/stats_testprog")
+	cmd.Dir = testutil.RepoRoot()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build stats_testprog: %v\n%s", err, b)
+	}
+	return out
 }
 
 // statsProg is a running test program.
