@@ -88,4 +88,3 @@ func TestFDWriterWholeLinesAndClosedFD(t *testing.T) {
 		t.Fatal("the pid placeholder was not expanded")
 	}
 }
-
