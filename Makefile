@@ -10,7 +10,7 @@ LDFLAGS := -X github.com/goxio/goxio/internal/version.Version=$(VERSION)
 LIBLDFLAGS := $(LDFLAGS) -extldflags=-Wl,-soname,libgoxio.so
 LIB     := $(BUILD)/libgoxio.so
 
-.PHONY: all deps demo lib tools test unit integration bench install deb man clean
+.PHONY: all deps demo lib tools test unit integration bench install deb man fuzz clean
 
 all: lib tools
 
@@ -53,6 +53,12 @@ install: all
 		[ -e "$$m" ] || continue; s=$${m##*.}; \
 		install -d $(DESTDIR)$(PREFIX)/share/man/man$$s && install -m 0644 "$$m" $(DESTDIR)$(PREFIX)/share/man/man$$s/; \
 	done
+
+# a minute of each fuzzer over the parsers of untrusted input
+fuzz:
+	$(GO) test -run XXX -fuzz FuzzParseRules -fuzztime 60s ./conf
+	$(GO) test -run XXX -fuzz FuzzParams -fuzztime 60s ./conf
+	$(GO) test -run XXX -fuzz FuzzReader -fuzztime 60s -fuzzminimizetime 5s ./stats
 
 # Debian and RPM packages into build/pkg/
 deb: all
