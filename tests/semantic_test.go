@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,6 +38,7 @@ var timeoutDirective = regexp.MustCompile(`(?m)^// timeout: (\S+)$`)
 // program's own checks (exit code 0), which keeps the programs honest about the kernel's behaviour.
 func TestSemantic(t *testing.T) {
 	lib := testutil.Lib(t)
+	testutil.CheckPreload(t, lib)
 	srcs, err := filepath.Glob(filepath.Join(testutil.RepoRoot(), "tests", "semantic", "*.c"))
 	if err != nil || len(srcs) == 0 {
 		t.Fatalf("no semantic programs found in tests/semantic (%v)", err)
@@ -48,14 +50,23 @@ func TestSemantic(t *testing.T) {
 				name := strings.TrimSuffix(filepath.Base(src), ".c")
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
-					runSemantic(t, lib, src, filepath.Join(dir, v.name+"-"+name), v.flags)
+					bin := filepath.Join(dir, v.name+"-"+name)
+					runSemantic(t, lib, src, bin, v.flags, requiredImports[v.name+"/"+name])
 				})
 			}
 		})
 	}
 }
 
-func runSemantic(t *testing.T, lib, src, bin string, flags []string) {
+// requiredImports lists, per variant/program, the dynamic symbols the binary must import, so the suite
+// notices when a compiler or glibc change stops routing calls through the fortified entry points.
+var requiredImports = map[string][]string{
+	"fortify/fortify": {"__recv_chk", "__recvfrom_chk", "__read_chk", "__poll_chk", "__ppoll_chk",
+		"__fdelt_chk", "fcntl64"},
+	"fortify/sendfile": {"sendfile64"},
+}
+
+func runSemantic(t *testing.T, lib, src, bin string, flags, imports []string) {
 	code, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatalf("read %s: %v", src, err)
@@ -67,6 +78,9 @@ func runSemantic(t *testing.T, lib, src, bin string, flags []string) {
 		}
 	}
 	testutil.CompileC(t, src, bin, flags...)
+	if len(imports) > 0 {
+		checkImports(t, bin, imports)
+	}
 
 	run := func(preload string) testutil.Result {
 		cmd := exec.Command(bin)
@@ -77,21 +91,43 @@ func runSemantic(t *testing.T, lib, src, bin string, flags []string) {
 	ref := run("")
 	if ref.ExitCode != 0 {
 		t.Fatalf("reference run without the library failed its own checks (a test or environment problem):\n%s",
-			describe("kernel", ref))
+			describeRun("kernel", ref))
 	}
 	got := run(lib)
 	if got.ExitCode != ref.ExitCode || got.Signal != "" || got.TimedOut ||
 		!bytes.Equal(got.Stdout, ref.Stdout) {
 		t.Errorf("with LD_PRELOAD=%s: %s, without: %s\ntranscript diff (- kernel, + goxio):\n%s\n%s",
-			lib, got, ref, testutil.Diff(string(ref.Stdout), string(got.Stdout)), describe("goxio", got))
+			lib, got, ref, testutil.Diff(string(ref.Stdout), string(got.Stdout)), describeRun("goxio", got))
 		return
 	}
 	t.Logf("kernel %v, goxio %v, %d transcript lines", ref.Elapsed.Round(time.Millisecond),
 		got.Elapsed.Round(time.Millisecond), bytes.Count(ref.Stdout, []byte("\n")))
 }
 
-// describe renders a run for a failure message.
-func describe(what string, r testutil.Result) string {
+// checkImports fails the test when the executable does not import every symbol in want.
+func checkImports(t *testing.T, bin string, want []string) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatalf("open %s: %v", bin, err)
+	}
+	defer f.Close()
+	syms, err := f.ImportedSymbols()
+	if err != nil {
+		t.Fatalf("imported symbols of %s: %v", bin, err)
+	}
+	have := map[string]bool{}
+	for _, s := range syms {
+		have[s.Name] = true
+	}
+	for _, w := range want {
+		if !have[w] {
+			t.Errorf("%s does not import %s: the program no longer exercises it", filepath.Base(bin), w)
+		}
+	}
+}
+
+// describeRun renders a run for a failure message.
+func describeRun(what string, r testutil.Result) string {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s: %s, %v\n--- stdout ---\n%s", what, r, r.Elapsed.Round(time.Millisecond), testutil.Tail(string(r.Stdout), 6000))
 	if len(r.Stderr) > 0 {
