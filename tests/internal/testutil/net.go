@@ -3,6 +3,8 @@ package testutil
 import (
 	"fmt"
 	"net"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -66,4 +68,46 @@ func WaitTCP(t testing.TB, port int, timeout time.Duration, p *Proc) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// WaitBound waits, without connecting, until a socket of network ("tcp": in LISTEN state, "udp":
+// bound) holds loopback or wildcard port, looking at /proc/net/{tcp,udp}{,6}. When p is not nil and
+// ends first, or the time runs out, the test fails. Use it for servers that count every connection
+// (iperf3 -1) or have nothing to connect to (UDP).
+func WaitBound(t testing.TB, network string, port int, timeout time.Duration, p *Proc) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if portBound(network, port) {
+			return
+		}
+		if p != nil && p.Exited() {
+			t.Fatalf("%s ended before binding %s port %d:\n%s", p.Name, network, port, Tail(p.Output(), 4000))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s socket bound to port %d after %v", network, port, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func portBound(network string, port int) bool {
+	want := fmt.Sprintf(":%04X", port)
+	for _, f := range []string{"/proc/net/" + network, "/proc/net/" + network + "6"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) < 4 || !strings.HasSuffix(fields[1], want) {
+				continue
+			}
+			// st 0A is TCP_LISTEN; a UDP socket bound to the port shows st 07 (TCP_CLOSE) or 01.
+			if network == "udp" || fields[3] == "0A" {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -123,23 +123,33 @@ func (b *syncBuffer) String() string {
 
 // Proc is a program running in the background for the length of a test (a server, usually).
 type Proc struct {
-	Name string
-	Cmd  *exec.Cmd
-	out  syncBuffer
-	done chan struct{}
-	err  error
+	Name   string
+	Cmd    *exec.Cmd
+	out    syncBuffer // stdout and stderr as they came
+	stdout syncBuffer
+	stderr syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+// teeWriter writes to two writers (the combined log and one stream).
+type teeWriter struct{ a, b *syncBuffer }
+
+func (w teeWriter) Write(p []byte) (int, error) {
+	_, _ = w.a.Write(p)
+	return w.b.Write(p)
 }
 
 // Start starts a background program with the given environment in its own process group, its stdout
-// and stderr collected together. The test's Cleanup stops it (SIGTERM, then SIGKILL of the group) and
+// and stderr collected (separately, and together for logs). The test's Cleanup stops it (SIGTERM, then SIGKILL of the group) and
 // logs its output when the test failed.
 func Start(t testing.TB, name string, env []string, path string, args ...string) *Proc {
 	t.Helper()
 	cmd := exec.Command(path, args...)
 	cmd.Env = env
 	p := &Proc{Name: name, Cmd: cmd, done: make(chan struct{})}
-	cmd.Stdout = &p.out
-	cmd.Stderr = &p.out
+	cmd.Stdout = teeWriter{&p.out, &p.stdout}
+	cmd.Stderr = teeWriter{&p.out, &p.stderr}
 	cmd.WaitDelay = 2 * time.Second
 	setGroup(cmd)
 	if err := cmd.Start(); err != nil {
@@ -158,8 +168,11 @@ func Start(t testing.TB, name string, env []string, path string, args ...string)
 	return p
 }
 
-// Output returns everything the program wrote so far.
+// Output returns everything the program wrote so far, stdout and stderr interleaved.
 func (p *Proc) Output() string { return p.out.String() }
+
+// Stdout returns what the program wrote to stdout so far.
+func (p *Proc) Stdout() string { return p.stdout.String() }
 
 // Exited reports whether the program has ended.
 func (p *Proc) Exited() bool {
@@ -182,7 +195,7 @@ func (p *Proc) Wait(timeout time.Duration) Result {
 		_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 	}
-	res := Result{Stdout: []byte(p.Output()), TimedOut: timedOut, Err: p.err}
+	res := Result{Stdout: []byte(p.stdout.String()), Stderr: []byte(p.stderr.String()), TimedOut: timedOut, Err: p.err}
 	res.ExitCode, res.Signal = exitStatus(p.Cmd, p.err)
 	return res
 }
