@@ -14,18 +14,25 @@ import (
 	"time"
 )
 
-// Env returns the test process's environment without any LD_PRELOAD, then LD_PRELOAD=lib when lib is
-// not empty, then extra ("KEY=value" entries, later ones win).
+// LibEnvVar names an optional variable of the test process: space-separated KEY=value settings added
+// to every program started with the library (for example "VMA_SPEC=latency VMA_RX_POLL=1000"), so
+// the suites can be run under other parameters. It is not passed on to the programs itself.
+const LibEnvVar = "GOXIO_TEST_LIB_ENV"
+
+// Env returns the test process's environment without any LD_PRELOAD, then, when lib is not empty,
+// LD_PRELOAD=lib and the settings of $GOXIO_TEST_LIB_ENV, then extra ("KEY=value" entries, later ones
+// win).
 func Env(lib string, extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "LD_PRELOAD=") {
+		if strings.HasPrefix(kv, "LD_PRELOAD=") || strings.HasPrefix(kv, LibEnvVar+"=") {
 			continue
 		}
 		env = append(env, kv)
 	}
 	if lib != "" {
 		env = append(env, "LD_PRELOAD="+lib)
+		env = append(env, strings.Fields(os.Getenv(LibEnvVar))...)
 	}
 	return append(env, extra...)
 }
