@@ -2,6 +2,7 @@
  * datagrams and a TCP stream and exits at once (everything sent must still arrive, then EOF); a child
  * killed with SIGKILL while holding unread data resets its connection; a child killed while idle
  * closes it cleanly; a connected UDP socket whose peer process died gets ECONNREFUSED. */
+#include <poll.h>
 #include "common.h"
 
 #define NDGRAM 300
@@ -129,7 +130,12 @@ int main(int argc, char **argv)
 	wait_readable(a, 2000);
 	E("recv EOF", recv(a, buf, 10, 0), 0, 0);
 	E("send after EOF", send(a, "x", 1, 0), 1, 0);
-	msleep(50);
+	/* The peer's RST arrives asynchronously: wait (bounded) until the socket reports it. */
+	for (int i = 0; i < 200; i++) {
+		struct pollfd p = { .fd = a, .events = 0 };
+		if (poll(&p, 1, 10) == 1 && (p.revents & (POLLERR | POLLHUP)))
+			break;
+	}
 	E("send after the RST", send(a, "x", 1, 0), -1, EPIPE);
 	close(a);
 	close(l);
