@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -89,7 +88,7 @@ type statsReceiver struct {
 	cmd          *exec.Cmd
 	stdin        io.WriteCloser
 	lines        chan string
-	out          *lockedBuffer
+	out          *testutil.SyncBuffer
 	udp          *net.UDPConn
 	tcp          net.Conn
 	udpFD, tcpFD int
@@ -116,7 +115,7 @@ func startStatsReceiver(t *testing.T, lib, dir string, env ...string) *statsRece
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &statsReceiver{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 100), out: &lockedBuffer{}}
+	r := &statsReceiver{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 100), out: &testutil.SyncBuffer{}}
 	cmd.Stderr = r.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -199,24 +198,6 @@ func (r *statsReceiver) exchange(k int) {
 		}
 	}
 	r.expect("done")
-}
-
-// lockedBuffer collects a program's stderr while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // rxTotals is offloaded plus kernel receive calls of one socket.

@@ -1,7 +1,7 @@
 /* epoll: level-triggered reports until drained, edge-triggered once per arrival, EPOLLONESHOT
  * disables until EPOLL_CTL_MOD re-arms, EPOLLRDHUP/EPOLLHUP on shutdown, data.u64 kept, and the
  * errors of epoll_ctl and epoll_wait. */
-#include "common.h"
+#include "epoll_show.h"
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
@@ -9,23 +9,7 @@ static int ep;
 
 static void wait_show(const char *label, int ms)
 {
-	struct epoll_event evs[8];
-	int n = epoll_wait(ep, evs, 8, ms);
-	if (n < 0) {
-		out("%s: epoll_wait = -1 %s\n", label, ename(errno));
-		return;
-	}
-	/* The order of ready events is not part of epoll's contract: print them sorted by data. */
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && evs[j - 1].data.u64 > evs[j].data.u64; j--) {
-			struct epoll_event t = evs[j];
-			evs[j] = evs[j - 1];
-			evs[j - 1] = t;
-		}
-	out("%s: %d event(s)", label, n);
-	for (int i = 0; i < n; i++)
-		out(" [%llu %s]", (unsigned long long)evs[i].data.u64, pollbits((int)evs[i].events));
-	out("\n");
+	epoll_wait_show(label, ep, ms);
 }
 
 static void add(int fd, uint32_t events, uint64_t tag)

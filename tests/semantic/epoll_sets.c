@@ -1,28 +1,12 @@
 /* epoll across sets: one socket in two epoll sets (edge and level), an epoll fd inside another epoll
  * fd, closing a socket that is in a set (it leaves the set), and the kernel's rule that a registration
  * lives as long as the open file: a dup keeps it reporting under the closed fd's data. */
-#include "common.h"
+#include "epoll_show.h"
 #include <sys/epoll.h>
 
 static void wait_show(const char *label, int ep, int ms)
 {
-	struct epoll_event evs[8];
-	int n = epoll_wait(ep, evs, 8, ms);
-	if (n < 0) {
-		out("%s: epoll_wait = -1 %s\n", label, ename(errno));
-		return;
-	}
-	/* The order of ready events is not part of epoll's contract: print them sorted by data. */
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && evs[j - 1].data.u64 > evs[j].data.u64; j--) {
-			struct epoll_event t = evs[j];
-			evs[j] = evs[j - 1];
-			evs[j - 1] = t;
-		}
-	out("%s: %d event(s)", label, n);
-	for (int i = 0; i < n; i++)
-		out(" [%llu %s]", (unsigned long long)evs[i].data.u64, pollbits((int)evs[i].events));
-	out("\n");
+	epoll_wait_show(label, ep, ms);
 }
 
 static int add(int ep, int fd, uint32_t events, uint64_t tag)

@@ -111,19 +111,20 @@ func exitStatus(cmd *exec.Cmd, err error) (int, string) {
 	return cmd.ProcessState.ExitCode(), ""
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for one writer and concurrent readers (a program's output
+// read by the test while the program runs).
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -133,15 +134,15 @@ func (b *syncBuffer) String() string {
 type Proc struct {
 	Name   string
 	Cmd    *exec.Cmd
-	out    syncBuffer // stdout and stderr as they came
-	stdout syncBuffer
-	stderr syncBuffer
+	out    SyncBuffer // stdout and stderr as they came
+	stdout SyncBuffer
+	stderr SyncBuffer
 	done   chan struct{}
 	err    error
 }
 
 // teeWriter writes to two writers (the combined log and one stream).
-type teeWriter struct{ a, b *syncBuffer }
+type teeWriter struct{ a, b *SyncBuffer }
 
 func (w teeWriter) Write(p []byte) (int, error) {
 	_, _ = w.a.Write(p)
