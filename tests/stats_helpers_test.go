@@ -71,8 +71,10 @@ func startStatsProg(t *testing.T, dir string, args ...string) *statsProg {
 		t.Fatal(err)
 	}
 	p := &statsProg{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 1000), done: make(chan struct{})}
+	// One goroutine reads to EOF and only then reaps: cmd.Wait closes the
+	// stdout pipe, so reaping first could drop the last lines (an "ok"
+	// printed just before exit).
 	go func() {
-		defer close(p.lines)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			p.mu.Lock()
@@ -80,8 +82,7 @@ func startStatsProg(t *testing.T, dir string, args ...string) *statsProg {
 			p.mu.Unlock()
 			p.lines <- sc.Text()
 		}
-	}()
-	go func() {
+		close(p.lines)
 		cmd.Wait()
 		close(p.done)
 	}()
