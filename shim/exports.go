@@ -29,9 +29,12 @@ func goxio_go_call(op C.int, fd C.int, a0, a1, a2, a3, a4 C.uintptr_t) C.long {
 	return C.long(e.Call(&c))
 }
 
-// goxio_go_start is called by the library's last constructor. Like every exported function it
-// only runs once the Go initialization (init below) has finished, so calling it makes the
-// engine ready before the program's main().
+// goxio_go_start is called by the library's last constructor, on the program's main thread. Like
+// every exported function it only runs once the Go initialization has finished; it then starts
+// the library (start, init.go), so the engine is ready before the program's main().
 //
 //export goxio_go_start
-func goxio_go_start() C.int { return 1 }
+func goxio_go_start() C.int {
+	start()
+	return 1
+}
