@@ -1,0 +1,87 @@
+package discovery
+
+import "net/netip"
+
+// Multicast and broadcast delivery follows __udp4_lib_mcast_deliver and
+// __udp6_lib_mcast_deliver: every socket whose binding matches (port equal,
+// bound to the wildcard or to the group, not connected elsewhere, IPv4 to
+// AF_INET6 sockets without V6Only) receives a copy if its own memberships
+// allow it (ip_mc_sf_allow, inet6_mc_check): a socket that joined the group
+// receives what one of its joins admits (any source, or the one Source of a
+// source-specific join); a socket that did not join it receives it when
+// IP_MULTICAST_ALL is on (the default) and some socket of the namespace
+// joined the group for this source. The limited broadcast 255.255.255.255
+// goes to every socket whose binding matches.
+
+// mcSocket gathers the entries of one receiving socket.
+type mcSocket struct {
+	e        Entry
+	member   bool // joined the group
+	allowed  bool // one of its joins admits the source
+	noAll    bool // IP_MULTICAST_ALL off
+	hasJoin  bool // e is a membership entry for the group
+}
+
+func (d *Dir) lookupMulticast(dst, src netip.AddrPort, out []Entry) []Entry {
+	daddr, saddr := dst.Addr(), src.Addr()
+	bcast := !daddr.IsMulticast()
+	hostJoined := false
+	var buf [16]mcSocket
+	socks := buf[:0]
+	c := liveCache{d: d}
+	d.scan(0, func(slot int, w *[entryWords]uint64) bool {
+		r, ok := decode(w)
+		if !ok {
+			return true
+		}
+		isJoin := r.Group.IsValid() && r.Group == daddr
+		portMatch := r.Local.Port() == dst.Port()
+		if !isJoin && !portMatch {
+			return true
+		}
+		if !c.alive(r.PID, r.start) {
+			d.removeDead(slot, w)
+			return true
+		}
+		admits := isJoin && (!r.Source.IsValid() || r.Source == saddr)
+		if admits {
+			hostJoined = true
+		}
+		if !portMatch {
+			return true
+		}
+		exact, wild := localMatch(&r.Entry, daddr)
+		if !exact && !wild || peerScore(&r.Entry, saddr, src.Port(), daddr.Is4()) < 0 {
+			return true
+		}
+		k := -1
+		for i := range socks {
+			if socks[i].e.PID == r.PID && socks[i].e.Inbox == r.Inbox {
+				k = i
+				break
+			}
+		}
+		if k < 0 {
+			k = len(socks) - 1
+		}
+		s := &socks[k]
+		s.noAll = s.noAll || r.NoMulticastAll
+		if isJoin {
+			s.member = true
+			if admits {
+				s.allowed = true
+				if !s.hasJoin {
+					s.e, s.hasJoin = r.Entry, true
+				}
+			}
+		}
+		return true
+	})
+	for i := range socks {
+		s := &socks[i]
+		if bcast || s.member && s.allowed || !s.member && !s.noAll && hostJoined {
+			out = append(out, s.e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,128 @@
+package discovery
+
+import (
+	"runtime"
+	"sync/atomic"
+)
+
+// Seqlock per entry. The lock word holds the pid of the process writing the
+// entry (high 32 bits) and a sequence (low 32 bits) that is odd while a write
+// is in progress. Writers take it with a compare-and-swap from an even value,
+// so two writers (the owner and a process sweeping a dead owner's entry)
+// never overlap; readers copy the entry between two equal, even reads of the
+// lock word and never write.
+//
+// A process killed while writing leaves the sequence odd for good. Readers
+// give up on such an entry after readTries (it is skipped, never waited for),
+// and Sweep takes the lock over from a holder that no longer exists.
+
+const (
+	// readTries bounds the attempts to read one entry: a write is a few
+	// dozen stores, so this is generous for a live writer that was preempted
+	// and bounds the cost of an entry stuck odd to tens of microseconds.
+	readTries = 2000
+	// lockTries bounds the attempts of a writer to take an entry's lock
+	// (held only by a sweeper for a few dozen stores, or stuck odd by a
+	// dead holder until the next Sweep).
+	lockTries = 100000
+)
+
+// lockSeq returns the sequence part of a lock word.
+func lockSeq(l uint64) uint32 { return uint32(l) }
+
+// lockHolder returns the pid part of a lock word.
+func lockHolder(l uint64) int { return int(l >> 32) }
+
+// readResult tells what readEntry found.
+type readResult int
+
+const (
+	readOK   readResult = iota // a consistent copy
+	readFree                   // the slot holds no entry
+	readBusy                   // no consistent copy within readTries (being written or stuck)
+)
+
+// readEntry copies slot e into dst under its seqlock. The lock word is left
+// in dst[eLock] (the last one seen when busy).
+func readEntry(e []uint64, dst *[entryWords]uint64) readResult {
+	for try := 0; try < readTries; try++ {
+		l1 := atomic.LoadUint64(&e[eLock])
+		if lockSeq(l1)&1 != 0 {
+			dst[eLock] = l1
+			if try%64 == 63 {
+				runtime.Gosched()
+			}
+			continue
+		}
+		for i := 1; i < entryWords; i++ {
+			dst[i] = atomic.LoadUint64(&e[i])
+		}
+		if atomic.LoadUint64(&e[eLock]) == l1 {
+			dst[eLock] = l1
+			if uint32(dst[eOwner]) == 0 {
+				return readFree
+			}
+			return readOK
+		}
+	}
+	return readBusy
+}
+
+// tryLock takes the lock of slot e from the even value l for pid; it
+// returns the odd value now held.
+func tryLock(e []uint64, l uint64, pid int) (uint64, bool) {
+	if lockSeq(l)&1 != 0 {
+		return 0, false
+	}
+	held := uint64(uint32(pid))<<32 | uint64(lockSeq(l)+1)
+	return held, atomic.CompareAndSwapUint64(&e[eLock], l, held)
+}
+
+// lock takes the lock of slot e for pid, waiting a bounded time for another
+// writer; false when the lock stayed held.
+func lock(e []uint64, pid int) (uint64, bool) {
+	for try := 0; try < lockTries; try++ {
+		if held, ok := tryLock(e, atomic.LoadUint64(&e[eLock]), pid); ok {
+			return held, true
+		}
+		if try%64 == 63 {
+			runtime.Gosched()
+		}
+	}
+	return 0, false
+}
+
+// unlock publishes the writes made under the held lock value.
+func unlock(e []uint64, held uint64) {
+	atomic.StoreUint64(&e[eLock], uint64(lockSeq(held)+1))
+}
+
+// steal takes over a lock stuck at the odd value l (its holder is dead) for
+// pid: the sequence stays odd but changes, so only one process succeeds.
+func steal(e []uint64, l uint64, pid int) (uint64, bool) {
+	if lockSeq(l)&1 == 0 {
+		return 0, false
+	}
+	held := uint64(uint32(pid))<<32 | uint64(lockSeq(l)+2)
+	return held, atomic.CompareAndSwapUint64(&e[eLock], l, held)
+}
+
+// clearEntry zeroes every word of slot e but the lock (the slot becomes
+// free). The caller holds the lock.
+func clearEntry(e []uint64) {
+	// The owner word first: a free slot is recognised by it.
+	atomic.StoreUint64(&e[eOwner], 0)
+	for i := eStart; i < entryWords; i++ {
+		atomic.StoreUint64(&e[i], 0)
+	}
+}
+
+// writeEntry stores the words 1.. of w into slot e, owner word last, so a
+// racy peek at the owner word (Publish's free-slot scan) never sees an owner
+// before the rest. The caller holds the lock.
+func writeEntry(e []uint64, w *[entryWords]uint64) {
+	for i := eStart; i < entryWords; i++ {
+		atomic.StoreUint64(&e[i], w[i])
+	}
+	atomic.StoreUint64(&e[eOwner], w[eOwner])
+}
