@@ -42,7 +42,14 @@ func flowHash(dst, src netip.AddrPort) uint32 {
 		h ^= uint64(c)
 		h *= 1099511628211
 	}
-	return uint32(h ^ h>>32)
+	// FNV leaves the last bytes in few bits: finish with a 64-bit mixer
+	// (the choice below uses the high bits).
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return uint32(h)
 }
 
 // localMatch tells how e's bound address matches the destination daddr

@@ -62,10 +62,14 @@ func (d *Dir) lookupMulticast(dst, src netip.AddrPort, out []Entry) []Entry {
 			}
 		}
 		if k < 0 {
+			socks = append(socks, mcSocket{e: r.Entry})
 			k = len(socks) - 1
 		}
 		s := &socks[k]
 		s.noAll = s.noAll || r.NoMulticastAll
+		if !s.hasJoin && !r.Group.IsValid() {
+			s.e = r.Entry // a socket without a join of the group: its binding
+		}
 		if isJoin {
 			s.member = true
 			if admits {
