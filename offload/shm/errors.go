@@ -1,0 +1,21 @@
+package shm
+
+import "errors"
+
+// Sentinel errors; the package wraps them with an operation prefix, so test with errors.Is.
+var (
+	// ErrNoSpace: the file system holding the segments is full (ENOSPC or EDQUOT at creation).
+	ErrNoSpace = errors.New("shm: no space for segment")
+	// ErrFull: no free slot in the inbox (DialInbox), or the datagram does not fit in the ring
+	// (Send, which counts a drop).
+	ErrFull = errors.New("shm: full")
+	// ErrEmpty: no ring of the inbox holds a datagram.
+	ErrEmpty = errors.New("shm: empty")
+	// ErrTooBig: payload above MaxPayload bytes or name above MaxName bytes.
+	ErrTooBig = errors.New("shm: datagram too big")
+	// ErrCorrupt: a segment does not validate (bad magic, version, size, owner or indices).
+	ErrCorrupt = errors.New("shm: corrupt segment")
+	// ErrClosed: the inbox was closed by its owner, the receiver detached our ring, or the
+	// Outlet or Inbox itself was closed.
+	ErrClosed = errors.New("shm: closed")
+)

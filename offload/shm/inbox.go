@@ -1,0 +1,420 @@
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// sweepInterval is how often Refresh looks for senders that died without closing (one /proc
+// read per attached ring). A variable for tests.
+var sweepInterval = 200 * time.Millisecond
+
+// Inbox is the receiving side of one offloaded UDP socket: a segment <dir>/<name> holding a
+// header and a table of slots; each slot names one sender's ring (a separate segment the sender
+// created). Consumer methods (Peek, Pop, Refresh) are called by one goroutine at a time (the
+// caller serializes, and Stats and Close count as consumer methods); Pending, SpinBegin, SpinEnd,
+// ClearWake, CorruptRings and AttachFailures are safe from any goroutine.
+type Inbox struct {
+	dir, name, path string
+	mem             []byte
+	slots           int
+
+	genp        *uint64
+	closedp     *uint64
+	spinners    *int32
+	wakePending *uint32
+
+	// Consumer state (serialized by the caller).
+	rings     []*ring // attached rings, round-robin order
+	bySlot    []*ring // the ring currently registered in each slot
+	failed    []uint64
+	cur       int
+	peekRing  *ring
+	peekNext  uint64
+	peekIdx   int
+	lingering int // rings waiting to be drained before detaching
+	retired   [][]byte
+	calls     uint64
+	lastSweep time.Time
+
+	// Shared with Pending and the wake methods.
+	list     atomic.Pointer[[]*ring] // copy of rings for Pending
+	seenGen  atomic.Uint64           // slot generation the last Refresh scanned
+	readers  atomic.Int32            // concurrent methods in flight (see enter)
+	closed   atomic.Bool
+	corrupt  atomic.Uint64
+	failures atomic.Uint64
+}
+
+// CreateInbox creates the inbox segment <dir>/<name> with slots sender slots (1..MaxSlots).
+// A leftover file of the same name whose owner is dead is replaced; a live one gives an error
+// wrapping unix.EEXIST.
+func CreateInbox(dir, name string, slots int) (*Inbox, error) {
+	if !validName(name) {
+		return nil, fmt.Errorf("create inbox %q: invalid name: %w", name, unix.EINVAL)
+	}
+	if slots < 1 || slots > MaxSlots {
+		return nil, fmt.Errorf("create inbox %q: %d slots outside [1, %d]: %w", name, slots, MaxSlots, unix.EINVAL)
+	}
+	pid, start, err := selfIdentity()
+	if err != nil {
+		return nil, fmt.Errorf("create inbox %q: own start time: %w", name, err)
+	}
+	path := joinPath(dir, name)
+	size := inboxSize(slots)
+	mem, err := createSegment(path, size)
+	if errors.Is(err, unix.EEXIST) && removeStaleInbox(path) {
+		mem, err = createSegment(path, size)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create inbox: %w", err)
+	}
+	atomic.StoreUint64(word64(mem, ibVersion), layoutVersion)
+	atomic.StoreUint64(word64(mem, ibSlots), uint64(slots))
+	atomic.StoreUint64(word64(mem, ibPID), uint64(pid))
+	atomic.StoreUint64(word64(mem, ibStart), start)
+	atomic.StoreUint64(word64(mem, ibMagic), inboxMagic)
+	in := &Inbox{
+		dir: dir, name: name, path: path, mem: mem, slots: slots,
+		genp:        word64(mem, ibGen),
+		closedp:     word64(mem, ibClosed),
+		spinners:    int32At(mem, ibSpinners),
+		wakePending: word32(mem, ibWake),
+		bySlot:      make([]*ring, slots),
+		failed:      make([]uint64, slots),
+		lastSweep:   time.Now(),
+	}
+	in.list.Store(&[]*ring{})
+	return in, nil
+}
+
+// removeStaleInbox unlinks the inbox file at path when it is not a valid inbox of a live owner.
+func removeStaleInbox(path string) bool {
+	mem, err := openSegment(path, inboxSize(1), inboxSize(MaxSlots))
+	if err != nil {
+		return false
+	}
+	defer unmap(mem)
+	if atomic.LoadUint64(word64(mem, ibMagic)) == inboxMagic &&
+		atomic.LoadUint64(word64(mem, ibClosed)) == 0 &&
+		processAlive(int(atomic.LoadUint64(word64(mem, ibPID))), atomic.LoadUint64(word64(mem, ibStart))) {
+		return false
+	}
+	return unlink(path) == nil
+}
+
+// Name returns the inbox's segment name (what senders pass to DialInbox).
+func (in *Inbox) Name() string { return in.name }
+
+// enter starts a method that may run concurrently with Close; false after Close.
+func (in *Inbox) enter() bool {
+	in.readers.Add(1)
+	if in.closed.Load() {
+		in.readers.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (in *Inbox) leave() { in.readers.Add(-1) }
+
+// Peek returns the oldest datagram of the next non-empty ring (round robin over rings, so one
+// busy sender cannot starve the others). name is the source sockaddr bytes the sender wrote
+// (0..28 bytes), data the payload; both alias shared memory and are valid until Pop or the next
+// Peek (the sender may scribble on them: copy before trusting). ErrEmpty when every ring is
+// empty, ErrClosed after Close. A ring found corrupt is detached (CorruptRings counts it) and
+// skipped: never returned as an error.
+func (in *Inbox) Peek() (name, data []byte, err error) {
+	in.peekRing = nil
+	if in.closed.Load() {
+		return nil, nil, ErrClosed
+	}
+	for {
+		n := len(in.rings)
+		if in.cur >= n {
+			in.cur = 0
+		}
+		bad := -1
+		for i := range n {
+			idx := in.cur + i
+			if idx >= n {
+				idx -= n
+			}
+			r := in.rings[idx]
+			name, data, next, err := r.peek()
+			if err == nil {
+				in.peekRing, in.peekNext, in.peekIdx = r, next, idx
+				return name, data, nil
+			}
+			if err == ErrCorrupt {
+				bad = idx
+				break
+			}
+		}
+		if bad < 0 {
+			return nil, nil, ErrEmpty
+		}
+		// Each round detaches one ring: the loop ends.
+		in.corrupt.Add(1)
+		in.detach(in.rings[bad])
+		in.publish()
+	}
+}
+
+// Pop consumes what the last Peek returned (nothing when it returned an error).
+func (in *Inbox) Pop() {
+	r := in.peekRing
+	if r == nil {
+		return
+	}
+	r.pop(in.peekNext)
+	in.peekRing = nil
+	in.cur = in.peekIdx + 1
+}
+
+// Pending reports whether Peek may find a datagram: some attached ring has data, or a sender
+// registered or left since the last Refresh (call Refresh, then Peek). Atomic loads only; safe
+// from any goroutine; false after Close.
+func (in *Inbox) Pending() bool {
+	if !in.enter() {
+		return false
+	}
+	p := atomic.LoadUint64(in.genp) != in.seenGen.Load()
+	if !p {
+		for _, r := range *in.list.Load() {
+			if r.pending() {
+				p = true
+				break
+			}
+		}
+	}
+	in.leave()
+	return p
+}
+
+// CorruptRings returns how many rings were detached because they did not validate.
+func (in *Inbox) CorruptRings() uint64 { return in.corrupt.Load() }
+
+// AttachFailures returns how many registered rings could not be attached (missing file, wrong
+// owner, size or header).
+func (in *Inbox) AttachFailures() uint64 { return in.failures.Load() }
+
+// Refresh attaches rings of newly registered senders and detaches rings whose sender closed or
+// died (pid gone or pid reused: the start time from /proc/PID/stat differs) once drained,
+// unlinking their files and freeing their slots. Cheap when nothing changed (one atomic load of
+// the slot generation, plus a clock read every 64 calls); the caller calls it before Peek when
+// Peek says ErrEmpty, and now and then. Senders that died without closing are looked for at most
+// every 200 ms.
+func (in *Inbox) Refresh() {
+	if in.closed.Load() {
+		return
+	}
+	in.calls++
+	sweep := false
+	if in.calls&63 == 0 {
+		if now := time.Now(); now.Sub(in.lastSweep) >= sweepInterval {
+			sweep = true
+			in.lastSweep = now
+		}
+	}
+	g := atomic.LoadUint64(in.genp)
+	if g == in.seenGen.Load() && in.lingering == 0 && !sweep {
+		return
+	}
+	changed := false
+	if g != in.seenGen.Load() {
+		in.seenGen.Store(g)
+		changed = in.scanSlots()
+	}
+	if sweep {
+		for _, r := range in.rings {
+			if !r.lingering && !processAlive(r.pid, r.start) {
+				in.linger(r)
+			}
+		}
+	}
+	if in.lingering > 0 {
+		for i := 0; i < len(in.rings); {
+			r := in.rings[i]
+			if r.lingering && !r.pending() {
+				in.detach(r)
+				changed = true
+				continue
+			}
+			i++
+		}
+	}
+	if changed {
+		in.publish()
+	}
+}
+
+// scanSlots compares the slot table with the attached rings; true when rings were attached.
+func (in *Inbox) scanSlots() bool {
+	changed := false
+	for i := range in.slots {
+		base := slotTableOff + i*slotSize
+		tp := word64(in.mem, base+slTag)
+		t := atomic.LoadUint64(tp)
+		if cur := in.bySlot[i]; cur != nil {
+			if cur.tag == t {
+				if !cur.lingering && atomic.LoadUint64(word64(cur.mem, rgClosed)) != 0 {
+					in.linger(cur)
+				}
+				continue
+			}
+			// Freed or reclaimed by another sender: ours is gone; drain what it left.
+			in.bySlot[i] = nil
+			cur.slot = -1
+			if !cur.lingering {
+				in.linger(cur)
+			}
+		}
+		if !tagIsReady(t) || in.failed[i] == t {
+			continue
+		}
+		start := atomic.LoadUint64(word64(in.mem, base+slStart))
+		id := atomic.LoadUint64(word64(in.mem, base+slID))
+		if atomic.LoadUint64(tp) != t {
+			continue // being rewritten; its writer bumps the generation again
+		}
+		r, err := in.attach(tagPID(t), start, id)
+		if err != nil {
+			in.failed[i] = t
+			in.failures.Add(1)
+			continue
+		}
+		r.slot, r.tag = i, t
+		in.bySlot[i] = r
+		in.rings = append(in.rings, r)
+		changed = true
+	}
+	return changed
+}
+
+// attach maps the ring <name>.<pid>.<id> and checks it against the slot's identity.
+func (in *Inbox) attach(pid int, start, id uint64) (*ring, error) {
+	if pid <= 0 || start == 0 {
+		return nil, fmt.Errorf("attach ring: pid %d start %d: %w", pid, start, ErrCorrupt)
+	}
+	path := joinPath(in.dir, ringName(in.name, pid, id))
+	mem, err := openSegment(path, ringDataOff+MinRingBytes, ringDataOff+MaxRingBytes)
+	if err != nil {
+		return nil, fmt.Errorf("attach ring: %w", err)
+	}
+	r, err := newRing(mem)
+	if err == nil && (r.pid != pid || r.start != start || r.id != id) {
+		err = fmt.Errorf("attach ring %s: header names pid %d start %d id %d: %w", path, r.pid, r.start, r.id, ErrCorrupt)
+	}
+	if err != nil {
+		unmap(mem)
+		return nil, err
+	}
+	r.path = path
+	return r, nil
+}
+
+// linger marks a ring for detaching once drained.
+func (in *Inbox) linger(r *ring) {
+	r.lingering = true
+	in.lingering++
+}
+
+// detach removes r: tells the sender (detached word), unlinks the file, frees the slot when r
+// still holds it, and retires the mapping (unmapped once no Pending can see it). The caller
+// publishes the new list.
+func (in *Inbox) detach(r *ring) {
+	atomic.StoreUint64(word64(r.mem, rgDetached), 1)
+	unlink(r.path)
+	if r.slot >= 0 && in.bySlot[r.slot] == r {
+		base := slotTableOff + r.slot*slotSize
+		atomic.CompareAndSwapUint64(word64(in.mem, base+slTag), r.tag, freeTag(r.tag))
+		in.bySlot[r.slot] = nil
+		in.failed[r.slot] = 0
+	}
+	if r.lingering {
+		in.lingering--
+	}
+	if i := slices.Index(in.rings, r); i >= 0 {
+		in.rings = slices.Delete(in.rings, i, i+1)
+	}
+	in.retired = append(in.retired, r.mem)
+	if in.peekRing == r {
+		in.peekRing = nil
+	}
+}
+
+// publish makes the attached list visible to Pending and unmaps retired rings nobody can see.
+func (in *Inbox) publish() {
+	l := slices.Clone(in.rings)
+	in.list.Store(&l)
+	// A Pending that loaded the old list entered before this load (sequentially consistent
+	// atomics): when no method is in flight now, none can still hold a retired mapping.
+	if len(in.retired) > 0 && in.readers.Load() == 0 {
+		for _, m := range in.retired {
+			unmap(m)
+		}
+		in.retired = in.retired[:0]
+	}
+}
+
+// Stats returns the counters of every attached ring (a consumer method: the caller serializes
+// it with Peek, Pop and Refresh).
+func (in *Inbox) Stats() []RingStats {
+	if in.closed.Load() {
+		return nil
+	}
+	out := make([]RingStats, 0, len(in.rings))
+	for _, r := range in.rings {
+		out = append(out, r.stats())
+	}
+	return out
+}
+
+// Close marks the inbox closed (senders see it and get ErrClosed), waits for the concurrent
+// methods in flight, unmaps everything, and unlinks the inbox and every ring registered in it.
+func (in *Inbox) Close() error {
+	if in.closed.Swap(true) {
+		return nil
+	}
+	atomic.StoreUint64(in.closedp, 1)
+	for in.readers.Load() != 0 {
+		runtime.Gosched()
+	}
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, r := range in.rings {
+		atomic.StoreUint64(word64(r.mem, rgDetached), 1)
+		keep(unlink(r.path))
+		keep(unmap(r.mem))
+	}
+	// Rings registered but never attached: their senders may be gone; names come from numbers.
+	for i := range in.slots {
+		base := slotTableOff + i*slotSize
+		t := atomic.LoadUint64(word64(in.mem, base+slTag))
+		if tagIsReady(t) && tagPID(t) > 0 {
+			unlink(joinPath(in.dir, ringName(in.name, tagPID(t), atomic.LoadUint64(word64(in.mem, base+slID)))))
+		}
+	}
+	for _, m := range in.retired {
+		keep(unmap(m))
+	}
+	in.rings, in.retired, in.bySlot, in.peekRing = nil, nil, nil, nil
+	keep(unlink(in.path))
+	keep(unmap(in.mem))
+	in.mem = nil
+	if first != nil {
+		return fmt.Errorf("close inbox %s: %w", in.name, first)
+	}
+	return nil
+}

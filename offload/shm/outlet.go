@@ -1,0 +1,239 @@
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// ringSeq numbers the rings this process creates (the n of <inbox>.<pid>.<n>, combined with
+// the start time so that a later process with the same pid never picks the same name).
+var ringSeq atomic.Uint64
+
+// Outlet is one process's sending side towards one Inbox: it creates its own ring segment
+// <dir>/<inboxname>.<pid>.<n> and registers it in a free slot of the inbox. Safe for concurrent
+// use (a mutex serializes the producer side).
+type Outlet struct {
+	mu       sync.Mutex
+	p        *producer // nil once closed
+	ibMem    []byte
+	ringMem  []byte
+	ringPath string
+	slot     int
+	tag      uint64
+
+	ibClosed    *uint64
+	genp        *uint64
+	spinners    *int32
+	wakePending *uint32
+}
+
+// DialInbox opens the inbox <dir>/<inboxName>, creates a ring of ringBytes data capacity
+// (rounded up to a power of two in [MinRingBytes, MaxRingBytes]) and registers it in a free slot
+// (claimed by CAS; a slot claimed by a dead process is reclaimed and its ring file removed).
+// ErrFull when no slot is free, ErrClosed when the inbox is closed, ErrNoSpace when the file
+// system is full, ErrCorrupt when the inbox does not validate.
+func DialInbox(dir, inboxName string, ringBytes int) (*Outlet, error) {
+	if !validName(inboxName) {
+		return nil, fmt.Errorf("dial inbox %q: invalid name: %w", inboxName, unix.EINVAL)
+	}
+	capacity := ringCapacity(ringBytes)
+	if capacity == 0 {
+		return nil, fmt.Errorf("dial inbox %q: ring of %d bytes: %w", inboxName, ringBytes, ErrTooBig)
+	}
+	pid, start, err := selfIdentity()
+	if err != nil {
+		return nil, fmt.Errorf("dial inbox %q: own start time: %w", inboxName, err)
+	}
+	ib, err := openSegment(joinPath(dir, inboxName), inboxSize(1), inboxSize(MaxSlots))
+	if err != nil {
+		return nil, fmt.Errorf("dial inbox: %w", err)
+	}
+	o := &Outlet{
+		ibMem:       ib,
+		ibClosed:    word64(ib, ibClosed),
+		genp:        word64(ib, ibGen),
+		spinners:    int32At(ib, ibSpinners),
+		wakePending: word32(ib, ibWake),
+	}
+	slots := atomic.LoadUint64(word64(ib, ibSlots))
+	if atomic.LoadUint64(word64(ib, ibMagic)) != inboxMagic ||
+		atomic.LoadUint64(word64(ib, ibVersion)) != layoutVersion ||
+		slots < 1 || slots > MaxSlots || inboxSize(int(slots)) != len(ib) {
+		unmap(ib)
+		return nil, fmt.Errorf("dial inbox %q: bad header: %w", inboxName, ErrCorrupt)
+	}
+	if atomic.LoadUint64(o.ibClosed) != 0 {
+		unmap(ib)
+		return nil, fmt.Errorf("dial inbox %q: %w", inboxName, ErrClosed)
+	}
+
+	// The ring file, under a name no other live or dead process uses.
+	var id uint64
+	for try := 0; ; try++ {
+		id = start<<20 | ringSeq.Add(1)&(1<<20-1)
+		o.ringPath = joinPath(dir, ringName(inboxName, pid, id))
+		o.ringMem, err = createSegment(o.ringPath, ringDataOff+int(capacity))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EEXIST) || try == 8 {
+			unmap(ib)
+			return nil, fmt.Errorf("dial inbox %q: ring: %w", inboxName, err)
+		}
+	}
+	initRing(o.ringMem, capacity, pid, start, id)
+	o.p = newProducer(o.ringMem, capacity)
+
+	if err := o.register(inboxName, dir, int(slots), pid, start, id); err != nil {
+		unlink(o.ringPath)
+		unmap(o.ringMem)
+		unmap(ib)
+		return nil, fmt.Errorf("dial inbox %q: %w", inboxName, err)
+	}
+	return o, nil
+}
+
+// register claims a slot for our ring and publishes it.
+func (o *Outlet) register(inboxName, dir string, slots, pid int, start, id uint64) error {
+	slot, tag := -1, uint64(0)
+	// First a free slot, then one whose owner is dead.
+	for pass := 0; pass < 2 && slot < 0; pass++ {
+		for i := range slots {
+			base := slotTableOff + i*slotSize
+			tp := word64(o.ibMem, base+slTag)
+			t := atomic.LoadUint64(tp)
+			owner := tagPID(t)
+			if pass == 0 && owner != 0 {
+				continue
+			}
+			var oldID uint64
+			if pass == 1 {
+				if owner == 0 {
+					continue
+				}
+				ostart := uint64(0) // not ready: its claimer may still be writing
+				if tagIsReady(t) {
+					ostart = atomic.LoadUint64(word64(o.ibMem, base+slStart))
+					oldID = atomic.LoadUint64(word64(o.ibMem, base+slID))
+				}
+				if processAlive(owner, ostart) {
+					continue
+				}
+			}
+			nt := claimTag(pid, t)
+			if !atomic.CompareAndSwapUint64(tp, t, nt) {
+				continue
+			}
+			if pass == 1 && tagIsReady(t) {
+				// The dead sender's ring: the receiver keeps its mapping if it attached it.
+				unlink(joinPath(dir, ringName(inboxName, owner, oldID)))
+			}
+			slot, tag = i, nt
+			break
+		}
+	}
+	if slot < 0 {
+		return ErrFull
+	}
+	base := slotTableOff + slot*slotSize
+	atomic.StoreUint64(word64(o.ibMem, base+slStart), start)
+	atomic.StoreUint64(word64(o.ibMem, base+slID), id)
+	if !atomic.CompareAndSwapUint64(word64(o.ibMem, base+slTag), tag, tag|tagReady) {
+		return fmt.Errorf("slot %d taken over while registering: %w", slot, ErrCorrupt)
+	}
+	o.slot, o.tag = slot, tag|tagReady
+	atomic.AddUint64(o.genp, 1)
+	// Closed while we registered: its Close may have scanned the slots before our ready bit.
+	if atomic.LoadUint64(o.ibClosed) != 0 {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Send copies one datagram (name = source sockaddr bytes as the receiver must see them, payload =
+// concatenation of bufs, total bytes of it) into the ring. ErrFull when it does not fit (the
+// ring counts a drop), ErrTooBig above MaxPayload payload bytes or MaxName name bytes, ErrClosed
+// when the inbox was closed or detached our ring, ErrCorrupt when the receiver's head index is
+// impossible. The errors are the bare sentinels: Send does not allocate.
+//
+// wake reports that the receiver needs a wake-up (nobody spins on it and no wake-up is pending):
+// the caller then sends the wake datagram through the kernel.
+//
+// Copying from bufs may fault (they point into the program's memory): the record is published
+// only after the copy, so a panic leaves the ring as it was (and the mutex released).
+func (o *Outlet) Send(name []byte, bufs [][]byte, total int) (wake bool, err error) {
+	if total < 0 || total > MaxPayload || len(name) > MaxName {
+		return false, ErrTooBig
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p := o.p
+	if p == nil || atomic.LoadUint64(o.ibClosed) != 0 || atomic.LoadUint64(p.detachedp) != 0 {
+		return false, ErrClosed
+	}
+	if err := p.put(name, bufs, total); err != nil {
+		return false, err
+	}
+	if needWake(o.spinners, o.wakePending) {
+		p.wakes++
+		atomic.StoreUint64(p.wakesp, p.wakes)
+		return true, nil
+	}
+	return false, nil
+}
+
+// Closed reports whether the inbox was closed by its owner (or our ring detached by it, or the
+// Outlet closed): Send can only fail with ErrClosed from now on.
+func (o *Outlet) Closed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.p == nil || atomic.LoadUint64(o.ibClosed) != 0 || atomic.LoadUint64(o.p.detachedp) != 0
+}
+
+// Close marks our ring closed and unmaps. The ring file stays until the receiver drained and
+// unlinked it; Close unlinks it itself when the inbox is closed or its owner is dead.
+func (o *Outlet) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p == nil {
+		return nil
+	}
+	o.p = nil
+	atomic.StoreUint64(word64(o.ringMem, rgClosed), 1)
+	atomic.AddUint64(o.genp, 1)
+	var first error
+	if atomic.LoadUint64(o.ibClosed) != 0 ||
+		!processAlive(int(atomic.LoadUint64(word64(o.ibMem, ibPID))), atomic.LoadUint64(word64(o.ibMem, ibStart))) {
+		first = unlink(o.ringPath)
+	}
+	if err := unmap(o.ringMem); err != nil && first == nil {
+		first = err
+	}
+	if err := unmap(o.ibMem); err != nil && first == nil {
+		first = err
+	}
+	o.ringMem, o.ibMem = nil, nil
+	if first != nil {
+		return fmt.Errorf("close outlet: %w", first)
+	}
+	return nil
+}
+
+// Stats returns this ring's counters as the sender knows them (PID is our own).
+func (o *Outlet) Stats() RingStats {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p == nil {
+		return RingStats{}
+	}
+	h := atomic.LoadUint64(o.p.headp)
+	depth := o.p.tail - h
+	if depth > o.p.cap {
+		depth = 0
+	}
+	return RingStats{PID: unix.Getpid(), DepthBytes: depth, Pushed: o.p.pushed, Drops: o.p.drops, Wakes: o.p.wakes}
+}

@@ -1,0 +1,248 @@
+package shm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+)
+
+// The SPSC datagram ring (layout in layout.go, protocol in doc.go).
+//
+// Ownership: the producer (the sender's Outlet, under its mutex) writes records, tail and the
+// producer counters; the consumer (the receiver's Inbox, serialized by its caller) writes head
+// and detached. Each side keeps its own authoritative copy of its index and never reads it back
+// from shared memory, and validates the other side's index before use: the peer may write any
+// value at any time.
+
+// ringCapacity rounds n up to a power of two within [MinRingBytes, MaxRingBytes]; 0 when n is
+// above MaxRingBytes.
+func ringCapacity(n int) uint64 {
+	if n <= MinRingBytes {
+		return MinRingBytes
+	}
+	if n > MaxRingBytes {
+		return 0
+	}
+	return 1 << bits.Len64(uint64(n-1))
+}
+
+// initRing writes the header of a freshly created (zeroed) ring segment; the magic goes last.
+func initRing(mem []byte, capacity uint64, pid int, start, id uint64) {
+	atomic.StoreUint64(word64(mem, rgVersion), layoutVersion)
+	atomic.StoreUint64(word64(mem, rgCapacity), capacity)
+	atomic.StoreUint64(word64(mem, rgPID), uint64(pid))
+	atomic.StoreUint64(word64(mem, rgStart), start)
+	atomic.StoreUint64(word64(mem, rgID), id)
+	atomic.StoreUint64(word64(mem, rgMagic), ringMagic)
+}
+
+// producer is the sending side of one ring.
+type producer struct {
+	data      []byte // the data area, cap bytes
+	cap, mask uint64
+	tail      uint64 // authoritative tail; published to *tailp after each record
+	headCache uint64 // last validated head read from *headp
+	pushed    uint64
+	drops     uint64
+	wakes     uint64
+
+	tailp, headp, pushedp, dropsp, wakesp, closedp, detachedp *uint64
+}
+
+func newProducer(mem []byte, capacity uint64) *producer {
+	return &producer{
+		data:      mem[ringDataOff : ringDataOff+int(capacity)],
+		cap:       capacity,
+		mask:      capacity - 1,
+		tailp:     word64(mem, rgTail),
+		headp:     word64(mem, rgHead),
+		pushedp:   word64(mem, rgPushed),
+		dropsp:    word64(mem, rgDrops),
+		wakesp:    word64(mem, rgWakes),
+		closedp:   word64(mem, rgClosed),
+		detachedp: word64(mem, rgDetached),
+	}
+}
+
+// put appends one record and publishes it. It returns ErrFull (a drop is counted) when the
+// record does not fit, ErrCorrupt when the consumer's head is impossible. If copying from bufs
+// panics, nothing is published and the ring stays as it was.
+func (p *producer) put(name []byte, bufs [][]byte, total int) error {
+	rec := recSize(total)
+	off := p.tail & p.mask
+	need := rec
+	pad := uint64(0)
+	if off+rec > p.cap {
+		pad = p.cap - off
+		need += pad
+	}
+	if need > p.cap-(p.tail-p.headCache) {
+		h := atomic.LoadUint64(p.headp)
+		if h > p.tail || p.tail-h > p.cap || h&7 != 0 || h < p.headCache {
+			return fmt.Errorf("send: consumer head %d against tail %d: %w", h, p.tail, ErrCorrupt)
+		}
+		p.headCache = h
+		if need > p.cap-(p.tail-h) {
+			p.drops++
+			atomic.StoreUint64(p.dropsp, p.drops)
+			return ErrFull
+		}
+	}
+	if pad != 0 {
+		binary.NativeEndian.PutUint64(p.data[off:], recWord(int(pad), 0, kindPad))
+		off = 0
+	}
+	// Payload first, header last; nothing is visible before the tail store.
+	dst := p.data[off+recHdr : off+recHdr+uint64(total)]
+	n := 0
+	for _, b := range bufs {
+		if n == len(dst) {
+			break
+		}
+		n += copy(dst[n:], b)
+	}
+	hdr := p.data[off : off+recHdr]
+	binary.NativeEndian.PutUint64(hdr, recWord(n, len(name), kindData))
+	copy(hdr[recNameOff:recNameOff+MaxName], name)
+	p.tail += pad + recSize(n)
+	atomic.StoreUint64(p.tailp, p.tail)
+	p.pushed++
+	atomic.StoreUint64(p.pushedp, p.pushed)
+	return nil
+}
+
+// ring is the receiving side of one attached ring.
+type ring struct {
+	mem       []byte // the whole mapping
+	data      []byte // the data area
+	cap, mask uint64
+	tailp     *uint64
+	headp     *uint64
+	head      atomic.Uint64 // authoritative head (Pending reads it from other goroutines)
+	tailCache uint64        // last validated tail
+	popped    uint64
+
+	// Identity and lifetime, owned by the Inbox.
+	path      string
+	slot      int    // slot index it was registered in
+	tag       uint64 // the slot's tag when attached
+	pid       int
+	start     uint64
+	id        uint64
+	lingering bool // sender closed or gone, or slot reclaimed: detach once drained
+}
+
+// newRing validates the header of a mapped ring segment and returns its consumer. The header
+// is read once: the capacity the consumer uses from then on is its private copy.
+func newRing(mem []byte) (*ring, error) {
+	if len(mem) < ringDataOff+MinRingBytes {
+		return nil, fmt.Errorf("attach ring: %d bytes: %w", len(mem), ErrCorrupt)
+	}
+	if atomic.LoadUint64(word64(mem, rgMagic)) != ringMagic ||
+		atomic.LoadUint64(word64(mem, rgVersion)) != layoutVersion {
+		return nil, fmt.Errorf("attach ring: bad magic or version: %w", ErrCorrupt)
+	}
+	c := atomic.LoadUint64(word64(mem, rgCapacity))
+	if c < MinRingBytes || c > MaxRingBytes || c&(c-1) != 0 || uint64(len(mem)) != ringDataOff+c {
+		return nil, fmt.Errorf("attach ring: capacity %d for %d bytes: %w", c, len(mem), ErrCorrupt)
+	}
+	return &ring{
+		mem:   mem,
+		data:  mem[ringDataOff : ringDataOff+int(c)],
+		cap:   c,
+		mask:  c - 1,
+		tailp: word64(mem, rgTail),
+		headp: word64(mem, rgHead),
+		pid:   int(atomic.LoadUint64(word64(mem, rgPID))),
+		start: atomic.LoadUint64(word64(mem, rgStart)),
+		id:    atomic.LoadUint64(word64(mem, rgID)),
+	}, nil
+}
+
+// peek validates and returns the oldest record: name and payload alias the data area; next is
+// the head after it. ErrEmpty when the ring is empty, ErrCorrupt when anything does not validate.
+// Every loop is bounded: at most one padding record precedes a data record.
+func (r *ring) peek() (name, data []byte, next uint64, err error) {
+	h := r.head.Load()
+	for range 2 {
+		if h == r.tailCache {
+			t := atomic.LoadUint64(r.tailp)
+			if t-h > r.cap || t&7 != 0 {
+				return nil, nil, 0, ErrCorrupt
+			}
+			if t == h {
+				return nil, nil, 0, ErrEmpty
+			}
+			r.tailCache = t
+		}
+		avail := r.tailCache - h
+		off := h & r.mask
+		w := binary.NativeEndian.Uint64(r.data[off : off+8])
+		length, namelen, kind := uint64(uint32(w)), uint64(byte(w>>32)), byte(w>>40)
+		switch kind {
+		case kindPad:
+			skip := r.cap - off
+			if off == 0 || skip > avail || length != skip {
+				return nil, nil, 0, ErrCorrupt
+			}
+			h += skip
+		case kindData:
+			rec := recSize(int(length))
+			if length > MaxPayload || namelen > MaxName || off+rec > r.cap || rec > avail {
+				return nil, nil, 0, ErrCorrupt
+			}
+			return r.data[off+recNameOff : off+recNameOff+namelen : off+recNameOff+namelen],
+				r.data[off+recHdr : off+recHdr+length : off+recHdr+length], h + rec, nil
+		default:
+			return nil, nil, 0, ErrCorrupt
+		}
+	}
+	return nil, nil, 0, ErrCorrupt
+}
+
+// pop consumes up to next (a value peek returned) and tells the producer.
+func (r *ring) pop(next uint64) {
+	r.head.Store(next)
+	r.popped++
+	atomic.StoreUint64(r.headp, next)
+}
+
+// pending reports whether the producer published beyond our head (atomic loads only).
+func (r *ring) pending() bool {
+	return atomic.LoadUint64(r.tailp) != r.head.Load()
+}
+
+// stats returns the ring's counters as the receiver sees them (producer counters are the
+// producer's word: clamped, never trusted for anything but display).
+func (r *ring) stats() RingStats {
+	h := r.head.Load()
+	t := atomic.LoadUint64(r.tailp)
+	depth := t - h
+	if depth > r.cap {
+		depth = 0
+	}
+	pushed := atomic.LoadUint64(word64(r.mem, rgPushed))
+	recs := pushed - r.popped
+	if pushed < r.popped {
+		recs = 0
+	}
+	return RingStats{
+		PID:          r.pid,
+		DepthBytes:   depth,
+		DepthRecords: recs,
+		Pushed:       pushed,
+		Drops:        atomic.LoadUint64(word64(r.mem, rgDrops)),
+		Wakes:        atomic.LoadUint64(word64(r.mem, rgWakes)),
+	}
+}
+
+// RingStats are the counters of one attached ring.
+type RingStats struct {
+	PID          int    // sender process
+	DepthBytes   uint64 // bytes published and not yet consumed
+	DepthRecords uint64 // records published and not yet consumed
+	Pushed       uint64 // records the sender published
+	Drops        uint64 // datagrams the sender refused with ErrFull
+	Wakes        uint64 // wake-ups the sender requested
+}
