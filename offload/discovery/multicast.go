@@ -15,11 +15,11 @@ import "net/netip"
 
 // mcSocket gathers the entries of one receiving socket.
 type mcSocket struct {
-	e        Entry
-	member   bool // joined the group
-	allowed  bool // one of its joins admits the source
-	noAll    bool // IP_MULTICAST_ALL off
-	hasJoin  bool // e is a membership entry for the group
+	e       Entry
+	member  bool // joined the group
+	allowed bool // one of its joins admits the source
+	noAll   bool // IP_MULTICAST_ALL off
+	hasJoin bool // e is a membership entry for the group
 }
 
 func (d *Dir) lookupMulticast(dst, src netip.AddrPort, out []Entry) []Entry {
