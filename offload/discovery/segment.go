@@ -80,7 +80,7 @@ func Open(dir string, uid int, netns uint64) (*Dir, error) {
 		if !errors.Is(err, unix.ENOENT) {
 			return nil, fmt.Errorf("open discovery segment: %w", err)
 		}
-		err = create(dir, path)
+		err = create(dir, path, true)
 		if err != nil && !errors.Is(err, unix.EEXIST) {
 			return nil, fmt.Errorf("open discovery segment: %w", err)
 		}
@@ -126,11 +126,16 @@ func openExisting(path string) ([]uint64, error) {
 }
 
 // create builds a complete segment and links it at path; an error wrapping
-// EEXIST when another process linked one first.
-func create(dir, path string) error {
+// EEXIST when another process linked one first. It builds it in an unnamed
+// file (O_TMPFILE, which leaves nothing behind if we die half-way) when
+// unnamed is set and the file system supports it, else in a named temporary
+// file.
+func create(dir, path string, unnamed bool) error {
 	words := segmentWords(Entries)
-	// An unnamed file leaves nothing behind if we die half-way.
-	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	fd, err := -1, error(unix.EOPNOTSUPP)
+	if unnamed {
+		fd, err = unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	}
 	tmp := ""
 	if err != nil {
 		// File systems without O_TMPFILE: a named temporary file.
