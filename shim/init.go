@@ -3,12 +3,14 @@ package main
 /*
 #include "goxio.h"
 extern int goxio_log_fd;
+int goxio_fd_borrow(int fd, int *copy);
 */
 import "C"
 
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -34,10 +36,13 @@ type library struct {
 
 var lib library
 
-// init runs on the Go runtime's initialization thread, before any exported function can run
-// and before the program's main() (see lifecycle.c). It never fails: whatever goes wrong is
-// logged, and the library then passes every call through.
-func init() {
+// start runs once, on the program's main thread, from the library's last constructor
+// (goxio_late -> goxio_go_start), after the Go initialization and before the program's main().
+// Not in init(): init runs on a thread of the Go runtime, and the runtime's threads do not share
+// the program's fd table (threads.c), while the log file, the statistics file and the start-up
+// banner belong in the program's. It never fails: whatever goes wrong is logged, and the library
+// then passes every call through.
+func start() {
 	params, warnings := conf.Load(os.Environ())
 	params = params.WithPID(os.Getpid())
 	lib.params = params
@@ -109,35 +114,68 @@ var logFD = (*int32)(unsafe.Pointer(&C.goxio_log_fd))
 // file, lines go to the program's fd 2 while it is still the stderr the program started with
 // (a program that closes fd 2 and reuses the number must not get log lines in its socket).
 func newLogger(p conf.Params) (*zap.Logger, *logging.Handle) {
-	fdFunc := stderrWhileSame()
+	target := logTarget{fd: func() int { return 2 }}
+	var st unix.Stat_t
+	if unix.Fstat(2, &st) == nil {
+		target.dev, target.ino, target.check = st.Dev, st.Ino, true
+	} else {
+		target.fd = func() int { return -1 }
+	}
 	if p.LogFile != "" {
 		path := p.LogFile
 		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_CLOEXEC, 0o644)
 		if err == nil {
 			C.goxio_internal_adopt(C.int(fd), (*C.int)(unsafe.Pointer(logFD)))
-			fdFunc = func() int { return int(atomic.LoadInt32(logFD)) }
+			target = logTarget{fd: func() int { return int(atomic.LoadInt32(logFD)) }}
 		} else {
 			defer func() {
 				lib.log.Warn("cannot open VMA_LOG_FILE, logging to stderr", zap.String("file", path), zap.Error(err))
 			}()
 		}
 	}
-	return logging.New(logging.Config{Level: p.TraceLevel, Details: p.LogDetails}, logging.FDWriter{FD: fdFunc})
+	return logging.New(logging.Config{Level: p.TraceLevel, Details: p.LogDetails}, logging.FDWriter{Target: target.open})
 }
 
-func stderrWhileSame() func() int {
-	var st unix.Stat_t
-	if unix.Fstat(2, &st) != nil {
-		return func() int { return -1 }
+// logTarget is where log lines go: an fd of the program's table (the log file's internal fd, or
+// fd 2 while it is the stderr the program started with: check, dev, ino).
+type logTarget struct {
+	fd       func() int
+	check    bool
+	dev, ino uint64
+}
+
+// open returns the fd to write one line to, and the function to call after the line. On the
+// program's threads that is the fd itself; on the Go runtime's threads, which have fd tables of
+// their own, a copy borrowed for this one line (goxio_fd_borrow), so that no runtime thread ever
+// keeps the program's stderr or log file open. The goroutine stays on its thread until release:
+// the borrowed number exists only in this thread's table.
+func (t logTarget) open() (int, func()) {
+	fd := t.fd()
+	if fd < 0 {
+		return -1, nil
 	}
-	dev, ino := st.Dev, st.Ino
-	return func() int {
-		var now unix.Stat_t
-		if unix.Fstat(2, &now) != nil || now.Dev != dev || now.Ino != ino {
-			return -1
+	runtime.LockOSThread()
+	var copied C.int
+	use := int(C.goxio_fd_borrow(C.int(fd), &copied))
+	release := runtime.UnlockOSThread
+	if copied != 0 {
+		release = func() {
+			_ = unix.Close(use)
+			runtime.UnlockOSThread()
 		}
-		return 2
 	}
+	if use < 0 {
+		release()
+		return -1, nil
+	}
+	if t.check {
+		var now unix.Stat_t
+		if unix.Fstat(use, &now) != nil || now.Dev != t.dev || now.Ino != t.ino {
+			release()
+			return -1, nil
+		}
+	}
+	return use, release
 }
 
 // banner prints VMA's start-up banner at INFO: version, command line, and every parameter that
