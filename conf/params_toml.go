@@ -3,7 +3,7 @@ package conf
 import (
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,7 +34,10 @@ type assignment struct {
 // readParamsFile reads the TOML parameters file at path and returns its
 // assignments in the order they apply.
 func readParamsFile(path string) ([]assignment, []Warning) {
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
+	if errors.Is(err, errNotRegular) {
+		err = &fs.PathError{Op: "read", Path: path, Err: err}
+	}
 	if err != nil {
 		return nil, []Warning{{Source: "env GOXIO_PARAMS_FILE", Msg: fmt.Sprintf("read parameters file: %v; file ignored", err)}}
 	}

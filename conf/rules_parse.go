@@ -31,11 +31,11 @@ package conf
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -44,16 +44,14 @@ import (
 // gives an empty set (every socket offloaded, as VMA does without a file) and
 // one error.
 func LoadRules(path string) (*RuleSet, []error) {
-	f, err := os.Open(path)
+	data, err := readConfigFile(path)
+	if errors.Is(err, errNotRegular) {
+		return &RuleSet{}, []error{fmt.Errorf("load rules %s: not a regular file", path)}
+	}
 	if err != nil {
 		return &RuleSet{}, []error{fmt.Errorf("load rules: %w", err)}
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
-		return &RuleSet{}, []error{fmt.Errorf("load rules %s: not a regular file", path)}
-	}
-	rs, errs := ParseRules(path, f)
-	return rs, errs
+	return ParseRules(path, bytes.NewReader(data))
 }
 
 // ParseRules parses a rule file read from r; name is the file name used in
