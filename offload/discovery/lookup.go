@@ -123,7 +123,9 @@ type candidate struct {
 // unicast destination, one entry per receiving socket for a multicast or
 // the limited broadcast destination (every membership entry for the group on
 // dst's port, bound to the wildcard or to the group, honouring Source and
-// the IP_MULTICAST_ALL default). IPv4-mapped IPv6 addresses in dst and src
+// the IP_MULTICAST_ALL default; the entry returned for a socket is its
+// membership of the group if it has one, else its plain binding).
+// IPv4-mapped IPv6 addresses in dst and src
 // stand for IPv4 (an AF_INET6 receiver sees the source as ::ffff:a.b.c.d).
 // Entries of dead processes are skipped and swept; entries being written
 // right now are skipped (retry on the next Gen).
@@ -145,23 +147,32 @@ func (d *Dir) Lookup(dst, src netip.AddrPort, buf []Entry) []Entry {
 	return d.lookupUnicast(dst, src, out)
 }
 
-// scan calls f for a consistent copy of every occupied entry whose local port
-// is port (every occupied entry when port is 0); f returns false to stop.
-func (d *Dir) scan(port uint16, f func(slot int, w *[entryWords]uint64) bool) {
+// filter selects entries by their raw words: bound to port, or (group set)
+// a membership of the group whose kind and words are given.
+type filter struct {
+	port   uint16
+	group  bool
+	gkind  uint64
+	g0, g1 uint64
+}
+
+// want reports whether an entry with these meta and group words passes.
+func (f *filter) want(meta, g0, g1 uint64) bool {
+	return metaPort(meta) == f.port || f.group && meta>>52&3 == f.gkind && g0 == f.g0 && g1 == f.g1
+}
+
+// scan calls f for a consistent copy of every occupied entry that flt
+// accepts; f returns false to stop.
+func (d *Dir) scan(flt filter, f func(slot int, w *[entryWords]uint64) bool) {
 	var w [entryWords]uint64
 	for i, hi := 0, d.high(); i < hi; i++ {
 		s := d.slot(i)
-		// Cheap filters first (racy, re-checked on the consistent copy).
-		if uint32(atomic.LoadUint64(&s[eOwner])) == 0 {
+		// Cheap filters first (racy, checked again on the consistent copy).
+		if uint32(atomic.LoadUint64(&s[eOwner])) == 0 ||
+			!flt.want(atomic.LoadUint64(&s[eMeta]), atomic.LoadUint64(&s[eGroup]), atomic.LoadUint64(&s[eGroup+1])) {
 			continue
 		}
-		if port != 0 && metaPort(atomic.LoadUint64(&s[eMeta])) != port {
-			continue
-		}
-		if readEntry(s, &w) != readOK {
-			continue
-		}
-		if port != 0 && metaPort(w[eMeta]) != port {
+		if readEntry(s, &w) != readOK || !flt.want(w[eMeta], w[eGroup], w[eGroup+1]) {
 			continue
 		}
 		if !f(i, &w) {
@@ -176,7 +187,7 @@ func (d *Dir) lookupUnicast(dst, src netip.AddrPort, out []Entry) []Entry {
 	var buf [8]candidate
 	exact, wild := buf[:0:4], buf[4:4:8]
 	c := liveCache{d: d}
-	d.scan(dst.Port(), func(slot int, w *[entryWords]uint64) bool {
+	d.scan(filter{port: dst.Port()}, func(slot int, w *[entryWords]uint64) bool {
 		r, ok := decode(w)
 		if !ok {
 			return true

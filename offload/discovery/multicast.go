@@ -29,7 +29,11 @@ func (d *Dir) lookupMulticast(dst, src netip.AddrPort, out []Entry) []Entry {
 	var buf [16]mcSocket
 	socks := buf[:0]
 	c := liveCache{d: d}
-	d.scan(0, func(slot int, w *[entryWords]uint64) bool {
+	// Entries bound to the port, and memberships of the group on any port
+	// (they tell whether the namespace joined it).
+	var gw [2]uint64
+	gkind := putAddr(gw[:], 0, daddr)
+	d.scan(filter{port: dst.Port(), group: true, gkind: gkind, g0: gw[0], g1: gw[1]}, func(slot int, w *[entryWords]uint64) bool {
 		r, ok := decode(w)
 		if !ok {
 			return true
