@@ -125,8 +125,8 @@ type candidate struct {
 // dst's port, bound to the wildcard or to the group, honouring Source and
 // the IP_MULTICAST_ALL default; the entry returned for a socket is its
 // membership of the group if it has one, else its plain binding).
-// IPv4-mapped IPv6 addresses in dst and src
-// stand for IPv4 (an AF_INET6 receiver sees the source as ::ffff:a.b.c.d).
+// IPv4-mapped IPv6 addresses in dst and src stand for IPv4 (an AF_INET6
+// receiver sees the source as ::ffff:a.b.c.d).
 // Entries of dead processes are skipped and swept; entries being written
 // right now are skipped (retry on the next Gen).
 func (d *Dir) Lookup(dst, src netip.AddrPort, buf []Entry) []Entry {

@@ -209,8 +209,9 @@ func reserve(fd int, size int64) error {
 func (d *Dir) Path() string { return d.path }
 
 // Gen returns the generation counter: it changes after every Publish,
-// Update, Withdraw and sweep of any process, so a caller may cache Lookup
-// results for as long as Gen returns the same value. One atomic load.
+// Update, Withdraw and sweep of any process (after the change is visible),
+// so a caller may cache Lookup results for as long as Gen returns the value
+// it read before the Lookup. One atomic load.
 func (d *Dir) Gen() uint64 {
 	if d == nil || d.closed.Load() {
 		return 0
