@@ -62,7 +62,7 @@ func TestConcurrentPublish(t *testing.T) {
 	wg.Wait()
 	var buf [entryWords]uint64
 	for i := 0; i < d.high(); i++ {
-		if r := readEntry(d.slot(i), &buf); r != readFree {
+		if r := readEntry(d.slot(i), &buf, nil); r != readFree {
 			t.Fatalf("slot %d not free after withdrawing everything: %v", i, r)
 		}
 	}

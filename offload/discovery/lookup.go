@@ -165,6 +165,7 @@ func (f *filter) want(meta, g0, g1 uint64) bool {
 // accepts; f returns false to stop.
 func (d *Dir) scan(flt filter, f func(slot int, w *[entryWords]uint64) bool) {
 	var w [entryWords]uint64
+	budget := scanBudget
 	for i, hi := 0, d.high(); i < hi; i++ {
 		s := d.slot(i)
 		// Cheap filters first (racy, checked again on the consistent copy).
@@ -172,7 +173,7 @@ func (d *Dir) scan(flt filter, f func(slot int, w *[entryWords]uint64) bool) {
 			!flt.want(atomic.LoadUint64(&s[eMeta]), atomic.LoadUint64(&s[eGroup]), atomic.LoadUint64(&s[eGroup+1])) {
 			continue
 		}
-		if readEntry(s, &w) != readOK || !flt.want(w[eMeta], w[eGroup], w[eGroup+1]) {
+		if readEntry(s, &w, &budget) != readOK || !flt.want(w[eMeta], w[eGroup], w[eGroup+1]) {
 			continue
 		}
 		if !f(i, &w) {

@@ -21,6 +21,10 @@ const (
 	// dozen stores, so this is generous for a live writer that was preempted
 	// and bounds the cost of an entry stuck odd to tens of microseconds.
 	readTries = 2000
+	// scanBudget bounds the tries of one whole scan, so a table full of
+	// entries stuck odd (crashed or malicious writers) costs a bounded time
+	// per Lookup; every entry still gets two tries.
+	scanBudget = 100000
 	// lockTries bounds the attempts of a writer to take an entry's lock
 	// (held only by a sweeper for a few dozen stores, or stuck odd by a
 	// dead holder until the next Sweep).
@@ -42,10 +46,18 @@ const (
 	readBusy                   // no consistent copy within readTries (being written or stuck)
 )
 
-// readEntry copies slot e into dst under its seqlock. The lock word is left
-// in dst[eLock] (the last one seen when busy).
-func readEntry(e []uint64, dst *[entryWords]uint64) readResult {
-	for try := 0; try < readTries; try++ {
+// readEntry copies slot e into dst under its seqlock, spending at most
+// readTries tries and at least two from *budget (nil: no budget). The lock
+// word is left in dst[eLock] (the last one seen when busy).
+func readEntry(e []uint64, dst *[entryWords]uint64, budget *int) readResult {
+	tries := readTries
+	if budget != nil {
+		tries = max(min(tries, *budget), 2)
+	}
+	for try := 0; try < tries; try++ {
+		if budget != nil {
+			*budget--
+		}
 		l1 := atomic.LoadUint64(&e[eLock])
 		if lockSeq(l1)&1 != 0 {
 			dst[eLock] = l1

@@ -46,8 +46,9 @@ func (d *Dir) Sweep() int {
 	c := liveCache{d: d}
 	n := 0
 	var w [entryWords]uint64
+	budget := scanBudget
 	for i, hi := 0, d.high(); i < hi; i++ {
-		switch readEntry(d.slot(i), &w) {
+		switch readEntry(d.slot(i), &w, &budget) {
 		case readOK:
 			if !c.alive(int(uint32(w[eOwner])), w[eStart]) && d.removeDead(i, &w) {
 				n++

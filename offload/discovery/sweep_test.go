@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -163,5 +164,32 @@ func TestHandleAfterWithdraw(t *testing.T) {
 	}
 	if got := lookupOne(t, d, "127.0.0.1:4600", "127.0.0.5:6"); got != "" {
 		t.Errorf("connected elsewhere after Update: %q", got)
+	}
+}
+
+// TestStuckTableBounded: a table whose every entry is stuck odd under a
+// live holder costs a bounded time per Lookup and Sweep.
+func TestStuckTableBounded(t *testing.T) {
+	d, _ := openTest(t)
+	e, _ := normalize(v4("stuck", "127.0.0.1:4550"))
+	for i := 0; i < Entries; i++ {
+		h, ok := d.claim(e, os.Getpid(), d.start)
+		if !ok {
+			t.Fatal("claim")
+		}
+		atomic.StoreUint64(&d.slot(h.slot)[eLock], uint64(os.Getpid())<<32|1)
+	}
+	start := time.Now()
+	if got := d.Lookup(ap("127.0.0.1:4550"), ap("127.0.0.1:1"), nil); len(got) != 0 {
+		t.Errorf("stuck entries returned: %d", len(got))
+	}
+	if got := d.Lookup(ap("239.1.1.1:4550"), ap("127.0.0.1:1"), nil); len(got) != 0 {
+		t.Errorf("stuck entries returned: %d", len(got))
+	}
+	if n := d.Sweep(); n != 0 {
+		t.Errorf("Sweep took %d entries from a live holder", n)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("two lookups and a sweep over a stuck table took %v", el)
 	}
 }
