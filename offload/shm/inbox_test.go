@@ -15,10 +15,8 @@ func TestRoundRobin(t *testing.T) {
 	dir := testDir(t)
 	in := mustInbox(t, dir, "rr", 4)
 	buf := make([]byte, 64)
-	var outs []*Outlet
 	for s := range 3 {
 		o := mustDial(t, dir, "rr", 0)
-		outs = append(outs, o)
 		n := 10
 		if s == 0 {
 			n = 40

@@ -1,9 +1,10 @@
 package shm
 
 import (
-	"crypto/rand"
 	"encoding/binary"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // ibToken is the inbox header word holding the inbox's secret token (u64, never 0 once set).
@@ -25,7 +26,11 @@ func (in *Inbox) Token() uint64 {
 	var b [8]byte
 	t := uint64(0)
 	for t == 0 {
-		_, _ = rand.Read(b[:])
+		// getrandom(2) directly: crypto/rand may fall back to opening /dev/urandom, an
+		// os.File that would start the Go netpoller inside the program.
+		if _, err := unix.Getrandom(b[:], 0); err != nil {
+			b = [8]byte{byte(unix.Getpid()), byte(nanotimeToken()), byte(nanotimeToken() >> 8), 1}
+		}
 		t = binary.LittleEndian.Uint64(b[:])
 	}
 	if !atomic.CompareAndSwapUint64(p, 0, t) {
@@ -51,4 +56,10 @@ func (o *Outlet) Token() uint64 {
 		return 0
 	}
 	return atomic.LoadUint64(word64(o.ibMem, ibToken))
+}
+
+func nanotimeToken() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
