@@ -16,6 +16,9 @@ var otherEnv = map[string]bool{
 	ParamsFileEnv: true,
 	"GOXIO_LIB":   true, // tests and tools: path of libgoxio.so
 	"GOXIO_BIN":   true, // tests: folder of the goxio tools
+	// GOXIO_SHM_DIR: where the shared-memory transport keeps its segments (default /dev/shm);
+	// "off" disables the transport.
+	"GOXIO_SHM_DIR": true,
 }
 
 // renamed maps VMA's retired names to the parameter that replaced them; VMA

@@ -19,6 +19,7 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 	case transport.OpBind:
 		if errno == 0 && s.typ == sockDgram {
 			e.decide(s, c.FD, conf.RoleUDPReceiver, localAddr(c.FD), remoteNone)
+			e.udpBound(s, c.FD)
 		}
 	case transport.OpListen:
 		if errno == 0 {
@@ -33,7 +34,16 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 					role = conf.RoleUDPConnect
 				}
 				e.decide(s, c.FD, role, localAddr(c.FD), remote)
+				if s.typ == sockDgram {
+					e.udpConnected(s, c.FD, remote)
+				}
+			} else if errno == 0 && s.typ == sockDgram {
+				e.udpConnected(s, c.FD, remoteNone) // AF_UNSPEC: disconnected
 			}
+		}
+	case transport.OpSetsockopt:
+		if errno == 0 && s.typ == sockDgram {
+			e.udpOption(s, c.FD, int(int32(c.A[0])), int(int32(c.A[1])), c.A[2], uint32(c.A[3]))
 		}
 	case transport.OpAccept4:
 		if errno == 0 {

@@ -9,7 +9,6 @@ import (
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
-	"github.com/goxio/goxio/offload/transport/kernel"
 )
 
 var remoteNone netip.AddrPort
@@ -19,16 +18,20 @@ func (e *Engine) transfer(s *Socket, c *transport.Call) int64 {
 	if c.Op.Send() && s.typ == sockDgram && !s.isDecided() {
 		// An unconnected, unbound UDP socket learns its role at its first send.
 		if dst := sendDestination(c); dst.IsValid() {
-			n, errno := kernel.Do(c)
-			if errno == 0 {
-				e.decide(s, c.FD, conf.RoleUDPSender, localAddr(c.FD), dst)
-			}
-			e.count(s, c, n, errno)
-			return result(n, errno)
+			e.decide(s, c.FD, conf.RoleUDPSender, localAddr(c.FD), dst)
 		}
 	}
-	n, errno := s.transport().Transfer(*c)
-	e.count(s, c, n, errno)
+	var n int
+	var errno syscall.Errno
+	tr := s.transport()
+	os := true
+	if r, ok := tr.(transport.Router); ok {
+		n, errno, os = r.TransferVia(*c)
+	} else {
+		n, errno = tr.Transfer(*c)
+		os = tr.Kind() == transport.KindOS
+	}
+	e.count(s, c, n, errno, os)
 	if errno == unix.EPIPE && s.typ == sockStream && sigpipeDue(c) {
 		return -(errSigpipe + int64(unix.EPIPE))
 	}
@@ -76,9 +79,8 @@ func sigpipeDue(c *transport.Call) bool {
 }
 
 // count adds a data call's outcome to the socket's counters.
-func (e *Engine) count(s *Socket, c *transport.Call, n int, errno syscall.Errno) {
+func (e *Engine) count(s *Socket, c *transport.Call, n int, errno syscall.Errno, os bool) {
 	ctr := &s.counters
-	os := s.kindNow() == transport.KindOS
 	switch {
 	case errno == unix.EAGAIN:
 		ctr.EAgain.Add(1)

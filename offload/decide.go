@@ -7,6 +7,7 @@ import (
 
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload/transport"
+	shmtr "github.com/goxio/goxio/offload/transport/shm"
 )
 
 // decide matches the socket's role, known at this moment (bind, listen, connect, first send),
@@ -25,8 +26,7 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 		s.passthrough = true
 		s.reason = transport.ReasonRule
 	} else {
-		s.kind = transport.KindOS
-		s.reason = transport.ReasonNoFasterPath
+		e.offloadUDPLocked(s)
 	}
 	handOver := s.passthrough
 	s.publishLocked()
@@ -36,7 +36,11 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 			zap.Stringer("remote", remote), zap.Stringer("result", d))
 	}
 	if handOver {
+		if u, ok := s.transport().(*shmtr.UDP); ok {
+			u.GiveUp(transport.ReasonRule)
+		}
 		e.handOver(s)
+		e.handMembersOver(s)
 	}
 }
 

@@ -13,14 +13,17 @@ import (
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
+	shmtr "github.com/goxio/goxio/offload/transport/shm"
 	"github.com/goxio/goxio/stats"
 )
 
 // Flags of the C-side fd table (GOXIO_FD_* in shim/goxio.h).
 const (
-	FlagEngine   uint8 = 1 // every call on the fd enters the engine
-	FlagInternal uint8 = 2 // the library's own fd, invisible to the program
-	FlagWatch    uint8 = 4 // passed through, but its close is reported (OpForget)
+	FlagEngine   uint8 = 1  // every call on the fd enters the engine
+	FlagInternal uint8 = 2  // the library's own fd, invisible to the program
+	FlagWatch    uint8 = 4  // passed through, but its close is reported (OpForget)
+	FlagRing     uint8 = 8  // readiness partly in rings: select, poll and epoll_ctl enter the engine
+	FlagEpoll    uint8 = 16 // an epoll fd with ring sockets: epoll_wait enters the engine
 )
 
 // FDTable is the C-side fd table as the engine sees it. The shim's implementation writes the
@@ -39,6 +42,11 @@ type Config struct {
 	Table   FDTable
 	Log     *zap.Logger   // nil: no logging
 	Stats   *stats.Writer // nil: no statistics segment
+	// SHM is the shared-memory transport's process state; nil: no shared-memory transport (every
+	// offloaded socket stays on the kernel, reason "no faster path").
+	SHM *shmtr.Env
+	// IOMux are the select/poll/epoll parameters.
+	IOMux IOMux
 }
 
 // Engine serves the sockets of one process.
@@ -51,6 +59,8 @@ type Engine struct {
 
 	sectionOnce sync.Once
 	sect        *conf.Section
+
+	ep epolls
 }
 
 // New returns an engine for cfg.
@@ -86,7 +96,16 @@ func (e *Engine) Call(c *transport.Call) int64 {
 		return 0
 	case transport.OpForget:
 		e.forget(c.FD)
+		e.dropEpoll(c.FD)
 		return 0
+	case transport.OpPoll:
+		return e.poll(c)
+	case transport.OpSelect:
+		return e.sel(c)
+	case transport.OpEpollCtl:
+		return e.epollCtlCall(c)
+	case transport.OpEpollWait:
+		return e.epollWaitCall(c)
 	}
 	s := e.reg.get(c.FD)
 	if s == nil {
@@ -136,6 +155,9 @@ func (e *Engine) register(fd int, s *Socket) {
 	s.fds++
 	e.reg.put(fd, s)
 	flags := FlagEngine
+	if s.typ == sockDgram && e.cfg.SHM != nil {
+		flags |= FlagRing
+	}
 	if s.passthrough {
 		flags = FlagWatch
 	}
@@ -164,6 +186,10 @@ func (e *Engine) dropLocked(fd int, s *Socket) {
 // finish is called when the last fd of s is gone.
 func (e *Engine) finish(fd int, s *Socket) {
 	defer e.cfg.Stats.CloseSocket(s.st)
+	if u, ok := s.tr.(*shmtr.UDP); ok {
+		u.Close()
+		e.dropMember(s)
+	}
 	if ce := e.log.Check(zap.DebugLevel, "socket closed"); ce != nil {
 		snap := s.snapshot(fd)
 		ce.Write(zap.Int("fd", fd), zap.String("proto", snap.Proto), zap.Stringer("transport", snap.Transport),

@@ -94,3 +94,9 @@ func (s *Socket) snapshot(fd int) Snapshot {
 	}
 	return snap
 }
+
+func (s *Socket) isPassthrough() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.passthrough
+}

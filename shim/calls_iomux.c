@@ -1,44 +1,154 @@
 /*
  * calls_iomux.c: select, pselect, poll, ppoll and epoll.
  *
- * Readiness of a socket carried by the kernel transport is the kernel's own, so these calls go to
- * the kernel unchanged: an fd set that mixes engine sockets, kernel sockets, pipes and anything
- * else is answered exactly as without the library. Transports that carry data outside the kernel
- * hook in here. epoll_ctl still sees the library's own fds as closed.
+ * Sockets carried by the kernel have the kernel's readiness, so a call whose fds include no ring
+ * socket (GOXIO_FD_RING) goes to the kernel unchanged, after one byte load per fd (none at all
+ * while the process has no ring socket). A call that includes one enters the engine, which looks
+ * at the rings and at the kernel (offload/iomux.go).
+ *
+ * epoll: ring sockets are not added to the program's epoll set but to an inner epoll fd of the
+ * engine's, itself registered in the program's set with a tag as data (an address inside the fd
+ * table, see goxio_is_tag), so the program's set still becomes readable, also when nested or
+ * polled. epoll_wait on such a set (GOXIO_FD_EPOLL) enters the engine, which translates; a forked
+ * child, which never enters Go, only has the tag events removed.
  */
 #include "goxio.h"
 
-int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv) { return REAL(select)(n, r, w, e, tv); }
+#include <time.h>
+
+/* goxio_ring_fds counts the fds flagged GOXIO_FD_RING (fdtable.c). */
+extern volatile int goxio_ring_fds;
+
+static inline int rings_possible(void) { return __atomic_load_n(&goxio_ring_fds, __ATOMIC_RELAXED) > 0 && goxio_active(); }
+
+static int any_ring_pollfd(const struct pollfd *fds, nfds_t n) {
+	if (fds == NULL)
+		return 0;
+	for (nfds_t i = 0; i < n; i++)
+		if (goxio_fd_flags(fds[i].fd) & GOXIO_FD_RING)
+			return 1;
+	return 0;
+}
+
+static int any_ring_fdset(int n, const fd_set *r) {
+	if (r == NULL || n <= 0)
+		return 0;
+	if (n > FD_SETSIZE)
+		n = FD_SETSIZE;
+	for (int fd = 0; fd < n; fd++)
+		if (FD_ISSET(fd, r) && (goxio_fd_flags(fd) & GOXIO_FD_RING))
+			return 1;
+	return 0;
+}
+
+static const struct timespec *ms_to_ts(int ms, struct timespec *ts) {
+	if (ms < 0)
+		return NULL;
+	ts->tv_sec = ms / 1000;
+	ts->tv_nsec = (long)(ms % 1000) * 1000000L;
+	return ts;
+}
+
+int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv) {
+	if (GOXIO_UNLIKELY(rings_possible()) && any_ring_fdset(n, r)) {
+		struct goxio_select_args a = {tv, NULL, NULL};
+		return (int)goxio_call(GOXIO_OP_SELECT, -1, (uintptr_t)n, (uintptr_t)r, (uintptr_t)w, (uintptr_t)e, (uintptr_t)&a);
+	}
+	return REAL(select)(n, r, w, e, tv);
+}
 
 int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *mask) {
+	if (GOXIO_UNLIKELY(rings_possible()) && any_ring_fdset(n, r)) {
+		struct goxio_select_args a = {NULL, ts, mask};
+		if (ts == NULL)
+			a.tv = NULL;
+		return (int)goxio_call(GOXIO_OP_SELECT, -1, (uintptr_t)n, (uintptr_t)r, (uintptr_t)w, (uintptr_t)e, (uintptr_t)&a);
+	}
 	return REAL(pselect)(n, r, w, e, ts, mask);
 }
 
-int poll(struct pollfd *fds, nfds_t n, int timeout) { return REAL(poll)(fds, n, timeout); }
+static int poll_engine(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask) {
+	return (int)goxio_call(GOXIO_OP_POLL, -1, (uintptr_t)fds, (uintptr_t)n, (uintptr_t)ts, (uintptr_t)mask, 0);
+}
+
+int poll(struct pollfd *fds, nfds_t n, int timeout) {
+	if (GOXIO_UNLIKELY(rings_possible()) && any_ring_pollfd(fds, n)) {
+		struct timespec ts;
+		return poll_engine(fds, n, ms_to_ts(timeout, &ts), NULL);
+	}
+	return REAL(poll)(fds, n, timeout);
+}
 
 int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
+	if (GOXIO_UNLIKELY(rings_possible()) && n <= fdslen / sizeof(*fds) && any_ring_pollfd(fds, n)) {
+		struct timespec ts;
+		return poll_engine(fds, n, ms_to_ts(timeout, &ts), NULL);
+	}
 	return REAL(__poll_chk)(fds, n, timeout, fdslen);
 }
 
 int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask) {
+	if (GOXIO_UNLIKELY(rings_possible()) && any_ring_pollfd(fds, n))
+		return poll_engine(fds, n, ts, mask);
 	return REAL(ppoll)(fds, n, ts, mask);
 }
 
 int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask, size_t fdslen) {
+	if (GOXIO_UNLIKELY(rings_possible()) && n <= fdslen / sizeof(*fds) && any_ring_pollfd(fds, n))
+		return poll_engine(fds, n, ts, mask);
 	return REAL(__ppoll_chk)(fds, n, ts, mask, fdslen);
 }
 
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
-	if (GOXIO_UNLIKELY((goxio_fd_flags(epfd) | goxio_fd_flags(fd)) & GOXIO_FD_INTERNAL)) {
+	uint8_t ef = goxio_fd_flags(epfd), ff = goxio_fd_flags(fd);
+	if (GOXIO_UNLIKELY((ef | ff) & GOXIO_FD_INTERNAL)) {
 		errno = EBADF;
 		return -1;
 	}
+	if (GOXIO_UNLIKELY(ff & GOXIO_FD_RING) && goxio_active())
+		return (int)goxio_call(GOXIO_OP_EPOLL_CTL, fd, (uintptr_t)epfd, (uintptr_t)op, (uintptr_t)ev, 0, 0);
 	return REAL(epoll_ctl)(epfd, op, fd, ev);
 }
 
-int epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout) { return REAL(epoll_wait)(epfd, ev, n, timeout); }
+/* strip_tags removes the engine's tag events from what the kernel returned (forked children and
+ * calls before the engine is ready). */
+static int strip_tags(struct epoll_event *ev, int n) {
+	int out = 0;
+	for (int i = 0; i < n; i++) {
+		if (goxio_is_tag(ev[i].data.u64))
+			continue;
+		if (out != i)
+			ev[out] = ev[i];
+		out++;
+	}
+	return out;
+}
+
+static int epoll_engine(int epfd, struct epoll_event *ev, int n, const struct timespec *ts, const sigset_t *mask) {
+	return (int)goxio_call(GOXIO_OP_EPOLL_WAIT, epfd, (uintptr_t)ev, (uintptr_t)n, (uintptr_t)ts, (uintptr_t)mask, 0);
+}
+
+int epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(epfd) & GOXIO_FD_EPOLL)) {
+		if (goxio_active()) {
+			struct timespec ts;
+			return epoll_engine(epfd, ev, n, ms_to_ts(timeout, &ts), NULL);
+		}
+		int r = REAL(epoll_wait)(epfd, ev, n, timeout);
+		return r > 0 ? strip_tags(ev, r) : r;
+	}
+	return REAL(epoll_wait)(epfd, ev, n, timeout);
+}
 
 int epoll_pwait(int epfd, struct epoll_event *ev, int n, int timeout, const sigset_t *mask) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(epfd) & GOXIO_FD_EPOLL)) {
+		if (goxio_active()) {
+			struct timespec ts;
+			return epoll_engine(epfd, ev, n, ms_to_ts(timeout, &ts), mask);
+		}
+		int r = REAL(epoll_pwait)(epfd, ev, n, timeout, mask);
+		return r > 0 ? strip_tags(ev, r) : r;
+	}
 	return REAL(epoll_pwait)(epfd, ev, n, timeout, mask);
 }
 
@@ -46,6 +156,12 @@ int epoll_pwait2(int epfd, struct epoll_event *ev, int n, const struct timespec 
 	if (REAL(epoll_pwait2) == NULL) {
 		errno = ENOSYS;
 		return -1;
+	}
+	if (GOXIO_UNLIKELY(goxio_fd_flags(epfd) & GOXIO_FD_EPOLL)) {
+		if (goxio_active())
+			return epoll_engine(epfd, ev, n, ts, mask);
+		int r = goxio_real.epoll_pwait2(epfd, ev, n, ts, mask);
+		return r > 0 ? strip_tags(ev, r) : r;
 	}
 	return goxio_real.epoll_pwait2(epfd, ev, n, ts, mask);
 }

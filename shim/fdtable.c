@@ -18,10 +18,22 @@ volatile uint8_t goxio_fdt[GOXIO_FDT_SIZE];
 /* Highest fd that ever had a flag: bounds the scans of close_range. */
 static int fdt_high = -1;
 
+/* goxio_ring_fds counts the fds flagged GOXIO_FD_RING: select and poll skip their per-fd scan
+ * while it is zero. */
+volatile int goxio_ring_fds;
+
+int goxio_is_tag(uint64_t data) {
+	return data >= (uint64_t)(uintptr_t)&goxio_fdt[0] && data < (uint64_t)(uintptr_t)&goxio_fdt[GOXIO_FDT_SIZE];
+}
+
+uint64_t goxio_fdt_tag(int fd) { return (uint64_t)(uintptr_t)&goxio_fdt[(unsigned)fd % GOXIO_FDT_SIZE]; }
+
 void goxio_fdt_set(int fd, int flags) {
 	if ((unsigned)fd >= GOXIO_FDT_SIZE)
 		return;
-	__atomic_store_n(&goxio_fdt[fd], (uint8_t)flags, __ATOMIC_RELEASE);
+	uint8_t old = __atomic_exchange_n(&goxio_fdt[fd], (uint8_t)flags, __ATOMIC_ACQ_REL);
+	if ((old ^ (uint8_t)flags) & GOXIO_FD_RING)
+		__atomic_add_fetch(&goxio_ring_fds, (flags & GOXIO_FD_RING) ? 1 : -1, __ATOMIC_RELAXED);
 	if (flags != 0) {
 		int high = __atomic_load_n(&fdt_high, __ATOMIC_RELAXED);
 		while (fd > high && !__atomic_compare_exchange_n(&fdt_high, &high, fd, 1, __ATOMIC_RELAXED,

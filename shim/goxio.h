@@ -116,7 +116,15 @@ enum {
 	GOXIO_FD_ENGINE = 1,   /* a socket object of the engine: every call on the fd enters Go */
 	GOXIO_FD_INTERNAL = 2, /* the library's own fd: invisible to the program (EBADF) */
 	GOXIO_FD_WATCH = 4,    /* passed through, but close/dup2 onto it tell the engine (stats slot) */
+	GOXIO_FD_RING = 8,     /* a socket whose readiness is partly in user-space rings: select, poll
+				  and epoll_ctl on it enter the engine */
+	GOXIO_FD_EPOLL = 16,   /* an epoll fd with ring sockets in it: epoll_wait enters the engine */
 };
+
+/* goxio_fdt_tag is the epoll data the engine registers an inner epoll fd with in a program's epoll
+ * set: an address inside the table, which no program datum can equal. */
+GOXIO_HIDDEN int goxio_is_tag(uint64_t data);
+uint64_t goxio_fdt_tag(int fd);
 
 GOXIO_HIDDEN extern volatile uint8_t goxio_fdt[GOXIO_FDT_SIZE];
 
@@ -180,7 +188,19 @@ enum goxio_op {
 	GOXIO_OP_IOCTL,
 	GOXIO_OP_DUP,   /* a0 = new fd made by the kernel (dup, dup2, dup3, F_DUPFD): register it */
 	GOXIO_OP_FORGET, /* the fd was closed or replaced outside the engine: drop bookkeeping */
+	GOXIO_OP_POLL,   /* fd -1; a0=pollfd* a1=nfds a2=timespec* or 0 (forever) a3=sigmask* or 0 */
+	GOXIO_OP_SELECT, /* fd -1; a0=nfds a1..a3=fd_set* a4=struct goxio_select_args* */
+	GOXIO_OP_EPOLL_CTL,  /* fd = target; a0=epfd a1=op a2=epoll_event* */
+	GOXIO_OP_EPOLL_WAIT, /* fd = epfd; a0=events a1=maxevents a2=timespec* or 0 a3=sigmask* or 0 */
 	GOXIO_OP_MAX
+};
+
+/* The rest of select's arguments: tv (select, updated with the time left as Linux does) or ts
+ * (pselect), and pselect's signal mask. */
+struct goxio_select_args {
+	struct timeval *tv;
+	const struct timespec *ts;
+	const sigset_t *mask;
 };
 
 /* goxio_call enters the engine and turns its result into the C convention: a negative result is

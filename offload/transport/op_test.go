@@ -16,7 +16,7 @@ func TestOpsMatchShim(t *testing.T) {
 	if enum == nil {
 		t.Fatal("enum goxio_op not found in shim/goxio.h")
 	}
-	names := regexp.MustCompile(`GOXIO_OP_([A-Z0-9]+)`).FindAllSubmatch(enum[1], -1)
+	names := regexp.MustCompile(`GOXIO_OP_([A-Z0-9_]+)`).FindAllSubmatch(enum[1], -1)
 	if len(names) != int(OpMax) {
 		t.Fatalf("shim has %d operations (with MAX), Go has %d", len(names), int(OpMax))
 	}

@@ -41,13 +41,17 @@ const (
 	OpIoctl                     // A: request, arg
 	OpDup                       // A: the new fd the kernel made (dup, dup2, dup3)
 	OpForget                    // the fd was closed or replaced outside the engine
+	OpPoll                      // FD -1; A: pollfd array, nfds, *timespec or 0, *sigset or 0
+	OpSelect                    // FD -1; A: nfds, readfds, writefds, exceptfds, *goxio_select_args
+	OpEpollCtl                  // FD the target; A: epfd, op, *epoll_event
+	OpEpollWait                 // FD the epoll fd; A: events, maxevents, *timespec or 0, *sigset or 0
 	OpMax
 )
 
 var opNames = [...]string{"", "socket", "close", "shutdown", "bind", "listen", "accept4", "connect",
 	"getsockname", "getpeername", "setsockopt", "getsockopt", "read", "readv", "recvfrom", "recvmsg",
 	"recvmmsg", "write", "writev", "sendto", "sendmsg", "sendmmsg", "sendfile", "fcntl", "ioctl", "dup",
-	"forget"}
+	"forget", "poll", "select", "epoll_ctl", "epoll_wait"}
 
 // String names the operation as the libc call.
 func (o Op) String() string {
@@ -83,6 +87,13 @@ type Transport interface {
 	// Transfer performs a data call (Op.Receive or Op.Send) with the semantics of the libc call:
 	// the result, or the errno the call fails with.
 	Transfer(c Call) (int, syscall.Errno)
+}
+
+// Router is a transport that sends some of its sockets' datagrams through the kernel and others
+// through its own path: TransferVia also reports which one a call used, for the statistics.
+type Router interface {
+	Transport
+	TransferVia(c Call) (n int, errno syscall.Errno, viaOS bool)
 }
 
 // Kind identifies a transport.

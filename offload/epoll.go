@@ -1,0 +1,427 @@
+package offload
+
+import (
+	"sync"
+	"syscall"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/transport"
+)
+
+// epollSet is the engine's side of a program's epoll fd that has ring sockets in it. The ring
+// sockets are registered, with their fd as data, in an inner epoll fd of the engine's (internal,
+// invisible to the program), which is itself in the program's set with a tag as data. epoll_wait
+// on the program's set reports the ring sockets' ring readiness and the inner set's kernel
+// events, with the program's events and data, and its other fds' events from the kernel.
+type epollSet struct {
+	epfd, inner int
+	tag         uint64
+
+	mu      sync.Mutex
+	members map[int]*member // by the fd the program registered
+	order   []int           // fds in registration order, for round robin
+	next    int
+}
+
+// member is one ring socket in an epoll set, as the program registered it.
+type member struct {
+	fd       int
+	s        *Socket
+	events   uint32
+	data     uint64
+	disabled bool // EPOLLONESHOT fired; re-armed by EPOLL_CTL_MOD
+	edge     bool // EPOLLET: ring readiness already reported since the rings were last empty
+}
+
+// epolls maps program epoll fds to their sets.
+type epolls struct {
+	mu   sync.Mutex
+	sets map[int]*epollSet
+}
+
+func (e *Engine) epollSetOf(epfd int) *epollSet {
+	e.ep.mu.Lock()
+	defer e.ep.mu.Unlock()
+	return e.ep.sets[epfd]
+}
+
+// TagTable is an FDTable that also gives the tag data of inner epoll fds.
+type TagTable interface {
+	FDTable
+	Tag(fd int) uint64
+}
+
+// newEpollSet makes the inner epoll fd of a program epoll fd.
+func (e *Engine) newEpollSet(epfd int) (*epollSet, syscall.Errno) {
+	tt, ok := e.cfg.Table.(TagTable)
+	if !ok {
+		return nil, unix.ENOSYS
+	}
+	if !isEpoll(epfd) {
+		var st unix.Stat_t
+		if unix.Fstat(epfd, &st) != nil {
+			return nil, unix.EBADF
+		}
+		return nil, unix.EINVAL
+	}
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err.(syscall.Errno)
+	}
+	inner := moveHigh(fd)
+	set := &epollSet{epfd: epfd, inner: inner, tag: tt.Tag(inner), members: map[int]*member{}}
+	if errno := epollCtl(epfd, unix.EPOLL_CTL_ADD, inner, unix.EPOLLIN, set.tag); errno != 0 {
+		unix.Close(inner)
+		return nil, errno
+	}
+	e.cfg.Table.Set(inner, FlagInternal)
+	e.cfg.Table.Set(epfd, FlagWatch|FlagEpoll)
+	e.ep.mu.Lock()
+	if e.ep.sets == nil {
+		e.ep.sets = map[int]*epollSet{}
+	}
+	e.ep.sets[epfd] = set
+	e.ep.mu.Unlock()
+	return set, 0
+}
+
+// dropEpoll forgets the set of a program epoll fd that was closed.
+func (e *Engine) dropEpoll(epfd int) {
+	e.ep.mu.Lock()
+	set := e.ep.sets[epfd]
+	delete(e.ep.sets, epfd)
+	e.ep.mu.Unlock()
+	if set != nil {
+		e.cfg.Table.Set(set.inner, 0)
+		unix.Close(set.inner)
+	}
+}
+
+// handMembersOver moves a socket that goes to the kernel for good from the inner sets back into
+// the program's epoll sets, with the program's events and data: from now on its epoll_ctl calls
+// go straight to the kernel.
+func (e *Engine) handMembersOver(s *Socket) {
+	e.ep.mu.Lock()
+	sets := make([]*epollSet, 0, len(e.ep.sets))
+	for _, set := range e.ep.sets {
+		sets = append(sets, set)
+	}
+	e.ep.mu.Unlock()
+	for _, set := range sets {
+		set.mu.Lock()
+		for fd, m := range set.members {
+			if m.s != s {
+				continue
+			}
+			_ = epollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)
+			if errno := epollCtl(set.epfd, unix.EPOLL_CTL_ADD, fd, m.events, m.data); errno != 0 {
+				e.log.Warn("epoll: socket could not move back to the program's set", zap.Int("fd", fd), zap.Error(errno))
+			}
+			set.remove(fd)
+		}
+		set.mu.Unlock()
+	}
+}
+
+// dropMember removes a finished socket from every epoll set (the kernel drops a closed file
+// from its sets by itself).
+func (e *Engine) dropMember(s *Socket) {
+	e.ep.mu.Lock()
+	sets := make([]*epollSet, 0, len(e.ep.sets))
+	for _, set := range e.ep.sets {
+		sets = append(sets, set)
+	}
+	e.ep.mu.Unlock()
+	for _, set := range sets {
+		set.mu.Lock()
+		for fd, m := range set.members {
+			if m.s == s {
+				set.remove(fd)
+			}
+		}
+		set.mu.Unlock()
+	}
+}
+
+func (set *epollSet) remove(fd int) {
+	delete(set.members, fd)
+	for i, f := range set.order {
+		if f == fd {
+			set.order = append(set.order[:i], set.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// epollCtlCall serves epoll_ctl for a ring socket.
+func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
+	umem.Protect()
+	defer func() {
+		if umem.Fault(recover()) {
+			r = -int64(unix.EFAULT)
+		}
+	}()
+	epfd, op, fd := int(int32(c.A[0])), int(int32(c.A[1])), c.FD
+	s := e.reg.get(fd)
+	if s == nil || s.isPassthrough() {
+		n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
+		return result(n, errno)
+	}
+	var events uint32
+	var data uint64
+	if op != unix.EPOLL_CTL_DEL {
+		if c.A[2] == 0 {
+			return -int64(unix.EFAULT)
+		}
+		events, data = umem.EpollEvent(umem.EpollEvents(c.A[2], 1), 0)
+	}
+	if epfd == fd {
+		return -int64(unix.EINVAL)
+	}
+	set := e.epollSetOf(epfd)
+	if set == nil {
+		if op != unix.EPOLL_CTL_ADD {
+			// Never added through the engine: the kernel's answer (ENOENT, or the registration
+			// made before the socket became a ring socket).
+			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
+			return result(n, errno)
+		}
+		var errno syscall.Errno
+		if set, errno = e.newEpollSet(epfd); errno != 0 {
+			return -int64(errno)
+		}
+	}
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	m := set.members[fd]
+	switch op {
+	case unix.EPOLL_CTL_ADD:
+		if m != nil {
+			return -int64(unix.EEXIST)
+		}
+		if errno := epollCtl(set.inner, op, fd, events, uint64(fd)); errno != 0 {
+			return -int64(errno)
+		}
+		set.members[fd] = &member{fd: fd, s: s, events: events, data: data}
+		set.order = append(set.order, fd)
+	case unix.EPOLL_CTL_MOD:
+		if m == nil {
+			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
+			return result(n, errno)
+		}
+		if events&unix.EPOLLEXCLUSIVE != 0 || m.events&unix.EPOLLEXCLUSIVE != 0 {
+			return -int64(unix.EINVAL)
+		}
+		if errno := epollCtl(set.inner, op, fd, events, uint64(fd)); errno != 0 {
+			return -int64(errno)
+		}
+		m.events, m.data, m.disabled, m.edge = events, data, false, false
+	case unix.EPOLL_CTL_DEL:
+		if m == nil {
+			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
+			return result(n, errno)
+		}
+		_ = epollCtl(set.inner, op, fd, 0, 0)
+		set.remove(fd)
+	default:
+		return -int64(unix.EINVAL)
+	}
+	return 0
+}
+
+// epollWaitCall serves epoll_wait, epoll_pwait and epoll_pwait2 on a set with ring sockets.
+func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
+	umem.Protect()
+	defer func() {
+		if umem.Fault(recover()) {
+			r = -int64(unix.EFAULT)
+		}
+	}()
+	set := e.epollSetOf(c.FD)
+	max := int(int32(c.A[1]))
+	var ts *unix.Timespec
+	if c.A[2] != 0 {
+		ts = umem.Timespec(c.A[2])
+	}
+	if set == nil {
+		n, errno := epollWait(c.FD, c.A[0], max, ts, c.A[3])
+		return result(n, errno)
+	}
+	if max <= 0 || max > 1<<24 {
+		return -int64(unix.EINVAL)
+	}
+	w, errno := e.newWaiter(ts)
+	if errno != 0 {
+		return -int64(errno)
+	}
+	out := umem.EpollEvents(c.A[0], max)
+	_ = out[len(out)-1] // fault now on a short array, before anything was consumed
+	set.mu.Lock()
+	for _, m := range set.members {
+		if u := m.s.shmUDP(); u != nil {
+			w.socks = append(w.socks, u)
+		}
+	}
+	set.mu.Unlock()
+	defer w.spin(false)
+	zero := unix.Timespec{}
+	start := nanotime()
+	for i := 0; ; i++ {
+		n := set.ringEvents(out, 0, max)
+		if n > 0 || w.osCheckDue(i) {
+			k, errno := set.kernelEvents(c.A[0], out, n, max, &zero, 0)
+			if errno != 0 && n == 0 {
+				return -int64(errno)
+			}
+			if n += k; n > 0 || w.deadline < 0 {
+				return int64(n)
+			}
+		}
+		if w.spinBudget(start) {
+			w.spin(true)
+			continue
+		}
+		if w.spinning {
+			w.spin(false)
+			continue
+		}
+		k, errno := set.kernelEvents(c.A[0], out, 0, max, w.remaining(), c.A[3])
+		if errno != 0 {
+			return -int64(errno)
+		}
+		if k > 0 {
+			return int64(k)
+		}
+		if left := w.remaining(); left != nil && left.Sec == 0 && left.Nsec == 0 {
+			return 0
+		}
+	}
+}
+
+// ringEvents writes the events of members whose rings hold data into out[from:max] and returns
+// how many.
+func (set *epollSet) ringEvents(out []byte, from, max int) int {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	n := from
+	count := len(set.order)
+	for k := 0; k < count && n < max; k++ {
+		fd := set.order[(set.next+k)%count]
+		m := set.members[fd]
+		if m.disabled || m.events&unix.EPOLLIN == 0 {
+			continue
+		}
+		u := m.s.shmUDP()
+		if u == nil {
+			continue
+		}
+		if !u.RingReady() {
+			m.edge = false
+			continue
+		}
+		if m.events&unix.EPOLLET != 0 && m.edge {
+			continue
+		}
+		ev := uint32(unix.EPOLLIN)
+		if m.events&unix.EPOLLOUT != 0 {
+			ev |= unix.EPOLLOUT // a UDP socket can always send
+		}
+		umem.PutEpollEvent(out, n, ev&m.events|ev&unix.EPOLLIN, m.data)
+		n++
+		m.edge = true
+		if m.events&unix.EPOLLONESHOT != 0 {
+			m.disabled = true
+		}
+	}
+	if count > 0 {
+		set.next = (set.next + 1) % count
+	}
+	return n - from
+}
+
+// kernelEvents waits (ts) for the program's set and writes its events into out[from:max]: the
+// kernel's own events for the program's other fds, and, for the tag event of the inner set, the
+// inner set's events translated to the members' data (wake datagrams dropped; a member already
+// reported from its rings gets the kernel's other bits added).
+func (set *epollSet) kernelEvents(addr uintptr, out []byte, from, max int, ts *unix.Timespec, mask uintptr) (int, syscall.Errno) {
+	k, errno := epollWait(set.epfd, addr+uintptr(from*umem.EpollEventSize), max-from, ts, mask)
+	if errno != 0 || k <= 0 {
+		return 0, errno
+	}
+	n := from
+	inner := false
+	for i := from; i < from+k; i++ {
+		ev, data := umem.EpollEvent(out, i)
+		if data == set.tag {
+			inner = true
+			continue
+		}
+		umem.PutEpollEvent(out, n, ev, data)
+		n++
+	}
+	if inner && n < max {
+		n += set.innerEvents(out, n, max)
+	}
+	return n - from, 0
+}
+
+// innerEvents reads the inner set without waiting and appends the members' events after
+// out[:n] (which holds this call's events so far: a member reported from its rings gets the
+// kernel's bits added instead).
+func (set *epollSet) innerEvents(out []byte, n, max int) int {
+	var buf [64 * 16]byte
+	lim := min(max-n, 64)
+	k, errno := epollWaitGo(set.inner, buf[:lim*epollEventSize])
+	if errno != 0 || k <= 0 {
+		return 0
+	}
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	added := 0
+	for i := 0; i < k; i++ {
+		ev, data := getEvent(buf[i*epollEventSize:])
+		fd := int(data)
+		m := set.members[fd]
+		if m == nil {
+			continue
+		}
+		if ev&unix.EPOLLIN != 0 {
+			if u := m.s.shmUDP(); u != nil && !u.KernelReadable(fd) {
+				ev &^= unix.EPOLLIN
+			}
+		}
+		if ev == 0 {
+			if m.events&unix.EPOLLONESHOT != 0 && !m.disabled {
+				// The inner registration fired for a wake datagram only: arm it again.
+				_ = epollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, m.events, uint64(fd))
+			}
+			continue
+		}
+		if j := indexOf(out, 0, n+added, m.data); j >= 0 {
+			old, _ := umem.EpollEvent(out, j)
+			umem.PutEpollEvent(out, j, old|ev, m.data)
+			continue
+		}
+		if m.disabled {
+			continue
+		}
+		umem.PutEpollEvent(out, n+added, ev, m.data)
+		added++
+		if m.events&unix.EPOLLONESHOT != 0 {
+			m.disabled = true
+		}
+	}
+	return added
+}
+
+func indexOf(out []byte, from, to int, data uint64) int {
+	for j := from; j < to; j++ {
+		if _, d := umem.EpollEvent(out, j); d == data {
+			return j
+		}
+	}
+	return -1
+}

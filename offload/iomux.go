@@ -1,0 +1,300 @@
+package offload
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/transport"
+	shmtr "github.com/goxio/goxio/offload/transport/shm"
+)
+
+// IOMux are the parameters of select, poll and epoll over ring sockets (conf.Params names).
+type IOMux struct {
+	SelectPoll        int // VMA_SELECT_POLL: microseconds to poll before sleeping; -1 forever
+	SelectPollOSRatio int // VMA_SELECT_POLL_OS_RATIO: kernel fds checked every N polls; 0 only at the start
+	SelectSkipOS      int // VMA_SELECT_SKIP_OS: with rings ready, check the kernel every N calls only
+}
+
+// waiter is one select, poll or epoll_wait call over ring sockets: it polls the rings and the
+// kernel, spins for the SelectPoll budget, then sleeps in the kernel, where ring traffic for a
+// sleeping socket arrives as a wake datagram on the socket's kernel fd.
+type waiter struct {
+	e        *Engine
+	socks    []*shmtr.UDP // the ring sockets involved
+	deadline int64        // nanotime; 0: none (forever); -1: do not wait
+	spinning bool
+}
+
+func (e *Engine) newWaiter(ts *unix.Timespec) (*waiter, syscall.Errno) {
+	w := &waiter{e: e}
+	if ts != nil {
+		if ts.Sec < 0 || ts.Nsec < 0 || ts.Nsec >= 1e9 {
+			return nil, unix.EINVAL
+		}
+		d := ts.Sec*1e9 + ts.Nsec
+		if d == 0 {
+			w.deadline = -1
+		} else {
+			w.deadline = nanotime() + d
+		}
+	}
+	return w, 0
+}
+
+// spinBudget reports whether the waiter may still poll instead of sleeping.
+func (w *waiter) spinBudget(start int64) bool {
+	p := w.e.cfg.IOMux.SelectPoll
+	if p < 0 {
+		return w.deadline == 0 || nanotime() < w.deadline
+	}
+	return nanotime()-start < int64(p)*1000 && (w.deadline == 0 || nanotime() < w.deadline)
+}
+
+// spin marks the waiter's sockets as polled (senders skip wake datagrams) or not.
+func (w *waiter) spin(on bool) {
+	if w.spinning == on {
+		return
+	}
+	w.spinning = on
+	for _, u := range w.socks {
+		u.Spin(on)
+	}
+}
+
+// remaining is the sleep timeout: nil for forever, zero when the deadline passed.
+func (w *waiter) remaining() *unix.Timespec {
+	if w.deadline == 0 {
+		return nil
+	}
+	left := w.deadline - nanotime()
+	if w.deadline < 0 || left < 0 {
+		left = 0
+	}
+	ts := unix.NsecToTimespec(left)
+	return &ts
+}
+
+// osCheckDue reports whether poll iteration i looks at the kernel fds.
+func (w *waiter) osCheckDue(i int) bool {
+	r := w.e.cfg.IOMux.SelectPollOSRatio
+	return i == 0 || (r > 0 && i%r == 0)
+}
+
+// ringSocket returns fd's shared-memory transport when fd is a ring socket.
+func (e *Engine) ringSocket(fd int) *shmtr.UDP {
+	s := e.reg.get(fd)
+	if s == nil {
+		return nil
+	}
+	return s.shmUDP()
+}
+
+// poll serves poll and ppoll over fds of which some are ring sockets.
+func (e *Engine) poll(c *transport.Call) (r int64) {
+	umem.Protect()
+	defer func() {
+		if umem.Fault(recover()) {
+			r = -int64(unix.EFAULT)
+		}
+	}()
+	n := int(c.A[1])
+	if n < 0 || n > 1<<20 {
+		return -int64(unix.EINVAL)
+	}
+	var ts *unix.Timespec
+	if c.A[2] != 0 {
+		ts = umem.Timespec(c.A[2])
+	}
+	fds := umem.Pollfds(c.A[0], n)
+	w, errno := e.newWaiter(ts)
+	if errno != 0 {
+		return -int64(errno)
+	}
+	return w.pollLoop(fds, func(ts *unix.Timespec, mask uintptr) (int, syscall.Errno) {
+		return ppoll(c.A[0], n, ts, mask)
+	}, c.A[3])
+}
+
+// pollLoop runs the waiter over a pollfd array (the program's, at addr, or the engine's own for
+// select) and returns the number of fds with events, or -errno.
+func (w *waiter) pollLoop(fds []unix.PollFd, sys func(ts *unix.Timespec, mask uintptr) (int, syscall.Errno), mask uintptr) int64 {
+	type target struct {
+		i int
+		u *shmtr.UDP
+	}
+	var tarr [8]target
+	targets := tarr[:0]
+	for i := range fds {
+		if fds[i].Events&unix.POLLIN == 0 {
+			continue
+		}
+		if u := w.e.ringSocket(int(fds[i].Fd)); u != nil {
+			targets = append(targets, target{i, u})
+			w.socks = append(w.socks, u)
+		}
+	}
+	defer w.spin(false)
+	fix := func() int64 {
+		count := int64(0)
+		for _, t := range targets {
+			p := &fds[t.i]
+			if t.u.RingReady() {
+				p.Revents |= unix.POLLIN
+			} else if p.Revents&unix.POLLIN != 0 && !t.u.KernelReadable(int(p.Fd)) {
+				p.Revents &^= unix.POLLIN
+			}
+		}
+		for i := range fds {
+			if fds[i].Revents != 0 {
+				count++
+			}
+		}
+		return count
+	}
+	zero := unix.Timespec{}
+	start := nanotime()
+	for i := 0; ; i++ {
+		ringReady := false
+		for _, t := range targets {
+			if t.u.RingReady() {
+				ringReady = true
+				break
+			}
+		}
+		if ringReady || w.osCheckDue(i) {
+			if _, errno := sys(&zero, 0); errno != 0 {
+				return -int64(errno)
+			}
+			if n := fix(); n > 0 || w.deadline < 0 {
+				return n
+			}
+		}
+		if w.spinBudget(start) {
+			w.spin(true)
+			continue
+		}
+		if w.spinning {
+			w.spin(false)
+			continue // one more look at the rings and the kernel before sleeping
+		}
+		n, errno := sys(w.remaining(), mask)
+		if errno != 0 {
+			return -int64(errno)
+		}
+		if n == 0 {
+			return 0
+		}
+		if n := fix(); n > 0 {
+			return n
+		}
+		// Only wake datagrams: sleep again (the deadline still holds).
+	}
+}
+
+// sel serves select and pselect over fd sets that include ring sockets: the sets become a pollfd
+// array, which pollLoop serves, and the result goes back into the sets.
+func (e *Engine) sel(c *transport.Call) (r int64) {
+	umem.Protect()
+	defer func() {
+		if umem.Fault(recover()) {
+			r = -int64(unix.EFAULT)
+		}
+	}()
+	nfds := int(int32(c.A[0]))
+	if nfds < 0 {
+		return -int64(unix.EINVAL)
+	}
+	if nfds > unix.FD_SETSIZE {
+		nfds = unix.FD_SETSIZE
+	}
+	rs, ws, es := umem.FdSet(c.A[1], nfds), umem.FdSet(c.A[2], nfds), umem.FdSet(c.A[3], nfds)
+	args := umem.SelectArgsAt(c.A[4])
+	ts := args.TS
+	if args.TV != nil {
+		if args.TV.Sec < 0 || args.TV.Usec < 0 {
+			return -int64(unix.EINVAL)
+		}
+		t := unix.NsecToTimespec(args.TV.Sec*1e9 + args.TV.Usec*1000)
+		ts = &t
+	}
+	w, errno := e.newWaiter(ts)
+	if errno != 0 {
+		return -int64(errno)
+	}
+	isSet := func(set []uint64, fd int) bool { return set != nil && set[fd/64]&(1<<(fd%64)) != 0 }
+	var fds []unix.PollFd
+	for fd := 0; fd < nfds; fd++ {
+		var ev int16
+		if isSet(rs, fd) {
+			ev |= unix.POLLIN
+		}
+		if isSet(ws, fd) {
+			ev |= unix.POLLOUT
+		}
+		if isSet(es, fd) {
+			ev |= unix.POLLPRI
+		}
+		if ev != 0 {
+			fds = append(fds, unix.PollFd{Fd: int32(fd), Events: ev})
+		}
+	}
+	n := w.pollLoop(fds, func(ts *unix.Timespec, mask uintptr) (int, syscall.Errno) {
+		return ppollGo(fds, ts, mask)
+	}, args.Mask)
+	if args.TV != nil {
+		left := w.remaining()
+		if left == nil {
+			left = &unix.Timespec{}
+		}
+		args.TV.Sec, args.TV.Usec = left.Sec, left.Nsec/1000
+	}
+	if n < 0 {
+		return n
+	}
+	for _, p := range fds {
+		if p.Revents&unix.POLLNVAL != 0 {
+			return -int64(unix.EBADF)
+		}
+	}
+	clearSet := func(set []uint64) {
+		for i := range set {
+			set[i] = 0
+		}
+	}
+	// The words beyond nfds stay as the program passed them, as the kernel leaves them.
+	clearSetTo := func(set []uint64) {
+		if set == nil {
+			return
+		}
+		last := set[len(set)-1]
+		clearSet(set)
+		if nfds%64 != 0 {
+			set[len(set)-1] = last &^ (1<<(nfds%64) - 1)
+		}
+	}
+	clearSetTo(rs)
+	clearSetTo(ws)
+	clearSetTo(es)
+	total := int64(0)
+	set := func(s []uint64, fd int) {
+		s[fd/64] |= 1 << (fd % 64)
+		total++
+	}
+	const in = unix.POLLIN | unix.POLLHUP | unix.POLLERR
+	const out = unix.POLLOUT | unix.POLLERR
+	for _, p := range fds {
+		fd := int(p.Fd)
+		if rs != nil && p.Events&unix.POLLIN != 0 && p.Revents&in != 0 {
+			set(rs, fd)
+		}
+		if ws != nil && p.Events&unix.POLLOUT != 0 && p.Revents&out != 0 {
+			set(ws, fd)
+		}
+		if es != nil && p.Events&unix.POLLPRI != 0 && p.Revents&unix.POLLPRI != 0 {
+			set(es, fd)
+		}
+	}
+	return total
+}

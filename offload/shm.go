@@ -1,0 +1,108 @@
+package offload
+
+import (
+	"net/netip"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/transport"
+	shmtr "github.com/goxio/goxio/offload/transport/shm"
+)
+
+// offloadUDP gives an offloaded UDP socket the shared-memory transport (once); s.mu is held.
+func (e *Engine) offloadUDPLocked(s *Socket) {
+	if e.cfg.SHM == nil || s.typ != sockDgram || s.domain != unix.AF_INET {
+		s.kind, s.reason = transport.KindOS, transport.ReasonNoFasterPath
+		return
+	}
+	if _, ok := s.tr.(*shmtr.UDP); ok {
+		return
+	}
+	s.tr = e.cfg.SHM.NewUDP(s.nonblock.Load)
+	s.kind, s.reason = transport.KindSHM, transport.ReasonNone
+}
+
+// shmUDP is the socket's shared-memory transport, or nil.
+func (s *Socket) shmUDP() *shmtr.UDP {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, _ := s.tr.(*shmtr.UDP)
+	return u
+}
+
+// udpBound tells the socket's transport that the kernel socket has an address now.
+func (e *Engine) udpBound(s *Socket, fd int) {
+	if u := s.shmUDP(); u != nil {
+		u.Bound(fd)
+	}
+}
+
+// udpConnected tells the socket's transport that the kernel socket is connected to remote (or
+// disconnected: the zero value).
+func (e *Engine) udpConnected(s *Socket, fd int, remote netip.AddrPort) {
+	if u := s.shmUDP(); u != nil {
+		u.Connected(fd, remote)
+	}
+}
+
+// giveUp sends an offloaded UDP socket back to the kernel for good, with the reason.
+func (e *Engine) giveUp(s *Socket, fd int, r transport.Reason, why string) {
+	u := s.shmUDP()
+	if u == nil || u.GaveUp() != transport.ReasonNone {
+		return
+	}
+	u.GiveUp(r)
+	s.mu.Lock()
+	s.kind, s.reason = transport.KindOS, r
+	s.publishLocked()
+	s.mu.Unlock()
+	e.log.Info("socket back to the kernel", zap.Int("fd", fd), zap.String("why", why))
+}
+
+// kernelOnlyOptions are the socket options whose effect the rings cannot give (ancillary data,
+// device binding, filters, segmentation, multicast until the transport serves it): setting one
+// sends the socket back to the kernel.
+var kernelOnlyOptions = map[[2]int]string{
+	{unix.IPPROTO_IP, unix.IP_PKTINFO}:               "IP_PKTINFO",
+	{unix.IPPROTO_IP, unix.IP_RECVTOS}:               "IP_RECVTOS",
+	{unix.IPPROTO_IP, unix.IP_RECVTTL}:               "IP_RECVTTL",
+	{unix.IPPROTO_IP, unix.IP_RECVOPTS}:              "IP_RECVOPTS",
+	{unix.IPPROTO_IP, unix.IP_RETOPTS}:               "IP_RETOPTS",
+	{unix.IPPROTO_IP, unix.IP_RECVERR}:               "IP_RECVERR",
+	{unix.IPPROTO_IP, unix.IP_RECVORIGDSTADDR}:       "IP_RECVORIGDSTADDR",
+	{unix.IPPROTO_IP, unix.IP_TRANSPARENT}:           "IP_TRANSPARENT",
+	{unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP}:        "IP_ADD_MEMBERSHIP",
+	{unix.IPPROTO_IP, unix.IP_ADD_SOURCE_MEMBERSHIP}: "IP_ADD_SOURCE_MEMBERSHIP",
+	{unix.IPPROTO_IP, unix.MCAST_JOIN_GROUP}:         "MCAST_JOIN_GROUP",
+	{unix.IPPROTO_IP, unix.MCAST_JOIN_SOURCE_GROUP}:  "MCAST_JOIN_SOURCE_GROUP",
+	{unix.SOL_SOCKET, unix.SO_TIMESTAMP}:             "SO_TIMESTAMP",
+	{unix.SOL_SOCKET, unix.SO_TIMESTAMPNS}:           "SO_TIMESTAMPNS",
+	{unix.SOL_SOCKET, unix.SO_TIMESTAMPING}:          "SO_TIMESTAMPING",
+	{unix.SOL_SOCKET, unix.SO_RXQ_OVFL}:              "SO_RXQ_OVFL",
+	{unix.SOL_SOCKET, unix.SO_BINDTODEVICE}:          "SO_BINDTODEVICE",
+	{unix.SOL_SOCKET, unix.SO_ATTACH_FILTER}:         "SO_ATTACH_FILTER",
+	{unix.SOL_SOCKET, unix.SO_ATTACH_BPF}:            "SO_ATTACH_BPF",
+	{unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_CBPF}: "SO_ATTACH_REUSEPORT_CBPF",
+	{unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_EBPF}: "SO_ATTACH_REUSEPORT_EBPF",
+	{unix.SOL_SOCKET, unix.SO_MARK}:                  "SO_MARK",
+	{unix.IPPROTO_UDP, unix.UDP_SEGMENT}:             "UDP_SEGMENT",
+	{unix.IPPROTO_UDP, unix.UDP_GRO}:                 "UDP_GRO",
+	{unix.IPPROTO_UDP, unix.UDP_CORK}:                "UDP_CORK",
+	{unix.IPPROTO_UDP, unix.UDP_ENCAP}:               "UDP_ENCAP",
+}
+
+// udpOption notes a socket option the program set successfully on an offloaded UDP socket.
+func (e *Engine) udpOption(s *Socket, fd int, level, name int, val uintptr, vlen uint32) {
+	what, ok := kernelOnlyOptions[[2]int{level, name}]
+	if !ok {
+		return
+	}
+	if vlen >= 4 && val != 0 && sysc.IntAt(val) == 0 && name != unix.IP_ADD_MEMBERSHIP &&
+		name != unix.IP_ADD_SOURCE_MEMBERSHIP && name != unix.MCAST_JOIN_GROUP && name != unix.MCAST_JOIN_SOURCE_GROUP &&
+		name != unix.SO_BINDTODEVICE && name != unix.SO_ATTACH_FILTER && name != unix.SO_ATTACH_BPF {
+		return // switched off: nothing the rings miss
+	}
+	e.giveUp(s, fd, transport.ReasonUnsupported, what)
+}

@@ -1,0 +1,139 @@
+package shm
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/discovery"
+	ring "github.com/goxio/goxio/offload/shm"
+)
+
+// Params are the parameters the transport follows (VMA_* names in conf.Params).
+type Params struct {
+	Dir                 string // where segments live (/dev/shm)
+	RxPoll              int    // VMA_RX_POLL: polls of an empty socket before sleeping; -1 forever
+	RxUDPPollOSRatio    int    // VMA_RX_UDP_POLL_OS_RATIO: kernel socket checked every N polls; 0 never while polling
+	RxBytesMin          int    // VMA_RX_BYTES_MIN: smallest ring
+	TxNonblockedEagains bool   // VMA_TX_NONBLOCKED_EAGAINS
+	InboxSlots          int    // senders one inbox accepts at once
+}
+
+// Env is the transport's process-wide state: the discovery directory, the outlets this process
+// opened towards other sockets' inboxes, the source-address cache.
+type Env struct {
+	p   Params
+	dir *discovery.Dir
+	log *zap.Logger
+	pid int
+
+	ringBytes int
+	nextInbox atomic.Uint64
+
+	mu      sync.Mutex
+	outlets map[string]*ring.Outlet
+	sources map[netip.Addr]netip.Addr
+}
+
+// NewEnv opens the discovery directory of this user and network namespace.
+func NewEnv(p Params, log *zap.Logger) (*Env, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if p.InboxSlots <= 0 {
+		p.InboxSlots = 64
+	}
+	ns, err := discovery.NetNS()
+	if err != nil {
+		return nil, fmt.Errorf("shm transport: %w", err)
+	}
+	d, err := discovery.Open(p.Dir, unix.Geteuid(), ns)
+	if err != nil {
+		return nil, fmt.Errorf("shm transport: %w", err)
+	}
+	rb := 1 << 18
+	for rb < p.RxBytesMin {
+		rb <<= 1
+	}
+	return &Env{p: p, dir: d, log: log, pid: unix.Getpid(), ringBytes: rb,
+		outlets: map[string]*ring.Outlet{}, sources: map[netip.Addr]netip.Addr{}}, nil
+}
+
+// Close releases what the process opened (at exit).
+func (e *Env) Close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for name, o := range e.outlets {
+		_ = o.Close()
+		delete(e.outlets, name)
+	}
+	_ = e.dir.Close()
+}
+
+// outlet returns this process's outlet towards an inbox, opening it on first use; nil when the
+// inbox cannot take another sender or is gone.
+func (e *Env) outlet(inbox string) *ring.Outlet {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if o := e.outlets[inbox]; o != nil {
+		if !o.Closed() {
+			return o
+		}
+		_ = o.Close()
+		delete(e.outlets, inbox)
+	}
+	o, err := ring.DialInbox(e.p.Dir, inbox, e.ringBytes)
+	if err != nil {
+		e.log.Debug("shm: no ring to inbox", zap.String("inbox", inbox), zap.Error(err))
+		return nil
+	}
+	e.outlets[inbox] = o
+	return o
+}
+
+// inboxName names a new inbox of this process.
+func (e *Env) inboxName() string {
+	return fmt.Sprintf("goxio.%d.in.%d.%d", unix.Geteuid(), e.pid, e.nextInbox.Add(1))
+}
+
+// source is the address the kernel would put as the source of a datagram to dst from a socket
+// bound to the wildcard address: the preferred source of the route to dst.
+func (e *Env) source(dst netip.Addr) netip.Addr {
+	e.mu.Lock()
+	src, ok := e.sources[dst]
+	e.mu.Unlock()
+	if ok {
+		return src
+	}
+	src = routeSource(dst)
+	if src.IsValid() {
+		e.mu.Lock()
+		e.sources[dst] = src
+		e.mu.Unlock()
+	}
+	return src
+}
+
+// routeSource asks the kernel: a connected scratch socket's local address.
+func routeSource(dst netip.Addr) netip.Addr {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return netip.Addr{}
+	}
+	defer unix.Close(fd)
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: dst.As4()}); err != nil {
+		return netip.Addr{}
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return netip.Addr{}
+	}
+	if a, ok := sa.(*unix.SockaddrInet4); ok {
+		return netip.AddrFrom4(a.Addr)
+	}
+	return netip.Addr{}
+}

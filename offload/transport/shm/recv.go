@@ -1,0 +1,285 @@
+package shm
+
+import (
+	"errors"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/umem"
+	ring "github.com/goxio/goxio/offload/shm"
+	"github.com/goxio/goxio/offload/transport"
+)
+
+// kernelRecvFlags are the receive flags only the kernel serves (the error queue; MSG_OOB, which
+// UDP refuses). Other flags the rings honour (MSG_PEEK, MSG_TRUNC, MSG_DONTWAIT) or, like the
+// kernel's UDP, ignore (MSG_WAITALL, MSG_NOSIGNAL, MSG_CMSG_CLOEXEC, ...).
+const kernelRecvFlags = unix.MSG_ERRQUEUE | unix.MSG_OOB
+
+// rxCall is one receive call, parsed: where the datagram goes.
+type rxCall struct {
+	bufs     [][]byte
+	flags    int
+	namep    uintptr
+	namelenp *uint32
+	msg      *unix.Msghdr // recvmsg: gets msg_flags and msg_controllen
+}
+
+// recv performs a receive call.
+func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
+	in := u.inbox.Load()
+	if in == nil || u.kernelOnly.Load() {
+		return u.kernel(c)
+	}
+	umem.Protect()
+	defer func() {
+		if umem.Fault(recover()) {
+			n, errno, viaOS = -1, unix.EFAULT, false
+		}
+	}()
+	if c.Op == transport.OpRecvmmsg {
+		return u.recvmmsg(c, in)
+	}
+	var arr [maxBufs][]byte
+	rc := rxCall{bufs: arr[:0]}
+	switch c.Op {
+	case transport.OpRead:
+		rc.bufs = append(rc.bufs, umem.Bytes(c.A[0], int(c.A[1])))
+	case transport.OpReadv:
+		if int(c.A[1]) < 0 || int(c.A[1]) > umem.MaxIov {
+			return u.kernel(c)
+		}
+		rc.bufs, _ = umem.Iovecs(rc.bufs, c.A[0], int(c.A[1]))
+	case transport.OpRecvfrom:
+		rc.bufs = append(rc.bufs, umem.Bytes(c.A[0], int(c.A[1])))
+		rc.flags = int(c.A[2])
+		if c.A[3] != 0 && c.A[4] != 0 {
+			rc.namep, rc.namelenp = c.A[3], umem.Uint32(c.A[4])
+		}
+	case transport.OpRecvmsg:
+		if !rc.parseMsg(c.A[0], int(c.A[1])) {
+			return u.kernel(c)
+		}
+	default:
+		return u.kernel(c)
+	}
+	if rc.flags&kernelRecvFlags != 0 {
+		return u.kernel(c)
+	}
+	return u.receive(c, in, &rc, u.nonblock() || rc.flags&unix.MSG_DONTWAIT != 0)
+}
+
+// parseMsg fills the call from the program's msghdr at m; false when the rings cannot serve it.
+func (rc *rxCall) parseMsg(mp uintptr, flags int) bool {
+	m := umem.Msghdr(mp)
+	iov, iovlen := umem.MsgIov(m)
+	if iovlen < 0 || iovlen > umem.MaxIov {
+		return false
+	}
+	rc.bufs, _ = umem.Iovecs(rc.bufs[:0], iov, iovlen)
+	rc.flags = flags
+	rc.msg = m
+	rc.namep, rc.namelenp = 0, nil
+	if np, _ := umem.MsgName(m); np != 0 {
+		rc.namep, rc.namelenp = np, &m.Namelen
+	}
+	return true
+}
+
+// recvmmsg receives up to vlen datagrams, each as recvmsg would; MSG_WAITFORONE makes every
+// datagram after the first non-blocking; the timeout is checked after each datagram, as the
+// kernel does.
+func (u *UDP) recvmmsg(c *transport.Call, in *ring.Inbox) (int, syscall.Errno, bool) {
+	vlen, flags := int(uint32(c.A[1])), int(int32(c.A[2]))
+	if flags&kernelRecvFlags != 0 || vlen > umem.MaxIov {
+		return u.kernel(c)
+	}
+	var deadline int64
+	if c.A[3] != 0 {
+		ts := umem.Timespec(c.A[3])
+		if ts.Sec < 0 || ts.Nsec < 0 || ts.Nsec >= 1e9 {
+			return -1, unix.EINVAL, false
+		}
+		deadline = nanotime() + ts.Sec*1e9 + ts.Nsec
+	}
+	nonblock := u.nonblock() || flags&unix.MSG_DONTWAIT != 0
+	var arr [maxBufs][]byte
+	rc := rxCall{bufs: arr[:0]}
+	count := 0
+	viaOS := false
+	for i := 0; i < vlen; i++ {
+		mp, lenp := umem.Mmsghdr(c.A[0], i)
+		if !rc.parseMsg(mp, flags&^unix.MSG_WAITFORONE) {
+			if count == 0 {
+				return u.kernel(c)
+			}
+			break
+		}
+		sub := transport.Call{Op: transport.OpRecvmsg, FD: c.FD, A: [5]uintptr{mp, uintptr(rc.flags)}}
+		n, errno, os := u.receive(&sub, in, &rc, nonblock || (count > 0 && flags&unix.MSG_WAITFORONE != 0))
+		if errno != 0 {
+			if count > 0 {
+				break
+			}
+			return -1, errno, os
+		}
+		viaOS = viaOS || os
+		*lenp = uint32(n)
+		count++
+		if deadline != 0 && nanotime() >= deadline {
+			break
+		}
+	}
+	return count, 0, viaOS
+}
+
+// receive waits for one datagram from the rings or the kernel socket: polls both (the kernel
+// every RxUDPPollOSRatio polls), spinning up to RxPoll polls when the call may block, then sleeps
+// in the kernel on the socket itself, where a sender's wake datagram or a kernel datagram ends
+// the sleep. SO_RCVTIMEO, EINTR and SA_RESTART of the sleep are the kernel's own.
+func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bool) (int, syscall.Errno, bool) {
+	p := &u.env.p
+	polls := 0
+	spinning := false
+	defer func() {
+		if spinning {
+			in.SpinEnd()
+		}
+	}()
+	checkOS := true
+	for {
+		if n, ok := u.fromRing(in, rc); ok {
+			u.rings.Add(1)
+			return n, 0, false
+		}
+		if checkOS || (p.RxUDPPollOSRatio > 0 && polls%p.RxUDPPollOSRatio == 0) {
+			checkOS = false
+			n, errno, done := u.fromKernel(c, in)
+			if done {
+				if errno == 0 {
+					u.osRx.Add(1)
+				}
+				return n, errno, true
+			}
+			if n > 0 {
+				continue // a wake datagram was dropped: look at the rings again
+			}
+		}
+		if nonblock {
+			return -1, unix.EAGAIN, false
+		}
+		if p.RxPoll < 0 || polls < p.RxPoll {
+			if !spinning {
+				in.SpinBegin()
+				spinning = true
+			}
+			polls++
+			continue
+		}
+		if spinning {
+			in.SpinEnd()
+			spinning = false
+			if in.Pending() {
+				continue
+			}
+		}
+		// Sleep until the kernel socket has a datagram (ours or a wake-up), without taking it.
+		var scratch [wakeLen]byte
+		if _, errno := recvRaw(c.FD, &scratch, unix.MSG_PEEK|unix.MSG_TRUNC); errno != 0 {
+			return -1, errno, true
+		}
+		checkOS = true
+	}
+}
+
+// fromRing copies the next ring datagram into the call's buffers. A fault on the program's
+// memory still consumes the datagram (the kernel drops it too) and panics to the caller.
+func (u *UDP) fromRing(in *ring.Inbox, rc *rxCall) (int, bool) {
+	if !in.Pending() {
+		in.Refresh()
+		if !in.Pending() {
+			return 0, false
+		}
+	}
+	u.rxmu.Lock()
+	defer u.rxmu.Unlock()
+	name, data, err := in.Peek()
+	if errors.Is(err, ring.ErrEmpty) {
+		in.Refresh()
+		name, data, err = in.Peek()
+	}
+	if err != nil {
+		return 0, false
+	}
+	peek := rc.flags&unix.MSG_PEEK != 0
+	defer func() {
+		if !peek {
+			in.Pop()
+		}
+	}()
+	copied := umem.Scatter(rc.bufs, data)
+	if rc.namelenp != nil {
+		l := min(int(*rc.namelenp), len(name))
+		copy(umem.Bytes(rc.namep, l), name)
+		*rc.namelenp = uint32(len(name))
+	}
+	if rc.msg != nil {
+		rc.msg.Flags = 0
+		if copied < len(data) {
+			rc.msg.Flags = unix.MSG_TRUNC
+		}
+		rc.msg.SetControllen(0)
+	}
+	if rc.flags&unix.MSG_TRUNC != 0 {
+		return len(data), true
+	}
+	return copied, true
+}
+
+// fromKernel looks at the kernel socket without blocking. done: the call is answered (a kernel
+// datagram, or a kernel error other than EAGAIN). Otherwise n > 0 says a wake datagram was
+// dropped.
+func (u *UDP) fromKernel(c *transport.Call, in *ring.Inbox) (n int, errno syscall.Errno, done bool) {
+	var head [wakeLen]byte
+	l, e := recvRaw(c.FD, &head, unix.MSG_PEEK|unix.MSG_TRUNC|unix.MSG_DONTWAIT)
+	if e == unix.EAGAIN {
+		return 0, 0, false
+	}
+	if e != 0 {
+		return u.kernelNow(c)
+	}
+	if l == wakeLen && isWake(head[:], in.Token()) {
+		_, _ = recvRaw(c.FD, &head, unix.MSG_DONTWAIT)
+		in.ClearWake()
+		return 1, 0, false
+	}
+	return u.kernelNow(c)
+}
+
+// kernelNow makes the program's receive call on the kernel socket without blocking (a datagram
+// is there, or an error is pending).
+func (u *UDP) kernelNow(c *transport.Call) (int, syscall.Errno, bool) {
+	nc := *c
+	switch c.Op {
+	case transport.OpRead:
+		nc.Op = transport.OpRecvfrom
+		nc.A[2], nc.A[3], nc.A[4] = unix.MSG_DONTWAIT, 0, 0
+	case transport.OpReadv:
+		n, e := recvvRaw(c.FD, c.A[0], int(c.A[1]), unix.MSG_DONTWAIT)
+		return u.keepWaiting(n, e)
+	case transport.OpRecvfrom:
+		nc.A[2] |= unix.MSG_DONTWAIT
+	case transport.OpRecvmsg:
+		nc.A[1] |= unix.MSG_DONTWAIT
+	}
+	n, e, _ := u.kernel(&nc)
+	return u.keepWaiting(n, e)
+}
+
+// keepWaiting turns EAGAIN of a kernel receive that raced with another thread into "not done".
+func (u *UDP) keepWaiting(n int, e syscall.Errno) (int, syscall.Errno, bool) {
+	if e == unix.EAGAIN {
+		return 0, 0, false
+	}
+	return n, e, true
+}

@@ -1,0 +1,217 @@
+package shm
+
+import (
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"syscall"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/umem"
+	ring "github.com/goxio/goxio/offload/shm"
+	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/kernel"
+)
+
+// route is how the socket reaches one destination, valid while the discovery directory's
+// generation stays gen.
+type route struct {
+	dst  netip.AddrPort
+	gen  uint64
+	out  *ring.Outlet // nil: through the kernel
+	name [unix.SizeofSockaddrInet4]byte
+}
+
+// sendFlags are the send flags the rings honour; any other flag sends through the kernel.
+const sendFlags = unix.MSG_DONTWAIT | unix.MSG_NOSIGNAL | unix.MSG_CONFIRM
+
+// maxBufs is how many buffers a send gathers without allocating.
+const maxBufs = 8
+
+// send performs a send call: through a ring when the destination is a goxio socket of this
+// user and namespace, through the kernel otherwise.
+func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
+	if u.kernelOnly.Load() {
+		return u.kernel(c)
+	}
+	umem.Protect()
+	defer func() {
+		if umem.Fault(recover()) {
+			n, errno, viaOS = -1, unix.EFAULT, false
+		}
+	}()
+	var arr [maxBufs][]byte
+	bufs := arr[:0]
+	total, flags := 0, 0
+	var namep uintptr
+	var namelen uint32
+	switch c.Op {
+	case transport.OpWrite:
+		bufs = append(bufs, umem.Bytes(c.A[0], int(c.A[1])))
+		total = int(c.A[1])
+	case transport.OpWritev:
+		if int(c.A[1]) < 0 || int(c.A[1]) > umem.MaxIov {
+			return u.kernel(c)
+		}
+		bufs, total = umem.Iovecs(bufs, c.A[0], int(c.A[1]))
+	case transport.OpSendto:
+		bufs = append(bufs, umem.Bytes(c.A[0], int(c.A[1])))
+		total, flags = int(c.A[1]), int(c.A[2])
+		namep, namelen = c.A[3], uint32(c.A[4])
+	case transport.OpSendmsg:
+		m := umem.Msghdr(c.A[0])
+		iov, iovlen := umem.MsgIov(m)
+		if m.Controllen != 0 || iovlen < 0 || iovlen > umem.MaxIov {
+			return u.kernel(c)
+		}
+		bufs, total = umem.Iovecs(bufs, iov, iovlen)
+		flags = int(c.A[1])
+		namep, namelen = umem.MsgName(m)
+	default:
+		return u.kernel(c)
+	}
+	if flags&^sendFlags != 0 || total < 0 {
+		return u.kernel(c)
+	}
+	var dst netip.AddrPort
+	if namep != 0 {
+		if dst = sockaddr4(umem.Bytes(namep, int(namelen))); !dst.IsValid() {
+			return u.kernel(c)
+		}
+	} else if dst = u.Peer(); !dst.IsValid() {
+		return u.kernel(c)
+	}
+	r := u.routeTo(c.FD, dst)
+	if r == nil || r.out == nil {
+		return u.kernelSend(c)
+	}
+	wake, err := r.out.Send(r.name[:], bufs, total)
+	switch {
+	case err == nil:
+		if wake {
+			sendWake(c.FD, dst, r.out.Token())
+		}
+		return total, 0, false
+	case errors.Is(err, ring.ErrFull):
+		if u.env.p.TxNonblockedEagains && (u.nonblock() || flags&unix.MSG_DONTWAIT != 0) {
+			return -1, unix.EAGAIN, false
+		}
+		return total, 0, false // dropped, as by a full kernel receive buffer
+	case errors.Is(err, ring.ErrClosed):
+		u.route.Store(nil)
+	}
+	return u.kernelSend(c)
+}
+
+// kernelSend sends through the kernel; a socket the kernel bound at this send opens its inbox,
+// so goxio peers can answer through a ring.
+func (u *UDP) kernelSend(c *transport.Call) (int, syscall.Errno, bool) {
+	unbound := u.localAddr().Port() == 0
+	n, errno, os := u.kernel(c)
+	if unbound && errno == 0 {
+		u.Bound(c.FD)
+	}
+	return n, errno, os
+}
+
+// kernel performs the call on the kernel socket.
+func (u *UDP) kernel(c *transport.Call) (int, syscall.Errno, bool) {
+	n, errno := kernel.Do(c)
+	return n, errno, true
+}
+
+// routeTo returns how to reach dst, from the cache while the directory has not changed.
+func (u *UDP) routeTo(fd int, dst netip.AddrPort) *route {
+	gen := u.env.dir.Gen()
+	if r := u.route.Load(); r != nil && r.dst == dst && r.gen == gen && (r.out == nil || !r.out.Closed()) {
+		return r
+	}
+	r := &route{dst: dst, gen: gen}
+	if dst.Addr().IsMulticast() || !dst.Addr().Is4() || dst.Port() == 0 {
+		u.route.Store(r)
+		return r
+	}
+	local := u.localAddr()
+	if local.Port() == 0 {
+		// The kernel binds an unbound socket at its first send; do it now, so that the datagram
+		// carries the port replies go to.
+		if unix.Bind(fd, &unix.SockaddrInet4{}) != nil {
+			return nil
+		}
+		u.Bound(fd)
+		if local = u.localAddr(); local.Port() == 0 {
+			return nil
+		}
+	}
+	src := local.Addr()
+	if src.IsUnspecified() {
+		src = u.env.source(dst.Addr())
+	}
+	if !src.IsValid() {
+		u.route.Store(r)
+		return r
+	}
+	from := netip.AddrPortFrom(src, local.Port())
+	var buf [4]discoveryEntry
+	found := u.env.dir.Lookup(dst, from, buf[:0])
+	if len(found) == 1 && !found[0].ReusePort {
+		r.out = u.env.outlet(found[0].Inbox)
+	}
+	if ce := u.env.log.Check(zap.DebugLevel, "shm route"); ce != nil {
+		ce.Write(zap.Stringer("dst", dst), zap.Stringer("src", from), zap.Int("found", len(found)), zap.Bool("ring", r.out != nil))
+	}
+	putSockaddr4(r.name[:], from)
+	u.route.Store(r)
+	return r
+}
+
+func (u *UDP) localAddr() netip.AddrPort {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.local
+}
+
+// wakeMagic starts every wake datagram; the inbox's token follows.
+const wakeMagic = "GOXIOWAK"
+
+// wakeLen is the length of a wake datagram.
+const wakeLen = 16
+
+// sendWake sends the wake datagram to dst's kernel socket from the sender's own socket (a
+// connected receiver accepts only its peer's datagrams). It never blocks.
+func sendWake(fd int, dst netip.AddrPort, token uint64) {
+	var b [wakeLen]byte
+	copy(b[:], wakeMagic)
+	binary.LittleEndian.PutUint64(b[8:], token)
+	var sa [unix.SizeofSockaddrInet4]byte
+	putSockaddr4(sa[:], dst)
+	for i := 0; i < 3; i++ {
+		if e := sendtoRaw(fd, &b, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, &sa); e != unix.EINTR {
+			return
+		}
+	}
+}
+
+// isWake reports whether a datagram is a wake datagram for token.
+func isWake(b []byte, token uint64) bool {
+	return len(b) == wakeLen && string(b[:8]) == wakeMagic && binary.LittleEndian.Uint64(b[8:]) == token
+}
+
+// sockaddr4 parses a sockaddr_in; the zero value for anything else.
+func sockaddr4(b []byte) netip.AddrPort {
+	if len(b) < unix.SizeofSockaddrInet4 || binary.NativeEndian.Uint16(b) != unix.AF_INET {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), binary.BigEndian.Uint16(b[2:4]))
+}
+
+// putSockaddr4 writes a as a sockaddr_in into b (16 bytes).
+func putSockaddr4(b []byte, a netip.AddrPort) {
+	clear(b[:unix.SizeofSockaddrInet4])
+	binary.NativeEndian.PutUint16(b, unix.AF_INET)
+	binary.BigEndian.PutUint16(b[2:], a.Port())
+	ip := a.Addr().As4()
+	copy(b[4:8], ip[:])
+}

@@ -1,0 +1,43 @@
+package shm
+
+import (
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Invariant for this file: Go memory handed to the kernel is converted with
+// uintptr(unsafe.Pointer(...)) in the argument list of unix.Syscall6 itself, which keeps it alive
+// and in place for the call; the program's memory is passed as uintptr (the garbage collector
+// does not manage it).
+
+func errnoOf(r uintptr, e syscall.Errno) (int, syscall.Errno) {
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), 0
+}
+
+// sendtoRaw is sendto(2) of a library-owned buffer (16 bytes) to a library-owned sockaddr_in.
+func sendtoRaw(fd int, b *[wakeLen]byte, flags int, sa *[unix.SizeofSockaddrInet4]byte) syscall.Errno {
+	_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(b)), wakeLen, uintptr(flags),
+		uintptr(unsafe.Pointer(sa)), unix.SizeofSockaddrInet4)
+	return e
+}
+
+// recvRaw is recvfrom(2) into a library-owned 16-byte buffer, without the source address. With
+// MSG_TRUNC it returns the datagram's real length.
+func recvRaw(fd int, b *[wakeLen]byte, flags int) (int, syscall.Errno) {
+	r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(b)), wakeLen, uintptr(flags), 0, 0)
+	return errnoOf(r, e)
+}
+
+// recvvRaw is recvmsg(2) into the program's iovec array (readv on a socket), with flags.
+func recvvRaw(fd int, iov uintptr, iovcnt int, flags int) (int, syscall.Errno) {
+	// iov is the program's C memory: the garbage collector never moves it.
+	m := unix.Msghdr{Iov: (*unix.Iovec)(*(*unsafe.Pointer)(unsafe.Pointer(&iov)))}
+	m.SetIovlen(iovcnt)
+	r, _, e := unix.Syscall6(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&m)), uintptr(flags), 0, 0, 0)
+	return errnoOf(r, e)
+}

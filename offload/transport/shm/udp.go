@@ -1,0 +1,229 @@
+package shm
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/discovery"
+	ring "github.com/goxio/goxio/offload/shm"
+	"github.com/goxio/goxio/offload/transport"
+)
+
+// UDP is one offloaded UDP socket on the shared-memory transport. The engine makes it when a rule
+// decision offloads the socket and tells it what the kernel socket learnt (Bound, Connected); it
+// serves the socket's data calls (Transfer) and is closed with the socket's last fd (Close).
+type UDP struct {
+	env *Env
+
+	nonblock func() bool // the socket's O_NONBLOCK, kept by the engine
+
+	mu        sync.Mutex // guards the fields below and changes of inbox
+	local     netip.AddrPort
+	peer      netip.AddrPort
+	pub       discovery.Handle
+	published bool
+	closed    bool
+	gaveUp    transport.Reason // not ReasonNone: the socket went back to the kernel for good
+
+	inbox atomic.Pointer[ring.Inbox] // nil until the socket has a port
+	// users counts the calls inside the transport; the inbox is unmapped only when the socket is
+	// closed and no call uses it (a thread may still be in recv when another closes the fd).
+	users    atomic.Int64
+	shut     atomic.Bool
+	finalize sync.Once
+	rxmu     sync.Mutex            // one consumer of the inbox at a time
+	route    atomic.Pointer[route] // the last destination and how to reach it
+
+	kernelOnly atomic.Bool // GiveUp happened: every call goes to the kernel socket
+
+	rings atomic.Uint64 // datagrams received from rings (Counts)
+	osRx  atomic.Uint64 // datagrams received from the kernel socket
+}
+
+type discoveryEntry = discovery.Entry
+
+// Counts reports what the socket received through rings and through the kernel, and what it
+// sent each way.
+type Counts struct{ RingRx, OSRx, RingTx, OSTx uint64 }
+
+// NewUDP returns the transport of one UDP socket. nonblock reports the socket's O_NONBLOCK.
+func (e *Env) NewUDP(nonblock func() bool) *UDP { return &UDP{env: e, nonblock: nonblock} }
+
+var _ transport.Transport = (*UDP)(nil)
+
+// Kind is transport.KindSHM.
+func (u *UDP) Kind() transport.Kind { return transport.KindSHM }
+
+// Transfer performs a data call.
+func (u *UDP) Transfer(c transport.Call) (int, syscall.Errno) {
+	n, errno, _ := u.TransferVia(c)
+	return n, errno
+}
+
+// TransferVia performs a data call and reports whether its datagram went through the kernel.
+func (u *UDP) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
+	if !u.enter() {
+		return -1, unix.EBADF, false
+	}
+	defer u.exit()
+	if c.Op.Receive() {
+		return u.recv(&c)
+	}
+	return u.send(&c)
+}
+
+// Bound tells the socket that its kernel socket fd has a local address now (bind, connect, or the
+// implicit bind of a first send): it opens its inbox and publishes its binding.
+func (u *UDP) Bound(fd int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed || u.gaveUp != transport.ReasonNone {
+		return
+	}
+	local := sockname(fd)
+	if !local.IsValid() || local.Port() == 0 {
+		return
+	}
+	u.local = local
+	in := u.inbox.Load()
+	if in == nil {
+		var err error
+		in, err = ring.CreateInbox(u.env.p.Dir, u.env.inboxName(), u.env.p.InboxSlots)
+		if err != nil {
+			u.env.log.Info("shm: no inbox, the socket receives through the kernel only", zap.Int("fd", fd), zap.Error(err))
+			return
+		}
+		in.Token() // chosen before anybody can find the inbox
+		u.inbox.Store(in)
+	}
+	u.publishLocked(fd, in)
+}
+
+// Connected tells the socket that its kernel socket is connected to peer (or disconnected, when
+// peer is the zero value).
+func (u *UDP) Connected(fd int, peer netip.AddrPort) {
+	u.mu.Lock()
+	u.peer = peer
+	u.mu.Unlock()
+	u.route.Store(nil)
+	u.Bound(fd)
+}
+
+// Peer is the connected peer, or the zero value.
+func (u *UDP) Peer() netip.AddrPort {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.peer
+}
+
+func (u *UDP) publishLocked(fd int, in *ring.Inbox) {
+	e := discovery.Entry{Family: unix.AF_INET, Local: u.local, Peer: u.peer, Inbox: in.Name(),
+		ReuseAddr: optOn(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR),
+		ReusePort: optOn(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT)}
+	if u.published {
+		u.pub.Update(e)
+		return
+	}
+	h, err := u.env.dir.Publish(e)
+	if err != nil {
+		u.env.log.Info("shm: socket not published, senders reach it through the kernel", zap.Int("fd", fd), zap.Error(err))
+		return
+	}
+	u.pub, u.published = h, true
+}
+
+// GiveUp sends the socket back to the kernel for good (an option the rings cannot honour): it is
+// withdrawn from discovery, so senders use the kernel from now on.
+func (u *UDP) GiveUp(r transport.Reason) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.gaveUp != transport.ReasonNone {
+		return
+	}
+	u.gaveUp = r
+	u.kernelOnly.Store(true)
+	if u.published {
+		u.pub.Withdraw()
+		u.published = false
+	}
+}
+
+// GaveUp reports why the socket went back to the kernel, or ReasonNone.
+func (u *UDP) GaveUp() transport.Reason {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.gaveUp
+}
+
+// Close withdraws the socket; its inbox is closed when the last call using it returns (its last
+// fd is gone, but another thread may still be inside a call).
+func (u *UDP) Close() {
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return
+	}
+	u.closed = true
+	if u.published {
+		u.pub.Withdraw()
+		u.published = false
+	}
+	u.mu.Unlock()
+	u.shut.Store(true)
+	if u.users.Load() == 0 {
+		u.release()
+	}
+}
+
+// enter marks a call using the socket; false when the socket is closed.
+func (u *UDP) enter() bool {
+	u.users.Add(1)
+	if u.shut.Load() {
+		u.exit()
+		return false
+	}
+	return true
+}
+
+// exit ends a call; the last one out of a closed socket releases the inbox.
+func (u *UDP) exit() {
+	if u.users.Add(-1) == 0 && u.shut.Load() {
+		u.release()
+	}
+}
+
+func (u *UDP) release() {
+	u.finalize.Do(func() {
+		if in := u.inbox.Swap(nil); in != nil {
+			_ = in.Close()
+		}
+	})
+}
+
+// Inbox exposes the socket's inbox (nil before it has a port) to the engine's select, poll and
+// epoll.
+func (u *UDP) Inbox() *ring.Inbox { return u.inbox.Load() }
+
+// Counts returns the socket's per-path receive counters.
+func (u *UDP) Counts() Counts { return Counts{RingRx: u.rings.Load(), OSRx: u.osRx.Load()} }
+
+func optOn(fd, level, name int) bool {
+	v, err := unix.GetsockoptInt(fd, level, name)
+	return err == nil && v != 0
+}
+
+func sockname(fd int) netip.AddrPort {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	if a, ok := sa.(*unix.SockaddrInet4); ok {
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	}
+	return netip.AddrPort{}
+}

@@ -1,0 +1,80 @@
+package shm
+
+import (
+	"net/netip"
+	"testing"
+	"unsafe"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/transport"
+)
+
+func testEnv(t *testing.T, rxPoll int) *Env {
+	t.Helper()
+	e, err := NewEnv(Params{Dir: t.TempDir(), RxPoll: rxPoll, RxUDPPollOSRatio: 10, RxBytesMin: 1 << 16}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+// udpSock is a kernel UDP socket with its transport, bound to 127.0.0.1:0.
+func udpSock(t *testing.T, e *Env, bind bool) (int, *UDP) {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := e.NewUDP(func() bool { return false })
+	t.Cleanup(func() { u.Close(); unix.Close(fd) })
+	if bind {
+		if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		u.Bound(fd)
+	}
+	return fd, u
+}
+
+func sendto(u *UDP, fd int, b []byte, to netip.AddrPort) (int, unix.Errno, bool) {
+	var sa [16]byte
+	putSockaddr4(sa[:], to)
+	c := transport.Call{Op: transport.OpSendto, FD: fd, A: [5]uintptr{uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0, uintptr(unsafe.Pointer(&sa[0])), 16}}
+	return u.TransferVia(c)
+}
+
+func recvfrom(u *UDP, fd int, b []byte, flags int) (int, unix.Errno, bool, netip.AddrPort) {
+	var sa [16]byte
+	l := uint32(16)
+	c := transport.Call{Op: transport.OpRecvfrom, FD: fd, A: [5]uintptr{uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(flags), uintptr(unsafe.Pointer(&sa[0])), uintptr(unsafe.Pointer(&l))}}
+	n, e, os := u.TransferVia(c)
+	return n, e, os, sockaddr4(sa[:l])
+}
+
+func TestRingRoundTrip(t *testing.T) {
+	e := testEnv(t, 1000)
+	rfd, ru := udpSock(t, e, true)
+	sfd, su := udpSock(t, e, false)
+	to := sockname(rfd)
+	msg := []byte("hello ring")
+	n, errno, os := sendto(su, sfd, msg, to)
+	if n != len(msg) || errno != 0 || os {
+		t.Fatalf("send: %d %v os=%v", n, errno, os)
+	}
+	buf := make([]byte, 100)
+	n, errno, os, from := recvfrom(ru, rfd, buf, 0)
+	if n != len(msg) || errno != 0 || os || string(buf[:n]) != string(msg) {
+		t.Fatalf("recv: %d %v os=%v %q", n, errno, os, buf[:max(n, 0)])
+	}
+	if from != sockname(sfd) && from.Port() != sockname(sfd).Port() {
+		t.Fatalf("source %v, sender is %v", from, sockname(sfd))
+	}
+	// Nothing left: non-blocking receive says EAGAIN, and the wake datagram is gone.
+	n, errno, _, _ = recvfrom(ru, rfd, buf, unix.MSG_DONTWAIT)
+	if errno != unix.EAGAIN {
+		t.Fatalf("empty receive: %d %v", n, errno)
+	}
+}
