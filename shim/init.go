@@ -66,6 +66,8 @@ func start() {
 		Table:   cTable{},
 		Log:     lib.log,
 		Stats:   lib.stats,
+		SHM:     newSHM(params, lib.log),
+		IOMux:   iomuxParams(params),
 	})
 	C.goxio_set_ready(1)
 }
