@@ -58,9 +58,6 @@ static __thread int private_fds;
 enum { LEAVE_UNKNOWN, LEAVE_CLOSE_RANGE, LEAVE_UNSHARE, LEAVE_NONE };
 static int leave_mode = LEAVE_UNKNOWN;
 
-/* Counts the runtime threads that left the program's table (goxio_runtime_threads_private). */
-static int threads_private;
-
 /* close_all closes every fd of the calling thread's (private) table: close_range where the
  * kernel has it, else each fd listed in /proc/thread-self/fd. */
 static int close_all(void) {
@@ -114,7 +111,6 @@ static void leave_program_fds(void) {
 	return;
 done:
 	private_fds = 1;
-	__atomic_add_fetch(&threads_private, 1, __ATOMIC_RELAXED);
 }
 
 struct runtime_start {
@@ -153,10 +149,6 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
 		free(rs);
 	return r;
 }
-
-int goxio_thread_private_fds(void) { return private_fds; }
-
-int goxio_runtime_threads_private(void) { return __atomic_load_n(&threads_private, __ATOMIC_RELAXED); }
 
 /* goxio_fd_borrow returns an fd through which the calling thread reaches the program's fd: fd
  * itself on a thread that shares the program's table (*copy = 0); on a runtime thread, a copy in
