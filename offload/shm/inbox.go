@@ -38,7 +38,8 @@ type Inbox struct {
 	peekRing  *ring
 	peekNext  uint64
 	peekIdx   int
-	lingering int // rings waiting to be drained before detaching
+	lingering int  // rings waiting to be drained before detaching
+	rescan    bool // an attach failed for want of resources: scan again
 	retired   [][]byte
 	calls     uint64
 	lastSweep time.Time
@@ -224,12 +225,13 @@ func (in *Inbox) Refresh() {
 		}
 	}
 	g := atomic.LoadUint64(in.genp)
-	if g == in.seenGen.Load() && in.lingering == 0 && !sweep {
+	if g == in.seenGen.Load() && in.lingering == 0 && !sweep && !in.rescan {
 		return
 	}
 	changed := false
-	if g != in.seenGen.Load() {
+	if g != in.seenGen.Load() || in.rescan {
 		in.seenGen.Store(g)
+		in.rescan = false
 		changed = in.scanSlots()
 	}
 	if sweep {
@@ -286,8 +288,12 @@ func (in *Inbox) scanSlots() bool {
 		}
 		r, err := in.attach(tagPID(t), start, id)
 		if err != nil {
-			in.failed[i] = t
-			in.failures.Add(1)
+			if permanent(err) {
+				in.failed[i] = t
+				in.failures.Add(1)
+			} else {
+				in.rescan = true // out of fds or memory: try again on the next Refresh
+			}
 			continue
 		}
 		r.slot, r.tag = i, t
@@ -318,6 +324,13 @@ func (in *Inbox) attach(pid int, start, id uint64) (*ring, error) {
 	}
 	r.path = path
 	return r, nil
+}
+
+// permanent reports whether an attach error is the ring's fault (refused until its slot
+// changes) rather than a shortage of ours (retried).
+func permanent(err error) bool {
+	return !errors.Is(err, unix.EMFILE) && !errors.Is(err, unix.ENFILE) && !errors.Is(err, unix.ENOMEM) &&
+		!errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN)
 }
 
 // linger marks a ring for detaching once drained.

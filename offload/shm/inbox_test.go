@@ -396,7 +396,8 @@ func TestAttachRejects(t *testing.T) {
 	}
 }
 
-// TestStaleInbox: CreateInbox replaces the file of a dead owner, not of a live one.
+// TestStaleInbox: CreateInbox replaces the file of a dead owner, not of a live one; senders
+// refuse an inbox whose owner is dead.
 func TestStaleInbox(t *testing.T) {
 	dir := testDir(t)
 	in := mustInbox(t, dir, "st", 1)
@@ -404,6 +405,9 @@ func TestStaleInbox(t *testing.T) {
 		t.Fatalf("create over a live inbox: %v", err)
 	}
 	atomic.StoreUint64(word64(in.mem, ibPID), uint64(deadPID(t)))
+	if _, err := DialInbox(dir, "st", 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("dial an inbox of a dead owner: %v", err)
+	}
 	in2, err := CreateInbox(dir, "st", 1)
 	if err != nil {
 		t.Fatalf("create over a dead inbox: %v", err)

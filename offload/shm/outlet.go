@@ -34,8 +34,8 @@ type Outlet struct {
 // DialInbox opens the inbox <dir>/<inboxName>, creates a ring of ringBytes data capacity
 // (rounded up to a power of two in [MinRingBytes, MaxRingBytes]) and registers it in a free slot
 // (claimed by CAS; a slot claimed by a dead process is reclaimed and its ring file removed).
-// ErrFull when no slot is free, ErrClosed when the inbox is closed, ErrNoSpace when the file
-// system is full, ErrCorrupt when the inbox does not validate.
+// ErrFull when no slot is free, ErrClosed when the inbox is closed or its owner is no longer
+// running, ErrNoSpace when the file system is full, ErrCorrupt when the inbox does not validate.
 func DialInbox(dir, inboxName string, ringBytes int) (*Outlet, error) {
 	if !validName(inboxName) {
 		return nil, fmt.Errorf("dial inbox %q: invalid name: %w", inboxName, unix.EINVAL)
@@ -66,9 +66,10 @@ func DialInbox(dir, inboxName string, ringBytes int) (*Outlet, error) {
 		unmap(ib)
 		return nil, fmt.Errorf("dial inbox %q: bad header: %w", inboxName, ErrCorrupt)
 	}
-	if atomic.LoadUint64(o.ibClosed) != 0 {
+	if atomic.LoadUint64(o.ibClosed) != 0 ||
+		!processAlive(int(atomic.LoadUint64(word64(ib, ibPID))), atomic.LoadUint64(word64(ib, ibStart))) {
 		unmap(ib)
-		return nil, fmt.Errorf("dial inbox %q: %w", inboxName, ErrClosed)
+		return nil, fmt.Errorf("dial inbox %q: closed or owner gone: %w", inboxName, ErrClosed)
 	}
 
 	// The ring file, under a name no other live or dead process uses.
