@@ -299,6 +299,9 @@ func (in *Inbox) scanSlots() bool {
 		r.slot, r.tag = i, t
 		in.bySlot[i] = r
 		in.rings = append(in.rings, r)
+		if atomic.LoadUint64(word64(r.mem, rgClosed)) != 0 {
+			in.linger(r) // closed before we ever saw it
+		}
 		changed = true
 	}
 	return changed

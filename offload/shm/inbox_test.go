@@ -149,12 +149,21 @@ func TestOutletCloseDetaches(t *testing.T) {
 	if len(in.Stats()) != 0 || len(dirFiles(t, dir)) != 1 {
 		t.Fatalf("drained closed ring still there: stats %v files %v", in.Stats(), dirFiles(t, dir))
 	}
-	o2 := mustDial(t, dir, "oc", 0)
+	// A sender that closes before the receiver ever attached its ring.
+	o2, err := DialInbox(dir, "oc", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := o2.Send(nil, [][]byte{[]byte("again")}, 5); err != nil {
 		t.Fatal(err)
 	}
+	o2.Close()
 	if _, d, err := drainOne(in); err != nil || string(d) != "again" {
 		t.Fatalf("new sender in the freed slot: %q %v", d, err)
+	}
+	in.Refresh()
+	if len(in.Stats()) != 0 || len(dirFiles(t, dir)) != 1 {
+		t.Fatalf("ring closed before its attach still there: stats %v files %v", in.Stats(), dirFiles(t, dir))
 	}
 }
 
