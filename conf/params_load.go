@@ -16,8 +16,9 @@ var otherEnv = map[string]bool{
 	ParamsFileEnv: true,
 	"GOXIO_LIB":   true, // tests and tools: path of libgoxio.so
 	"GOXIO_BIN":   true, // tests: folder of the goxio tools
-	// GOXIO_SHM_DIR: where the shared-memory transport keeps its segments (default /dev/shm);
-	// "off" disables the transport.
+	// GOXIO_SHM=1 turns the shared-memory UDP transport on (off by default while its
+	// semantics are incomplete); GOXIO_SHM_DIR is where it keeps its segments (/dev/shm).
+	"GOXIO_SHM":     true,
 	"GOXIO_SHM_DIR": true,
 }
 

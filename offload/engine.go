@@ -233,3 +233,22 @@ func (e *Engine) Socket(fd int) (Snapshot, bool) {
 
 // localAddr is the socket's bound address as the kernel reports it.
 func localAddr(fd int) netip.AddrPort { return sysc.Sockname(fd) }
+
+// Shutdown withdraws every shared-memory socket and closes the transport (the process exits).
+func (e *Engine) Shutdown() {
+	if e.cfg.SHM == nil {
+		return
+	}
+	e.reg.mu.Lock()
+	var socks []*shmtr.UDP
+	e.reg.each(func(fd int, s *Socket) {
+		if u, ok := s.tr.(*shmtr.UDP); ok {
+			socks = append(socks, u)
+		}
+	})
+	e.reg.mu.Unlock()
+	for _, u := range socks {
+		u.Close()
+	}
+	e.cfg.SHM.Close()
+}

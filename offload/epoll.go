@@ -280,6 +280,9 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 				return int64(n)
 			}
 		}
+		if w.interrupted() {
+			return -int64(unix.EINTR)
+		}
 		if w.spinBudget(start) {
 			w.spin(true)
 			continue

@@ -1,6 +1,7 @@
 package offload
 
 import (
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -15,6 +16,9 @@ type IOMux struct {
 	SelectPoll        int // VMA_SELECT_POLL: microseconds to poll before sleeping; -1 forever
 	SelectPollOSRatio int // VMA_SELECT_POLL_OS_RATIO: kernel fds checked every N polls; 0 only at the start
 	SelectSkipOS      int // VMA_SELECT_SKIP_OS: with rings ready, check the kernel every N calls only
+	// Signals returns the calling thread's signal-handler counters (nil: none): a handler that
+	// runs while the call polls ends it with EINTR, as it ends a sleeping select, poll or epoll.
+	Signals func() *transport.SigCounters
 }
 
 // waiter is one select, poll or epoll_wait call over ring sockets: it polls the rings and the
@@ -25,6 +29,8 @@ type waiter struct {
 	socks    []*shmtr.UDP // the ring sockets involved
 	deadline int64        // nanotime; 0: none (forever); -1: do not wait
 	spinning bool
+	sig      *transport.SigCounters
+	sigBase  uint32
 }
 
 func (e *Engine) newWaiter(ts *unix.Timespec) (*waiter, syscall.Errno) {
@@ -52,10 +58,20 @@ func (w *waiter) spinBudget(start int64) bool {
 	return nanotime()-start < int64(p)*1000 && (w.deadline == 0 || nanotime() < w.deadline)
 }
 
+// interrupted reports whether a signal handler ran on this thread since the waiter started
+// spinning.
+func (w *waiter) interrupted() bool {
+	return w.sig != nil && atomic.LoadUint32(&w.sig.All) != w.sigBase
+}
+
 // spin marks the waiter's sockets as polled (senders skip wake datagrams) or not.
 func (w *waiter) spin(on bool) {
 	if w.spinning == on {
 		return
+	}
+	if on && w.sig == nil && w.e.cfg.IOMux.Signals != nil {
+		w.sig = w.e.cfg.IOMux.Signals()
+		w.sigBase = atomic.LoadUint32(&w.sig.All)
 	}
 	w.spinning = on
 	for _, u := range w.socks {
@@ -170,6 +186,9 @@ func (w *waiter) pollLoop(fds []unix.PollFd, sys func(ts *unix.Timespec, mask ui
 			if n := fix(); n > 0 || w.deadline < 0 {
 				return n
 			}
+		}
+		if w.interrupted() {
+			return -int64(unix.EINTR)
 		}
 		if w.spinBudget(start) {
 			w.spin(true)

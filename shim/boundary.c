@@ -21,7 +21,7 @@ static void sigpipe_again(void) {
 	if (REAL(sigaction)(SIGPIPE, NULL, &cur) != 0)
 		return;
 	uintptr_t h = (cur.sa_flags & SA_SIGINFO) ? (uintptr_t)cur.sa_sigaction : (uintptr_t)cur.sa_handler;
-	if (h >= goxio_self_lo && h < goxio_self_hi)
+	if (h >= goxio_self_lo && h < goxio_self_hi && !goxio_is_sig_tramp(h))
 		pthread_kill(pthread_self(), SIGPIPE);
 }
 

@@ -155,6 +155,15 @@ int goxio_is_forked_child(void);
 void goxio_restore_sigmask(void);
 
 /* ---- signals (signal.c) ---- */
+
+/* Per-thread counts of the program's signal handlers that ran on the thread: all of them, and
+ * those without SA_RESTART. */
+struct goxio_sig_counters {
+	unsigned int all;
+	unsigned int interrupting;
+};
+struct goxio_sig_counters *goxio_sig_counters(void);
+GOXIO_HIDDEN int goxio_is_sig_tramp(uintptr_t handler);
 GOXIO_HIDDEN void goxio_block_async_signals(void);
 
 /* ---- the boundary into Go (calls.c) ---- */

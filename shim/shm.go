@@ -10,16 +10,20 @@ import (
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
 )
 
-// shmDirEnv names the directory of the shared-memory transport's segments; "off" disables it.
-const shmDirEnv = "GOXIO_SHM_DIR"
+// shmEnv turns the shared-memory UDP transport on ("1"); shmDirEnv names the directory of its
+// segments (default /dev/shm).
+const (
+	shmEnv    = "GOXIO_SHM"
+	shmDirEnv = "GOXIO_SHM_DIR"
+)
 
 // newSHM opens the shared-memory transport's process state, or returns nil (every offloaded
 // socket then stays on the kernel) when it is off or cannot start.
 func newSHM(p conf.Params, log *zap.Logger) *shmtr.Env {
-	dir := os.Getenv(shmDirEnv)
-	if dir == "off" || !p.OffloadedSockets {
+	if os.Getenv(shmEnv) != "1" || !p.OffloadedSockets {
 		return nil
 	}
+	dir := os.Getenv(shmDirEnv)
 	if dir == "" {
 		dir = "/dev/shm"
 	}
@@ -29,6 +33,7 @@ func newSHM(p conf.Params, log *zap.Logger) *shmtr.Env {
 		RxUDPPollOSRatio:    p.RxUDPPollOSRatio,
 		RxBytesMin:          p.RxBytesMin,
 		TxNonblockedEagains: p.TxNonblockedEagains,
+		Signals:             sigCounters,
 	}, log)
 	if err != nil {
 		log.Warn("shared-memory transport unavailable: same-host UDP goes through the kernel", zap.Error(err))
@@ -38,5 +43,6 @@ func newSHM(p conf.Params, log *zap.Logger) *shmtr.Env {
 }
 
 func iomuxParams(p conf.Params) offload.IOMux {
-	return offload.IOMux{SelectPoll: p.SelectPoll, SelectPollOSRatio: p.SelectPollOSRatio, SelectSkipOS: p.SelectSkipOS}
+	return offload.IOMux{SelectPoll: p.SelectPoll, SelectPollOSRatio: p.SelectPollOSRatio, SelectSkipOS: p.SelectSkipOS,
+		Signals: sigCounters}
 }

@@ -6,6 +6,11 @@
  *   Go code and Go requires alternate signal stacks there.
  * - A handler inside this library is the Go runtime's own: seeing one tells goxio_late that the
  *   runtime's constructor ran (see lifecycle.c).
+ * - A program's handler is installed behind goxio_sig_tramp, which counts, per thread, the
+ *   handlers that ran (and those without SA_RESTART) before calling the program's handler: a
+ *   receive or a select/poll/epoll that polls rings in user space has no system call for the
+ *   signal to interrupt, so it watches the counters to return EINTR as the kernel would
+ *   (goxio_sig_counters). sigaction reports the program's own handler, never the trampoline.
  */
 #include "goxio.h"
 
@@ -24,19 +29,77 @@ static int in_self(const struct sigaction *act) {
 	return h >= goxio_self_lo && h < goxio_self_hi;
 }
 
+/* The program's handlers behind the trampoline, by signal number. */
+static struct sigaction app_act[NSIG];
+static volatile int app_set[NSIG];
+
+static __thread struct goxio_sig_counters sig_counters;
+
+struct goxio_sig_counters *goxio_sig_counters(void) { return &sig_counters; }
+
+void goxio_sig_tramp(int sig, siginfo_t *info, void *ctx) {
+	__atomic_add_fetch(&sig_counters.all, 1, __ATOMIC_RELAXED);
+	if (sig <= 0 || sig >= NSIG || !app_set[sig])
+		return;
+	const struct sigaction *a = &app_act[sig];
+	if (!(a->sa_flags & SA_RESTART))
+		__atomic_add_fetch(&sig_counters.interrupting, 1, __ATOMIC_RELAXED);
+	if (a->sa_flags & SA_SIGINFO)
+		a->sa_sigaction(sig, info, ctx);
+	else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN)
+		a->sa_handler(sig);
+}
+
+/* app_view turns what the kernel holds into what the program installed. */
+static void app_view(int sig, struct sigaction *old) {
+	if (old == NULL || sig <= 0 || sig >= NSIG)
+		return;
+	if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction == goxio_sig_tramp && app_set[sig])
+		memcpy(old, &app_act[sig], sizeof(*old));
+}
+
+int goxio_is_sig_tramp(uintptr_t h) { return h == (uintptr_t)goxio_sig_tramp; }
+
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-	if (act == NULL || !is_function(act))
-		return REAL(sigaction)(sig, act, old);
+	int r;
+	if (act == NULL || !is_function(act)) {
+		r = REAL(sigaction)(sig, act, old);
+		if (r == 0) {
+			app_view(sig, old);
+			if (act != NULL && sig > 0 && sig < NSIG)
+				app_set[sig] = 0;
+		}
+		return r;
+	}
 	if (in_self(act)) {
 		goxio_runtime_ctor_ran = 1;
 		return REAL(sigaction)(sig, act, old);
 	}
-	if (act->sa_flags & SA_ONSTACK)
+	if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP)
 		return REAL(sigaction)(sig, act, old);
+	struct sigaction prev_app;
+	int had = app_set[sig];
+	if (had)
+		memcpy(&prev_app, &app_act[sig], sizeof(prev_app));
 	struct sigaction copy;
 	memcpy(&copy, act, sizeof(copy));
-	copy.sa_flags |= SA_ONSTACK;
-	return REAL(sigaction)(sig, &copy, old);
+	copy.sa_flags |= SA_ONSTACK | SA_SIGINFO;
+	copy.sa_sigaction = goxio_sig_tramp;
+	/* Publish the program's handler before the kernel can call the trampoline for it. */
+	memcpy(&app_act[sig], act, sizeof(*act));
+	app_act[sig].sa_flags |= SA_ONSTACK;
+	__atomic_store_n(&app_set[sig], 1, __ATOMIC_RELEASE);
+	r = REAL(sigaction)(sig, &copy, old);
+	if (r != 0) {
+		if (had)
+			memcpy(&app_act[sig], &prev_app, sizeof(prev_app));
+		else
+			app_set[sig] = 0;
+		return r;
+	}
+	if (old != NULL && had && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction == goxio_sig_tramp)
+		memcpy(old, &prev_app, sizeof(*old));
+	return 0;
 }
 
 /* signal has glibc's BSD semantics (SA_RESTART, the signal blocked in its handler), expressed

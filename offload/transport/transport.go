@@ -173,3 +173,12 @@ func itoa(n int) string {
 	}
 	return string(b[i:])
 }
+
+// SigCounters are the per-thread counts of the program's signal handlers that ran on a thread
+// (shim/signal.c's struct goxio_sig_counters): all of them, and those without SA_RESTART. Code
+// that polls in user space, where no system call can be interrupted, watches them to return
+// EINTR as a blocking system call would. Read them with sync/atomic.
+type SigCounters struct {
+	All          uint32
+	Interrupting uint32
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/goxio/goxio/offload/discovery"
 	ring "github.com/goxio/goxio/offload/shm"
+	"github.com/goxio/goxio/offload/transport"
 )
 
 // Params are the parameters the transport follows (VMA_* names in conf.Params).
@@ -21,6 +22,9 @@ type Params struct {
 	RxBytesMin          int    // VMA_RX_BYTES_MIN: smallest ring
 	TxNonblockedEagains bool   // VMA_TX_NONBLOCKED_EAGAINS
 	InboxSlots          int    // senders one inbox accepts at once
+	// Signals returns the calling thread's signal-handler counters; nil: none (a signal during
+	// polling then only ends the call once the poll budget is spent and the call sleeps).
+	Signals func() *transport.SigCounters
 }
 
 // Env is the transport's process-wide state: the discovery directory, the outlets this process
@@ -55,6 +59,9 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shm transport: %w", err)
 	}
+	if n := sweepStale(p.Dir, unix.Geteuid()); n > 0 {
+		log.Debug("shm: removed segments of dead processes", zap.Int("files", n))
+	}
 	rb := 1 << 18
 	for rb < p.RxBytesMin {
 		rb <<= 1
@@ -63,7 +70,8 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 		outlets: map[string]*ring.Outlet{}, sources: map[netip.Addr]netip.Addr{}}, nil
 }
 
-// Close releases what the process opened (at exit).
+// Close releases the process's outlets (at exit). The directory stays mapped: other threads
+// may still be running and looking destinations up while the process exits.
 func (e *Env) Close() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -71,7 +79,6 @@ func (e *Env) Close() {
 		_ = o.Close()
 		delete(e.outlets, name)
 	}
-	_ = e.dir.Close()
 }
 
 // outlet returns this process's outlet towards an inbox, opening it on first use; nil when the

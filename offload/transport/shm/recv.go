@@ -2,6 +2,7 @@ package shm
 
 import (
 	"errors"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -147,6 +148,8 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 		}
 	}()
 	checkOS := true
+	var sig *transport.SigCounters
+	var sigBase uint32
 	for {
 		if n, ok := u.fromRing(in, rc); ok {
 			u.rings.Add(1)
@@ -172,6 +175,15 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 			if !spinning {
 				in.SpinBegin()
 				spinning = true
+				if sig == nil && p.Signals != nil {
+					sig = p.Signals()
+					sigBase = atomic.LoadUint32(&sig.Interrupting)
+				}
+			}
+			// A handler without SA_RESTART ran on this thread: the kernel's blocking receive
+			// would have returned EINTR (with SA_RESTART it would have gone on waiting).
+			if sig != nil && atomic.LoadUint32(&sig.Interrupting) != sigBase {
+				return -1, unix.EINTR, false
 			}
 			polls++
 			continue
