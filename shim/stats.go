@@ -116,6 +116,9 @@ func (commands) DumpFD(fd int, level int) {
 //
 //export goxio_go_exit
 func goxio_go_exit() {
+	if lib.engine != nil {
+		lib.engine.Shutdown()
+	}
 	if lib.stats != nil {
 		_ = lib.stats.Close()
 	}
