@@ -33,6 +33,7 @@ type member struct {
 	events   uint32
 	data     uint64
 	disabled bool // EPOLLONESHOT fired; re-armed by EPOLL_CTL_MOD
+	bell     int  // the doorbell fd registered in the inner set for this member; 0: none
 	edge     bool // EPOLLET: ring readiness already reported since the rings were last empty
 }
 
@@ -117,6 +118,9 @@ func (e *Engine) handMembersOver(s *Socket) {
 				continue
 			}
 			_ = epollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)
+			if m.bell > 0 {
+				_ = epollCtl(set.inner, unix.EPOLL_CTL_DEL, m.bell, 0, 0)
+			}
 			if errno := epollCtl(set.epfd, unix.EPOLL_CTL_ADD, fd, m.events, m.data); errno != 0 {
 				e.log.Warn("epoll: socket could not move back to the program's set", zap.Int("fd", fd), zap.Error(errno))
 			}
@@ -225,6 +229,9 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 			return result(n, errno)
 		}
 		_ = epollCtl(set.inner, op, fd, 0, 0)
+		if m.bell > 0 {
+			_ = epollCtl(set.inner, op, m.bell, 0, 0)
+		}
 		set.remove(fd)
 	default:
 		return -int64(unix.EINVAL)
@@ -259,6 +266,7 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 	}
 	out := umem.EpollEvents(c.A[0], max)
 	_ = out[len(out)-1] // fault now on a short array, before anything was consumed
+	set.armBells()
 	set.mu.Lock()
 	for _, m := range set.members {
 		if u := m.s.shmUDP(); u != nil {
@@ -371,39 +379,59 @@ func (set *epollSet) kernelEvents(addr uintptr, out []byte, from, max int, ts *u
 	return n - from, 0
 }
 
+// bellData marks a doorbell's registration in an inner set (the member's fd in the low bits).
+const bellData = 1 << 62
+
 // innerEvents reads the inner set without waiting and appends the members' events after
 // out[:n] (which holds this call's events so far: a member reported from its rings gets the
 // kernel's bits added instead).
 func (set *epollSet) innerEvents(out []byte, n, max int) int {
 	var buf [64 * 16]byte
-	lim := min(max-n, 64)
-	k, errno := epollWaitGo(set.inner, buf[:lim*epollEventSize])
-	if errno != 0 || k <= 0 {
-		return 0
+	added := 0
+	for n+added < max {
+		lim := min(max-n-added, 64)
+		k, errno := epollWaitGo(set.inner, buf[:lim*epollEventSize])
+		if errno != 0 || k <= 0 {
+			break
+		}
+		added += set.translate(out, buf[:k*epollEventSize], n+added)
+		if k < lim {
+			break
+		}
 	}
+	return added
+}
+
+// translate turns inner events into the program's events, written from out[at:].
+func (set *epollSet) translate(out, events []byte, at int) int {
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	added := 0
-	for i := 0; i < k; i++ {
-		ev, data := getEvent(buf[i*epollEventSize:])
-		fd := int(data)
+	for i := 0; i+epollEventSize <= len(events); i += epollEventSize {
+		ev, data := getEvent(events[i:])
+		bell := data&bellData != 0
+		fd := int(data &^ bellData)
 		m := set.members[fd]
 		if m == nil {
 			continue
 		}
-		if ev&unix.EPOLLIN != 0 {
-			if u := m.s.shmUDP(); u != nil && !u.KernelReadable(fd) {
-				ev &^= unix.EPOLLIN
+		if bell {
+			u := m.s.shmUDP()
+			if u == nil {
+				continue
 			}
+			u.Rang()
+			if !u.RingReady() || m.events&unix.EPOLLIN == 0 {
+				continue
+			}
+			ev = unix.EPOLLIN
+			m.edge = true
 		}
+		ev &= m.events | unix.EPOLLERR | unix.EPOLLHUP
 		if ev == 0 {
-			if m.events&unix.EPOLLONESHOT != 0 && !m.disabled {
-				// The inner registration fired for a wake datagram only: arm it again.
-				_ = epollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, m.events, uint64(fd))
-			}
 			continue
 		}
-		if j := indexOf(out, 0, n+added, m.data); j >= 0 {
+		if j := indexOf(out, 0, at+added, m.data); j >= 0 {
 			old, _ := umem.EpollEvent(out, j)
 			umem.PutEpollEvent(out, j, old|ev, m.data)
 			continue
@@ -411,13 +439,31 @@ func (set *epollSet) innerEvents(out []byte, n, max int) int {
 		if m.disabled {
 			continue
 		}
-		umem.PutEpollEvent(out, n+added, ev, m.data)
+		umem.PutEpollEvent(out, at+added, ev, m.data)
 		added++
 		if m.events&unix.EPOLLONESHOT != 0 {
 			m.disabled = true
 		}
 	}
 	return added
+}
+
+// armBells registers, in the inner set, the doorbells of members that got one since they were
+// added (a socket gets its inbox when it gets a port).
+func (set *epollSet) armBells() {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	for fd, m := range set.members {
+		u := m.s.shmUDP()
+		if u == nil {
+			continue
+		}
+		if b := u.Bell(); b >= 0 && b != m.bell {
+			if epollCtl(set.inner, unix.EPOLL_CTL_ADD, b, unix.EPOLLIN, uint64(fd)|bellData) == 0 {
+				m.bell = b
+			}
+		}
+	}
 }
 
 func indexOf(out []byte, from, to int, data uint64) int {

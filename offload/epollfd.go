@@ -13,6 +13,14 @@ func isEpoll(fd int) bool {
 	return err == nil && string(buf[:n]) == "anon_inode:[eventpoll]"
 }
 
+// AdoptInternal moves one of the library's own fds high and marks it internal in table (the
+// program cannot see or close it); the shared-memory transport's doorbells use it.
+func AdoptInternal(table FDTable, fd int) int {
+	fd = moveHigh(fd)
+	table.Set(fd, FlagInternal)
+	return fd
+}
+
 // moveHigh moves one of the engine's own fds near the top of the fd limit (where the shim keeps
 // internal fds), so that it does not take a number the program expects to get.
 func moveHigh(fd int) int {

@@ -128,17 +128,16 @@ func (e *Engine) poll(c *transport.Call) (r int64) {
 	if errno != 0 {
 		return -int64(errno)
 	}
-	return w.pollLoop(fds, func(ts *unix.Timespec, mask uintptr) (int, syscall.Errno) {
-		return ppoll(c.A[0], n, ts, mask)
-	}, c.A[3])
+	return w.pollLoop(fds, c.A[3])
 }
 
-// pollLoop runs the waiter over a pollfd array (the program's, at addr, or the engine's own for
-// select) and returns the number of fds with events, or -errno.
-func (w *waiter) pollLoop(fds []unix.PollFd, sys func(ts *unix.Timespec, mask uintptr) (int, syscall.Errno), mask uintptr) int64 {
+// pollLoop runs the waiter over a pollfd array (the program's, or the engine's own for select)
+// and returns the number of fds with events, or -errno. It polls a copy that also holds the
+// ring sockets' doorbells, and writes the revents back.
+func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 	type target struct {
-		i int
-		u *shmtr.UDP
+		i, bell int
+		u       *shmtr.UDP
 	}
 	var tarr [8]target
 	targets := tarr[:0]
@@ -147,27 +146,42 @@ func (w *waiter) pollLoop(fds []unix.PollFd, sys func(ts *unix.Timespec, mask ui
 			continue
 		}
 		if u := w.e.ringSocket(int(fds[i].Fd)); u != nil {
-			targets = append(targets, target{i, u})
+			targets = append(targets, target{i: i, bell: -1, u: u})
 			w.socks = append(w.socks, u)
+		}
+	}
+	n := len(fds)
+	all := make([]unix.PollFd, n, n+len(targets))
+	copy(all, fds)
+	for k := range targets {
+		if b := targets[k].u.Bell(); b >= 0 {
+			all = append(all, unix.PollFd{Fd: int32(b), Events: unix.POLLIN})
+			targets[k].bell = len(all) - 1
 		}
 	}
 	defer w.spin(false)
 	fix := func() int64 {
-		count := int64(0)
 		for _, t := range targets {
-			p := &fds[t.i]
+			if t.bell >= 0 && all[t.bell].Revents != 0 {
+				t.u.Rang()
+			}
 			if t.u.RingReady() {
-				p.Revents |= unix.POLLIN
-			} else if p.Revents&unix.POLLIN != 0 && !t.u.KernelReadable(int(p.Fd)) {
-				p.Revents &^= unix.POLLIN
+				all[t.i].Revents |= unix.POLLIN
 			}
 		}
-		for i := range fds {
-			if fds[i].Revents != 0 {
+		count := int64(0)
+		for i := range all[:n] {
+			if all[i].Revents != 0 {
 				count++
 			}
 		}
 		return count
+	}
+	done := func(r int64) int64 {
+		for i := range fds {
+			fds[i].Revents = all[i].Revents
+		}
+		return r
 	}
 	zero := unix.Timespec{}
 	start := nanotime()
@@ -180,11 +194,11 @@ func (w *waiter) pollLoop(fds []unix.PollFd, sys func(ts *unix.Timespec, mask ui
 			}
 		}
 		if ringReady || w.osCheckDue(i) {
-			if _, errno := sys(&zero, 0); errno != 0 {
+			if _, errno := ppollGo(all, &zero, 0); errno != 0 {
 				return -int64(errno)
 			}
-			if n := fix(); n > 0 || w.deadline < 0 {
-				return n
+			if r := fix(); r > 0 || w.deadline < 0 {
+				return done(r)
 			}
 		}
 		if w.interrupted() {
@@ -198,17 +212,17 @@ func (w *waiter) pollLoop(fds []unix.PollFd, sys func(ts *unix.Timespec, mask ui
 			w.spin(false)
 			continue // one more look at the rings and the kernel before sleeping
 		}
-		n, errno := sys(w.remaining(), mask)
+		k, errno := ppollGo(all, w.remaining(), mask)
 		if errno != 0 {
 			return -int64(errno)
 		}
-		if n == 0 {
-			return 0
+		if k == 0 {
+			return done(0)
 		}
-		if n := fix(); n > 0 {
-			return n
+		if r := fix(); r > 0 {
+			return done(r)
 		}
-		// Only wake datagrams: sleep again (the deadline still holds).
+		// Only a doorbell for data another thread took already: sleep again.
 	}
 }
 
@@ -259,9 +273,7 @@ func (e *Engine) sel(c *transport.Call) (r int64) {
 			fds = append(fds, unix.PollFd{Fd: int32(fd), Events: ev})
 		}
 	}
-	n := w.pollLoop(fds, func(ts *unix.Timespec, mask uintptr) (int, syscall.Errno) {
-		return ppollGo(fds, ts, mask)
-	}, args.Mask)
+	n := w.pollLoop(fds, args.Mask)
 	if args.TV != nil {
 		left := w.remaining()
 		if left == nil {

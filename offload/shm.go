@@ -95,6 +95,9 @@ var kernelOnlyOptions = map[[2]int]string{
 
 // udpOption notes a socket option the program set successfully on an offloaded UDP socket.
 func (e *Engine) udpOption(s *Socket, fd int, level, name int, val uintptr, vlen uint32) {
+	if u := s.shmUDP(); u != nil {
+		u.OptionSet(fd, level, name)
+	}
 	what, ok := kernelOnlyOptions[[2]int{level, name}]
 	if !ok {
 		return

@@ -7,13 +7,8 @@
  *     fork-detection page and blocks asynchronous signals so every thread the Go runtime creates
  *     inherits a mask in which the program's signals are blocked (signalfd programs keep working).
  *  2. the Go runtime's constructor: installs its signal handlers (through our sigaction wrapper,
- *     which notes that it ran) and starts the Go initialization on a new thread. Every thread the
- *     runtime creates goes through our pthread_create (threads.c), recognised by its start routine
- *     inside this library's range (set in step 1, so before the first one), and starts by leaving
- *     the program's fd table for a private, empty one: the program's fd system calls then run on a
- *     table that is not shared (Linux's fdget takes no reference on the file there), as without
- *     the library. No Go code that runs on a runtime thread may use a program fd; the runtime's
- *     network poller must never start (its epoll fd would live in one table only).
+ *     which notes that it ran) and starts the Go initialization on a new thread. The runtime's
+ *     threads share the program's fd table (threads.c says why they cannot leave it).
  *  3. goxio_late (plain constructor, after the runtime's): when the runtime's constructor really
  *     ran, calls into Go (goxio_go_start), which waits for the Go initialization and then, on this,
  *     the program's main thread, does the library's start-up: parameters, logger (the log file

@@ -25,6 +25,11 @@ type Params struct {
 	// Signals returns the calling thread's signal-handler counters; nil: none (a signal during
 	// polling then only ends the call once the poll budget is spent and the call sleeps).
 	Signals func() *transport.SigCounters
+	// AdoptFD makes one of the transport's own fds internal (invisible to the program, placed
+	// high) and returns its number; ReleaseFD undoes it before the fd is closed. nil: the fds
+	// stay as they are (tests).
+	AdoptFD   func(fd int) int
+	ReleaseFD func(fd int)
 }
 
 // Env is the transport's process-wide state: the discovery directory, the outlets this process
@@ -37,6 +42,8 @@ type Env struct {
 
 	ringBytes int
 	nextInbox atomic.Uint64
+
+	ringer int // the socket that rings other inboxes' doorbells
 
 	mu      sync.Mutex
 	outlets map[string]*ring.Outlet
@@ -66,8 +73,32 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 	for rb < p.RxBytesMin {
 		rb <<= 1
 	}
-	return &Env{p: p, dir: d, log: log, pid: unix.Getpid(), ringBytes: rb,
-		outlets: map[string]*ring.Outlet{}, sources: map[netip.Addr]netip.Addr{}}, nil
+	ringer, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		_ = d.Close()
+		return nil, fmt.Errorf("shm transport: doorbell socket: %w", err)
+	}
+	e := &Env{p: p, dir: d, log: log, pid: unix.Getpid(), ringBytes: rb,
+		outlets: map[string]*ring.Outlet{}, sources: map[netip.Addr]netip.Addr{}}
+	e.ringer = e.adopt(ringer)
+	return e, nil
+}
+
+func (e *Env) adopt(fd int) int {
+	if e.p.AdoptFD != nil {
+		return e.p.AdoptFD(fd)
+	}
+	return fd
+}
+
+func (e *Env) closeFD(fd int) {
+	if fd < 0 {
+		return
+	}
+	if e.p.ReleaseFD != nil {
+		e.p.ReleaseFD(fd)
+	}
+	unix.Close(fd)
 }
 
 // Close releases the process's outlets (at exit). The directory stays mapped: other threads

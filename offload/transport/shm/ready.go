@@ -1,6 +1,5 @@
 package shm
 
-import "golang.org/x/sys/unix"
 
 // RingReady reports whether the socket's rings hold a datagram (select, poll and epoll report
 // the socket readable then, whatever the kernel says).
@@ -39,32 +38,22 @@ func (u *UDP) Spin(on bool) {
 	}
 }
 
-// KernelReadable is called when the kernel reports the socket readable: it drops wake datagrams
-// at the head of the kernel queue and reports whether a real datagram (or a pending error) is
-// left, or the rings got data meanwhile.
-func (u *UDP) KernelReadable(fd int) bool {
+// Bell is the socket's doorbell fd (select, poll and epoll sleep on it too), or -1.
+func (u *UDP) Bell() int {
+	if u.inbox.Load() == nil || u.kernelOnly.Load() {
+		return -1
+	}
+	return u.bell
+}
+
+// Rang empties the socket's doorbell after a sleeping select, poll or epoll saw it ring.
+func (u *UDP) Rang() {
 	if !u.enter() {
-		return true
+		return
 	}
 	defer u.exit()
-	in := u.inbox.Load()
-	if in == nil || u.kernelOnly.Load() {
-		return true
-	}
-	for i := 0; i < 64; i++ {
-		var head [wakeLen]byte
-		l, e := recvRaw(fd, &head, unix.MSG_PEEK|unix.MSG_TRUNC|unix.MSG_DONTWAIT)
-		if e == unix.EAGAIN {
-			return in.Pending()
-		}
-		if e != 0 || l != wakeLen || !isWake(head[:], in.Token()) {
-			return true
-		}
-		_, _ = recvRaw(fd, &head, unix.MSG_DONTWAIT)
+	if in := u.inbox.Load(); in != nil {
+		drainBell(u.bell)
 		in.ClearWake()
-		if in.Pending() {
-			return true
-		}
 	}
-	return true
 }

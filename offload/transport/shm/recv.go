@@ -136,8 +136,9 @@ func (u *UDP) recvmmsg(c *transport.Call, in *ring.Inbox) (int, syscall.Errno, b
 
 // receive waits for one datagram from the rings or the kernel socket: polls both (the kernel
 // every RxUDPPollOSRatio polls), spinning up to RxPoll polls when the call may block, then sleeps
-// in the kernel on the socket itself, where a sender's wake datagram or a kernel datagram ends
-// the sleep. SO_RCVTIMEO, EINTR and SA_RESTART of the sleep are the kernel's own.
+// in the kernel on the socket and the inbox's doorbell. It honours SO_RCVTIMEO (EAGAIN when it
+// expires) and returns EINTR when a signal handler ran on this thread, unless the handler has
+// SA_RESTART and the socket no receive timeout, as the kernel's blocking receive does.
 func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bool) (int, syscall.Errno, bool) {
 	p := &u.env.p
 	polls := 0
@@ -148,8 +149,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 		}
 	}()
 	checkOS := true
-	var sig *transport.SigCounters
-	var sigBase uint32
+	var w blockState
 	for {
 		if n, ok := u.fromRing(in, rc); ok {
 			u.rings.Add(1)
@@ -157,33 +157,26 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 		}
 		if checkOS || (p.RxUDPPollOSRatio > 0 && polls%p.RxUDPPollOSRatio == 0) {
 			checkOS = false
-			n, errno, done := u.fromKernel(c, in)
-			if done {
+			if n, errno, done := u.kernelNow(c); done {
 				if errno == 0 {
 					u.osRx.Add(1)
 				}
 				return n, errno, true
 			}
-			if n > 0 {
-				continue // a wake datagram was dropped: look at the rings again
-			}
 		}
 		if nonblock {
 			return -1, unix.EAGAIN, false
+		}
+		if !w.started {
+			w.start(u.rcvTimeo.Load(), p.Signals)
+		}
+		if errno := w.check(); errno != 0 {
+			return -1, errno, false
 		}
 		if p.RxPoll < 0 || polls < p.RxPoll {
 			if !spinning {
 				in.SpinBegin()
 				spinning = true
-				if sig == nil && p.Signals != nil {
-					sig = p.Signals()
-					sigBase = atomic.LoadUint32(&sig.Interrupting)
-				}
-			}
-			// A handler without SA_RESTART ran on this thread: the kernel's blocking receive
-			// would have returned EINTR (with SA_RESTART it would have gone on waiting).
-			if sig != nil && atomic.LoadUint32(&sig.Interrupting) != sigBase {
-				return -1, unix.EINTR, false
 			}
 			polls++
 			continue
@@ -195,13 +188,69 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 				continue
 			}
 		}
-		// Sleep until the kernel socket has a datagram (ours or a wake-up), without taking it.
-		var scratch [wakeLen]byte
-		if _, errno := recvRaw(c.FD, &scratch, unix.MSG_PEEK|unix.MSG_TRUNC); errno != 0 {
-			return -1, errno, true
+		r0, r1, errno := ppoll2(c.FD, u.bell, w.remaining())
+		if errno == unix.EINTR {
+			continue // w.check decides: EINTR or, with SA_RESTART, wait on
 		}
-		checkOS = true
+		if errno != 0 {
+			return -1, errno, false
+		}
+		if r0 == 0 && r1 == 0 {
+			return -1, unix.EAGAIN, false // SO_RCVTIMEO expired
+		}
+		if r1 != 0 {
+			drainBell(u.bell)
+			in.ClearWake()
+		}
+		checkOS = r0 != 0
 	}
+}
+
+// blockState is what a blocking receive watches besides the data: the socket's receive timeout
+// and the thread's signal handlers.
+type blockState struct {
+	started  bool
+	deadline int64 // nanotime; 0: no SO_RCVTIMEO
+	sig      *transport.SigCounters
+	all      uint32
+	intr     uint32
+}
+
+func (w *blockState) start(timeout int64, signals func() *transport.SigCounters) {
+	w.started = true
+	if timeout > 0 {
+		w.deadline = nanotime() + timeout
+	}
+	if signals != nil {
+		w.sig = signals()
+		w.all, w.intr = atomic.LoadUint32(&w.sig.All), atomic.LoadUint32(&w.sig.Interrupting)
+	}
+}
+
+// check returns EINTR when a handler ended the wait, EAGAIN when the timeout expired.
+func (w *blockState) check() syscall.Errno {
+	if w.sig != nil {
+		if atomic.LoadUint32(&w.sig.Interrupting) != w.intr {
+			return unix.EINTR
+		}
+		if w.deadline != 0 && atomic.LoadUint32(&w.sig.All) != w.all {
+			return unix.EINTR // with a receive timeout, even SA_RESTART does not restart
+		}
+	}
+	if w.deadline != 0 && nanotime() >= w.deadline {
+		return unix.EAGAIN
+	}
+	return 0
+}
+
+// remaining is the sleep's timeout: nil without SO_RCVTIMEO.
+func (w *blockState) remaining() *unix.Timespec {
+	if w.deadline == 0 {
+		return nil
+	}
+	left := max(w.deadline-nanotime(), 0)
+	ts := unix.NsecToTimespec(left)
+	return &ts
 }
 
 // fromRing copies the next ring datagram into the call's buffers. A fault on the program's
@@ -246,26 +295,6 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *rxCall) (int, bool) {
 		return len(data), true
 	}
 	return copied, true
-}
-
-// fromKernel looks at the kernel socket without blocking. done: the call is answered (a kernel
-// datagram, or a kernel error other than EAGAIN). Otherwise n > 0 says a wake datagram was
-// dropped.
-func (u *UDP) fromKernel(c *transport.Call, in *ring.Inbox) (n int, errno syscall.Errno, done bool) {
-	var head [wakeLen]byte
-	l, e := recvRaw(c.FD, &head, unix.MSG_PEEK|unix.MSG_TRUNC|unix.MSG_DONTWAIT)
-	if e == unix.EAGAIN {
-		return 0, 0, false
-	}
-	if e != 0 {
-		return u.kernelNow(c)
-	}
-	if l == wakeLen && isWake(head[:], in.Token()) {
-		_, _ = recvRaw(c.FD, &head, unix.MSG_DONTWAIT)
-		in.ClearWake()
-		return 1, 0, false
-	}
-	return u.kernelNow(c)
 }
 
 // kernelNow makes the program's receive call on the kernel socket without blocking (a datagram

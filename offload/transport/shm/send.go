@@ -22,6 +22,7 @@ type route struct {
 	gen  uint64
 	out  *ring.Outlet // nil: through the kernel
 	name [unix.SizeofSockaddrInet4]byte
+	bell *bellAddr // the receiver's doorbell
 }
 
 // sendFlags are the send flags the rings honour; any other flag sends through the kernel.
@@ -72,7 +73,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	default:
 		return u.kernel(c)
 	}
-	if flags&^sendFlags != 0 || total < 0 {
+	if flags&^sendFlags != 0 || total < 0 || total > maxUDPPayload {
 		return u.kernel(c)
 	}
 	var dst netip.AddrPort
@@ -91,7 +92,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	switch {
 	case err == nil:
 		if wake {
-			sendWake(c.FD, dst, r.out.Token())
+			ringBell(u.env.ringer, r.bell)
 		}
 		return total, 0, false
 	case errors.Is(err, ring.ErrFull):
@@ -158,6 +159,7 @@ func (u *UDP) routeTo(fd int, dst netip.AddrPort) *route {
 	found := u.env.dir.Lookup(dst, from, buf[:0])
 	if len(found) == 1 && !found[0].ReusePort {
 		r.out = u.env.outlet(found[0].Inbox)
+		r.bell = newBellAddr(found[0].Inbox)
 	}
 	if ce := u.env.log.Check(zap.DebugLevel, "shm route"); ce != nil {
 		ce.Write(zap.Stringer("dst", dst), zap.Stringer("src", from), zap.Int("found", len(found)), zap.Bool("ring", r.out != nil))
@@ -173,31 +175,12 @@ func (u *UDP) localAddr() netip.AddrPort {
 	return u.local
 }
 
-// wakeMagic starts every wake datagram; the inbox's token follows.
-const wakeMagic = "GOXIOWAK"
+// maxUDPPayload is the largest IPv4 UDP payload; larger sends go to the kernel, which fails
+// them with EMSGSIZE.
+const maxUDPPayload = 65507
 
-// wakeLen is the length of a wake datagram.
+// wakeLen is the size of the scratch buffers that drain doorbells.
 const wakeLen = 16
-
-// sendWake sends the wake datagram to dst's kernel socket from the sender's own socket (a
-// connected receiver accepts only its peer's datagrams). It never blocks.
-func sendWake(fd int, dst netip.AddrPort, token uint64) {
-	var b [wakeLen]byte
-	copy(b[:], wakeMagic)
-	binary.LittleEndian.PutUint64(b[8:], token)
-	var sa [unix.SizeofSockaddrInet4]byte
-	putSockaddr4(sa[:], dst)
-	for i := 0; i < 3; i++ {
-		if e := sendtoRaw(fd, &b, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, &sa); e != unix.EINTR {
-			return
-		}
-	}
-}
-
-// isWake reports whether a datagram is a wake datagram for token.
-func isWake(b []byte, token uint64) bool {
-	return len(b) == wakeLen && string(b[:8]) == wakeMagic && binary.LittleEndian.Uint64(b[8:]) == token
-}
 
 // sockaddr4 parses a sockaddr_in; the zero value for anything else.
 func sockaddr4(b []byte) netip.AddrPort {

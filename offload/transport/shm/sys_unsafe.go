@@ -41,3 +41,24 @@ func recvvRaw(fd int, iov uintptr, iovcnt int, flags int) (int, syscall.Errno) {
 	r, _, e := unix.Syscall6(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&m)), uintptr(flags), 0, 0, 0)
 	return errnoOf(r, e)
 }
+
+// bindRaw binds a socket to a library-owned sockaddr_un.
+func bindRaw(fd int, a *bellAddr) syscall.Errno {
+	_, _, e := unix.Syscall(unix.SYS_BIND, uintptr(fd), uintptr(unsafe.Pointer(&a.sa[0])), uintptr(a.len))
+	return e
+}
+
+// sendBellRaw sends one byte to a doorbell, never blocking.
+func sendBellRaw(fd int, a *bellAddr) syscall.Errno {
+	var b [1]byte
+	_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), 1,
+		unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, uintptr(unsafe.Pointer(&a.sa[0])), uintptr(a.len))
+	return e
+}
+
+// ppoll2 waits for one of two fds to be readable, with an optional timeout.
+func ppoll2(fd0, fd1 int, ts *unix.Timespec) (r0, r1 int16, errno syscall.Errno) {
+	fds := [2]unix.PollFd{{Fd: int32(fd0), Events: unix.POLLIN}, {Fd: int32(fd1), Events: unix.POLLIN}}
+	_, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 2, uintptr(unsafe.Pointer(ts)), 0, 0, 0)
+	return fds[0].Revents, fds[1].Revents, e
+}

@@ -31,6 +31,7 @@ type UDP struct {
 	gaveUp    transport.Reason // not ReasonNone: the socket went back to the kernel for good
 
 	inbox atomic.Pointer[ring.Inbox] // nil until the socket has a port
+	bell  int                        // the inbox's doorbell fd; set with inbox, before it is stored
 	// users counts the calls inside the transport; the inbox is unmapped only when the socket is
 	// closed and no call uses it (a thread may still be in recv when another closes the fd).
 	users    atomic.Int64
@@ -39,7 +40,8 @@ type UDP struct {
 	rxmu     sync.Mutex            // one consumer of the inbox at a time
 	route    atomic.Pointer[route] // the last destination and how to reach it
 
-	kernelOnly atomic.Bool // GiveUp happened: every call goes to the kernel socket
+	kernelOnly atomic.Bool  // GiveUp happened: every call goes to the kernel socket
+	rcvTimeo   atomic.Int64 // SO_RCVTIMEO in nanoseconds; 0: none
 
 	rings atomic.Uint64 // datagrams received from rings (Counts)
 	osRx  atomic.Uint64 // datagrams received from the kernel socket
@@ -52,7 +54,7 @@ type discoveryEntry = discovery.Entry
 type Counts struct{ RingRx, OSRx, RingTx, OSTx uint64 }
 
 // NewUDP returns the transport of one UDP socket. nonblock reports the socket's O_NONBLOCK.
-func (e *Env) NewUDP(nonblock func() bool) *UDP { return &UDP{env: e, nonblock: nonblock} }
+func (e *Env) NewUDP(nonblock func() bool) *UDP { return &UDP{env: e, nonblock: nonblock, bell: -1} }
 
 var _ transport.Transport = (*UDP)(nil)
 
@@ -99,6 +101,13 @@ func (u *UDP) Bound(fd int) {
 			return
 		}
 		in.Token() // chosen before anybody can find the inbox
+		bell, err := openBell(in.Name())
+		if err != nil {
+			_ = in.Close()
+			u.env.log.Info("shm: no doorbell, the socket receives through the kernel only", zap.Int("fd", fd), zap.Error(err))
+			return
+		}
+		u.bell = u.env.adopt(bell)
 		u.inbox.Store(in)
 	}
 	u.publishLocked(fd, in)
@@ -112,6 +121,16 @@ func (u *UDP) Connected(fd int, peer netip.AddrPort) {
 	u.mu.Unlock()
 	u.route.Store(nil)
 	u.Bound(fd)
+}
+
+// OptionSet tells the socket that the program set an option on its kernel socket; the ones the
+// transport follows are read back from the kernel (SO_RCVTIMEO).
+func (u *UDP) OptionSet(fd, level, name int) {
+	if level == unix.SOL_SOCKET && (name == unix.SO_RCVTIMEO || name == unix.SO_RCVTIMEO_NEW) {
+		if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
+			u.rcvTimeo.Store(tv.Nano())
+		}
+	}
 }
 
 // Peer is the connected peer, or the zero value.
@@ -201,6 +220,8 @@ func (u *UDP) release() {
 	u.finalize.Do(func() {
 		if in := u.inbox.Swap(nil); in != nil {
 			_ = in.Close()
+			u.env.closeFD(u.bell)
+			u.bell = -1
 		}
 	})
 }
