@@ -1,0 +1,518 @@
+/* shmudp: UDP traffic generator and checker for the shared-memory transport tests
+ * (tests/shm_test.go).
+ *
+ * Every datagram carries a header (magic, sender id, sequence number, total length, the sender's
+ * port, the sender's count) and a payload that is a function of (sender, seq, offset), followed by
+ * its FNV-1a checksum in the header: the receiver recomputes both, so a damaged, truncated, mixed
+ * or misattributed datagram is counted as bad.
+ *
+ * Modes (all print line-buffered stdout; lines the test waits for start with a fixed word):
+ *
+ *   rx   [-p port] [-n total] [-i idle_ms] [-a window] [-g] [-m group] [-W]
+ *        Binds 127.0.0.1:port (or INADDR_ANY:port joined to group on 127.0.0.1 with -m), prints
+ *        "ready PORT FD", receives until total datagrams (0: no limit), idle_ms without any, or
+ *        "exit" on stdin. -a: acknowledges seq to the datagram's source when seq % window ==
+ *        window-1 or seq is the sender's last. -g: reads nothing before "go" on stdin, then
+ *        drains with MSG_DONTWAIT until EAGAIN. "report" on stdin prints the per-sender lines.
+ *        At the end prints "sender ID got N first F last L gaps G" lines and
+ *        "summary total T bad B reorder R badsrc S gaps G idle I"; -W then waits for "exit".
+ *   tx   -p port [-d addr] -s id [-n count] [-a window] [-u pause_us] [-T duration_ms] [-c]
+ *        [-N] [-l len] [-m] [-W]
+ *        Sends count datagrams (0: until duration_ms) to addr:port (127.0.0.1), from a socket
+ *        bound to 127.0.0.1:0 (-c: connect()ed instead, sending with send(); -m: multicast
+ *        sender on 127.0.0.1). -a: waits for the ack of each window's last datagram (5 s).
+ *        -N: non-blocking socket; EAGAIN is counted, the datagram skipped. "exit" on stdin ends
+ *        the sending early. Prints
+ *        "ready PORT FD", then "sent OK eagain E"; -W then waits for "exit".
+ *   self -n count [-W]
+ *        Two sockets of one process: A sends count datagrams to B, B checks each and answers to
+ *        its source, A checks the answer. Prints "ready FDA FDB", then "self ok N bad B".
+ *   noop Opens and binds one UDP socket, closes it, exits (a goxio process start: sweeps).
+ *
+ * Exit codes: 0 done (the test judges the counts), 2 a system call failed, 3 an ack timed out.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAGIC 0x474f5849u
+#define ACKMAGIC 0x41434b21u
+#define HDR 32
+#define MAXDG 2048
+#define MAXSENDERS 64
+
+struct hdr {
+	uint32_t magic, sender, seq, len;
+	uint16_t port, pad;
+	uint32_t count;
+	uint64_t sum;
+};
+
+static void die(const char *what)
+{
+	printf("FATAL %s: %s\n", what, strerror(errno));
+	fflush(stdout);
+	exit(2);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static uint8_t pat(uint32_t sender, uint32_t seq, uint32_t i)
+{
+	return (uint8_t)(sender * 131u + seq * 7u + i * 13u + (i >> 8));
+}
+
+static uint64_t fnv(const uint8_t *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static size_t dglen(uint32_t sender, uint32_t seq, int fixed)
+{
+	if (fixed > 0)
+		return fixed < HDR ? HDR : (size_t)fixed;
+	return HDR + (seq * 7919u + sender * 31u) % 1201u;
+}
+
+static size_t build(uint8_t *b, uint32_t sender, uint32_t seq, uint32_t count, uint16_t port, int fixed)
+{
+	size_t n = dglen(sender, seq, fixed);
+	struct hdr h = {.magic = MAGIC, .sender = sender, .seq = seq, .len = (uint32_t)n, .port = port,
+			.count = count};
+	for (size_t i = HDR; i < n; i++)
+		b[i] = pat(sender, seq, (uint32_t)i);
+	h.sum = fnv(b + HDR, n - HDR);
+	memcpy(b, &h, sizeof h);
+	return n;
+}
+
+/* check returns 1 when b[0..n) is an intact datagram, filling h. */
+static int check(const uint8_t *b, ssize_t n, struct hdr *h)
+{
+	if (n < HDR)
+		return 0;
+	memcpy(h, b, sizeof *h);
+	if (h->magic != MAGIC || h->len != (uint32_t)n || h->sender >= MAXSENDERS)
+		return 0;
+	for (ssize_t i = HDR; i < n; i++)
+		if (b[i] != pat(h->sender, h->seq, (uint32_t)i))
+			return 0;
+	return h->sum == fnv(b + HDR, (size_t)n - HDR);
+}
+
+static void set_rcvtimeo(int fd, int ms)
+{
+	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0)
+		die("SO_RCVTIMEO");
+}
+
+static int local_port(int fd)
+{
+	struct sockaddr_in a;
+	socklen_t al = sizeof a;
+	if (getsockname(fd, (struct sockaddr *)&a, &al) < 0)
+		die("getsockname");
+	return ntohs(a.sin_port);
+}
+
+/* ---- receiver ---- */
+
+struct sender_stat {
+	long got, gaps, reorder;
+	long first, last;
+	uint32_t next;
+};
+
+static struct sender_stat st[MAXSENDERS];
+static long total, bad, badsrc;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int stop_flag, go_flag;
+
+static void report(void)
+{
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAXSENDERS; i++)
+		if (st[i].got)
+			printf("sender %d got %ld first %ld last %ld gaps %ld reorder %ld\n", i, st[i].got,
+			       st[i].first, st[i].last, st[i].gaps, st[i].reorder);
+	printf("report-end total %ld bad %ld\n", total, bad);
+	fflush(stdout);
+	pthread_mutex_unlock(&mu);
+}
+
+static void *stdin_thread(void *arg)
+{
+	(void)arg;
+	char line[128];
+	while (fgets(line, sizeof line, stdin)) {
+		if (strncmp(line, "go", 2) == 0)
+			atomic_store(&go_flag, 1);
+		else if (strncmp(line, "report", 6) == 0)
+			report();
+		else if (strncmp(line, "exit", 4) == 0)
+			break;
+	}
+	atomic_store(&stop_flag, 1);
+	atomic_store(&go_flag, 1);
+	return NULL;
+}
+
+static void wait_exit(void)
+{
+	while (!atomic_load(&stop_flag))
+		usleep(10000);
+}
+
+static int rx_main(int argc, char **argv)
+{
+	int port = 0, idle = 5000, window = 0, gate = 0, waitexit = 0;
+	long limit = 0;
+	const char *group = NULL;
+	int o;
+	while ((o = getopt(argc, argv, "p:n:i:a:gm:W")) != -1) {
+		switch (o) {
+		case 'p': port = atoi(optarg); break;
+		case 'n': limit = atol(optarg); break;
+		case 'i': idle = atoi(optarg); break;
+		case 'a': window = atoi(optarg); break;
+		case 'g': gate = 1; break;
+		case 'm': group = optarg; break;
+		case 'W': waitexit = 1; break;
+		default: return 2;
+		}
+	}
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0)
+		die("socket");
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	if (group) {
+		int one = 1;
+		if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
+			die("SO_REUSEADDR");
+		a.sin_addr.s_addr = htonl(INADDR_ANY);
+	} else {
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	}
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
+		die("bind");
+	if (group) {
+		struct ip_mreq m = {0};
+		if (inet_pton(AF_INET, group, &m.imr_multiaddr) != 1)
+			die("group address");
+		m.imr_interface.s_addr = htonl(INADDR_LOOPBACK);
+		if (setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m) < 0)
+			die("IP_ADD_MEMBERSHIP");
+	}
+	set_rcvtimeo(fd, 200);
+	printf("ready %d %d\n", local_port(fd), fd);
+	fflush(stdout);
+	pthread_t th;
+	pthread_create(&th, NULL, stdin_thread, NULL);
+	pthread_detach(th);
+	if (gate)
+		while (!atomic_load(&go_flag))
+			usleep(10000);
+
+	uint8_t buf[MAXDG + 64];
+	double last = now_ms();
+	int idled = 0;
+	while (!atomic_load(&stop_flag) && (limit == 0 || total < limit)) {
+		struct sockaddr_in from;
+		socklen_t fl = sizeof from;
+		memset(&from, 0, sizeof from);
+		ssize_t n = recvfrom(fd, buf, sizeof buf, gate ? MSG_DONTWAIT : 0, (struct sockaddr *)&from, &fl);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+				if (gate && errno != EINTR)
+					break; /* drained */
+				if (now_ms() - last > idle) {
+					idled = 1;
+					break;
+				}
+				continue;
+			}
+			die("recvfrom");
+		}
+		last = now_ms();
+		struct hdr h;
+		pthread_mutex_lock(&mu);
+		total++;
+		if (!check(buf, n, &h)) {
+			bad++;
+			pthread_mutex_unlock(&mu);
+			continue;
+		}
+		if (fl != sizeof from || from.sin_family != AF_INET ||
+		    from.sin_addr.s_addr != htonl(INADDR_LOOPBACK) || ntohs(from.sin_port) != h.port)
+			badsrc++;
+		struct sender_stat *s = &st[h.sender];
+		if (s->got == 0) {
+			s->first = h.seq;
+			s->next = h.seq;
+		}
+		s->got++;
+		if (h.seq < s->next) {
+			s->reorder++;
+		} else {
+			s->gaps += h.seq - s->next;
+			s->next = h.seq + 1;
+		}
+		s->last = h.seq;
+		pthread_mutex_unlock(&mu);
+		if (window > 0 && (h.seq % window == (uint32_t)window - 1 || (h.count && h.seq == h.count - 1))) {
+			uint32_t ack[2] = {ACKMAGIC, h.seq};
+			if (sendto(fd, ack, sizeof ack, 0, (struct sockaddr *)&from, fl) != sizeof ack)
+				die("sendto ack");
+		}
+	}
+	report();
+	long gaps = 0, reorder = 0;
+	for (int i = 0; i < MAXSENDERS; i++) {
+		gaps += st[i].gaps;
+		reorder += st[i].reorder;
+	}
+	printf("summary total %ld bad %ld reorder %ld badsrc %ld gaps %ld idle %d\n", total, bad, reorder, badsrc,
+	       gaps, idled);
+	fflush(stdout);
+	if (waitexit)
+		wait_exit();
+	close(fd);
+	return 0;
+}
+
+/* ---- sender ---- */
+
+static int tx_main(int argc, char **argv)
+{
+	int port = 0, id = 0, window = 0, pause_us = 0, duration = 0, conn = 0, nonblock = 0, fixed = 0;
+	int mcast = 0, waitexit = 0;
+	long count = 0;
+	const char *dst = "127.0.0.1";
+	int o;
+	while ((o = getopt(argc, argv, "p:d:s:n:a:u:T:cNl:mW")) != -1) {
+		switch (o) {
+		case 'p': port = atoi(optarg); break;
+		case 'd': dst = optarg; break;
+		case 's': id = atoi(optarg); break;
+		case 'n': count = atol(optarg); break;
+		case 'a': window = atoi(optarg); break;
+		case 'u': pause_us = atoi(optarg); break;
+		case 'T': duration = atoi(optarg); break;
+		case 'c': conn = 1; break;
+		case 'N': nonblock = 1; break;
+		case 'l': fixed = atoi(optarg); break;
+		case 'm': mcast = 1; break;
+		case 'W': waitexit = 1; break;
+		default: return 2;
+		}
+	}
+	if (id < 0 || id >= MAXSENDERS || (count == 0 && duration == 0)) {
+		printf("FATAL bad arguments\n");
+		return 2;
+	}
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0)
+		die("socket");
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(port)};
+	if (inet_pton(AF_INET, dst, &to.sin_addr) != 1)
+		die("destination address");
+	if (mcast) {
+		struct in_addr lo = {.s_addr = htonl(INADDR_LOOPBACK)};
+		unsigned char loop = 1;
+		if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof lo) < 0 ||
+		    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof loop) < 0)
+			die("multicast options");
+	}
+	if (conn) {
+		if (connect(fd, (struct sockaddr *)&to, sizeof to) < 0)
+			die("connect");
+	} else {
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
+			die("bind");
+	}
+	if (nonblock && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+		die("O_NONBLOCK");
+	set_rcvtimeo(fd, 5000);
+	int myport = local_port(fd);
+	printf("ready %d %d\n", myport, fd);
+	fflush(stdout);
+	pthread_t th;
+	pthread_create(&th, NULL, stdin_thread, NULL);
+	pthread_detach(th);
+
+	uint8_t buf[MAXDG];
+	long ok = 0, eagain = 0;
+	double start = now_ms();
+	for (uint32_t seq = 0; count == 0 || seq < (uint32_t)count; seq++) {
+		if ((duration > 0 && now_ms() - start > duration) || atomic_load(&stop_flag))
+			break;
+		size_t n = build(buf, (uint32_t)id, seq, (uint32_t)count, (uint16_t)myport, fixed);
+		ssize_t r = conn ? send(fd, buf, n, 0) : sendto(fd, buf, n, 0, (struct sockaddr *)&to, sizeof to);
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && nonblock) {
+			eagain++;
+		} else if (r < 0) {
+			die("send");
+		} else if ((size_t)r != n) {
+			printf("FATAL short send %zd of %zu\n", r, n);
+			return 2;
+		} else {
+			ok++;
+		}
+		if (window > 0 && (seq % window == (uint32_t)window - 1 || seq == (uint32_t)count - 1)) {
+			for (;;) {
+				uint32_t ack[2];
+				ssize_t m = recv(fd, ack, sizeof ack, 0);
+				if (m < 0 && errno == EINTR)
+					continue;
+				if (m < 0 && nonblock && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+					usleep(100);
+					if (now_ms() - start > 600000)
+						break;
+					continue;
+				}
+				if (m < 0) {
+					printf("ack timeout seq %u: %s\n", seq, strerror(errno));
+					fflush(stdout);
+					return 3;
+				}
+				if (m == sizeof ack && ack[0] == ACKMAGIC && ack[1] == seq)
+					break;
+				printf("bad ack %zd %x %u for seq %u\n", m, ack[0], ack[1], seq);
+				fflush(stdout);
+				return 3;
+			}
+		}
+		if (pause_us > 0)
+			usleep(pause_us);
+	}
+	printf("sent %ld eagain %ld\n", ok, eagain);
+	fflush(stdout);
+	if (waitexit)
+		wait_exit();
+	close(fd);
+	return 0;
+}
+
+/* ---- one process ---- */
+
+static int self_main(int argc, char **argv)
+{
+	long count = 0;
+	int waitexit = 0, o;
+	while ((o = getopt(argc, argv, "n:W")) != -1) {
+		switch (o) {
+		case 'n': count = atol(optarg); break;
+		case 'W': waitexit = 1; break;
+		default: return 2;
+		}
+	}
+	int fa = socket(AF_INET, SOCK_DGRAM, 0), fb = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in b = a;
+	socklen_t al = sizeof a, bl = sizeof b;
+	if (fa < 0 || fb < 0 || bind(fa, (struct sockaddr *)&a, sizeof a) < 0 ||
+	    bind(fb, (struct sockaddr *)&b, sizeof b) < 0 || getsockname(fa, (struct sockaddr *)&a, &al) < 0 ||
+	    getsockname(fb, (struct sockaddr *)&b, &bl) < 0)
+		die("sockets");
+	set_rcvtimeo(fa, 5000);
+	set_rcvtimeo(fb, 5000);
+	printf("ready %d %d\n", fa, fb);
+	fflush(stdout);
+	pthread_t th;
+	pthread_create(&th, NULL, stdin_thread, NULL);
+	pthread_detach(th);
+	uint8_t buf[MAXDG + 64], out[MAXDG];
+	long okc = 0, badc = 0;
+	for (uint32_t seq = 0; seq < (uint32_t)count; seq++) {
+		size_t n = build(out, 7, seq, (uint32_t)count, ntohs(a.sin_port), 0);
+		if (sendto(fa, out, n, 0, (struct sockaddr *)&b, sizeof b) != (ssize_t)n)
+			die("sendto A->B");
+		struct sockaddr_in from;
+		socklen_t fl = sizeof from;
+		ssize_t m = recvfrom(fb, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
+		if (m < 0)
+			die("recvfrom B");
+		struct hdr h;
+		if (!check(buf, m, &h) || h.seq != seq || from.sin_port != a.sin_port ||
+		    from.sin_addr.s_addr != a.sin_addr.s_addr) {
+			badc++;
+			continue;
+		}
+		uint32_t ack[2] = {ACKMAGIC, seq};
+		if (sendto(fb, ack, sizeof ack, 0, (struct sockaddr *)&from, fl) != sizeof ack)
+			die("sendto B->A");
+		fl = sizeof from;
+		m = recvfrom(fa, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
+		if (m < 0)
+			die("recvfrom A");
+		uint32_t got[2];
+		memcpy(got, buf, sizeof got);
+		if (m != sizeof ack || got[0] != ACKMAGIC || got[1] != seq || from.sin_port != b.sin_port)
+			badc++;
+		else
+			okc++;
+	}
+	printf("self ok %ld bad %ld\n", okc, badc);
+	fflush(stdout);
+	if (waitexit)
+		wait_exit();
+	close(fa);
+	close(fb);
+	return 0;
+}
+
+static int noop_main(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
+		die("noop socket");
+	close(fd);
+	printf("noop done\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2) {
+		fprintf(stderr, "usage: shmudp rx|tx|self|noop [options]\n");
+		return 2;
+	}
+	const char *mode = argv[1];
+	argv[1] = argv[0];
+	if (strcmp(mode, "rx") == 0)
+		return rx_main(argc - 1, argv + 1);
+	if (strcmp(mode, "tx") == 0)
+		return tx_main(argc - 1, argv + 1);
+	if (strcmp(mode, "self") == 0)
+		return self_main(argc - 1, argv + 1);
+	if (strcmp(mode, "noop") == 0)
+		return noop_main();
+	fprintf(stderr, "unknown mode %s\n", mode);
+	return 2;
+}
