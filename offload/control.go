@@ -14,6 +14,11 @@ import (
 // the port, the connection and the options); the engine then records what the call taught it:
 // a role (bind, listen, connect), a new fd (accept, F_DUPFD), the blocking mode.
 func (e *Engine) control(s *Socket, c *transport.Call) int64 {
+	if c.Op == transport.OpIoctl && uint32(c.A[0]) == fionread && s.typ == sockDgram {
+		if r, ok := e.ringFionread(s, c.A[1]); ok {
+			return r
+		}
+	}
 	n, errno := kernel.Do(c)
 	switch c.Op {
 	case transport.OpBind:
@@ -81,6 +86,9 @@ func (e *Engine) accepted(l *Socket, fd, flags int) {
 	e.openStats(fd, s)
 	e.register(fd, s)
 }
+
+// fionread is the FIONREAD (SIOCINQ) ioctl request (asm-generic value).
+const fionread = 0x541B
 
 // fionbio is the FIONBIO ioctl request (asm-generic value, used by x86-64 and arm64).
 const fionbio = 0x5421

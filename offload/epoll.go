@@ -420,6 +420,10 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 			if u == nil {
 				continue
 			}
+			if m.events&unix.EPOLLET != 0 && m.edge {
+				u.Quiet()
+				continue
+			}
 			u.Rang()
 			if !u.RingReady() || m.events&unix.EPOLLIN == 0 {
 				continue

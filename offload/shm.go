@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
 )
@@ -108,4 +109,25 @@ func (e *Engine) udpOption(s *Socket, fd int, level, name int, val uintptr, vlen
 		return // switched off: nothing the rings miss
 	}
 	e.giveUp(s, fd, transport.ReasonUnsupported, what)
+}
+
+// ringFionread answers FIONREAD for a socket whose rings hold a datagram: its size, as the
+// kernel answers with the size of the next queued datagram.
+func (e *Engine) ringFionread(s *Socket, arg uintptr) (r int64, ok bool) {
+	u := s.shmUDP()
+	if u == nil {
+		return 0, false
+	}
+	size, ok := u.NextSize()
+	if !ok {
+		return 0, false
+	}
+	umem.Protect()
+	defer func() {
+		if umem.Fault(recover()) {
+			r, ok = -int64(unix.EFAULT), true
+		}
+	}()
+	*umem.Int32(arg) = int32(size)
+	return 0, true
 }

@@ -77,6 +77,9 @@ func MsgName(m *unix.Msghdr) (uintptr, uint32) {
 	return uintptr(unsafe.Pointer(m.Name)), m.Namelen
 }
 
+// Int32 returns a pointer to the program's C int at p.
+func Int32(p uintptr) *int32 { return (*int32)(cptr(p)) }
+
 // Uint32 returns a pointer to the program's 32-bit value at p (a socklen_t).
 func Uint32(p uintptr) *uint32 { return (*uint32)(cptr(p)) }
 

@@ -43,7 +43,8 @@ type Env struct {
 	ringBytes int
 	nextInbox atomic.Uint64
 
-	ringer int // the socket that rings other inboxes' doorbells
+	ringerOnce sync.Once
+	ringer     int // the socket that rings other inboxes' doorbells; made at the first wake-up
 
 	mu      sync.Mutex
 	outlets map[string]*ring.Outlet
@@ -73,15 +74,21 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 	for rb < p.RxBytesMin {
 		rb <<= 1
 	}
-	ringer, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		_ = d.Close()
-		return nil, fmt.Errorf("shm transport: doorbell socket: %w", err)
-	}
-	e := &Env{p: p, dir: d, log: log, pid: unix.Getpid(), ringBytes: rb,
-		outlets: map[string]*ring.Outlet{}, sources: map[netip.Addr]netip.Addr{}}
-	e.ringer = e.adopt(ringer)
-	return e, nil
+	return &Env{p: p, dir: d, log: log, pid: unix.Getpid(), ringBytes: rb, ringer: -1,
+		outlets: map[string]*ring.Outlet{}, sources: map[netip.Addr]netip.Addr{}}, nil
+}
+
+// ringerFD returns the socket that rings doorbells, made on first use (-1 if it cannot be).
+func (e *Env) ringerFD() int {
+	e.ringerOnce.Do(func() {
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			e.log.Warn("shm: no doorbell socket: sleeping receivers wake only with kernel traffic", zap.Error(err))
+			return
+		}
+		e.ringer = e.adopt(fd)
+	})
+	return e.ringer
 }
 
 func (e *Env) adopt(fd int) int {

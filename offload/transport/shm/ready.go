@@ -1,5 +1,6 @@
 package shm
 
+import ring "github.com/goxio/goxio/offload/shm"
 
 // RingReady reports whether the socket's rings hold a datagram (select, poll and epoll report
 // the socket readable then, whatever the kernel says).
@@ -46,13 +47,60 @@ func (u *UDP) Bell() int {
 	return u.bell
 }
 
-// Rang empties the socket's doorbell after a sleeping select, poll or epoll saw it ring.
+// Rang is called when a select, poll or epoll saw the socket's doorbell ring: the doorbell is
+// emptied once the rings are (settle).
 func (u *UDP) Rang() {
 	if !u.enter() {
 		return
 	}
 	defer u.exit()
 	if in := u.inbox.Load(); in != nil {
+		u.settle(in)
+	}
+}
+
+// settle empties the doorbell when the rings are empty. The doorbell stays readable as long as
+// ring data it announced is unread, so every thread sleeping on it (several pollers, an epoll
+// set) sees it; the first one to find the rings empty takes the ring back.
+func (u *UDP) settle(in *ring.Inbox) {
+	if !in.WakePending() || in.Pending() {
+		return
+	}
+	drainBell(u.bell)
+	in.ClearWake()
+}
+
+// NextSize is the size of the datagram the next receive returns from the rings (FIONREAD); false
+// when the rings are empty (the kernel socket then answers).
+func (u *UDP) NextSize() (int, bool) {
+	if !u.enter() {
+		return 0, false
+	}
+	defer u.exit()
+	in := u.inbox.Load()
+	if in == nil || u.kernelOnly.Load() {
+		return 0, false
+	}
+	u.rxmu.Lock()
+	defer u.rxmu.Unlock()
+	_, data, err := in.Peek()
+	if err != nil {
+		in.Refresh()
+		if _, data, err = in.Peek(); err != nil {
+			return 0, false
+		}
+	}
+	return len(data), true
+}
+
+// Quiet empties the doorbell even though ring data is unread: an edge-triggered epoll member
+// already reported that data, and the next datagram rings again (a new edge).
+func (u *UDP) Quiet() {
+	if !u.enter() {
+		return
+	}
+	defer u.exit()
+	if in := u.inbox.Load(); in != nil && in.WakePending() {
 		drainBell(u.bell)
 		in.ClearWake()
 	}

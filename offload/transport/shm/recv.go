@@ -148,20 +148,27 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 			in.SpinEnd()
 		}
 	}()
-	checkOS := true
+	// A non-blocking call looks at the kernel socket every time (an epoll-driven program reads
+	// until EAGAIN); a blocking one every RxUDPPollOSRatio polls, and when the kernel woke it.
+	checkOS := nonblock
 	var w blockState
 	for {
 		if n, ok := u.fromRing(in, rc); ok {
 			u.rings.Add(1)
 			return n, 0, false
 		}
-		if checkOS || (p.RxUDPPollOSRatio > 0 && polls%p.RxUDPPollOSRatio == 0) {
+		if checkOS || (p.RxUDPPollOSRatio > 0 && polls > 0 && polls%p.RxUDPPollOSRatio == 0) {
 			checkOS = false
 			if n, errno, done := u.kernelNow(c); done {
 				if errno == 0 {
 					u.osRx.Add(1)
 				}
 				return n, errno, true
+			}
+			if !nonblock && u.readShut(c.FD) {
+				// shutdown(SHUT_RD): the kernel's blocking receive returns 0 once the queue is
+				// empty (a non-blocking one says EAGAIN).
+				return 0, 0, true
 			}
 		}
 		if nonblock {
@@ -198,11 +205,10 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 		if r0 == 0 && r1 == 0 {
 			return -1, unix.EAGAIN, false // SO_RCVTIMEO expired
 		}
-		if r1 != 0 {
-			drainBell(u.bell)
-			in.ClearWake()
+		if r0&unix.POLLRDHUP != 0 {
+			checkOS = true // readShut answers once the kernel queue is drained
 		}
-		checkOS = r0 != 0
+		checkOS = r0 != 0 // a doorbell means ring data: fromRing takes it (and settles the bell)
 	}
 }
 
@@ -259,6 +265,7 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *rxCall) (int, bool) {
 	if !in.Pending() {
 		in.Refresh()
 		if !in.Pending() {
+			u.settle(in)
 			return 0, false
 		}
 	}
@@ -295,6 +302,12 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *rxCall) (int, bool) {
 		return len(data), true
 	}
 	return copied, true
+}
+
+// readShut reports whether the socket was shut down for reading.
+func (u *UDP) readShut(fd int) bool {
+	r0, _, errno := ppoll2(fd, -1, &unix.Timespec{})
+	return errno == 0 && r0&unix.POLLRDHUP != 0
 }
 
 // kernelNow makes the program's receive call on the kernel socket without blocking (a datagram

@@ -92,7 +92,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	switch {
 	case err == nil:
 		if wake {
-			ringBell(u.env.ringer, r.bell)
+			ringBell(u.env.ringerFD(), r.bell)
 		}
 		return total, 0, false
 	case errors.Is(err, ring.ErrFull):

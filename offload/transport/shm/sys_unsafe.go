@@ -58,7 +58,7 @@ func sendBellRaw(fd int, a *bellAddr) syscall.Errno {
 
 // ppoll2 waits for one of two fds to be readable, with an optional timeout.
 func ppoll2(fd0, fd1 int, ts *unix.Timespec) (r0, r1 int16, errno syscall.Errno) {
-	fds := [2]unix.PollFd{{Fd: int32(fd0), Events: unix.POLLIN}, {Fd: int32(fd1), Events: unix.POLLIN}}
+	fds := [2]unix.PollFd{{Fd: int32(fd0), Events: unix.POLLIN | unix.POLLRDHUP}, {Fd: int32(fd1), Events: unix.POLLIN}}
 	_, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 2, uintptr(unsafe.Pointer(ts)), 0, 0, 0)
 	return fds[0].Revents, fds[1].Revents, e
 }
