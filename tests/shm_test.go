@@ -397,7 +397,7 @@ func (h *shmHarness) segmentsOf(pid int) []string {
 func (h *shmHarness) requireSwept(pid int, what string) {
 	h.t.Helper()
 	if len(h.segmentsOf(pid)) == 0 {
-		h.t.Logf("%s (pid %d) left no segment", what, pid)
+		h.t.Logf("no segment of the killed %s (pid %d) left before the sweep", what, pid)
 	}
 	res := testutil.RunProgram(h.env(), 30*time.Second, h.udp, "noop")
 	if res.ExitCode != 0 {
@@ -617,11 +617,11 @@ func TestShmKillReceiver(t *testing.T) {
 	t.Logf("second receiver: %d datagrams from the sender %v after it started (%+v)", rep[1].got,
 		time.Since(start).Round(time.Millisecond), rep[1])
 	h.requireSwept(rx1.pid(), "receiver")
+	st := h.socketStats(tx, tfd)
 	tx.say("exit")
 	if ok, eagain := tx.sent(30 * time.Second); ok == 0 || eagain != 0 {
 		t.Errorf("sender: sent %d eagain %d", ok, eagain)
 	}
-	st := h.socketStats(tx, tfd)
 	tx.wait(30 * time.Second)
 	rx2.say("exit")
 	s := rx2.summary(30 * time.Second)
@@ -837,8 +837,10 @@ func TestShmSockperf(t *testing.T) {
 		t.Run("server-"+mux, func(t *testing.T) {
 			h := newShmHarness(t)
 			port := testutil.FreePort(t, "udp")
-			args := []string{"-i", "127.0.0.1", "-p", strconv.Itoa(port)}
-			runShmSockperf(t, h, append([]string{"-F", mux}, args...), args)
+			// sockperf takes -F only with a feed file (-f): the server's has one socket.
+			file := filepath.Join(t.TempDir(), "feed.txt")
+			writeFile(t, file, []byte(fmt.Sprintf("U:127.0.0.1:%d\n", port)), 0o644)
+			runShmSockperf(t, h, []string{"-f", file, "-F", mux}, []string{"-i", "127.0.0.1", "-p", strconv.Itoa(port)})
 		})
 	}
 	for _, mux := range []string{"epoll", "poll", "select"} {
