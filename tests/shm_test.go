@@ -586,9 +586,8 @@ func TestShmKillSender(t *testing.T) {
 	s := rx.summary(30 * time.Second)
 	rx.wait(30 * time.Second)
 	requireIntact(t, "receiver", s)
-	if g := s.senders[2].gaps; g != 0 {
-		t.Errorf("paced sender: %d datagrams lost\n%s", g, s.text)
-	}
+	// Losses of the paced sender are not asserted: under a flood the kernel drops any sender's
+	// datagrams too (one receive buffer); they show how fairly the receiver serves its rings.
 	t.Logf("fast sender: %+v, paced sender: %+v", s.senders[1], s.senders[2])
 	h.requireClean()
 }
@@ -736,19 +735,20 @@ func TestShmOtherUser(t *testing.T) {
 // counters must then hold every datagram.)
 func TestShmMulticast(t *testing.T) {
 	h := newShmHarness(t)
-	const n = 1000
+	const n, w = 1000, 16
 	port := testutil.FreePort(t, "udp")
 	group := "239.255.77.1"
 	var rxs []*shmProc
 	var fds []int
 	for i := range 2 {
 		rx := h.start(fmt.Sprintf("subscriber %d", i), h.env(), nil, h.udp, "rx", "-p", strconv.Itoa(port), "-m", group,
-			"-n", strconv.Itoa(n), "-i", "5000", "-W")
+			"-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-i", "5000", "-W")
 		_, fd := rx.ready()
 		rxs, fds = append(rxs, rx), append(fds, fd)
 	}
+	// Each subscriber acknowledges every window, so no kernel receive buffer overflows.
 	tx := h.start("sender", h.env(), nil, h.udp, "tx", "-p", strconv.Itoa(port), "-d", group, "-m", "-s", "1",
-		"-n", strconv.Itoa(n), "-u", "200", "-W")
+		"-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-A", "2", "-W")
 	tx.ready()
 	if ok, _ := tx.sent(60 * time.Second); ok != n {
 		t.Errorf("sender: sent %d, want %d", ok, n)

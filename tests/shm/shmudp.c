@@ -16,11 +16,12 @@
  *        drains with MSG_DONTWAIT until EAGAIN. "report" on stdin prints the per-sender lines.
  *        At the end prints "sender ID got N first F last L gaps G" lines and
  *        "summary total T bad B reorder R badsrc S gaps G idle I"; -W then waits for "exit".
- *   tx   -p port [-d addr] -s id [-n count] [-a window] [-u pause_us] [-T duration_ms] [-c]
- *        [-N] [-l len] [-m] [-W]
+ *   tx   -p port [-d addr] -s id [-n count] [-a window [-A acks]] [-u pause_us] [-T duration_ms]
+ *        [-c] [-N] [-l len] [-m] [-W]
  *        Sends count datagrams (0: until duration_ms) to addr:port (127.0.0.1), from a socket
  *        bound to 127.0.0.1:0 (-c: connect()ed instead, sending with send(); -m: multicast
- *        sender on 127.0.0.1). -a: waits for the ack of each window's last datagram (5 s).
+ *        sender on 127.0.0.1). -a: waits for the ack of each window's last datagram (5 s), from
+ *        each of -A receivers (multicast; default 1).
  *        -N: non-blocking socket; EAGAIN is counted, the datagram skipped. "exit" on stdin ends
  *        the sending early. Prints
  *        "ready PORT FD", then "sent OK eagain E"; -W then waits for "exit".
@@ -308,17 +309,18 @@ static int rx_main(int argc, char **argv)
 static int tx_main(int argc, char **argv)
 {
 	int port = 0, id = 0, window = 0, pause_us = 0, duration = 0, conn = 0, nonblock = 0, fixed = 0;
-	int mcast = 0, waitexit = 0;
+	int mcast = 0, waitexit = 0, nacks = 1;
 	long count = 0;
 	const char *dst = "127.0.0.1";
 	int o;
-	while ((o = getopt(argc, argv, "p:d:s:n:a:u:T:cNl:mW")) != -1) {
+	while ((o = getopt(argc, argv, "p:d:s:n:a:A:u:T:cNl:mW")) != -1) {
 		switch (o) {
 		case 'p': port = atoi(optarg); break;
 		case 'd': dst = optarg; break;
 		case 's': id = atoi(optarg); break;
 		case 'n': count = atol(optarg); break;
 		case 'a': window = atoi(optarg); break;
+		case 'A': nacks = atoi(optarg); break;
 		case 'u': pause_us = atoi(optarg); break;
 		case 'T': duration = atoi(optarg); break;
 		case 'c': conn = 1; break;
@@ -383,7 +385,7 @@ static int tx_main(int argc, char **argv)
 			ok++;
 		}
 		if (window > 0 && (seq % window == (uint32_t)window - 1 || seq == (uint32_t)count - 1)) {
-			for (;;) {
+			for (int acked = 0; acked < nacks;) {
 				uint32_t ack[2];
 				ssize_t m = recv(fd, ack, sizeof ack, 0);
 				if (m < 0 && errno == EINTR)
@@ -399,8 +401,10 @@ static int tx_main(int argc, char **argv)
 					fflush(stdout);
 					return 3;
 				}
-				if (m == sizeof ack && ack[0] == ACKMAGIC && ack[1] == seq)
-					break;
+				if (m == sizeof ack && ack[0] == ACKMAGIC && ack[1] == seq) {
+					acked++;
+					continue;
+				}
 				printf("bad ack %zd %x %u for seq %u\n", m, ack[0], ack[1], seq);
 				fflush(stdout);
 				return 3;
