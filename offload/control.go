@@ -46,6 +46,12 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 				e.udpConnected(s, c.FD, remoteNone) // AF_UNSPEC: disconnected
 			}
 		}
+	case transport.OpShutdown:
+		if (errno == 0 || errno == unix.ENOTCONN) && s.typ == sockDgram && int(int32(c.A[0])) != unix.SHUT_RD {
+			if u := s.shmUDP(); u != nil {
+				u.ShutWrite()
+			}
+		}
 	case transport.OpSetsockopt:
 		if errno == 0 && s.typ == sockDgram {
 			e.udpOption(s, c.FD, int(int32(c.A[0])), int(int32(c.A[1])), c.A[2], uint32(c.A[3]))

@@ -34,7 +34,7 @@ type member struct {
 	data     uint64
 	disabled bool // EPOLLONESHOT fired; re-armed by EPOLL_CTL_MOD
 	bell     int  // the doorbell fd registered in the inner set for this member; 0: none
-	edge     bool // EPOLLET: ring readiness already reported since the rings were last empty
+	seen     uint64 // EPOLLET: the rings' Arrivals when their readiness was last reported
 }
 
 // epolls maps program epoll fds to their sets.
@@ -198,6 +198,9 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 			return -int64(errno)
 		}
 	}
+	// A member's doorbell goes into the inner set at once (after the lock is released), so that
+	// the program's set becomes readable for ring data even when it is itself polled or nested.
+	defer set.armBells()
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	m := set.members[fd]
@@ -222,7 +225,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		if errno := epollCtl(set.inner, op, fd, events, uint64(fd)); errno != 0 {
 			return -int64(errno)
 		}
-		m.events, m.data, m.disabled, m.edge = events, data, false, false
+		m.events, m.data, m.disabled, m.seen = events, data, false, 0
 	case unix.EPOLL_CTL_DEL:
 		if m == nil {
 			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
@@ -260,13 +263,12 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 	if max <= 0 || max > 1<<24 {
 		return -int64(unix.EINVAL)
 	}
-	w, errno := e.newWaiter(ts)
+	w, errno := e.newWaiter(ts, c.A[4])
 	if errno != 0 {
 		return -int64(errno)
 	}
 	out := umem.EpollEvents(c.A[0], max)
 	_ = out[len(out)-1] // fault now on a short array, before anything was consumed
-	set.armBells()
 	set.mu.Lock()
 	for _, m := range set.members {
 		if u := m.s.shmUDP(); u != nil {
@@ -299,7 +301,14 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 			w.spin(false)
 			continue
 		}
+		set.armBells() // doorbells are made when somebody first sleeps on a socket
+		if n := set.ringEvents(out, 0, max); n > 0 {
+			return int64(n)
+		}
 		k, errno := set.kernelEvents(c.A[0], out, 0, max, w.remaining(), c.A[3])
+		if errno == unix.EINTR && !w.interrupted() {
+			continue // the Go runtime's own signal (preemption), not the program's: wait on
+		}
 		if errno != 0 {
 			return -int64(errno)
 		}
@@ -330,11 +339,15 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 			continue
 		}
 		if !u.RingReady() {
-			m.edge = false
 			continue
 		}
-		if m.events&unix.EPOLLET != 0 && m.edge {
-			continue
+		if m.events&unix.EPOLLET != 0 {
+			// An edge is a datagram that arrived since the last report.
+			a := u.Arrivals()
+			if a == m.seen {
+				continue
+			}
+			m.seen = a
 		}
 		ev := uint32(unix.EPOLLIN)
 		if m.events&unix.EPOLLOUT != 0 {
@@ -342,7 +355,6 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 		}
 		umem.PutEpollEvent(out, n, ev&m.events|ev&unix.EPOLLIN, m.data)
 		n++
-		m.edge = true
 		if m.events&unix.EPOLLONESHOT != 0 {
 			m.disabled = true
 		}
@@ -386,20 +398,25 @@ const bellData = 1 << 62
 // out[:n] (which holds this call's events so far: a member reported from its rings gets the
 // kernel's bits added instead).
 func (set *epollSet) innerEvents(out []byte, n, max int) int {
-	var buf [64 * 16]byte
-	added := 0
-	for n+added < max {
-		lim := min(max-n-added, 64)
-		k, errno := epollWaitGo(set.inner, buf[:lim*epollEventSize])
-		if errno != 0 || k <= 0 {
-			break
-		}
-		added += set.translate(out, buf[:k*epollEventSize], n+added)
-		if k < lim {
-			break
-		}
+	set.mu.Lock()
+	regs := 2*len(set.members) + 1 // each member and its doorbell
+	set.mu.Unlock()
+	lim := min(max-n, regs)
+	if lim <= 0 {
+		return 0
 	}
-	return added
+	var small [64 * 16]byte
+	buf := small[:]
+	if lim*epollEventSize > len(small) {
+		buf = make([]byte, lim*epollEventSize)
+	}
+	// One read: the inner set is level-triggered for doorbells, so reading again would return
+	// the same registrations.
+	k, errno := epollWaitGo(set.inner, buf[:lim*epollEventSize])
+	if errno != 0 || k <= 0 {
+		return 0
+	}
+	return set.translate(out, buf[:k*epollEventSize], n)
 }
 
 // translate turns inner events into the program's events, written from out[at:].
@@ -420,16 +437,22 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 			if u == nil {
 				continue
 			}
-			if m.events&unix.EPOLLET != 0 && m.edge {
+			if m.events&unix.EPOLLET != 0 {
+				// Edge-triggered: the doorbell is emptied at once, so the next datagram rings
+				// again; it reports data that arrived since the last report only.
 				u.Quiet()
-				continue
-			}
-			u.Rang()
-			if !u.RingReady() || m.events&unix.EPOLLIN == 0 {
-				continue
+				a := u.Arrivals()
+				if !u.RingReady() || a == m.seen || m.events&unix.EPOLLIN == 0 {
+					continue
+				}
+				m.seen = a
+			} else {
+				u.Rang()
+				if !u.RingReady() || m.events&unix.EPOLLIN == 0 {
+					continue
+				}
 			}
 			ev = unix.EPOLLIN
-			m.edge = true
 		}
 		ev &= m.events | unix.EPOLLERR | unix.EPOLLHUP
 		if ev == 0 {

@@ -33,8 +33,12 @@ type waiter struct {
 	sigBase  uint32
 }
 
-func (e *Engine) newWaiter(ts *unix.Timespec) (*waiter, syscall.Errno) {
+func (e *Engine) newWaiter(ts *unix.Timespec, sig uintptr) (*waiter, syscall.Errno) {
 	w := &waiter{e: e}
+	if c := umem.SigCounters(sig); c != nil {
+		w.sig = (*transport.SigCounters)(unsafePointer(c))
+		w.sigBase = atomic.LoadUint32(&w.sig.All)
+	}
 	if ts != nil {
 		if ts.Sec < 0 || ts.Nsec < 0 || ts.Nsec >= 1e9 {
 			return nil, unix.EINVAL
@@ -68,10 +72,6 @@ func (w *waiter) interrupted() bool {
 func (w *waiter) spin(on bool) {
 	if w.spinning == on {
 		return
-	}
-	if on && w.sig == nil && w.e.cfg.IOMux.Signals != nil {
-		w.sig = w.e.cfg.IOMux.Signals()
-		w.sigBase = atomic.LoadUint32(&w.sig.All)
 	}
 	w.spinning = on
 	for _, u := range w.socks {
@@ -124,11 +124,26 @@ func (e *Engine) poll(c *transport.Call) (r int64) {
 		ts = umem.Timespec(c.A[2])
 	}
 	fds := umem.Pollfds(c.A[0], n)
-	w, errno := e.newWaiter(ts)
+	if !e.anyRing(fds) {
+		// No ring socket: the kernel's poll on the program's own array.
+		k, errno := ppoll(c.A[0], n, ts, c.A[3])
+		return result(k, errno)
+	}
+	w, errno := e.newWaiter(ts, c.A[4])
 	if errno != 0 {
 		return -int64(errno)
 	}
 	return w.pollLoop(fds, c.A[3])
+}
+
+// anyRing reports whether a pollfd array names a ring socket that waits for input.
+func (e *Engine) anyRing(fds []unix.PollFd) bool {
+	for i := range fds {
+		if fds[i].Events&unix.POLLIN != 0 && e.ringSocket(int(fds[i].Fd)) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // pollLoop runs the waiter over a pollfd array (the program's, or the engine's own for select)
@@ -153,10 +168,19 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 	n := len(fds)
 	all := make([]unix.PollFd, n, n+len(targets))
 	copy(all, fds)
-	for k := range targets {
-		if b := targets[k].u.Bell(); b >= 0 {
-			all = append(all, unix.PollFd{Fd: int32(b), Events: unix.POLLIN})
-			targets[k].bell = len(all) - 1
+	belled := false
+	// addBells puts the doorbells into the polled set, once, before the first sleep (they are
+	// made when somebody first sleeps on a socket).
+	addBells := func() {
+		if belled {
+			return
+		}
+		belled = true
+		for k := range targets {
+			if b := targets[k].u.Bell(); b >= 0 {
+				all = append(all, unix.PollFd{Fd: int32(b), Events: unix.POLLIN})
+				targets[k].bell = len(all) - 1
+			}
 		}
 	}
 	defer w.spin(false)
@@ -212,7 +236,16 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 			w.spin(false)
 			continue // one more look at the rings and the kernel before sleeping
 		}
+		if !belled {
+			addBells()
+			if r := fix(); r > 0 {
+				return done(r)
+			}
+		}
 		k, errno := ppollGo(all, w.remaining(), mask)
+		if errno == unix.EINTR && !w.interrupted() {
+			continue // the Go runtime's own signal (preemption), not the program's: wait on
+		}
 		if errno != 0 {
 			return -int64(errno)
 		}
@@ -244,6 +277,9 @@ func (e *Engine) sel(c *transport.Call) (r int64) {
 	}
 	rs, ws, es := umem.FdSet(c.A[1], nfds), umem.FdSet(c.A[2], nfds), umem.FdSet(c.A[3], nfds)
 	args := umem.SelectArgsAt(c.A[4])
+	if !e.anyRingSet(rs, nfds) {
+		return e.kernelSelect(c, args)
+	}
 	ts := args.TS
 	if args.TV != nil {
 		if args.TV.Sec < 0 || args.TV.Usec < 0 {
@@ -252,7 +288,7 @@ func (e *Engine) sel(c *transport.Call) (r int64) {
 		t := unix.NsecToTimespec(args.TV.Sec*1e9 + args.TV.Usec*1000)
 		ts = &t
 	}
-	w, errno := e.newWaiter(ts)
+	w, errno := e.newWaiter(ts, args.Sig)
 	if errno != 0 {
 		return -int64(errno)
 	}
@@ -328,4 +364,36 @@ func (e *Engine) sel(c *transport.Call) (r int64) {
 		}
 	}
 	return total
+}
+
+// anyRingSet reports whether a read fd_set names a ring socket.
+func (e *Engine) anyRingSet(rs []uint64, nfds int) bool {
+	for fd := 0; fd < nfds && rs != nil; fd++ {
+		if rs[fd/64]&(1<<(fd%64)) != 0 && e.ringSocket(fd) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// kernelSelect is select or pselect made by the kernel on the program's sets: pselect6, whose
+// timeout the kernel updates with the time left (written back into select's timeval, as Linux's
+// select does; pselect's timespec is the program's const and stays as it was).
+func (e *Engine) kernelSelect(c *transport.Call, args *umem.SelectArgs) int64 {
+	var ts *unix.Timespec
+	if args.TV != nil {
+		t := unix.NsecToTimespec(args.TV.Sec*1e9 + args.TV.Usec*1000)
+		if args.TV.Sec < 0 || args.TV.Usec < 0 {
+			return -int64(unix.EINVAL)
+		}
+		ts = &t
+	} else if args.TS != nil {
+		t := *args.TS
+		ts = &t
+	}
+	n, errno := pselect6(int(int32(c.A[0])), c.A[1], c.A[2], c.A[3], ts, args.Mask)
+	if args.TV != nil && ts != nil {
+		args.TV.Sec, args.TV.Usec = ts.Sec, ts.Nsec/1000
+	}
+	return result(n, errno)
 }

@@ -89,3 +89,18 @@ func putEvent(b []byte, events uint32, data uint64) {
 func getEvent(b []byte) (uint32, uint64) {
 	return binary.NativeEndian.Uint32(b), binary.NativeEndian.Uint64(b[epollEventSize-8:])
 }
+
+// unsafePointer converts the counters' address for the transport.SigCounters view (same layout:
+// two uint32, see umem.SigCounters).
+func unsafePointer(c *[2]uint32) unsafe.Pointer { return unsafe.Pointer(c) }
+
+// pselect6 is the pselect6 system call on the program's fd sets; ts (Go memory) gets the time
+// left. mask, when set, is the program's sigset.
+func pselect6(n int, r, w, x uintptr, ts *unix.Timespec, mask uintptr) (int, syscall.Errno) {
+	var sm *[2]uintptr
+	if mask != 0 {
+		sm = &[2]uintptr{mask, 8}
+	}
+	r0, _, e := unix.Syscall6(unix.SYS_PSELECT6, uintptr(n), r, w, x, uintptr(unsafe.Pointer(ts)), uintptr(unsafe.Pointer(sm)))
+	return errnoOf(r0, e)
+}

@@ -21,7 +21,10 @@ func (e *Engine) offloadUDPLocked(s *Socket) {
 	if _, ok := s.tr.(*shmtr.UDP); ok {
 		return
 	}
-	s.tr = e.cfg.SHM.NewUDP(s.nonblock.Load)
+	u := e.cfg.SHM.NewUDP(s.nonblock.Load)
+	st := s.st
+	u.OnDrop = func() { st.CountTxDrop() }
+	s.tr = u
 	s.kind, s.reason = transport.KindSHM, transport.ReasonNone
 }
 

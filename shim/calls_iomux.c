@@ -16,30 +16,16 @@
 
 #include <time.h>
 
-/* goxio_ring_fds counts the fds flagged GOXIO_FD_RING (fdtable.c). */
+/* goxio_ring_fds counts the fds flagged GOXIO_FD_RING (fdtable.c). While it is not zero, select
+ * and poll enter the engine, which reads the program's fd arrays with fault protection (a bad
+ * pointer is EFAULT, as from the kernel) and looks for ring sockets itself. */
 extern volatile int goxio_ring_fds;
 
 static inline int rings_possible(void) { return __atomic_load_n(&goxio_ring_fds, __ATOMIC_RELAXED) > 0 && goxio_active(); }
 
-static int any_ring_pollfd(const struct pollfd *fds, nfds_t n) {
-	if (fds == NULL)
-		return 0;
-	for (nfds_t i = 0; i < n; i++)
-		if (goxio_fd_flags(fds[i].fd) & GOXIO_FD_RING)
-			return 1;
-	return 0;
-}
+static int any_ring_pollfd(const struct pollfd *fds, nfds_t n) { return fds != NULL && n > 0; }
 
-static int any_ring_fdset(int n, const fd_set *r) {
-	if (r == NULL || n <= 0)
-		return 0;
-	if (n > FD_SETSIZE)
-		n = FD_SETSIZE;
-	for (int fd = 0; fd < n; fd++)
-		if (FD_ISSET(fd, r) && (goxio_fd_flags(fd) & GOXIO_FD_RING))
-			return 1;
-	return 0;
-}
+static int any_ring_fdset(int n, const fd_set *r) { return r != NULL && n > 0; }
 
 static const struct timespec *ms_to_ts(int ms, struct timespec *ts) {
 	if (ms < 0)
@@ -51,7 +37,7 @@ static const struct timespec *ms_to_ts(int ms, struct timespec *ts) {
 
 int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv) {
 	if (GOXIO_UNLIKELY(rings_possible()) && any_ring_fdset(n, r)) {
-		struct goxio_select_args a = {tv, NULL, NULL};
+		struct goxio_select_args a = {tv, NULL, NULL, goxio_sig_counters()};
 		return (int)goxio_call(GOXIO_OP_SELECT, -1, (uintptr_t)n, (uintptr_t)r, (uintptr_t)w, (uintptr_t)e, (uintptr_t)&a);
 	}
 	return REAL(select)(n, r, w, e, tv);
@@ -59,7 +45,7 @@ int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv) {
 
 int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *mask) {
 	if (GOXIO_UNLIKELY(rings_possible()) && any_ring_fdset(n, r)) {
-		struct goxio_select_args a = {NULL, ts, mask};
+		struct goxio_select_args a = {NULL, ts, mask, goxio_sig_counters()};
 		if (ts == NULL)
 			a.tv = NULL;
 		return (int)goxio_call(GOXIO_OP_SELECT, -1, (uintptr_t)n, (uintptr_t)r, (uintptr_t)w, (uintptr_t)e, (uintptr_t)&a);
@@ -68,7 +54,8 @@ int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, c
 }
 
 static int poll_engine(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask) {
-	return (int)goxio_call(GOXIO_OP_POLL, -1, (uintptr_t)fds, (uintptr_t)n, (uintptr_t)ts, (uintptr_t)mask, 0);
+	return (int)goxio_call(GOXIO_OP_POLL, -1, (uintptr_t)fds, (uintptr_t)n, (uintptr_t)ts, (uintptr_t)mask,
+			       (uintptr_t)goxio_sig_counters());
 }
 
 int poll(struct pollfd *fds, nfds_t n, int timeout) {
@@ -125,7 +112,8 @@ static int strip_tags(struct epoll_event *ev, int n) {
 }
 
 static int epoll_engine(int epfd, struct epoll_event *ev, int n, const struct timespec *ts, const sigset_t *mask) {
-	return (int)goxio_call(GOXIO_OP_EPOLL_WAIT, epfd, (uintptr_t)ev, (uintptr_t)n, (uintptr_t)ts, (uintptr_t)mask, 0);
+	return (int)goxio_call(GOXIO_OP_EPOLL_WAIT, epfd, (uintptr_t)ev, (uintptr_t)n, (uintptr_t)ts, (uintptr_t)mask,
+			       (uintptr_t)goxio_sig_counters());
 }
 
 int epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout) {

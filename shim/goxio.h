@@ -197,10 +197,12 @@ enum goxio_op {
 	GOXIO_OP_IOCTL,
 	GOXIO_OP_DUP,   /* a0 = new fd made by the kernel (dup, dup2, dup3, F_DUPFD): register it */
 	GOXIO_OP_FORGET, /* the fd was closed or replaced outside the engine: drop bookkeeping */
-	GOXIO_OP_POLL,   /* fd -1; a0=pollfd* a1=nfds a2=timespec* or 0 (forever) a3=sigmask* or 0 */
+	GOXIO_OP_POLL,   /* fd -1; a0=pollfd* a1=nfds a2=timespec* or 0 (forever) a3=sigmask* or 0
+			    a4=the thread's struct goxio_sig_counters* */
 	GOXIO_OP_SELECT, /* fd -1; a0=nfds a1..a3=fd_set* a4=struct goxio_select_args* */
 	GOXIO_OP_EPOLL_CTL,  /* fd = target; a0=epfd a1=op a2=epoll_event* */
-	GOXIO_OP_EPOLL_WAIT, /* fd = epfd; a0=events a1=maxevents a2=timespec* or 0 a3=sigmask* or 0 */
+	GOXIO_OP_EPOLL_WAIT, /* fd = epfd; a0=events a1=maxevents a2=timespec* or 0 a3=sigmask* or 0
+				a4=the thread's struct goxio_sig_counters* */
 	GOXIO_OP_MAX
 };
 
@@ -210,6 +212,7 @@ struct goxio_select_args {
 	struct timeval *tv;
 	const struct timespec *ts;
 	const sigset_t *mask;
+	struct goxio_sig_counters *sig;
 };
 
 /* goxio_call enters the engine and turns its result into the C convention: a negative result is

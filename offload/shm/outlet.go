@@ -176,6 +176,11 @@ func (o *Outlet) Send(name []byte, bufs [][]byte, total int) (wake bool, err err
 	if p == nil || atomic.LoadUint64(o.ibClosed) != 0 || atomic.LoadUint64(p.detachedp) != 0 {
 		return false, ErrClosed
 	}
+	if limit := atomic.LoadUint64(word64(o.ibMem, ibLimit)); limit != 0 && !p.fits(total, limit) {
+		p.drops++
+		atomic.StoreUint64(p.dropsp, p.drops)
+		return false, ErrFull
+	}
 	if err := p.put(name, bufs, total); err != nil {
 		return false, err
 	}

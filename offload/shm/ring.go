@@ -65,6 +65,25 @@ func newProducer(mem []byte, capacity uint64) *producer {
 	}
 }
 
+// fits reports whether a datagram of total bytes stays within a receive-buffer limit. Like the
+// kernel, which charges each queued packet its size plus a fixed overhead against SO_RCVBUF, the
+// unread bytes are charged with SkbOverhead per record, the record count estimated from this
+// datagram's record size. An empty ring always takes one datagram. The consumer's head is
+// loaded only when the cached one says no.
+func (p *producer) fits(total int, limit uint64) bool {
+	rec := recSize(total)
+	charge := func(used uint64) uint64 { return used + used/rec*SkbOverhead + rec + SkbOverhead }
+	if charge(p.tail-p.headCache) <= limit {
+		return true
+	}
+	h := atomic.LoadUint64(p.headp)
+	if h > p.tail || p.tail-h > p.cap || h < p.headCache {
+		return true // put reports the corruption
+	}
+	p.headCache = h
+	return p.tail == h || charge(p.tail-h) <= limit
+}
+
 // put appends one record and publishes it. It returns ErrFull (a drop is counted) when the
 // record does not fit, ErrCorrupt when the consumer's head is impossible. If copying from bufs
 // panics, nothing is published and the ring stays as it was.

@@ -7,8 +7,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ibToken is the inbox header word holding the inbox's secret token (u64, never 0 once set).
-const ibToken = 48
+// ibToken is the inbox header word holding the inbox's secret token (u64, never 0 once set);
+// ibLimit holds the receive-buffer limit senders honour (u64 bytes; 0: the ring's capacity).
+const (
+	ibToken = 48
+	ibLimit = 56
+)
+
+// SkbOverhead is what a datagram costs in a receive-buffer limit beyond its record, like the
+// kernel's per-packet overhead (truesize) against SO_RCVBUF.
+const SkbOverhead = 512
+
+// SetLimit sets the receive-buffer limit: a sender drops a datagram (as a full kernel socket
+// buffer does) when its ring's unread records plus SkbOverhead per datagram would exceed it.
+func (in *Inbox) SetLimit(bytes int) {
+	if !in.enter() {
+		return
+	}
+	defer in.leave()
+	atomic.StoreUint64(word64(in.mem, ibLimit), uint64(max(bytes, 0)))
+}
 
 // Token returns the inbox's secret: a random non-zero value kept in the inbox header (the
 // segment is 0600: only the owner's user can read it). The owner's first call chooses it, before
@@ -62,4 +80,19 @@ func nanotimeToken() int64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return ts.Nano()
+}
+
+// Arrivals is a number that grows whenever a datagram arrives in any attached ring (the sum of
+// the rings' published tails), for edge-triggered readiness: a changed value means new data.
+// Safe from any goroutine.
+func (in *Inbox) Arrivals() uint64 {
+	if !in.enter() {
+		return 0
+	}
+	defer in.leave()
+	var sum uint64
+	for _, r := range *in.list.Load() {
+		sum += atomic.LoadUint64(r.tailp)
+	}
+	return sum + atomic.LoadUint64(in.genp)
 }

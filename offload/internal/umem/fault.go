@@ -17,9 +17,13 @@ func Fault(r any) bool {
 	if r == nil {
 		return false
 	}
+	if r == ErrNil {
+		return true
+	}
 	if e, ok := r.(runtime.Error); ok {
 		msg := e.Error()
-		if strings.Contains(msg, "fault address") || strings.Contains(msg, "invalid memory address") {
+		if strings.Contains(msg, "fault address") || strings.Contains(msg, "invalid memory address") ||
+			strings.Contains(msg, "unsafe.Slice: ptr is nil") {
 			return true
 		}
 	}

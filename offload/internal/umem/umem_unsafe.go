@@ -23,10 +23,21 @@ import (
 // cptr turns the address of C memory into a pointer.
 func cptr(p uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }
 
-// Bytes returns the n bytes at p (nil when n == 0).
+// ErrNil is the panic value of Bytes and Iovecs for a NULL buffer of non-zero length: a fault
+// like any other bad address (Fault recognises it).
+var ErrNil = nilBuffer{}
+
+type nilBuffer struct{}
+
+func (nilBuffer) Error() string { return "umem: NULL buffer" }
+
+// Bytes returns the n bytes at p (nil when n == 0). A NULL p with n > 0 panics with ErrNil.
 func Bytes(p uintptr, n int) []byte {
 	if n <= 0 {
 		return nil
+	}
+	if p == 0 {
+		panic(ErrNil)
 	}
 	return unsafe.Slice((*byte)(cptr(p)), n)
 }
@@ -48,6 +59,9 @@ func Iovecs(dst [][]byte, iov uintptr, n int) ([][]byte, int) {
 		}
 		total += l
 		if l > 0 {
+			if vec[i].Base == nil {
+				panic(ErrNil)
+			}
 			dst = append(dst, unsafe.Slice(vec[i].Base, l))
 		}
 	}
@@ -138,6 +152,16 @@ type SelectArgs struct {
 	TV   *unix.Timeval
 	TS   *unix.Timespec
 	Mask uintptr
+	Sig  uintptr // the thread's struct goxio_sig_counters
+}
+
+// SigCounters is the thread's struct goxio_sig_counters at p (shim/signal.c), laid out as
+// transport.SigCounters; nil for 0. The counters live in the calling thread's TLS for the call.
+func SigCounters(p uintptr) *[2]uint32 {
+	if p == 0 {
+		return nil
+	}
+	return (*[2]uint32)(cptr(p))
 }
 
 // SelectArgsAt reads the struct goxio_select_args the select trampoline passed.

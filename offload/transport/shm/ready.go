@@ -39,12 +39,18 @@ func (u *UDP) Spin(on bool) {
 	}
 }
 
-// Bell is the socket's doorbell fd (select, poll and epoll sleep on it too), or -1.
+// Bell is the socket's doorbell fd (select, poll and epoll sleep on it too), made on first use;
+// -1 for a socket without rings.
 func (u *UDP) Bell() int {
-	if u.inbox.Load() == nil || u.kernelOnly.Load() {
+	if !u.enter() {
 		return -1
 	}
-	return u.bell
+	defer u.exit()
+	in := u.inbox.Load()
+	if in == nil || u.kernelOnly.Load() {
+		return -1
+	}
+	return u.ensureBell(in)
 }
 
 // Rang is called when a select, poll or epoll saw the socket's doorbell ring: the doorbell is
@@ -63,10 +69,11 @@ func (u *UDP) Rang() {
 // ring data it announced is unread, so every thread sleeping on it (several pollers, an epoll
 // set) sees it; the first one to find the rings empty takes the ring back.
 func (u *UDP) settle(in *ring.Inbox) {
-	if !in.WakePending() || in.Pending() {
+	b := u.bell.Load()
+	if b < 0 || !in.WakePending() || in.Pending() {
 		return
 	}
-	drainBell(u.bell)
+	drainBell(int(b))
 	in.ClearWake()
 }
 
@@ -100,8 +107,20 @@ func (u *UDP) Quiet() {
 		return
 	}
 	defer u.exit()
-	if in := u.inbox.Load(); in != nil && in.WakePending() {
-		drainBell(u.bell)
+	if in := u.inbox.Load(); in != nil && in.WakePending() && u.bell.Load() >= 0 {
+		drainBell(int(u.bell.Load()))
 		in.ClearWake()
 	}
+}
+
+// Arrivals grows with every datagram that arrives in the socket's rings (edge-triggered epoll).
+func (u *UDP) Arrivals() uint64 {
+	if !u.enter() {
+		return 0
+	}
+	defer u.exit()
+	if in := u.inbox.Load(); in != nil {
+		return in.Arrivals()
+	}
+	return 0
 }

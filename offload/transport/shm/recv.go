@@ -24,6 +24,7 @@ type rxCall struct {
 	namep    uintptr
 	namelenp *uint32
 	msg      *unix.Msghdr // recvmsg: gets msg_flags and msg_controllen
+	bad      bool         // a NULL buffer: the datagram is consumed and the call fails with EFAULT
 }
 
 // recv performs a receive call.
@@ -43,31 +44,53 @@ func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	}
 	var arr [maxBufs][]byte
 	rc := rxCall{bufs: arr[:0]}
-	switch c.Op {
-	case transport.OpRead:
-		rc.bufs = append(rc.bufs, umem.Bytes(c.A[0], int(c.A[1])))
-	case transport.OpReadv:
-		if int(c.A[1]) < 0 || int(c.A[1]) > umem.MaxIov {
-			return u.kernel(c)
-		}
-		rc.bufs, _ = umem.Iovecs(rc.bufs, c.A[0], int(c.A[1]))
-	case transport.OpRecvfrom:
-		rc.bufs = append(rc.bufs, umem.Bytes(c.A[0], int(c.A[1])))
-		rc.flags = int(c.A[2])
-		if c.A[3] != 0 && c.A[4] != 0 {
-			rc.namep, rc.namelenp = c.A[3], umem.Uint32(c.A[4])
-		}
-	case transport.OpRecvmsg:
-		if !rc.parseMsg(c.A[0], int(c.A[1])) {
-			return u.kernel(c)
-		}
-	default:
+	if !rc.parse(c) {
 		return u.kernel(c)
 	}
 	if rc.flags&kernelRecvFlags != 0 {
 		return u.kernel(c)
 	}
-	return u.receive(c, in, &rc, u.nonblock() || rc.flags&unix.MSG_DONTWAIT != 0)
+	n, errno, viaOS = u.receive(c, in, &rc, u.nonblock() || rc.flags&unix.MSG_DONTWAIT != 0)
+	if rc.bad && errno == 0 {
+		// A bad buffer fails the call once a datagram is there, and the datagram is gone, as
+		// in the kernel.
+		return -1, unix.EFAULT, viaOS
+	}
+	return n, errno, viaOS
+}
+
+// parse fills the call from the program's arguments; false when the rings cannot serve it. A
+// NULL buffer marks the call bad (it still waits for, and consumes, a datagram).
+func (rc *rxCall) parse(c *transport.Call) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r != umem.ErrNil {
+				panic(r)
+			}
+			rc.bufs, rc.bad, ok = nil, true, true
+		}
+	}()
+	switch c.Op {
+	case transport.OpRead:
+		rc.bufs = append(rc.bufs, umem.Bytes(c.A[0], int(c.A[1])))
+	case transport.OpReadv:
+		if int(c.A[1]) < 0 || int(c.A[1]) > umem.MaxIov {
+			return false
+		}
+		rc.bufs, _ = umem.Iovecs(rc.bufs, c.A[0], int(c.A[1]))
+	case transport.OpRecvfrom:
+		rc.flags = int(c.A[2])
+		if c.A[3] != 0 && c.A[4] != 0 {
+			rc.namep, rc.namelenp = c.A[3], umem.Uint32(c.A[4])
+		}
+		rc.bufs = append(rc.bufs, umem.Bytes(c.A[0], int(c.A[1])))
+	case transport.OpRecvmsg:
+		rc.flags = int(c.A[1])
+		return rc.parseMsg(c.A[0], int(c.A[1]))
+	default:
+		return false
+	}
+	return true
 }
 
 // parseMsg fills the call from the program's msghdr at m; false when the rings cannot serve it.
@@ -152,6 +175,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 	// until EAGAIN); a blocking one every RxUDPPollOSRatio polls, and when the kernel woke it.
 	checkOS := nonblock
 	var w blockState
+	kfd := -1
 	for {
 		if n, ok := u.fromRing(in, rc); ok {
 			u.rings.Add(1)
@@ -195,7 +219,23 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 				continue
 			}
 		}
-		r0, r1, errno := ppoll2(c.FD, u.bell, w.remaining())
+		bell := u.ensureBell(in)
+		if bell < 0 {
+			return u.kernel(c) // no fd for a doorbell: the socket went back to the kernel
+		}
+		if in.Pending() {
+			continue
+		}
+		if kfd < 0 {
+			// The call's own reference to the socket, as the kernel's receive holds its file:
+			// another thread closing the program's fd does not end the wait.
+			if k, err := unix.FcntlInt(uintptr(c.FD), unix.F_DUPFD_CLOEXEC, highFD); err == nil {
+				kfd = k
+				defer unix.Close(kfd)
+				c.FD = kfd
+			}
+		}
+		r0, r1, errno := ppoll2(c.FD, bell, w.remaining())
 		if errno == unix.EINTR {
 			continue // w.check decides: EINTR or, with SA_RESTART, wait on
 		}
@@ -211,6 +251,10 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 		checkOS = r0 != 0 // a doorbell means ring data: fromRing takes it (and settles the bell)
 	}
 }
+
+// highFD is where a receive's own copy of its socket goes: away from the low numbers the program
+// expects to get from its own calls meanwhile.
+const highFD = 1 << 10
 
 // blockState is what a blocking receive watches besides the data: the socket's receive timeout
 // and the thread's signal handlers.

@@ -34,7 +34,7 @@ const maxBufs = 8
 // send performs a send call: through a ring when the destination is a goxio socket of this
 // user and namespace, through the kernel otherwise.
 func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
-	if u.kernelOnly.Load() {
+	if u.kernelOnly.Load() || u.wrShut.Load() {
 		return u.kernel(c)
 	}
 	umem.Protect()
@@ -78,6 +78,9 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	}
 	var dst netip.AddrPort
 	if namep != 0 {
+		if namelen > unix.SizeofSockaddrAny || int32(namelen) < 0 {
+			return u.kernel(c) // EINVAL
+		}
 		if dst = sockaddr4(umem.Bytes(namep, int(namelen))); !dst.IsValid() {
 			return u.kernel(c)
 		}
@@ -98,6 +101,9 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	case errors.Is(err, ring.ErrFull):
 		if u.env.p.TxNonblockedEagains && (u.nonblock() || flags&unix.MSG_DONTWAIT != 0) {
 			return -1, unix.EAGAIN, false
+		}
+		if u.OnDrop != nil {
+			u.OnDrop()
 		}
 		return total, 0, false // dropped, as by a full kernel receive buffer
 	case errors.Is(err, ring.ErrClosed):

@@ -21,6 +21,9 @@ type UDP struct {
 	env *Env
 
 	nonblock func() bool // the socket's O_NONBLOCK, kept by the engine
+	// OnDrop, when set, counts a datagram the send call accepted but the receiver's full ring
+	// dropped (as a full kernel receive buffer drops it: the send still succeeds).
+	OnDrop func()
 
 	mu        sync.Mutex // guards the fields below and changes of inbox
 	local     netip.AddrPort
@@ -31,7 +34,12 @@ type UDP struct {
 	gaveUp    transport.Reason // not ReasonNone: the socket went back to the kernel for good
 
 	inbox atomic.Pointer[ring.Inbox] // nil until the socket has a port
-	bell  int                        // the inbox's doorbell fd; set with inbox, before it is stored
+	// bell is the inbox's doorbell fd, made when a thread first sleeps on the socket (ensureBell)
+	// so that sockets nobody sleeps on cost no fd; -1 before.
+	bell   atomic.Int32
+	bellMu sync.Mutex
+	// wrShut: shutdown(SHUT_WR) happened; sends go to the kernel, which fails them with EPIPE.
+	wrShut atomic.Bool
 	// users counts the calls inside the transport; the inbox is unmapped only when the socket is
 	// closed and no call uses it (a thread may still be in recv when another closes the fd).
 	users    atomic.Int64
@@ -54,7 +62,11 @@ type discoveryEntry = discovery.Entry
 type Counts struct{ RingRx, OSRx, RingTx, OSTx uint64 }
 
 // NewUDP returns the transport of one UDP socket. nonblock reports the socket's O_NONBLOCK.
-func (e *Env) NewUDP(nonblock func() bool) *UDP { return &UDP{env: e, nonblock: nonblock, bell: -1} }
+func (e *Env) NewUDP(nonblock func() bool) *UDP {
+	u := &UDP{env: e, nonblock: nonblock}
+	u.bell.Store(-1)
+	return u
+}
 
 var _ transport.Transport = (*UDP)(nil)
 
@@ -101,13 +113,7 @@ func (u *UDP) Bound(fd int) {
 			return
 		}
 		in.Token() // chosen before anybody can find the inbox
-		bell, err := openBell(in.Name())
-		if err != nil {
-			_ = in.Close()
-			u.env.log.Info("shm: no doorbell, the socket receives through the kernel only", zap.Int("fd", fd), zap.Error(err))
-			return
-		}
-		u.bell = u.env.adopt(bell)
+		u.setLimit(fd, in)
 		u.inbox.Store(in)
 	}
 	u.publishLocked(fd, in)
@@ -123,15 +129,60 @@ func (u *UDP) Connected(fd int, peer netip.AddrPort) {
 	u.Bound(fd)
 }
 
+// setLimit gives the inbox the socket's receive-buffer limit: SO_RCVBUF as the kernel reports it
+// (doubled), at least VMA_RX_BYTES_MIN.
+func (u *UDP) setLimit(fd int, in *ring.Inbox) {
+	v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+	if err != nil {
+		return
+	}
+	in.SetLimit(max(v, u.env.p.RxBytesMin))
+}
+
 // OptionSet tells the socket that the program set an option on its kernel socket; the ones the
 // transport follows are read back from the kernel (SO_RCVTIMEO).
 func (u *UDP) OptionSet(fd, level, name int) {
+	if level == unix.SOL_SOCKET && (name == unix.SO_RCVBUF || name == unix.SO_RCVBUFFORCE) {
+		if u.enter() {
+			if in := u.inbox.Load(); in != nil {
+				u.setLimit(fd, in)
+			}
+			u.exit()
+		}
+	}
 	if level == unix.SOL_SOCKET && (name == unix.SO_RCVTIMEO || name == unix.SO_RCVTIMEO_NEW) {
 		if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
 			u.rcvTimeo.Store(tv.Nano())
 		}
 	}
 }
+
+// ensureBell returns the socket's doorbell, making it on first use. A sender that asked for a
+// wake-up before the doorbell existed rang nobody: the wake-up is taken back (ClearWake), and the
+// caller looks at the rings again before it sleeps. Without an fd to spare (EMFILE) the socket
+// goes back to the kernel for good and -1 is returned.
+func (u *UDP) ensureBell(in *ring.Inbox) int {
+	if b := u.bell.Load(); b >= 0 {
+		return int(b)
+	}
+	u.bellMu.Lock()
+	defer u.bellMu.Unlock()
+	if b := u.bell.Load(); b >= 0 {
+		return int(b)
+	}
+	fd, err := openBell(in.Name())
+	if err != nil {
+		u.env.log.Info("shm: no doorbell, the socket goes back to the kernel", zap.String("inbox", in.Name()), zap.Error(err))
+		u.GiveUp(transport.ReasonResources)
+		return -1
+	}
+	u.bell.Store(int32(u.env.adopt(fd)))
+	in.ClearWake()
+	return int(u.bell.Load())
+}
+
+// ShutWrite tells the socket that the program shut it down for sending.
+func (u *UDP) ShutWrite() { u.wrShut.Store(true) }
 
 // Peer is the connected peer, or the zero value.
 func (u *UDP) Peer() netip.AddrPort {
@@ -220,8 +271,7 @@ func (u *UDP) release() {
 	u.finalize.Do(func() {
 		if in := u.inbox.Swap(nil); in != nil {
 			_ = in.Close()
-			u.env.closeFD(u.bell)
-			u.bell = -1
+			u.env.closeFD(int(u.bell.Swap(-1)))
 		}
 	})
 }
