@@ -32,8 +32,8 @@ type member struct {
 	s        *Socket
 	events   uint32
 	data     uint64
-	disabled bool // EPOLLONESHOT fired; re-armed by EPOLL_CTL_MOD
-	bell     int  // the doorbell fd registered in the inner set for this member; 0: none
+	disabled bool   // EPOLLONESHOT fired; re-armed by EPOLL_CTL_MOD
+	bell     int    // the doorbell fd registered in the inner set for this member; 0: none
 	seen     uint64 // EPOLLET: the rings' Arrivals when their readiness was last reported
 }
 

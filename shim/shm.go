@@ -34,6 +34,8 @@ func newSHM(p conf.Params, log *zap.Logger) *shmtr.Env {
 		RxBytesMin:          p.RxBytesMin,
 		TxNonblockedEagains: p.TxNonblockedEagains,
 		Signals:             sigCounters,
+		AdoptFD:             func(fd int) int { return offload.AdoptInternal(cTable{}, fd) },
+		ReleaseFD:           func(fd int) { cTable{}.Set(fd, 0) },
 	}, log)
 	if err != nil {
 		log.Warn("shared-memory transport unavailable: same-host UDP goes through the kernel", zap.Error(err))
