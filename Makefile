@@ -59,6 +59,10 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzParseRules -fuzztime 60s ./conf
 	$(GO) test -run XXX -fuzz FuzzParams -fuzztime 60s ./conf
 	$(GO) test -run XXX -fuzz FuzzReader -fuzztime 60s -fuzzminimizetime 5s ./stats
+	$(GO) test -run XXX -fuzz FuzzRingConsumer -fuzztime 60s -fuzzminimizetime 5s ./offload/shm
+	$(GO) test -run XXX -fuzz FuzzRingHeader -fuzztime 60s -fuzzminimizetime 5s ./offload/shm
+	$(GO) test -run XXX -fuzz FuzzSlotTable -fuzztime 60s -fuzzminimizetime 5s ./offload/shm
+	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 60s -fuzzminimizetime 5s ./offload/discovery
 
 # Debian and RPM packages into build/pkg/
 deb: all
