@@ -45,12 +45,6 @@ func (s *Socket) setNonblock(on bool) {
 	s.st.SetBlocking(!on)
 }
 
-func (s *Socket) kindNow() transport.Kind {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.kind
-}
-
 func statsTransport(k transport.Kind) stats.Transport {
 	switch k {
 	case transport.KindSHM:

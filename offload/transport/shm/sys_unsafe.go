@@ -19,13 +19,6 @@ func errnoOf(r uintptr, e syscall.Errno) (int, syscall.Errno) {
 	return int(r), 0
 }
 
-// sendtoRaw is sendto(2) of a library-owned buffer (16 bytes) to a library-owned sockaddr_in.
-func sendtoRaw(fd int, b *[wakeLen]byte, flags int, sa *[unix.SizeofSockaddrInet4]byte) syscall.Errno {
-	_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(b)), wakeLen, uintptr(flags),
-		uintptr(unsafe.Pointer(sa)), unix.SizeofSockaddrInet4)
-	return e
-}
-
 // recvRaw is recvfrom(2) into a library-owned 16-byte buffer, without the source address. With
 // MSG_TRUNC it returns the datagram's real length.
 func recvRaw(fd int, b *[wakeLen]byte, flags int) (int, syscall.Errno) {
