@@ -1,7 +1,7 @@
-"""Latency-percentile plot for the bench report: kernel vs goxio, UDP and TCP.
+"""Latency-percentile plot for the bench report: kernel vs the goxio variants.
 
-latency_plot draws one panel per protocol, one line per variant, percentiles on a
-"nines" axis (p50, p90, p99, p99.9, ...) and microseconds on a log axis. It uses
+latency_plot draws one panel per test (two per row), one line per variant, percentiles on a
+"nines" axis (p50, p90, p99, p99.9, ..., then max) and microseconds on a log axis. It uses
 matplotlib when the interpreter has it (Debian's python3-matplotlib) and writes the
 same picture as a hand-made SVG otherwise, with the standard library only.
 """
@@ -29,8 +29,31 @@ def _panels(series):
     return panels
 
 
-def latency_plot(series, pcts, outdir, title):
-    """Writes latency.png (matplotlib) or latency.svg into outdir and returns its path."""
+def _colors(series):
+    """One color per variant, the same in every panel."""
+    order = []
+    for key in series:
+        variant = key.partition(", ")[2]
+        if variant not in order:
+            order.append(variant)
+    return {v: COLORS[i % len(COLORS)] for i, v in enumerate(order)}
+
+
+def axis(pcts, with_max=True):
+    """x positions ("nines": p90 -> 1, p99 -> 2, ...) and labels of percentiles pcts, then "max"
+    one step after the last percentile when with_max."""
+    xs = [_nines(p) for p in pcts]
+    labels = [_label(p) for p in pcts]
+    if with_max:
+        xs.append(xs[-1] + 1.0)
+        labels.append("max")
+    return xs, labels
+
+
+def latency_plot(series, pcts, outdir, title, with_max=True):
+    """Writes latency.png (matplotlib) or latency.svg into outdir and returns its path.
+
+    series maps "panel, variant" to the latencies at pcts (then the maximum when with_max)."""
     try:
         import matplotlib
 
@@ -38,22 +61,28 @@ def latency_plot(series, pcts, outdir, title):
         import matplotlib.pyplot as plt
         from matplotlib.ticker import LogLocator, ScalarFormatter
     except ImportError:
-        return _svg(series, pcts, outdir, title)
+        return _svg(series, pcts, outdir, title, with_max)
     for stale in ("latency.svg",):
         path = os.path.join(outdir, stale)
         if os.path.exists(path):
             os.remove(path)
     panels = _panels(series)
-    xs = [_nines(p) for p in pcts]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
-    for ax, (panel, lines) in zip(axes[0], panels.items()):
-        for i, (variant, values) in enumerate(lines):
+    colors = _colors(series)
+    xs, labels = axis(pcts, with_max)
+    cols = min(2, len(panels))
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 4.4 * rows), squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (panel, lines) in zip(flat, panels.items()):
+        for variant, values in lines:
             pts = [(x, v) for x, v in zip(xs, values) if not math.isnan(v)]
-            ax.plot([x for x, _ in pts], [v for _, v in pts], marker="o", color=COLORS[i % len(COLORS)],
+            ax.plot([x for x, _ in pts], [v for _, v in pts], marker="o", color=colors[variant],
                     label=variant)
         ax.set_title(panel)
         ax.set_xticks(xs)
-        ax.set_xticklabels([_label(p) for p in pcts])
+        ax.set_xticklabels(labels)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(ScalarFormatter())
         ax.yaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
@@ -61,7 +90,7 @@ def latency_plot(series, pcts, outdir, title):
         ax.tick_params(axis="y", which="minor", labelsize=7)
         ax.set_ylabel("latency, us (half round trip)")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
     path = os.path.join(outdir, "latency.png")
@@ -70,14 +99,15 @@ def latency_plot(series, pcts, outdir, title):
     return path
 
 
-def _svg(series, pcts, outdir, title):
+def _svg(series, pcts, outdir, title, with_max):
     stale = os.path.join(outdir, "latency.png")
     if os.path.exists(stale):
         os.remove(stale)
     panels = _panels(series)
+    colors = _colors(series)
     pw, ph, ml, mr, mt, mb = 420, 300, 70, 30, 50, 45
     width, height = pw * len(panels), ph + 30
-    xs = [_nines(p) for p in pcts]
+    xs, labels = axis(pcts, with_max)
     xmin, xmax = min(xs), max(xs)
     vals = [v for lines in panels.values() for _, vs in lines for v in vs if v > 0 and not math.isnan(v)]
     lo = math.floor(math.log10(min(vals))) if vals else 0
@@ -104,13 +134,13 @@ def _svg(series, pcts, outdir, title):
             y = py(10 ** e)
             out.append(f'<line x1="{x0}" y1="{y}" x2="{x0 + w}" y2="{y}" stroke="#ddd"/>')
             out.append(f'<text x="{x0 - 5}" y="{y + 4}" text-anchor="end">{10 ** e:g}</text>')
-        for x, p in zip(xs, pcts):
+        for x, lab in zip(xs, labels):
             out.append(f'<line x1="{px(x)}" y1="{y0}" x2="{px(x)}" y2="{y0 + h}" stroke="#eee"/>')
-            out.append(f'<text x="{px(x)}" y="{y0 + h + 15}" text-anchor="middle">{_label(p)}</text>')
+            out.append(f'<text x="{px(x)}" y="{y0 + h + 15}" text-anchor="middle">{lab}</text>')
         out.append(f'<text x="{x0 - 50}" y="{y0 + h / 2}" text-anchor="middle" '
                    f'transform="rotate(-90 {x0 - 50} {y0 + h / 2})">latency, us (half round trip)</text>')
         for i, (variant, values) in enumerate(lines):
-            color = COLORS[i % len(COLORS)]
+            color = colors[variant]
             pts = [(px(x), py(v)) for x, v in zip(xs, values) if v > 0 and not math.isnan(v)]
             out.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>'
                        % (color, " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)))

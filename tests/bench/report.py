@@ -4,7 +4,8 @@
 Standard library only; the plot uses matplotlib when the interpreter has it and
 writes an SVG by hand otherwise (plot.py). Every number in the report is computed
 here from the files under the raw folder: medians across repetitions, nearest-rank
-percentiles across all samples, ratios goxio/kernel.
+percentiles across all samples, ratios of the variants against the kernel, verdicts
+on the goals of the foundation issue and of issue 4 (shared-memory UDP transport).
 """
 
 import argparse
@@ -33,14 +34,33 @@ PASSTHROUGH_CASES = [
      "through the engine (C->Go->kernel)", False),
 ]
 
+# Goals of issue 4 (shared-memory UDP transport), as kernel/variant (latency) and
+# variant/kernel (msg/s) ratios of medians of repeated runs.
+GOAL_AVG_RATIO = 20.0
+GOAL_P999_RATIO = 10.0
+GOAL_RATE_RATIO = 10.0
+
+# sockperf tests: name, label, kind (latency: ping-pong or under-load, rate: throughput).
 SOCKPERF_TESTS = [
-    ("udp-pp", "UDP ping-pong"),
-    ("tcp-pp", "TCP ping-pong"),
-    ("udp-tp", "UDP throughput"),
-    ("tcp-tp", "TCP throughput"),
+    ("udp-pp", "UDP ping-pong 64 B", "latency"),
+    ("udp-pp-1400", "UDP ping-pong 1400 B", "latency"),
+    ("udp-ul", "UDP under-load 64 B", "latency"),
+    ("tcp-pp", "TCP ping-pong 64 B", "latency"),
+    ("udp-tp", "UDP throughput 64 B", "rate"),
+    ("tcp-tp", "TCP throughput 64 B", "rate"),
+]
+MUX_TESTS = [
+    ("mux-epoll", "`-F epoll`, 2 sockets"),
+    ("mux-poll", "`-F poll`, 2 sockets"),
+    ("mux-select", "`-F select`, 2 sockets"),
+    ("mux-recvfrom", "`-F recvfrom`, 1 socket"),
 ]
 
 PCTS = ["50.000", "75.000", "90.000", "99.000", "99.900", "99.990"]
+PLOT_PCTS = ["50.000", "90.000", "99.000", "99.900", "99.990"]
+# Lines of a failed run's logs worth quoting in the report.
+FAILURE_LINE = re.compile(r"fatal error|panic|SIGSEGV|No messages were received|ERROR|Segmentation|"
+                          r"Aborted|goxio (WARN|ERROR)")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -182,70 +202,201 @@ def parse_server(path):
     return int(m.group(1)) if m else None
 
 
-def sockperf(raw):
+def read_variants(raw):
     variants = []
     with open(os.path.join(raw, "variants.txt")) as f:
         for line in f:
             name, _, env = line.rstrip("\n").partition("|")
             variants.append((name, env))
-    cpu = {}
-    for test, name, rep, _cwall, ccpu, scpu in read_tsv(os.path.join(raw, "sockperf.tsv")):
-        cpu[(test, name, rep)] = float(ccpu) + float(scpu)
-    stats = {}
-    for test, _ in SOCKPERF_TESTS:
-        for name, _ in variants:
+    return variants
+
+
+def first_failure_line(base):
+    """The first telling line of a failed run's client or server log, or ""."""
+    for side in ("client", "server"):
+        path = f"{base}.{side}.log"
+        if not os.path.exists(path):
+            continue
+        with open(path, errors="replace") as f:
+            for line in ANSI.sub("", f.read()).splitlines():
+                if FAILURE_LINE.search(line):
+                    return f"{side}: {line.strip()}"
+    return ""
+
+
+def sockperf_stats(raw, tests):
+    """Per (test, variant): medians over the runs that succeeded, run and failure counts."""
+    runs_tsv = {}
+    for row in read_tsv(os.path.join(raw, "sockperf.tsv")):
+        test, name, rep, _cwall, ccpu, scpu = row[:6]
+        status = row[6] if len(row) > 6 else "ok"
+        left = int(row[7]) if len(row) > 7 else 0
+        runs_tsv.setdefault((test, name), []).append((rep, float(ccpu) + float(scpu), status, left))
+    stats, failures = {}, []
+    for test, kind in tests:
+        for (t, name), rows in runs_tsv.items():
+            if t != test:
+                continue
             runs = []
-            for client in sorted(glob.glob(os.path.join(raw, "sockperf", f"{test}-{name}-r*.client.log"))):
-                rep = client.rsplit("-r", 1)[1].split(".")[0]
-                r = parse_client(client)
-                received = parse_server(client.replace(".client.log", ".server.log"))
+            for rep, cpu, status, left in rows:
+                base = os.path.join(raw, "sockperf", f"{test}-{name}-r{rep}")
+                if status != "ok":
+                    failures.append((test, name, rep, status, first_failure_line(base)))
+                    continue
+                r = parse_client(base + ".client.log")
+                received = parse_server(base + ".server.log")
+                if kind == "latency" and "avg" not in r:
+                    failures.append((test, name, rep, "no-latency-figures", first_failure_line(base)))
+                    continue
                 if received is not None and "tp_time" in r:
                     r["recv_rate"] = received / r["tp_time"]
+                if received is not None:
+                    r["received"] = received
                 # CPU of both ends over the whole run (warm-up included) per message handled.
-                msgs = r.get("pp_total") if test.endswith("-pp") else (received or r.get("tp_sent"))
-                if msgs and (test, name, rep) in cpu:
-                    r["cpu"] = cpu[(test, name, rep)] / msgs * 1e6
+                msgs = r.get("pp_total") if test.endswith("pp") or test.startswith("mux-") else \
+                    (received or r.get("tp_sent"))
+                if msgs and not math.isnan(cpu):
+                    r["cpu"] = cpu / msgs * 1e6
                 runs.append(r)
             keys = set().union(*runs) if runs else set()
             agg = {k: median([r[k] for r in runs if k in r]) for k in keys}
-            agg["runs"] = len(runs)
+            agg["ok"] = len(runs)
+            agg["total"] = len(rows)
+            agg["leftovers"] = sum(left for _, _, _, left in rows)
             agg.setdefault("cpu", math.nan)
             stats[(test, name)] = agg
-    base = variants[0][0]
+    return stats, failures
 
+
+def runs_cell(s):
+    if s["ok"] == s["total"]:
+        return str(s["total"])
+    return f"{s['ok']} of {s['total']} (**{s['total'] - s['ok']} failed**)"
+
+
+def sockperf(raw):
+    variants = read_variants(raw)
+    base = variants[0][0]
+    tests = [(t, k) for t, _, k in SOCKPERF_TESTS] + [(t, "latency") for t, _ in MUX_TESTS]
+    stats, failures = sockperf_stats(raw, tests)
+
+    def speedup_row(test, name, cells):
+        k, s = stats[(test, base)], stats[(test, name)]
+        out = []
+        for key, better in cells:
+            if better == "lower":
+                out.append(fmt(ratio(k.get(key), s.get(key)), 2))
+            else:
+                out.append(fmt(ratio(s.get(key), k.get(key)), 2))
+        return out
+
+    lat_keys = [("avg", "lower"), ("p50.000", "lower"), ("p90.000", "lower"), ("p99.000", "lower"),
+                ("p99.900", "lower"), ("p99.990", "lower"), ("max", "lower"), ("rate", "higher"),
+                ("cpu", "lower")]
     pp_rows = []
-    for test, label in SOCKPERF_TESTS[:2]:
-        for name, _ in variants:
+    for test, label, kind in SOCKPERF_TESTS:
+        if kind != "latency":
+            continue
+        names = [n for n, _ in variants if (test, n) in stats]
+        for name in names:
             s = stats[(test, name)]
-            pp_rows.append([label, name, s["runs"], fmt(s.get("avg"), 2), fmt(s.get("p50.000"), 2),
-                            fmt(s.get("p99.000"), 2), fmt(s.get("p99.900"), 2), fmt(s.get("p99.990"), 2),
+            pp_rows.append([label, name, runs_cell(s), *(fmt(s.get(k), 2) for k in
+                            ("avg", "p50.000", "p90.000", "p99.000", "p99.900", "p99.990")),
                             fmt(s.get("max"), 1), fmt(s.get("rate"), 0), fmt(s["cpu"], 2)])
-        for name, _ in variants[1:]:
-            s, k = stats[(test, name)], stats[(test, base)]
-            pp_rows.append([label, f"*{name}/{base}*", "", *(fmt(ratio(s.get(x), k.get(x)), 2) for x in
-                            ("avg", "p50.000", "p99.000", "p99.900", "p99.990", "max", "rate", "cpu"))])
-    pp = table(["test", "variant", "runs", "avg us", "p50 us", "p99 us", "p99.9 us", "p99.99 us",
-                "max us", "round trips/s", "CPU us/msg"], pp_rows)
+        if (test, base) in stats:
+            for name in names:
+                if name != base:
+                    pp_rows.append([label, f"*{name} speed-up*", "",
+                                    *speedup_row(test, name, lat_keys)])
+    pp = table(["test", "variant", "runs", "avg us", "p50 us", "p90 us", "p99 us", "p99.9 us", "p99.99 us",
+                "max us", "replies/s", "CPU us/msg"], pp_rows)
 
     tp_rows = []
-    for test, label in SOCKPERF_TESTS[2:]:
-        for name, _ in variants:
+    for test, label, kind in SOCKPERF_TESTS:
+        if kind != "rate":
+            continue
+        names = [n for n, _ in variants if (test, n) in stats]
+        for name in names:
             s = stats[(test, name)]
-            tp_rows.append([label, name, s["runs"], fmt(s.get("sent_rate"), 0), fmt(s.get("recv_rate"), 0),
-                            fmt(s["cpu"], 2)])
-        for name, _ in variants[1:]:
-            s, k = stats[(test, name)], stats[(test, base)]
-            tp_rows.append([label, f"*{name}/{base}*", "", fmt(ratio(s.get("sent_rate"), k.get("sent_rate")), 2),
-                            fmt(ratio(s.get("recv_rate"), k.get("recv_rate")), 2),
-                            fmt(ratio(s["cpu"], k["cpu"]), 2)])
-    tp = table(["test", "variant", "runs", "sent msg/s", "received msg/s", "CPU us/msg"], tp_rows)
+            tp_rows.append([label, name, runs_cell(s), fmt(s.get("sent_rate"), 0), fmt(s.get("recv_rate"), 0),
+                            fmt(ratio(s.get("recv_rate"), s.get("sent_rate")) * 100, 1), fmt(s["cpu"], 2)])
+        if (test, base) in stats:
+            for name in names:
+                if name != base:
+                    tp_rows.append([label, f"*{name} speed-up*", "", *speedup_row(
+                        test, name, [("sent_rate", "higher"), ("recv_rate", "higher")]), "",
+                        *speedup_row(test, name, [("cpu", "lower")])])
+    tp = table(["test", "variant", "runs", "sent msg/s", "received msg/s", "received/sent %", "CPU us/msg"],
+               tp_rows)
+
+    mux_rows = []
+    for test, label in MUX_TESTS:
+        for name, _ in variants:
+            if (test, name) not in stats:
+                continue
+            s = stats[(test, name)]
+            mux_rows.append([label, name, "ok" if s["ok"] == s["total"] else "**failed**",
+                             *(fmt(s.get(k), 2) for k in ("avg", "p50.000", "p99.000", "p99.900")),
+                             fmt(s.get("max"), 1), fmt(s.get("rate"), 0)])
+    mux = table(["server multiplexer", "variant", "status", "avg us", "p50 us", "p99 us", "p99.9 us",
+                 "max us", "replies/s"], mux_rows) if mux_rows else "(not run)"
 
     series = {}
-    for test, label in SOCKPERF_TESTS[:2]:
+    for test, label, kind in SOCKPERF_TESTS:
+        if kind != "latency":
+            continue
         for name, _ in variants:
-            s = stats[(test, name)]
-            series[f"{label}, {name}"] = [s.get("p" + p, math.nan) for p in PCTS]
-    return pp, tp, series, variants, stats
+            if (test, name) in stats and stats[(test, name)]["ok"]:
+                s = stats[(test, name)]
+                series[f"{label}, {name}"] = [s.get("p" + p, math.nan) for p in PLOT_PCTS] + \
+                    [s.get("max", math.nan)]
+    return pp, tp, mux, series, variants, stats, failures
+
+
+def shm_goals(stats, variants):
+    """The issue-4 goals table: one row per goal, one ratio and verdict per shared-memory variant."""
+    base = variants[0][0]
+    shm = [n for n, e in variants if "GOXIO_SHM=1" in e]
+    goals = [
+        ("average latency, UDP ping-pong 64 B", "udp-pp", "avg", "lower", GOAL_AVG_RATIO),
+        ("average latency, UDP ping-pong 1400 B", "udp-pp-1400", "avg", "lower", GOAL_AVG_RATIO),
+        ("p99.9 latency, UDP ping-pong 64 B", "udp-pp", "p99.900", "lower", GOAL_P999_RATIO),
+        ("p99.9 latency, UDP ping-pong 1400 B", "udp-pp-1400", "p99.900", "lower", GOAL_P999_RATIO),
+        ("msg/s received by the server, UDP throughput 64 B", "udp-tp", "recv_rate", "higher", GOAL_RATE_RATIO),
+        ("average latency, UDP under-load 64 B", "udp-ul", "avg", "lower", None),
+        ("p99.9 latency, UDP under-load 64 B", "udp-ul", "p99.900", "lower", None),
+    ]
+    rows, verdicts = [], {}
+    for label, test, key, better, goal in goals:
+        k = stats.get((test, base), {})
+        kv = k.get(key, math.nan)
+        row = [label, f">= {goal:g}x" if goal else "(none)", fmt(kv, 2 if key != "recv_rate" else 0)]
+        for name in shm:
+            s = stats.get((test, name))
+            if not s:
+                row += ["not run", "", "n/a"]
+                continue
+            sv = s.get(key, math.nan)
+            r = ratio(kv, sv) if better == "lower" else ratio(sv, kv)
+            failed = s["total"] - s["ok"]
+            if goal is None:
+                v = "info"
+            elif math.isnan(r):
+                v = f"**missed** (no figures: {failed} of {s['total']} runs failed)"
+            else:
+                v = verdict(r >= goal and failed == 0)
+                if failed:
+                    v += f" ({failed} of {s['total']} runs failed)"
+                elif r < goal:
+                    v += f" ({goal / r:.1f}x short)"
+            if goal is not None:
+                verdicts.setdefault(name, []).append(r >= goal and failed == 0 and not math.isnan(r))
+            row += [fmt(sv, 2 if key != "recv_rate" else 0), f"{fmt(r, 2)}x", v]
+        rows.append(row)
+    header = ["goal", "target", base]
+    for name in shm:
+        header += [name, "ratio", "verdict"]
+    return table(header, rows), shm, verdicts
 
 
 def main():
@@ -258,9 +409,11 @@ def main():
     meta = read_meta(args.raw)
     pt_table, pt = passthrough(args.raw)
     st_table, st = startup(args.raw)
-    pp_table, tp_table, series, variants, _ = sockperf(args.raw)
-    plot_path = plot.latency_plot(series, [float(p) for p in PCTS], args.plot_dir,
-                                  title=f"sockperf 64 B loopback latency, median of {meta['sp_reps']} runs")
+    pp_table, tp_table, mux_table, series, variants, stats, failures = sockperf(args.raw)
+    goals_table, shm_names, shm_verdicts = shm_goals(stats, variants)
+    plot_path = plot.latency_plot(series, [float(p) for p in PLOT_PCTS], args.plot_dir,
+                                  title=f"sockperf on loopback, latency percentiles (median of "
+                                        f"{meta['sp_reps']} runs each)")
     plot_rel = os.path.relpath(plot_path, os.path.dirname(os.path.abspath(args.report)))
     with open(os.path.join(args.raw, "commands.txt")) as f:
         commands = f.read().rstrip("\n")
@@ -289,6 +442,40 @@ def main():
                f"{tm - km:.0f} ns are what the kernel charges any process with more than one thread "
                f"(the threaded baseline); the library's own share there is {gm / tm:.3f}x.")
     variant_list = "\n".join(f"- `{n}`: `{e or '(no preload)'}`" for n, e in variants)
+    if failures:
+        failure_text = ("Runs that failed are left out of the medians above and counted in the \"runs\" "
+                        "columns; the first telling line of each failed run's logs "
+                        "(`tests/bench/out/raw/sockperf/TEST-VARIANT-rREP.{client,server}.log`):\n\n")
+        failure_text += table(["test", "variant", "run", "status", "log"],
+                              [[t, n, r, st, f"`{line}`" if line else ""] for t, n, r, st, line in failures])
+    else:
+        failure_text = "None: every sockperf run of this report completed."
+    leftovers = ""
+    left_path = os.path.join(args.raw, "shm-leftovers.txt")
+    if os.path.exists(left_path):
+        with open(left_path) as f:
+            leftovers = f.read().strip()
+    if leftovers:
+        leftover_text = ("Segment files left in the private shared-memory folder after runs whose processes "
+                         "had all exited (removed by run.sh):\n\n```\n" + leftovers + "\n```")
+    else:
+        leftover_text = "No segment file was left in the private shared-memory folder after any run."
+    shm_met = {n: all(v) and bool(v) for n, v in shm_verdicts.items()}
+    shape = []
+    for n in shm_names:
+        k, v = stats.get(("udp-pp", variants[0][0]), {}), stats.get(("udp-pp", n), {})
+        if not v.get("ok"):
+            continue
+        where = "above" if v.get("avg", 0) > v.get("p90.000", math.inf) else "below"
+        shape.append(
+            f"`{n}`, UDP ping-pong 64 B: median {fmt(v.get('p50.000'), 2)} us against the kernel's "
+            f"{fmt(k.get('p50.000'), 2)} us ({fmt(ratio(k.get('p50.000'), v.get('p50.000')), 1)}x lower), p90 "
+            f"{fmt(v.get('p90.000'), 2)} us, p99 {fmt(v.get('p99.000'), 2)} us, p99.9 {fmt(v.get('p99.900'), 2)} us "
+            f"(kernel {fmt(k.get('p99.900'), 2)} us), max {fmt(v.get('max'), 0)} us; the average "
+            f"({fmt(v.get('avg'), 2)} us) lies {where} the p90.")
+    goal_reading = " ".join(
+        f"`{n}`: {sum(shm_verdicts.get(n, []))} of {len(shm_verdicts.get(n, []))} goals met"
+        f"{' (all)' if shm_met.get(n) else ''}." for n in shm_names)
     fake_note = ""
     if meta.get("fake") == "1":
         fake_note = ("\n> **Plumbing run with a FAKE preload library** (`GOXIO_LIB=fake`): "
@@ -314,7 +501,27 @@ run `make bench` again. Raw data of the run: `tests/bench/out/raw/` (not committ
 | library | `{meta['goxio_lib']}` ({int(meta['goxio_lib_size']) / 1048576:.1f} MiB, sha256 {meta['goxio_lib_sha256']}...), measured as a copy in `tests/bench/out/bin/` |
 | tools | sockperf {meta['sockperf']}, {meta['hyperfine']}, GNU time, gcc {meta['gcc']} |
 
-## Summary
+## Summary: shared-memory UDP transport (issue 4)
+
+Ratios of medians of {meta['sp_reps']} runs each; latency ratios are kernel/variant (how many times lower),
+the msg/s ratio variant/kernel (how many times higher). Goals are checked on both shared-memory
+variants: `goxio-shm` with default parameters, and `goxio-shm-poll` with `VMA_SPEC=latency`
+(`VMA_RX_POLL=-1`, `VMA_SELECT_POLL=-1`: receive and select calls poll forever instead of
+sleeping after 100,000 polls). A variant with a failed run misses the goal of that test.
+
+{goals_table}
+
+{goal_reading}
+
+Where the time goes (distribution shape):
+{chr(10).join("- " + x for x in shape) or "- (no shared-memory ping-pong figures)"}
+
+The machine has {meta['nproc']} CPUs and other jobs ran during the measure (load average
+{meta['loadavg_start']} at start, {meta.get('loadavg_end', 'n/a')} at end): a polling receiver holds a CPU, so
+whenever both ends and another runnable process want the 2 CPUs, one of them waits for a scheduler
+time slice (milliseconds); the tails above include such waits.
+
+## Summary: foundation (passthrough, start-up, RSS)
 
 {summary}
 
@@ -329,14 +536,24 @@ Kernel and goxio runs alternate in one run (A B A B ...), so both see the same m
   batch of all runs (the cost with the least interference); the goal is checked on the medians.
 - Start-up: {meta['reps']} rounds of `hyperfine -N --warmup 3 --runs 20` per program and variant; median and
   p90 (nearest rank) over all runs. Max RSS: `/usr/bin/time -f %M`, {meta['reps']} runs each, largest value.
-- sockperf: server and client on 127.0.0.1, both under the variant's environment, 64-byte messages,
-  `-t {meta['sp_time']}` s per client run, {meta['sp_reps']} runs per test and variant; each cell is the median
-  of the runs' own figures. Latency is sockperf's half round trip. "CPU us/msg" is the user+system CPU
-  time of client and server over the whole run (warm-up included) per round trip (ping-pong) or per
-  message received (throughput). Throughput
+- sockperf: server and client on 127.0.0.1, both under the variant's environment,
+  `-t {meta['sp_time']}` s per client run, {meta['sp_reps']} runs per test and variant, tests and variants
+  interleaved within each round; each cell is the median of the runs' own figures (sockperf's
+  percentiles of one run, then the median across runs). Latency is sockperf's half round trip.
+  Under-load: `--mps {meta.get('ul_mps', 'n/a')} --reply-every 10` (latency of every 10th message).
+  "CPU us/msg" is the user+system CPU time of client and server over the whole run (warm-up included)
+  per round trip (ping-pong) or per message received (throughput, under-load). Throughput
   "received msg/s" is the server's received-message count over the client's send time.
-- Ratios are goxio/kernel: above 1 means goxio is slower (latency) or faster (msg/s).
-- The library's only transport is the kernel today, so the goxio rows show the engine's own overhead.
+- Speed-up rows: kernel figure / variant figure for latencies and CPU, variant / kernel for rates;
+  above 1 means the variant is better than the kernel.
+- `goxio` offloads every socket through the engine but its transport is the kernel: its rows show the
+  engine's own overhead. The shared-memory variants (`GOXIO_SHM=1`) carry UDP only (TCP rows: kernel and
+  goxio) and keep their segments in a private folder under /dev/shm (`GOXIO_SHM_DIR`), so that other
+  goxio processes on the machine are not in their discovery table; the folder is checked after every
+  run and removed at the end.
+- Server multiplexers: `sockperf server -f FEED -F MUX` (two UDP sockets in the feed file, one for
+  `recvfrom`, which serves a single socket), client `ping-pong -t {meta.get('mux_time', 'n/a')} -m 64` on the first
+  socket; one run each.
 
 sockperf variants (name: environment of both ends):
 {variant_list}
@@ -356,17 +573,31 @@ share of the library's own trampoline.
 
 {st_table}
 
-## 3. sockperf on loopback, 64 B
+## 3. sockperf on loopback
 
-### Ping-pong latency (us, half round trip)
+### Latency (us, half round trip): ping-pong and under-load
 
 {pp_table}
 
-![sockperf latency percentiles]({plot_rel})
+![sockperf latency percentiles per variant, log scale]({plot_rel})
 
 ### Throughput
 
 {tp_table}
+
+### Failed runs
+
+{failure_text}
+
+### Shared-memory segments left behind
+
+{leftover_text}
+
+## 4. sockperf server multiplexers
+
+UDP ping-pong 64 B against `sockperf server -F MUX`, kernel and `goxio-shm`.
+
+{mux_table}
 
 ## Commands
 

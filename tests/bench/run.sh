@@ -6,9 +6,18 @@
 #   1. passthrough cost: ns per fcntl/getsockopt call with and without LD_PRELOAD, and in a process
 #      with one idle thread (calls.c);
 #   2. start-up time (hyperfine) and max RSS (/usr/bin/time) of /bin/true and onesock.c;
-#   3. sockperf UDP/TCP ping-pong and throughput, 64 B, on 127.0.0.1, both ends preloaded;
+#   3. sockperf on 127.0.0.1, both ends under the same variant: UDP ping-pong 64 B and 1400 B,
+#      UDP throughput 64 B, UDP under-load, TCP ping-pong and throughput 64 B; variants kernel,
+#      goxio (kernel transport), goxio-shm (shared-memory transport, GOXIO_SHM=1, default
+#      parameters) and goxio-shm-poll (the same with VMA_SPEC=latency: receive and select poll forever);
+#   4. the sockperf server's multiplexers (-F epoll, poll, select, recvfrom) under kernel and goxio-shm;
 # then writes raw data under tests/bench/out/ and the report tests/bench/REPORT.md
-# (report.py) with a latency plot (plot.py).
+# (report.py) with a latency plot (plot.py, tests/bench/latency.png).
+#
+# A sockperf run that fails (client or server exit, crash, timeout) does not stop the run: it is
+# recorded with its status and the report shows it. The shared-memory variants keep their segments
+# in a private folder under /dev/shm (GOXIO_SHM_DIR), which is checked for files left behind after
+# every run and removed at the end.
 #
 # Knobs (environment):
 #   GOXIO_LIB              library to preload; "fake" builds a stand-in (fakepreload.c) and writes
@@ -18,10 +27,13 @@
 #   BENCH_CALLS_N          calls per passthrough run (default 1050000, 21..100000000)
 #   BENCH_CALLS_REPS       passthrough runs per case and variant (default 7)
 #   BENCH_SOCKPERF_REPS    repetitions of each sockperf test (default 3)
-#   BENCH_SOCKPERF_TIME    seconds per sockperf client run (default 3)
+#   BENCH_SOCKPERF_TIME    seconds per sockperf client run (default 2; sockperf adds about 2 s of its own)
 #   BENCH_VARIANTS_EXTRA   more sockperf rows, "name|VAR=value VAR=value;name2|..." (for example
-#                          "goxio-shm|LD_PRELOAD=/abs/libgoxio.so GOXIO_TRANSPORT=shm")
-#   BENCH_DEADLINE         seconds the whole run may take before it stops with an error (default 420)
+#                          "goxio-shm-nopoll|LD_PRELOAD=/abs/libgoxio.so GOXIO_SHM=1 VMA_RX_POLL=0");
+#                          they run every UDP test (and the TCP tests unless they set GOXIO_SHM=1)
+#   BENCH_UL_MPS           messages per second of the under-load test (default 50000, reply every 10th)
+#   BENCH_MUX_TIME         seconds per client run of the multiplexer tests (default 1)
+#   BENCH_DEADLINE         seconds the whole run may take before it stops with an error (default 480)
 #   BENCH_PORT             first TCP/UDP port on 127.0.0.1 the sockperf servers use (default 17100)
 #   BENCH_REPORT           where to write the report (default tests/bench/REPORT.md)
 set -euo pipefail
@@ -37,8 +49,10 @@ REPS=${BENCH_REPS:-5}
 CALLS_N=${BENCH_CALLS_N:-1050000}
 CALLS_REPS=${BENCH_CALLS_REPS:-7}
 SP_REPS=${BENCH_SOCKPERF_REPS:-3}
-SP_TIME=${BENCH_SOCKPERF_TIME:-3}
-DEADLINE=${BENCH_DEADLINE:-420}
+SP_TIME=${BENCH_SOCKPERF_TIME:-2}
+UL_MPS=${BENCH_UL_MPS:-50000}
+MUX_TIME=${BENCH_MUX_TIME:-1}
+DEADLINE=${BENCH_DEADLINE:-480}
 PORT=${BENCH_PORT:-17100}
 REPORT=${BENCH_REPORT:-$HERE/REPORT.md}
 
@@ -59,11 +73,20 @@ check_deadline() {
 }
 
 # The sockperf server of the test in progress, stopped on any exit.
+# SERVER_PID is the timeout process that runs it, SERVER_CHILD the server itself.
 SERVER_PID=
+SERVER_CHILD=
+SHM_DIR=
 cleanup() {
+	if [[ -n $SERVER_CHILD ]]; then
+		kill -KILL "$SERVER_CHILD" 2>/dev/null || true
+	fi
 	if [[ -n $SERVER_PID ]]; then
 		kill -KILL "$SERVER_PID" 2>/dev/null || true
 		wait "$SERVER_PID" 2>/dev/null || true
+	fi
+	if [[ -n $SHM_DIR && -d $SHM_DIR ]]; then
+		rm -rf "$SHM_DIR"
 	fi
 }
 trap cleanup EXIT
@@ -84,8 +107,11 @@ if [[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import matplotlib' 2>/dev/n
 	PY=/usr/bin/python3
 fi
 need "$PY" python3
-[[ $REPS =~ ^[1-9][0-9]*$ && $CALLS_REPS =~ ^[1-9][0-9]*$ && $SP_REPS =~ ^[1-9][0-9]*$ && $SP_TIME =~ ^[1-9][0-9]*$ ]] ||
-	die "BENCH_REPS, BENCH_CALLS_REPS, BENCH_SOCKPERF_REPS and BENCH_SOCKPERF_TIME must be positive integers"
+[[ $PY == /usr/bin/python3 ]] ||
+	log "python3 has no matplotlib (apt-get install python3-matplotlib): the plot will be latency.svg, not latency.png"
+[[ $REPS =~ ^[1-9][0-9]*$ && $CALLS_REPS =~ ^[1-9][0-9]*$ && $SP_REPS =~ ^[1-9][0-9]*$ && $SP_TIME =~ ^[1-9][0-9]*$ &&
+	$UL_MPS =~ ^[1-9][0-9]*$ && $MUX_TIME =~ ^[1-9][0-9]*$ ]] ||
+	die "BENCH_REPS, BENCH_CALLS_REPS, BENCH_SOCKPERF_REPS, BENCH_SOCKPERF_TIME, BENCH_UL_MPS and BENCH_MUX_TIME must be positive integers"
 if ! [[ $CALLS_N =~ ^[1-9][0-9]*$ ]] || ((CALLS_N < 21 || CALLS_N > 100000000)); then
 	die "BENCH_CALLS_N must be in 21..100000000"
 fi
@@ -165,6 +191,8 @@ fi
 	echo "calls_reps=$CALLS_REPS"
 	echo "sp_reps=$SP_REPS"
 	echo "sp_time=$SP_TIME"
+	echo "ul_mps=$UL_MPS"
+	echo "mux_time=$MUX_TIME"
 } >"$RAW/meta.env"
 
 # Each distinct command line is recorded once, in order, for the report (repetition
@@ -174,6 +202,7 @@ record() {
 	local line
 	# shellcheck disable=SC2016 # $REP and $PORT are written literally
 	line=$(printf '%s' "$*" | sed -E -e "s#$BIN/#tests/bench/out/bin/#g" -e "s#$OUT/#tests/bench/out/#g" \
+		-e "s#${SHM_DIR:-/nonexistent}#/dev/shm/goxio-bench.XXXXXX#g" \
 		-e 's#-r[0-9]+\.json#-r$REP.json#' -e 's#-p [0-9]+#-p $PORT#')
 	grep -qxF -- "$line" "$RAW/commands.txt" || printf '%s\n' "$line" >>"$RAW/commands.txt"
 }
@@ -243,30 +272,77 @@ done
 rm -f "$RAW/rss.one"
 
 # ---------------------------------------------------------------- 3. sockperf
+# The shared-memory variants' segments live in a private folder: other goxio processes on the
+# machine (tests running at the same time) neither see nor disturb them, and what a run leaves
+# behind is ours to find and remove.
+SHM_DIR=$(mktemp -d /dev/shm/goxio-bench.XXXXXX)
 # Rows of the sockperf tables: "name|environment of both ends". A future transport is one
 # more entry here or in BENCH_VARIANTS_EXTRA.
+SHM_ENV="LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OUT/offload-all.conf GOXIO_SHM=1 GOXIO_SHM_DIR=$SHM_DIR"
 VARIANTS=(
 	"kernel|"
 	"goxio|LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OUT/offload-all.conf"
+	"goxio-shm|$SHM_ENV"
+	"goxio-shm-poll|$SHM_ENV VMA_SPEC=latency"
 )
 if [[ -n ${BENCH_VARIANTS_EXTRA:-} ]]; then
 	IFS=';' read -r -a extra <<<"$BENCH_VARIANTS_EXTRA"
 	VARIANTS+=("${extra[@]}")
 fi
-printf '%s\n' "${VARIANTS[@]}" | sed -e "s#$OUT/#tests/bench/out/#g" >"$RAW/variants.txt"
-TESTS=(udp-pp tcp-pp udp-tp tcp-tp)
+printf '%s\n' "${VARIANTS[@]}" | sed -e "s#$OUT/#tests/bench/out/#g" -e "s#$SHM_DIR#/dev/shm/goxio-bench.XXXXXX#g" \
+	>"$RAW/variants.txt"
+# Tests: name|sockperf mode|protocol|message size|extra client options.
+TESTS=(
+	"udp-pp|ping-pong|udp|64|"
+	"udp-pp-1400|ping-pong|udp|1400|"
+	"tcp-pp|ping-pong|tcp|64|"
+	"udp-tp|throughput|udp|64|"
+	"tcp-tp|throughput|tcp|64|"
+	"udp-ul|under-load|udp|64|--mps $UL_MPS --reply-every 10"
+)
+# Multiplexer tests: server -F with a feed file of two UDP sockets (one for recvfrom, which
+# serves a single socket); the client pings the first one.
+MUXES=(epoll poll select recvfrom)
+MUX_VARIANTS=(kernel goxio-shm)
 CLK_TCK=$(getconf CLK_TCK)
+
+# runs_test says whether variant $2 (environment $3) runs test $1: the shared-memory transport
+# carries UDP only, and the plain goxio variant (kernel transport) skips the 1400 B and under-load
+# tests for time.
+runs_test() {
+	case $1 in
+	tcp-*) [[ $3 != *GOXIO_SHM=1* ]] ;;
+	udp-pp-1400 | udp-ul) [[ $2 != goxio ]] ;;
+	*) true ;;
+	esac
+}
 
 # proc_cpu prints the user+system CPU seconds a live process has used so far.
 proc_cpu() {
 	awk -v tck="$CLK_TCK" '{sub(/^.*\) /, ""); printf "%.3f\n", ($12 + $13) / tck}' "/proc/$1/stat"
 }
 
-# wait_listen waits until something listens on 127.0.0.1:$2 ($1 = t or u), at most 10 s.
+# wait_listen waits until something listens on 127.0.0.1:$2 ($1 = t or u) while process $3
+# lives, at most 10 s.
 wait_listen() {
 	local _
 	for _ in $(seq 1 100); do
 		if ss -Hn"$1"l "sport = :$2" 2>/dev/null | grep -q .; then
+			return 0
+		fi
+		kill -0 "$3" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# child_of prints the pid of the only child of process $1 (timeout's sockperf), waiting up to 2 s.
+child_of() {
+	local _ c
+	for _ in $(seq 1 20); do
+		c=$(cat /proc/"$1"/task/*/children 2>/dev/null | awk '{print $1; exit}')
+		if [[ -n $c ]]; then
+			echo "$c"
 			return 0
 		fi
 		sleep 0.1
@@ -274,50 +350,148 @@ wait_listen() {
 	return 1
 }
 
+# stop_server ends the sockperf server (SIGINT: it prints its totals), SIGKILL after 3 s.
+stop_server() {
+	local _
+	[[ -n $SERVER_PID ]] || return 0
+	kill -INT "${SERVER_CHILD:-$SERVER_PID}" 2>/dev/null || true
+	for _ in $(seq 1 30); do
+		kill -0 "$SERVER_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	[[ -z $SERVER_CHILD ]] || kill -KILL "$SERVER_CHILD" 2>/dev/null || true
+	kill -KILL "$SERVER_PID" 2>/dev/null || true
+	wait "$SERVER_PID" 2>/dev/null || true
+	SERVER_PID=
+	SERVER_CHILD=
+}
+
+# shm_leftovers prints how many segment files are in the private shm folder (none should be
+# once both ends have exited) and removes them; the names go to $RAW/shm-leftovers.txt.
+shm_leftovers() {
+	local n
+	n=$(find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio.*' ! -name '*.dir' | wc -l)
+	if ((n > 0)); then
+		{
+			echo "after $1:"
+			find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio.*' ! -name '*.dir' -printf '  %f %s bytes\n'
+		} >>"$RAW/shm-leftovers.txt"
+		find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio.*' ! -name '*.dir' -delete
+	fi
+	echo "$n"
+}
+
+# sockperf_run runs one server and one client and appends a line to $RAW/sockperf.tsv:
+# test variant rep client-wall client-cpu server-cpu status leftovers.
+# $1 test name, $2 variant name, $3 rep, $4 client seconds, $5 l4 (t|u), then the server's
+# arguments, "--", the client's arguments (both without the environment).
+sockperf_run() {
+	local test=$1 name=$2 rep=$3 secs=$4 l=$5 env_str base status scpu cwall cuser csys left
+	shift 5
+	local srv_args=() cli_args=()
+	while [[ $# -gt 0 && $1 != -- ]]; do
+		srv_args+=("$1")
+		shift
+	done
+	shift
+	cli_args=("$@")
+	env_str=$(variant_env "$name")
+	local envs=()
+	read -r -a envs <<<"$env_str"
+	base=$RAW/sockperf/$test-$name-r$rep
+	local srv=(env "${envs[@]}" sockperf server "${srv_args[@]}")
+	local cli=(env "${envs[@]}" sockperf "${cli_args[@]}")
+	record "${srv[@]}" "&"
+	record "${cli[@]}"
+	status=ok
+	scpu=nan
+	timeout -s KILL $((secs + 60)) "${srv[@]}" >"$base.server.log" 2>&1 &
+	SERVER_PID=$!
+	SERVER_CHILD=$(child_of "$SERVER_PID" || true)
+	if ! wait_listen "$l" "$PORT" "$SERVER_PID"; then
+		status=server-not-listening
+	else
+		local rc=0
+		timeout -s KILL $((secs + 30)) /usr/bin/time -f '%e %U %S' -o "$base.time" "${cli[@]}" \
+			>"$base.client.log" 2>&1 || rc=$?
+		if [[ -n $SERVER_CHILD ]]; then
+			scpu=$(proc_cpu "$SERVER_CHILD" 2>/dev/null || echo nan)
+		fi
+		if ((rc != 0)); then
+			status=client-exit-$rc
+		elif ! kill -0 "$SERVER_PID" 2>/dev/null; then
+			status=server-died
+		fi
+	fi
+	stop_server
+	cwall=nan cuser=nan csys=nan
+	if [[ -s $base.time ]] && [[ $(tail -1 "$base.time") =~ ^[0-9.]+\ [0-9.]+\ [0-9.]+$ ]]; then
+		read -r cwall cuser csys < <(tail -1 "$base.time")
+	fi
+	left=0
+	[[ $env_str != *GOXIO_SHM=1* ]] || left=$(shm_leftovers "$test $name r$rep")
+	[[ $status == ok ]] || log "sockperf $test $name r$rep: $status (see $base.*.log)"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$test" "$name" "$rep" "$cwall" \
+		"$(awk -v u="$cuser" -v s="$csys" 'BEGIN {printf "%.3f", u + s}')" "$scpu" "$status" "$left" \
+		>>"$RAW/sockperf.tsv"
+}
+
+# variant_env prints the environment of variant $1.
+variant_env() {
+	local v
+	for v in "${VARIANTS[@]}"; do
+		if [[ ${v%%|*} == "$1" ]]; then
+			printf '%s\n' "${v#*|}"
+			return 0
+		fi
+	done
+	die "unknown variant $1"
+}
+
 : >"$RAW/sockperf.tsv"
-log "sockperf: $SP_REPS reps x ${#TESTS[@]} tests x ${#VARIANTS[@]} variants, -t $SP_TIME"
+: >"$RAW/shm-leftovers.txt"
+log "sockperf: $SP_REPS reps x ${#TESTS[@]} tests x up to ${#VARIANTS[@]} variants, -t $SP_TIME (shm folder $SHM_DIR)"
 for rep in $(seq 1 "$SP_REPS"); do
-	for test in "${TESTS[@]}"; do
+	for t in "${TESTS[@]}"; do
+		IFS='|' read -r test mode proto size opts <<<"$t"
 		for v in "${VARIANTS[@]}"; do
 			name=${v%%|*}
-			read -r -a envs <<<"${v#*|}"
+			runs_test "$test" "$name" "${v#*|}" || continue
 			check_deadline "sockperf $test $name"
 			PORT=$((PORT + 1))
-			proto=()
+			pflag=()
 			l=u
-			if [[ $test == tcp-* ]]; then
-				proto=(--tcp)
+			if [[ $proto == tcp ]]; then
+				pflag=(--tcp)
 				l=t
 			fi
-			mode=ping-pong
-			[[ $test == *-tp ]] && mode=throughput
-			base=$RAW/sockperf/$test-$name-r$rep
-			srv=(env "${envs[@]}" sockperf server -i 127.0.0.1 -p "$PORT" "${proto[@]}")
-			cli=(env "${envs[@]}" sockperf "$mode" -i 127.0.0.1 -p "$PORT" "${proto[@]}" -t "$SP_TIME" -m 64)
-			record "${srv[@]}" "&"
-			record "${cli[@]}"
-			# env execs sockperf, so $! is the server's own pid.
-			"${srv[@]}" >"$base.server.log" 2>&1 &
-			SERVER_PID=$!
-			wait_listen "$l" "$PORT" || die "sockperf server ($test, $name) did not listen on port $PORT: see $base.server.log"
-			if ! timeout $((SP_TIME + 30)) /usr/bin/time -f '%e %U %S' -o "$base.time" "${cli[@]}" >"$base.client.log" 2>&1; then
-				die "sockperf client ($test, $name) failed: see $base.client.log"
-			fi
-			scpu=$(proc_cpu "$SERVER_PID" 2>/dev/null || echo nan)
-			kill -INT "$SERVER_PID" 2>/dev/null || true
-			for _ in $(seq 1 30); do
-				kill -0 "$SERVER_PID" 2>/dev/null || break
-				sleep 0.1
-			done
-			kill -KILL "$SERVER_PID" 2>/dev/null || true
-			wait "$SERVER_PID" 2>/dev/null || true
-			SERVER_PID=
-			read -r cwall cuser csys <"$base.time"
-			printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$test" "$name" "$rep" "$cwall" \
-				"$(awk -v u="$cuser" -v s="$csys" 'BEGIN {printf "%.3f", u + s}')" "$scpu" >>"$RAW/sockperf.tsv"
+			read -r -a xopts <<<"$opts"
+			sockperf_run "$test" "$name" "$rep" "$SP_TIME" "$l" -i 127.0.0.1 -p "$PORT" "${pflag[@]}" -- \
+				"$mode" -i 127.0.0.1 -p "$PORT" "${pflag[@]}" -t "$SP_TIME" -m "$size" "${xopts[@]}"
 		done
 	done
 done
+
+# ---------------------------------------------------------------- 4. server multiplexers
+log "multiplexers: ${#MUXES[@]} x ${#MUX_VARIANTS[@]} variants, -t $MUX_TIME"
+for mux in "${MUXES[@]}"; do
+	for name in "${MUX_VARIANTS[@]}"; do
+		check_deadline "multiplexer $mux $name"
+		PORT=$((PORT + 1))
+		feed=$OUT/feed-$mux.txt
+		if [[ $mux == recvfrom ]]; then
+			printf 'U:127.0.0.1:%d\n' "$PORT" >"$feed"
+		else
+			printf 'U:127.0.0.1:%d\nU:127.0.0.1:%d\n' "$PORT" $((PORT + 500)) >"$feed"
+		fi
+		sockperf_run "mux-$mux" "$name" 1 "$MUX_TIME" u -f "$feed" -F "$mux" -- \
+			ping-pong -i 127.0.0.1 -p "$PORT" -t "$MUX_TIME" -m 64
+	done
+done
+# The discovery table (goxio.*.dir) stays by design; anything else is a leftover.
+find "$SHM_DIR" -mindepth 1 -maxdepth 1 ! -name 'goxio.*.dir' -printf 'at the end: %f\n' >>"$RAW/shm-leftovers.txt"
+rm -rf "$SHM_DIR"
+SHM_DIR=
 
 # ---------------------------------------------------------------- report
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RAW/meta.env"
