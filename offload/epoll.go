@@ -257,8 +257,17 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 		ts = umem.Timespec(c.A[2])
 	}
 	if set == nil {
-		n, errno := epollWait(c.FD, c.A[0], max, ts, c.A[3])
-		return result(n, errno)
+		w, errno := e.newWaiter(ts, c.A[4])
+		if errno != 0 {
+			return -int64(errno)
+		}
+		for {
+			n, errno := epollWait(c.FD, c.A[0], max, w.remaining(), c.A[3])
+			if errno == unix.EINTR && !w.interrupted() {
+				continue // the Go runtime's own signal, not the program's
+			}
+			return result(n, errno)
+		}
 	}
 	if max <= 0 || max > 1<<24 {
 		return -int64(unix.EINVAL)
@@ -284,6 +293,9 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 		if n > 0 || w.osCheckDue(i) {
 			k, errno := set.kernelEvents(c.A[0], out, n, max, &zero, 0)
 			if errno != 0 && n == 0 {
+				if errno == unix.EINTR && !w.interrupted() {
+					continue // the Go runtime's own signal, not the program's
+				}
 				return -int64(errno)
 			}
 			if n += k; n > 0 || w.deadline < 0 {

@@ -124,14 +124,19 @@ func (e *Engine) poll(c *transport.Call) (r int64) {
 		ts = umem.Timespec(c.A[2])
 	}
 	fds := umem.Pollfds(c.A[0], n)
-	if !e.anyRing(fds) {
-		// No ring socket: the kernel's poll on the program's own array.
-		k, errno := ppoll(c.A[0], n, ts, c.A[3])
-		return result(k, errno)
-	}
 	w, errno := e.newWaiter(ts, c.A[4])
 	if errno != 0 {
 		return -int64(errno)
+	}
+	if !e.anyRing(fds) {
+		// No ring socket: the kernel's poll on the program's own array.
+		for {
+			k, errno := ppoll(c.A[0], n, w.remaining(), c.A[3])
+			if errno == unix.EINTR && !w.interrupted() {
+				continue // the Go runtime's own signal, not the program's
+			}
+			return result(k, errno)
+		}
 	}
 	return w.pollLoop(fds, c.A[3])
 }
@@ -219,7 +224,10 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 		}
 		if ringReady || w.osCheckDue(i) {
 			if _, errno := ppollGo(all, &zero, 0); errno != 0 {
-				return -int64(errno)
+				if errno != unix.EINTR || w.interrupted() {
+					return -int64(errno)
+				}
+				continue // the Go runtime's own signal, not the program's
 			}
 			if r := fix(); r > 0 || w.deadline < 0 {
 				return done(r)
@@ -391,7 +399,21 @@ func (e *Engine) kernelSelect(c *transport.Call, args *umem.SelectArgs) int64 {
 		t := *args.TS
 		ts = &t
 	}
-	n, errno := pselect6(int(int32(c.A[0])), c.A[1], c.A[2], c.A[3], ts, args.Mask)
+	var base uint32
+	sig := (*transport.SigCounters)(nil)
+	if c := umem.SigCounters(args.Sig); c != nil {
+		sig = (*transport.SigCounters)(unsafePointer(c))
+		base = atomic.LoadUint32(&sig.All)
+	}
+	var n int
+	var errno syscall.Errno
+	for {
+		n, errno = pselect6(int(int32(c.A[0])), c.A[1], c.A[2], c.A[3], ts, args.Mask)
+		if errno != unix.EINTR || sig == nil || atomic.LoadUint32(&sig.All) != base {
+			break
+		}
+		// The Go runtime's own signal, not the program's: wait on (ts holds the time left).
+	}
 	if args.TV != nil && ts != nil {
 		args.TV.Sec, args.TV.Usec = ts.Sec, ts.Nsec/1000
 	}
