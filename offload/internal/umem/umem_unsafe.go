@@ -68,6 +68,25 @@ func Iovecs(dst [][]byte, iov uintptr, n int) ([][]byte, int) {
 	return dst, total
 }
 
+// IovecsOrNil is Iovecs without the panic for a NULL base: it reports one instead (nil true).
+func IovecsOrNil(dst [][]byte, iov uintptr, n int) (out [][]byte, null bool) {
+	if n <= 0 {
+		return dst, false
+	}
+	vec := unsafe.Slice((*unix.Iovec)(cptr(iov)), n)
+	for i := range vec {
+		l := int(vec[i].Len)
+		if l <= 0 {
+			continue
+		}
+		if vec[i].Base == nil {
+			return dst, true
+		}
+		dst = append(dst, unsafe.Slice(vec[i].Base, l))
+	}
+	return dst, false
+}
+
 // Msghdr is the program's struct msghdr at an address.
 func Msghdr(p uintptr) *unix.Msghdr { return (*unix.Msghdr)(cptr(p)) }
 

@@ -43,8 +43,8 @@ func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 		return u.recvmmsg(c, in)
 	}
 	var arr [maxBufs][]byte
-	rc := rxCall{bufs: arr[:0]}
-	if !rc.parse(c) {
+	rc, ok := parseRx(c, arr[:0])
+	if !ok {
 		return u.kernel(c)
 	}
 	if rc.flags&kernelRecvFlags != 0 {
@@ -59,55 +59,59 @@ func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	return n, errno, viaOS
 }
 
-// parse fills the call from the program's arguments; false when the rings cannot serve it. A
-// NULL buffer marks the call bad (it still waits for, and consumes, a datagram).
-func (rc *rxCall) parse(c *transport.Call) (ok bool) {
-	defer func() {
-		if r := recover(); r != nil {
-			if r != umem.ErrNil {
-				panic(r)
-			}
-			rc.bufs, rc.bad, ok = nil, true, true
-		}
-	}()
+// parseRx reads a receive call's arguments; false when the rings cannot serve it. bufs is the
+// caller's storage for the buffers. A NULL buffer makes the call bad (it still waits for, and
+// consumes, a datagram). The call is returned by value and nothing stores into a pointer, so the
+// caller's storage stays on its stack (no allocation per call).
+func parseRx(c *transport.Call, bufs [][]byte) (rxCall, bool) {
+	var rc rxCall
 	switch c.Op {
 	case transport.OpRead:
-		rc.bufs = append(rc.bufs, umem.Bytes(c.A[0], int(c.A[1])))
+		bufs, rc.bad = addBuf(bufs, c.A[0], int(c.A[1]))
 	case transport.OpReadv:
 		if int(c.A[1]) < 0 || int(c.A[1]) > umem.MaxIov {
-			return false
+			return rc, false
 		}
-		rc.bufs, _ = umem.Iovecs(rc.bufs, c.A[0], int(c.A[1]))
+		bufs, rc.bad = umem.IovecsOrNil(bufs, c.A[0], int(c.A[1]))
 	case transport.OpRecvfrom:
 		rc.flags = int(c.A[2])
 		if c.A[3] != 0 && c.A[4] != 0 {
 			rc.namep, rc.namelenp = c.A[3], umem.Uint32(c.A[4])
 		}
-		rc.bufs = append(rc.bufs, umem.Bytes(c.A[0], int(c.A[1])))
+		bufs, rc.bad = addBuf(bufs, c.A[0], int(c.A[1]))
 	case transport.OpRecvmsg:
-		rc.flags = int(c.A[1])
-		return rc.parseMsg(c.A[0], int(c.A[1]))
+		return parseMsg(c.A[0], int(c.A[1]), bufs)
 	default:
-		return false
+		return rc, false
 	}
-	return true
+	rc.bufs = bufs
+	return rc, true
 }
 
-// parseMsg fills the call from the program's msghdr at m; false when the rings cannot serve it.
-func (rc *rxCall) parseMsg(mp uintptr, flags int) bool {
+// addBuf adds one buffer; a NULL one with a length reports bad instead.
+func addBuf(bufs [][]byte, p uintptr, n int) ([][]byte, bool) {
+	if p == 0 && n > 0 {
+		return bufs, true
+	}
+	return append(bufs, umem.Bytes(p, n)), false
+}
+
+// parseMsg reads a recvmsg call from the program's msghdr at mp; false when the rings cannot
+// serve it.
+func parseMsg(mp uintptr, flags int, bufs [][]byte) (rxCall, bool) {
+	var rc rxCall
 	m := umem.Msghdr(mp)
 	iov, iovlen := umem.MsgIov(m)
 	if iovlen < 0 || iovlen > umem.MaxIov {
-		return false
+		return rc, false
 	}
-	rc.bufs, _ = umem.Iovecs(rc.bufs[:0], iov, iovlen)
+	rc.bufs, rc.bad = umem.IovecsOrNil(bufs, iov, iovlen)
 	rc.flags = flags
 	rc.msg = m
-	rc.namep, rc.namelenp = 0, nil
 	if np, _ := umem.MsgName(m); np != 0 {
 		rc.namep, rc.namelenp = np, &m.Namelen
 	}
-	return true
+	return rc, true
 }
 
 // recvmmsg receives up to vlen datagrams, each as recvmsg would; MSG_WAITFORONE makes every
@@ -128,12 +132,12 @@ func (u *UDP) recvmmsg(c *transport.Call, in *ring.Inbox) (int, syscall.Errno, b
 	}
 	nonblock := u.nonblock() || flags&unix.MSG_DONTWAIT != 0
 	var arr [maxBufs][]byte
-	rc := rxCall{bufs: arr[:0]}
 	count := 0
 	viaOS := false
 	for i := 0; i < vlen; i++ {
 		mp, lenp := umem.Mmsghdr(c.A[0], i)
-		if !rc.parseMsg(mp, flags&^unix.MSG_WAITFORONE) {
+		rc, ok := parseMsg(mp, flags&^unix.MSG_WAITFORONE, arr[:0])
+		if !ok {
 			if count == 0 {
 				return u.kernel(c)
 			}
