@@ -799,7 +799,9 @@ func runShmSockperfClient(t *testing.T, h *shmHarness, sockperf string, srv *tes
 	if srv.Exited() {
 		t.Fatalf("sockperf server ended at start:\n%s", testutil.Tail(srv.Output(), 3000))
 	}
-	res := runClient(t, h.env(), 60*time.Second, sockperf, append([]string{"pp", "-t", "3"}, cliArgs...)...)
+	// Paced at 1 M round trips/s: with --mps=max sockperf sizes its sample array for at most that
+	// many per second and aborts ("_seqN > m_maxSequenceNo") when the rings answer faster.
+	res := runClient(t, h.env(), 60*time.Second, sockperf, append([]string{"pp", "-t", "3", "--mps", "1000000"}, cliArgs...)...)
 	out := string(res.Stdout) + string(res.Stderr)
 	checkNoSockperfError(t, "client", out)
 	avg := sockperfAvg.FindStringSubmatch(out)
