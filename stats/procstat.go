@@ -2,11 +2,11 @@ package stats
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/internal/procstat"
 )
 
 // Process identity: a pid alone can be reused, so a segment also records the
@@ -14,26 +14,8 @@ import (
 // and a segment is live only while a process with that pid and that start
 // time exists.
 
-// parseStat returns the state letter and start time from the contents of
-// /proc/PID/stat.
-func parseStat(b []byte) (state byte, start uint64, err error) {
-	// The command name (field 2) is in parentheses and may contain spaces
-	// and parentheses: the fields after it start after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0, 0, errors.New("parse /proc stat: no command field")
-	}
-	fields := bytes.Fields(b[i+1:])
-	// fields[0] is field 3 (state), so field 22 is fields[19].
-	if len(fields) < 20 || len(fields[0]) != 1 {
-		return 0, 0, errors.New("parse /proc stat: too few fields")
-	}
-	start, err = strconv.ParseUint(string(fields[19]), 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("parse /proc stat start time: %w", err)
-	}
-	return fields[0][0], start, nil
-}
+// parseStat returns the state letter and start time from the contents of /proc/PID/stat.
+func parseStat(b []byte) (state byte, start uint64, err error) { return procstat.Parse(b) }
 
 // readFileRaw reads up to max bytes of a small file with raw syscalls only
 // (the writer may not use package os inside the host process).
@@ -66,15 +48,8 @@ func readFileRaw(path string, max int) ([]byte, error) {
 	return buf, nil
 }
 
-// selfStartTime returns this process's start time with raw syscalls.
-func selfStartTime() (uint64, error) {
-	b, err := readFileRaw("/proc/self/stat", 4096)
-	if err != nil {
-		return 0, err
-	}
-	_, start, err := parseStat(b)
-	return start, err
-}
+// selfStartTime returns this process's start time.
+func selfStartTime() (uint64, error) { return procstat.SelfStart() }
 
 // selfCmdline returns this process's argv with raw syscalls.
 func selfCmdline() []string {
@@ -96,21 +71,4 @@ func selfCmdline() []string {
 // ProcessAlive reports whether a process with this pid runs and, when start
 // is not zero, started at that time (so a reused pid is not mistaken for the
 // segment's owner). A zombie counts as gone.
-func ProcessAlive(pid int, start uint64) bool {
-	if pid <= 0 {
-		return false
-	}
-	b, err := readFileRaw("/proc/"+strconv.Itoa(pid)+"/stat", 4096)
-	if err != nil {
-		// EACCES and friends: the process exists but we may not look.
-		return !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ESRCH)
-	}
-	state, got, err := parseStat(b)
-	if err != nil {
-		return true
-	}
-	if state == 'Z' || state == 'X' {
-		return false
-	}
-	return start == 0 || got == start
-}
+func ProcessAlive(pid int, start uint64) bool { return procstat.Alive(pid, start) }
