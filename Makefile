@@ -56,13 +56,13 @@ install: all
 
 # a minute of each fuzzer over the parsers of untrusted input
 fuzz:
-	$(GO) test -run XXX -fuzz FuzzParseRules -fuzztime 60s ./conf
-	$(GO) test -run XXX -fuzz FuzzParams -fuzztime 60s ./conf
-	$(GO) test -run XXX -fuzz FuzzReader -fuzztime 60s -fuzzminimizetime 5s ./stats
-	$(GO) test -run XXX -fuzz FuzzRingConsumer -fuzztime 60s -fuzzminimizetime 5s ./offload/shm
-	$(GO) test -run XXX -fuzz FuzzRingHeader -fuzztime 60s -fuzzminimizetime 5s ./offload/shm
-	$(GO) test -run XXX -fuzz FuzzSlotTable -fuzztime 60s -fuzzminimizetime 5s ./offload/shm
-	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 60s -fuzzminimizetime 5s ./offload/discovery
+	$(GO) test -run '^$$' -fuzz FuzzParseRules -fuzztime 60s ./conf
+	$(GO) test -run '^$$' -fuzz FuzzParams -fuzztime 60s ./conf
+	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 60s -fuzzminimizetime 5s ./stats
+	$(GO) test -run '^$$' -fuzz FuzzRingConsumer -fuzztime 60s -fuzzminimizetime 5s ./offload/shm
+	$(GO) test -run '^$$' -fuzz FuzzRingHeader -fuzztime 60s -fuzzminimizetime 5s ./offload/shm
+	$(GO) test -run '^$$' -fuzz FuzzSlotTable -fuzztime 60s -fuzzminimizetime 5s ./offload/shm
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s -fuzzminimizetime 5s ./offload/discovery
 
 # Debian and RPM packages into build/pkg/
 deb: all

@@ -15,10 +15,9 @@ var (
 // maxConfigFile bounds what readConfigFile reads: rule and parameter files are small.
 const maxConfigFile = 16 << 20
 
-// readConfigFile reads a regular file with raw system calls. Not os.Open/os.ReadFile: an os.File
-// starts the Go runtime's network poller, whose epoll fd would then live in the program's fd
-// table while the runtime's own threads, which have fd tables of their own inside the library
-// (shim/threads.c), poll it. Errors are *fs.PathError like os.Open's.
+// readConfigFile reads a regular file with raw system calls. Not os.Open/os.ReadFile: inside the
+// library an os.File would start the Go runtime's network poller, whose epoll fd and eventfd would
+// then appear in the program's fd table. Errors are *fs.PathError like os.Open's.
 func readConfigFile(path string) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
 	for err == unix.EINTR {

@@ -101,17 +101,22 @@ func (e *Engine) dropEpoll(epfd int) {
 	}
 }
 
-// handMembersOver moves a socket that goes to the kernel for good from the inner sets back into
-// the program's epoll sets, with the program's events and data: from now on its epoll_ctl calls
-// go straight to the kernel.
-func (e *Engine) handMembersOver(s *Socket) {
+// epollSets returns the current epoll sets (each locked on its own by the caller).
+func (e *Engine) epollSets() []*epollSet {
 	e.ep.mu.Lock()
+	defer e.ep.mu.Unlock()
 	sets := make([]*epollSet, 0, len(e.ep.sets))
 	for _, set := range e.ep.sets {
 		sets = append(sets, set)
 	}
-	e.ep.mu.Unlock()
-	for _, set := range sets {
+	return sets
+}
+
+// handMembersOver moves a socket that goes to the kernel for good from the inner sets back into
+// the program's epoll sets, with the program's events and data: from now on its epoll_ctl calls
+// go straight to the kernel.
+func (e *Engine) handMembersOver(s *Socket) {
+	for _, set := range e.epollSets() {
 		set.mu.Lock()
 		for fd, m := range set.members {
 			if m.s != s {
@@ -133,13 +138,7 @@ func (e *Engine) handMembersOver(s *Socket) {
 // dropMember removes a finished socket from every epoll set (the kernel drops a closed file
 // from its sets by itself).
 func (e *Engine) dropMember(s *Socket) {
-	e.ep.mu.Lock()
-	sets := make([]*epollSet, 0, len(e.ep.sets))
-	for _, set := range e.ep.sets {
-		sets = append(sets, set)
-	}
-	e.ep.mu.Unlock()
-	for _, set := range sets {
+	for _, set := range e.epollSets() {
 		set.mu.Lock()
 		for fd, m := range set.members {
 			if m.s == s {

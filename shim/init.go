@@ -3,14 +3,12 @@ package main
 /*
 #include "goxio.h"
 extern int goxio_log_fd;
-int goxio_fd_borrow(int fd, int *copy);
 */
 import "C"
 
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -38,9 +36,8 @@ var lib library
 
 // start runs once, on the program's main thread, from the library's last constructor
 // (goxio_late -> goxio_go_start), after the Go initialization and before the program's main().
-// Not in init(): init runs on a thread of the Go runtime, and the runtime's threads do not share
-// the program's fd table (threads.c), while the log file, the statistics file and the start-up
-// banner belong in the program's. It never fails: whatever goes wrong is logged, and the library
+// Not in init(): init runs on a thread of the Go runtime, asynchronously to the program's start;
+// here the engine is ready before main(). It never fails: whatever goes wrong is logged, and the library
 // then passes every call through.
 func start() {
 	params, warnings := conf.Load(os.Environ())
@@ -135,49 +132,29 @@ func newLogger(p conf.Params) (*zap.Logger, *logging.Handle) {
 			}()
 		}
 	}
-	return logging.New(logging.Config{Level: p.TraceLevel, Details: p.LogDetails}, logging.FDWriter{Target: target.open})
+	return logging.New(logging.Config{Level: p.TraceLevel, Details: p.LogDetails}, logging.FDWriter{FD: target.current})
 }
 
-// logTarget is where log lines go: an fd of the program's table (the log file's internal fd, or
-// fd 2 while it is the stderr the program started with: check, dev, ino).
+// logTarget is where log lines go: the log file's internal fd, or fd 2 while it is the stderr the
+// program started with (check, dev, ino).
 type logTarget struct {
 	fd       func() int
 	check    bool
 	dev, ino uint64
 }
 
-// open returns the fd to write one line to, and the function to call after the line. On the
-// program's threads that is the fd itself; on the Go runtime's threads, which have fd tables of
-// their own, a copy borrowed for this one line (goxio_fd_borrow), so that no runtime thread ever
-// keeps the program's stderr or log file open. The goroutine stays on its thread until release:
-// the borrowed number exists only in this thread's table.
-func (t logTarget) open() (int, func()) {
+// current returns the fd for one line, or -1 when fd 2 is no longer the stderr the program
+// started with.
+func (t logTarget) current() int {
 	fd := t.fd()
-	if fd < 0 {
-		return -1, nil
+	if fd < 0 || !t.check {
+		return fd
 	}
-	runtime.LockOSThread()
-	var copied C.int
-	use := int(C.goxio_fd_borrow(C.int(fd), &copied))
-	release := runtime.UnlockOSThread
-	if copied != 0 {
-		release = func() {
-			_ = unix.Close(use)
-			runtime.UnlockOSThread()
-		}
+	var now unix.Stat_t
+	if unix.Fstat(fd, &now) != nil || now.Dev != t.dev || now.Ino != t.ino {
+		return -1
 	}
-	if use < 0 {
-		release()
-		return -1, nil
-	}
-	if t.check {
-		var now unix.Stat_t
-		if unix.Fstat(use, &now) != nil || now.Dev != t.dev || now.Ino != t.ino {
-			release()
-			return -1, nil
-		}
-	}
-	return use, release
+	return fd
 }
 
 // banner prints VMA's start-up banner at INFO: version, command line, and every parameter that

@@ -8,12 +8,24 @@
  *     inherits a mask in which the program's signals are blocked (signalfd programs keep working).
  *  2. the Go runtime's constructor: installs its signal handlers (through our sigaction wrapper,
  *     which notes that it ran) and starts the Go initialization on a new thread. The runtime's
- *     threads share the program's fd table (threads.c says why they cannot leave it).
+ *     threads share the program's fd table (see "Runtime threads and the fd table" below).
  *  3. goxio_late (plain constructor, after the runtime's): when the runtime's constructor really
  *     ran, calls into Go (goxio_go_start), which waits for the Go initialization and then, on this,
  *     the program's main thread, does the library's start-up: parameters, logger (the log file
  *     becomes an internal fd of the program's table), banner on fd 2, rules, statistics segment,
  *     engine; then restores the main thread's signal mask. The engine is ready before main().
+ *
+ * Runtime threads and the fd table:
+ * Linux takes an atomic reference on the file in every fd system call (fdget) once the fd table
+ * is shared by several threads, so the Go runtime's threads make a single-threaded program pay a
+ * few nanoseconds more per passthrough call. Giving each runtime thread a private, empty fd table
+ * (close_range(CLOSE_RANGE_UNSHARE) from a pthread_create wrapper) removes that cost, and was
+ * tried: it is unsafe. The runtime starts its network poller (an epoll fd and an eventfd) at its
+ * first timer, which the runtime itself arms (the background scavenger after a GC cycle), on
+ * whatever thread runs it; every M then polls those fds (findRunnable, startTheWorld). With
+ * private tables the fds exist in one table only and the process aborts with "runtime: netpoll
+ * failed" (seen under the shared-memory transport's garbage). So every runtime thread shares the
+ * program's table, as any thread of the program does.
  *
  * Forked children: the Go runtime does not survive fork(). A page mapped with MADV_WIPEONFORK
  * reads as zero in any child made without CLONE_VM (fork, _Fork, daemon, raw clone), so the

@@ -88,25 +88,11 @@ func New(cfg Config, w zapcore.WriteSyncer) (*zap.Logger, *Handle) {
 // do not interleave within a line.
 type FDWriter struct {
 	FD func() int
-	// Target, when not nil, is used instead of FD: it returns the fd for one line and, when the fd
-	// is only lent for that line, the function that gives it back once the line is written (nil
-	// otherwise). The library's runtime threads do not share the program's fd table and write
-	// through such a loan (shim/threads.c).
-	Target func() (fd int, release func())
 }
 
 // Write writes p with raw write(2) calls, retrying on EINTR and short writes.
 func (w FDWriter) Write(p []byte) (int, error) {
-	var fd int
-	if w.Target != nil {
-		var release func()
-		fd, release = w.Target()
-		if release != nil {
-			defer release()
-		}
-	} else {
-		fd = w.FD()
-	}
+	fd := w.FD()
 	if fd < 0 {
 		return len(p), nil
 	}

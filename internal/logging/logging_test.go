@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/conf"
 )
@@ -87,41 +86,5 @@ func TestFDWriterWholeLinesAndClosedFD(t *testing.T) {
 	}
 	if LogFilePath("/tmp/goxio.%d.log", 42) != "/tmp/goxio.42.log" {
 		t.Fatal("the pid placeholder was not expanded")
-	}
-}
-
-func TestFDWriterTargetLendsFDPerLine(t *testing.T) {
-	f, err := os.CreateTemp(t.TempDir(), "log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	lent, returned := 0, 0
-	w := FDWriter{
-		FD: func() int { t.Fatal("FD called although Target is set"); return -1 },
-		Target: func() (int, func()) {
-			lent++
-			fd, err := unix.Dup(int(f.Fd()))
-			if err != nil {
-				t.Fatalf("dup: %v", err)
-			}
-			return fd, func() { returned++; unix.Close(fd) }
-		},
-	}
-	for _, line := range []string{"one\n", "two\n"} {
-		if n, err := w.Write([]byte(line)); n != len(line) || err != nil {
-			t.Fatalf("write %q = %d, %v", line, n, err)
-		}
-	}
-	if lent != 2 || returned != 2 {
-		t.Fatalf("lent %d fds, %d returned; want 2 and 2", lent, returned)
-	}
-	w.Target = func() (int, func()) { return -1, nil } // no fd for this line: dropped
-	if n, err := w.Write([]byte("dropped\n")); n != 8 || err != nil {
-		t.Fatalf("write without fd = %d, %v", n, err)
-	}
-	b, _ := os.ReadFile(f.Name())
-	if string(b) != "one\ntwo\n" {
-		t.Fatalf("file holds %q", b)
 	}
 }

@@ -7,9 +7,9 @@ import (
 
 // Fuzzing what the consumer reads from shared memory. Seeds live in testdata/fuzz; run with
 //
-//	go test -run XXX -fuzz FuzzRingConsumer -fuzztime 60s ./offload/shm
-//	go test -run XXX -fuzz FuzzRingHeader -fuzztime 60s ./offload/shm
-//	go test -run XXX -fuzz FuzzSlotTable -fuzztime 60s ./offload/shm
+//	go test -run '^$' -fuzz FuzzRingConsumer -fuzztime 60s ./offload/shm
+//	go test -run '^$' -fuzz FuzzRingHeader -fuzztime 60s ./offload/shm
+//	go test -run '^$' -fuzz FuzzSlotTable -fuzztime 60s ./offload/shm
 
 // FuzzRingConsumer puts arbitrary bytes in a ring's data area and arbitrary head and tail
 // positions: the consumer must never panic, never loop without bound, and return only records
