@@ -35,6 +35,11 @@ type Entry struct {
 	// whose binding matches a multicast datagram receives it when any socket
 	// of the namespace joined the group, even if it did not join itself.
 	NoMulticastAll bool
+
+	// MulticastSender is set on the binding of a socket that sends multicast to goxio
+	// members through rings as well as through the kernel: a member that gets one of its
+	// datagrams from the kernel's loopback got it from a ring too (see Dir.MulticastSender).
+	MulticastSender bool
 }
 
 // record is an entry as read from the table, with its bookkeeping.
@@ -187,6 +192,9 @@ func encode(w *[entryWords]uint64, e Entry, pid int, start, claim uint64) {
 	if e.NoMulticastAll {
 		flags |= fNoMulticastAll
 	}
+	if e.MulticastSender {
+		flags |= fMulticastSender
+	}
 	w[eOwner] = uint64(uint32(pid)) | flags<<32
 	w[eStart] = start
 	w[eClaim] = claim
@@ -232,6 +240,7 @@ func decode(w *[entryWords]uint64) (r record, ok bool) {
 	e.ReuseAddr = flags&fReuseAddr != 0
 	e.ReusePort = flags&fReusePort != 0
 	e.NoMulticastAll = flags&fNoMulticastAll != 0
+	e.MulticastSender = flags&fMulticastSender != 0
 	la, ok1 := getAddr(w[:], eLocal, kinds&3)
 	pa, ok2 := getAddr(w[:], ePeer, kinds>>2&3)
 	g, ok3 := getAddr(w[:], eGroup, kinds>>4&3)

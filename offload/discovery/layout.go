@@ -75,7 +75,8 @@ const (
 	fReuseAddr
 	fReusePort
 	fNoMulticastAll
-	fAllFlags = fV6Only | fReuseAddr | fReusePort | fNoMulticastAll
+	fMulticastSender
+	fAllFlags = fV6Only | fReuseAddr | fReusePort | fNoMulticastAll | fMulticastSender
 )
 
 // Address kinds in the meta word.

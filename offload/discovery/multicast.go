@@ -93,3 +93,65 @@ func (d *Dir) lookupMulticast(dst, src netip.AddrPort, out []Entry) []Entry {
 	}
 	return out
 }
+
+// LookupMembers returns the goxio sockets that joined the multicast group
+// dst.Addr() (on dst's port, with a join that admits src) and would get a
+// datagram from src to dst from the kernel: the subset of Lookup that a
+// multicast sender serves through rings. Sockets that would get the datagram
+// only through IP_MULTICAST_ALL (bound to the port without a join) are left
+// to the kernel's loopback copy. Nothing for a destination that is not
+// multicast.
+func (d *Dir) LookupMembers(dst, src netip.AddrPort, buf []Entry) []Entry {
+	out := buf[:0]
+	if d == nil || d.closed.Load() || dst.Port() == 0 {
+		return out
+	}
+	daddr := dst.Addr().WithZone("").Unmap()
+	if !daddr.IsMulticast() {
+		return out
+	}
+	dst = netip.AddrPortFrom(daddr, dst.Port())
+	src = netip.AddrPortFrom(src.Addr().WithZone("").Unmap(), src.Port())
+	all := d.lookupMulticast(dst, src, out)
+	n := 0
+	for _, e := range all {
+		if e.Group == daddr {
+			all[n] = e
+			n++
+		}
+	}
+	return all[:n]
+}
+
+// MulticastSender reports whether a live goxio socket of this directory bound
+// to src (its address or the wildcard, and its port) sends multicast through
+// rings: a member that receives a multicast datagram from src through the
+// kernel got the same datagram through a ring and drops the kernel's copy.
+func (d *Dir) MulticastSender(src netip.AddrPort) bool {
+	if d == nil || d.closed.Load() || src.Port() == 0 {
+		return false
+	}
+	saddr := src.Addr().WithZone("").Unmap()
+	found := false
+	c := liveCache{d: d}
+	d.scan(filter{port: src.Port()}, func(slot int, w *[entryWords]uint64) bool {
+		if (w[eOwner]>>32)&fMulticastSender == 0 {
+			return true
+		}
+		r, ok := decode(w)
+		if !ok || r.Group.IsValid() || r.Local.Port() != src.Port() {
+			return true
+		}
+		la := r.Local.Addr().Unmap()
+		if !la.IsUnspecified() && la != saddr {
+			return true
+		}
+		if !c.alive(r.PID, r.start) {
+			d.removeDead(slot, w)
+			return true
+		}
+		found = true
+		return false
+	})
+	return found
+}
