@@ -1,0 +1,32 @@
+// Package packet turns UDP datagrams into Ethernet frames for an AF_XDP TX ring, parses the frames
+// an AF_XDP RX ring delivers, and asks the kernel (rtnetlink) for the routes, links and neighbours
+// needed to address them.
+//
+// # Frames
+//
+// Build writes an untagged Ethernet II + IPv4 (IHL 5, no options) + UDP frame into a caller buffer
+// and computes both checksums (the UDP checksum may be left 0). It refuses, with ErrTooBig, a
+// datagram whose IPv4 packet would exceed the path MTU or whose frame does not fit the buffer: the
+// caller sends that datagram through the kernel, which fragments it. Frames are not padded to the
+// 60-byte Ethernet minimum (NICs and veth pad on transmit).
+//
+// Parse reads one frame (Ethernet, at most one 802.1Q tag, IPv4 with any IHL, UDP), checks every
+// length field against the frame, optionally verifies both checksums, and returns the payload as a
+// slice aliasing the frame. A frame that is well formed but not an unfragmented IPv4 UDP datagram
+// gives ErrNotUDP or ErrFragment (hand it to the kernel); a broken one gives ErrTruncated,
+// ErrMalformed or ErrChecksum (drop it). Build and Parse allocate nothing and are safe for
+// concurrent use on distinct buffers.
+//
+// # Routes, links, neighbours
+//
+// A Conn is one NETLINK_ROUTE socket (raw syscalls, blocking with a receive timeout: no Go
+// netpoller, no goroutine, no timer). RouteGet asks the kernel the question `ip route get` asks;
+// LinkByIndex and LinkByName read an interface; NeighGet reads one neighbour entry and NeighNudge
+// asks the kernel to (re)validate one, which is how a missing or stale next hop gets resolved
+// without sending traffic through the kernel. NeighCache keeps neighbour answers keyed by
+// (ifindex, next hop) with an age limit supplied by the caller's clock and a generation counter
+// the caller bumps to drop everything. A Conn and a NeighCache are not safe for concurrent use:
+// the caller serialises them (one mutex around both is enough).
+//
+// A Conn talks to the network namespace its socket was created in, whatever thread uses it later.
+package packet
