@@ -1,0 +1,36 @@
+// Package xdp is the kernel side of goxio's AF_XDP transport: an XDP program that
+// steers offloaded UDP flows to AF_XDP sockets, its loader, and the AF_XDP sockets
+// themselves (UMEM and the fill, completion, RX and TX rings).
+//
+// The path of a received datagram, stage by stage:
+//
+//  1. The NIC (or veth) hands the frame to the steering program (program.go), attached
+//     to the interface through a bpf_link by Attach (loader.go). The program parses
+//     Ethernet (one 802.1Q/802.1ad tag), IPv4 (any IHL, no fragments) and UDP, and looks
+//     the destination up in the flow map (unicast, AddFlow) and the group map
+//     (multicast, AddGroup). Anything else, ARP, ICMP, TCP, IPv6 and fragments
+//     included, is passed to the kernel untouched.
+//  2. A hit is redirected to the AF_XDP socket registered for the receiving queue
+//     (Program.Register); with no socket on that queue the frame goes to the kernel.
+//  3. The kernel copies (or, in zero-copy mode, DMAs) the frame into a UMEM frame taken
+//     from the fill ring and posts it on the RX ring; Socket.Receive (rx.go) hands it to
+//     the caller as a Frame aliasing UMEM, and Socket.Release gives it back to the fill
+//     ring.
+//
+// Transmission (tx.go): Socket.Alloc hands out free TX frames, the caller writes a
+// whole Ethernet frame into them, Socket.Transmit posts them on the TX ring and kicks
+// the kernel when it asks for it (need_wakeup); completed frames come back through the
+// completion ring and are reaped by Alloc and Transmit.
+//
+// Frame accounting (umem.go): UMEM is split into an RX pool and a TX pool. Every RX
+// frame is either owned by the kernel (fill ring, in flight, RX ring) or held by the
+// caller; every TX frame is free, held by the caller, or owned by the kernel (TX ring,
+// in flight, completion ring). Socket.Accounting reports the counts, which always add
+// up to the pool sizes.
+//
+// The package runs inside the program the library is preloaded into: it makes raw
+// system calls only (golang.org/x/sys/unix), starts no goroutine, timer or os.File,
+// and so never starts the Go netpoller. The cilium/ebpf calls it makes (map and
+// program creation, link attach) are checked for the same property by a test that
+// runs them in a fresh process.
+package xdp

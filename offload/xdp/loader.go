@@ -1,0 +1,292 @@
+package xdp
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// Options tune Attach. The zero value is valid.
+type Options struct {
+	// FlowCapacity is the number of unicast flows the flow map holds
+	// (DefaultFlowCapacity when 0).
+	FlowCapacity int
+	// GroupCapacity is the number of multicast (group, port) entries
+	// (DefaultGroupCapacity when 0).
+	GroupCapacity int
+	// Queues is the number of receive queues that can have a socket (the interface's
+	// receive queue count when 0).
+	Queues int
+	// GenericOnly skips the native (driver) mode.
+	GenericOnly bool
+}
+
+// Program is the steering program attached to one interface, with its maps. Its
+// methods are safe for concurrent use (every map update is one bpf(2) call); Close must
+// not run concurrently with the others.
+type Program struct {
+	ifindex int
+	ifname  string
+	queues  int
+	mode    Mode
+	id      uint32
+	prog    *ebpf.Program
+	maps    *maps
+	link    link.Link
+}
+
+// Attach loads the steering program and attaches it to interface ifindex (in the
+// calling thread's network namespace) through a bpf_link: the kernel detaches it when
+// the link's last file descriptor closes, so also when the process dies, SIGKILL
+// included. Native mode is tried first, then generic mode; Mode reports which one
+// worked.
+//
+// An interface that already has an XDP program gives a *BusyError (errors.Is(err,
+// ErrBusy)). Without CAP_NET_ADMIN and CAP_BPF (or CAP_SYS_ADMIN) the error wraps
+// unix.EPERM.
+func Attach(ifindex int, opts Options) (*Program, error) {
+	l, err := LinkByIndex(ifindex)
+	if err != nil {
+		return nil, fmt.Errorf("xdp attach: %w", err)
+	}
+	if l.XDPMode != ModeNone {
+		return nil, fmt.Errorf("xdp attach: %w", busyError(l))
+	}
+	queues := opts.Queues
+	if queues <= 0 {
+		queues = max(l.RxQueues, 1)
+	}
+	p, err := load(opts.FlowCapacity, opts.GroupCapacity, queues)
+	if err != nil {
+		return nil, fmt.Errorf("xdp attach %s: %w", l.Name, err)
+	}
+	p.ifindex, p.ifname = ifindex, l.Name
+	prog := p.prog
+	var nativeErr error
+	if !opts.GenericOnly {
+		p.link, nativeErr = link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: link.XDPDriverMode})
+		if nativeErr == nil {
+			p.mode = ModeNative
+			return p, nil
+		}
+		if isBusy(nativeErr) {
+			p.Close()
+			return nil, fmt.Errorf("xdp attach: %w", busyAfter(l, nativeErr))
+		}
+	}
+	var genericErr error
+	p.link, genericErr = link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: link.XDPGenericMode})
+	if genericErr == nil {
+		p.mode = ModeGeneric
+		return p, nil
+	}
+	p.Close()
+	if isBusy(genericErr) {
+		return nil, fmt.Errorf("xdp attach: %w", busyAfter(l, genericErr))
+	}
+	if nativeErr != nil {
+		return nil, fmt.Errorf("xdp attach %s: native mode: %v; generic mode: %w", l.Name, nativeErr, genericErr)
+	}
+	return nil, fmt.Errorf("xdp attach %s: generic mode: %w", l.Name, genericErr)
+}
+
+// load creates the maps and loads the steering program, without attaching it.
+func load(flowCap, groupCap, queues int) (*Program, error) {
+	if flowCap <= 0 {
+		flowCap = DefaultFlowCapacity
+	}
+	if groupCap <= 0 {
+		groupCap = DefaultGroupCapacity
+	}
+	m, err := newMaps(flowCap, groupCap, queues)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name:         progName,
+		Type:         ebpf.XDP,
+		License:      "MIT",
+		Instructions: steeringInstructions(m.flows.FD(), m.groups.FD(), m.xsks.FD()),
+	})
+	if err != nil {
+		m.close()
+		return nil, fmt.Errorf("load program: %w", err)
+	}
+	p := &Program{queues: queues, prog: prog, maps: m}
+	if p.id, _, err = progInfo(prog.FD()); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// isBusy reports whether an attach error says the interface already has a program
+// (EBUSY: a program or link in the same mode; EEXIST: one in the other mode).
+func isBusy(err error) bool {
+	return errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EEXIST)
+}
+
+// busyAfter builds the BusyError for an attach that lost the race with another
+// attacher, asking the kernel again who it is.
+func busyAfter(l Link, attachErr error) error {
+	if nl, err := LinkByIndex(l.Index); err == nil && nl.XDPMode != ModeNone {
+		return busyError(nl)
+	}
+	return fmt.Errorf("%s: %w (%w)", l.Name, ErrBusy, attachErr)
+}
+
+// busyError describes the XDP program attached to l.
+func busyError(l Link) *BusyError {
+	e := &BusyError{Ifindex: l.Index, Ifname: l.Name, ProgID: l.XDPProgID, Mode: l.XDPMode}
+	if l.XDPProgID != 0 {
+		e.ProgName, _ = progNameByID(l.XDPProgID)
+	}
+	return e
+}
+
+// Ifindex returns the index of the interface the program is attached to.
+func (p *Program) Ifindex() int { return p.ifindex }
+
+// Mode returns how the program is attached: ModeNative or ModeGeneric.
+func (p *Program) Mode() Mode { return p.mode }
+
+// Queues returns the number of receive queues that can have a socket (0..Queues-1).
+func (p *Program) Queues() int { return p.queues }
+
+// ID returns the kernel's id of the program (bpftool prog show id ID).
+func (p *Program) ID() uint32 { return p.id }
+
+// AddFlow steers the unicast UDP datagrams to dst (IPv4 address and port) arriving
+// on the interface to the socket of their receive queue. Adding a flow that is
+// already there keeps it and its hit count.
+func (p *Program) AddFlow(dst netip.AddrPort) error {
+	k, err := flowKey(dst.Addr(), dst.Port())
+	if err != nil {
+		return fmt.Errorf("xdp add flow: %w", err)
+	}
+	if err := p.maps.flows.Update(k[:], uint64(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
+		return fmt.Errorf("xdp add flow %v: %w", dst, err)
+	}
+	return nil
+}
+
+// RemoveFlow stops steering dst; removing a flow that is not there is not an error.
+func (p *Program) RemoveFlow(dst netip.AddrPort) error {
+	k, err := flowKey(dst.Addr(), dst.Port())
+	if err != nil {
+		return fmt.Errorf("xdp remove flow: %w", err)
+	}
+	if err := p.maps.flows.Delete(k[:]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("xdp remove flow %v: %w", dst, err)
+	}
+	return nil
+}
+
+// FlowHits returns how many frames matched flow dst since it was added (whether or
+// not a socket was registered for their queue).
+func (p *Program) FlowHits(dst netip.AddrPort) (uint64, error) {
+	k, err := flowKey(dst.Addr(), dst.Port())
+	if err != nil {
+		return 0, fmt.Errorf("xdp flow hits: %w", err)
+	}
+	var v uint64
+	if err := p.maps.flows.Lookup(k[:], &v); err != nil {
+		return 0, fmt.Errorf("xdp flow hits %v: %w", dst, err)
+	}
+	return v, nil
+}
+
+// AddGroup steers the datagrams sent to multicast group on UDP port port (every port
+// when port is 0). The group must be an IPv4 multicast address; the caller joins it on
+// a kernel socket too, so that IGMP and the switch see the membership.
+func (p *Program) AddGroup(group netip.Addr, port uint16) error {
+	if !group.Is4() || !group.IsMulticast() {
+		return fmt.Errorf("xdp add group %v: not an IPv4 multicast address: %w", group, unix.EINVAL)
+	}
+	k, _ := flowKey(group, port)
+	if err := p.maps.groups.Update(k[:], uint64(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
+		return fmt.Errorf("xdp add group %v port %d: %w", group, port, err)
+	}
+	return nil
+}
+
+// RemoveGroup stops steering group on port (the entry added with the same port).
+func (p *Program) RemoveGroup(group netip.Addr, port uint16) error {
+	k, err := flowKey(group, port)
+	if err != nil {
+		return fmt.Errorf("xdp remove group: %w", err)
+	}
+	if err := p.maps.groups.Delete(k[:]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("xdp remove group %v port %d: %w", group, port, err)
+	}
+	return nil
+}
+
+// GroupHits returns how many frames matched the group entry (group, port).
+func (p *Program) GroupHits(group netip.Addr, port uint16) (uint64, error) {
+	k, err := flowKey(group, port)
+	if err != nil {
+		return 0, fmt.Errorf("xdp group hits: %w", err)
+	}
+	var v uint64
+	if err := p.maps.groups.Lookup(k[:], &v); err != nil {
+		return 0, fmt.Errorf("xdp group hits %v port %d: %w", group, port, err)
+	}
+	return v, nil
+}
+
+// Register makes s receive the steered frames of its queue. s must be bound to the
+// program's interface; a socket registered before for that queue is replaced. The
+// kernel drops the entry by itself when s is closed.
+func (p *Program) Register(s *Socket) error {
+	if s.Ifindex() != p.ifindex {
+		return fmt.Errorf("xdp register queue %d: socket is bound to interface %d, program to %d: %w", s.Queue(), s.Ifindex(), p.ifindex, unix.EINVAL)
+	}
+	if s.Queue() >= p.queues {
+		return fmt.Errorf("xdp register queue %d: program has %d queues: %w", s.Queue(), p.queues, unix.EINVAL)
+	}
+	if err := p.maps.xsks.Update(uint32(s.Queue()), uint32(s.FD()), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("xdp register queue %d: %w", s.Queue(), err)
+	}
+	return nil
+}
+
+// Unregister sends the steered frames of queue to the kernel again.
+func (p *Program) Unregister(queue int) error {
+	if queue < 0 || queue >= p.queues {
+		return fmt.Errorf("xdp unregister queue %d: program has %d queues: %w", queue, p.queues, unix.EINVAL)
+	}
+	if err := p.maps.xsks.Delete(uint32(queue)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("xdp unregister queue %d: %w", queue, err)
+	}
+	return nil
+}
+
+// Close detaches the program from the interface and releases it and its maps.
+// Sockets stay open; they simply receive nothing more.
+func (p *Program) Close() error {
+	var first error
+	if p.link != nil {
+		if err := p.link.Close(); err != nil {
+			first = fmt.Errorf("xdp detach %s: %w", p.ifname, err)
+		}
+		p.link = nil
+	}
+	if p.prog != nil {
+		if err := p.prog.Close(); err != nil && first == nil {
+			first = fmt.Errorf("xdp close program: %w", err)
+		}
+		p.prog = nil
+	}
+	if p.maps != nil {
+		if err := p.maps.close(); err != nil && first == nil {
+			first = fmt.Errorf("xdp close maps: %w", err)
+		}
+		p.maps = nil
+	}
+	return first
+}

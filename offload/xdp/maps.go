@@ -1,0 +1,93 @@
+package xdp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+
+	"github.com/cilium/ebpf"
+)
+
+// Default map sizes (Options).
+const (
+	DefaultFlowCapacity  = 4096
+	DefaultGroupCapacity = 256
+)
+
+// Map names as the kernel shows them (at most 15 bytes).
+const (
+	flowMapName  = "goxio_flows"
+	groupMapName = "goxio_groups"
+	xskMapName   = "goxio_xsks"
+)
+
+// flowKeySize and flowValueSize describe the flow and group maps: the key is the
+// destination IPv4 address and UDP port as on the wire plus 2 zero bytes; the value
+// counts the frames that matched.
+const (
+	flowKeySize   = 8
+	flowValueSize = 8
+)
+
+// flowKey encodes a destination as the steering program builds its lookup key.
+func flowKey(addr netip.Addr, port uint16) ([flowKeySize]byte, error) {
+	var k [flowKeySize]byte
+	if !addr.Is4() {
+		return k, fmt.Errorf("flow key %v: not an IPv4 address: %w", addr, ErrNotSupported)
+	}
+	a := addr.As4()
+	copy(k[:4], a[:])
+	binary.BigEndian.PutUint16(k[4:], port)
+	return k, nil
+}
+
+// maps are the three maps of the steering program.
+type maps struct {
+	flows, groups, xsks *ebpf.Map
+}
+
+// newMaps creates the maps: flows and groups hold flowCap and groupCap entries, the
+// XSKMAP one socket per receive queue.
+func newMaps(flowCap, groupCap, queues int) (*maps, error) {
+	var m maps
+	var err error
+	m.flows, err = ebpf.NewMap(&ebpf.MapSpec{
+		Name: flowMapName, Type: ebpf.Hash,
+		KeySize: flowKeySize, ValueSize: flowValueSize, MaxEntries: uint32(flowCap),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create flow map: %w", err)
+	}
+	m.groups, err = ebpf.NewMap(&ebpf.MapSpec{
+		Name: groupMapName, Type: ebpf.Hash,
+		KeySize: flowKeySize, ValueSize: flowValueSize, MaxEntries: uint32(groupCap),
+	})
+	if err != nil {
+		m.close()
+		return nil, fmt.Errorf("create group map: %w", err)
+	}
+	m.xsks, err = ebpf.NewMap(&ebpf.MapSpec{
+		Name: xskMapName, Type: ebpf.XSKMap,
+		KeySize: 4, ValueSize: 4, MaxEntries: uint32(queues),
+	})
+	if err != nil {
+		m.close()
+		return nil, fmt.Errorf("create socket map: %w", err)
+	}
+	return &m, nil
+}
+
+// close releases the maps (the kernel frees them with the last reference, the
+// program's included).
+func (m *maps) close() error {
+	var first error
+	for _, p := range []**ebpf.Map{&m.flows, &m.groups, &m.xsks} {
+		if *p != nil {
+			if err := (*p).Close(); err != nil && first == nil {
+				first = err
+			}
+			*p = nil
+		}
+	}
+	return first
+}
