@@ -8,6 +8,11 @@ import "encoding/binary"
 // shorter than the IPv4 payload trims the datagram, as the kernel does. With verify, the IPv4
 // header checksum and (unless it is 0) the UDP checksum are checked.
 //
+// Verification rejects frames whose sender left the UDP checksum to offload and whose device never
+// filled it in: a kernel socket sending over veth (or any device with transmit checksum offload
+// seen before the NIC) leaves only the pseudo-header sum (CHECKSUM_PARTIAL). Verify only frames
+// that come from a real wire.
+//
 // Errors (unwrapped; h is then partly written and meaningless): ErrNotUDP, ErrFragment (hand the
 // frame to the kernel); ErrTruncated, ErrMalformed, ErrChecksum (drop it). Parse allocates nothing.
 func Parse(frame []byte, h *Header, verify bool) ([]byte, error) {
