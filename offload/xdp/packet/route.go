@@ -82,7 +82,8 @@ func (r *Route) NextHop() [4]byte {
 }
 
 // RouteGet looks up the route a datagram to dst would take, as a socket bound to srcHint (zero for
-// none; when set it must be a local address, or the kernel answers EINVAL) with the output
+// none; when set it must be a local address, else the kernel refuses: ENETUNREACH on Linux 6.18,
+// EINVAL on others) with the output
 // interface oif (0 for any; IP_MULTICAST_IF, SO_BINDTODEVICE) would send it, then reads the output
 // interface. Unroutable destinations give the kernel's errno (unix.ENETUNREACH, unix.EHOSTUNREACH,
 // unix.EACCES for prohibit, unix.EINVAL); a gateway that is not IPv4 (RTA_VIA) gives an error
