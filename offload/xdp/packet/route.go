@@ -81,13 +81,12 @@ func (r *Route) NextHop() [4]byte {
 	return r.Gateway
 }
 
-// RouteGet looks up the route a datagram to dst would take, as a socket bound to srcHint (zero for
-// none; when set it must be a local address, else the kernel refuses: ENETUNREACH on Linux 6.18,
-// EINVAL on others) with the output
-// interface oif (0 for any; IP_MULTICAST_IF, SO_BINDTODEVICE) would send it, then reads the output
-// interface. Unroutable destinations give the kernel's errno (unix.ENETUNREACH, unix.EHOSTUNREACH,
-// unix.EACCES for prohibit, unix.EINVAL); a gateway that is not IPv4 (RTA_VIA) gives an error
-// wrapping errors.ErrUnsupported.
+// RouteGet looks up the route a datagram to dst would take from a socket bound to srcHint (zero
+// for none; a non-local srcHint is refused by the kernel, ENETUNREACH on the 6.18 kernel tested)
+// whose output interface is forced to oif (0 for any; what IP_MULTICAST_IF or SO_BINDTODEVICE
+// set), then reads the output interface. Unroutable destinations give the kernel's errno
+// (unix.ENETUNREACH, unix.EHOSTUNREACH, unix.EACCES for prohibit, unix.EINVAL); a gateway that is
+// not IPv4 (RTA_VIA) gives an error wrapping errors.ErrUnsupported.
 func (c *Conn) RouteGet(dst, srcHint [4]byte, oif int) (Route, error) {
 	r, err := c.getRoute(dst, srcHint, oif)
 	if err != nil {
