@@ -309,3 +309,5 @@ func checkAccounting(t testing.TB, s *Socket) Accounting {
 	}
 	return a
 }
+
+func nativeEndian() binary.ByteOrder { return binary.NativeEndian }

@@ -1,12 +1,12 @@
 package xdp
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,9 +34,9 @@ type Program struct {
 	queues  int
 	mode    Mode
 	id      uint32
-	prog    *ebpf.Program
+	prog    int // program fd, -1 when closed
+	link    int // bpf_link fd, -1 when detached
 	maps    *maps
-	link    link.Link
 }
 
 // Attach loads the steering program and attaches it to interface ifindex (in the
@@ -65,10 +65,9 @@ func Attach(ifindex int, opts Options) (*Program, error) {
 		return nil, fmt.Errorf("xdp attach %s: %w", l.Name, err)
 	}
 	p.ifindex, p.ifname = ifindex, l.Name
-	prog := p.prog
 	var nativeErr error
 	if !opts.GenericOnly {
-		p.link, nativeErr = link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: link.XDPDriverMode})
+		p.link, nativeErr = linkCreateXDP(p.prog, ifindex, unix.XDP_FLAGS_DRV_MODE)
 		if nativeErr == nil {
 			p.mode = ModeNative
 			return p, nil
@@ -79,7 +78,7 @@ func Attach(ifindex int, opts Options) (*Program, error) {
 		}
 	}
 	var genericErr error
-	p.link, genericErr = link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: link.XDPGenericMode})
+	p.link, genericErr = linkCreateXDP(p.prog, ifindex, unix.XDP_FLAGS_SKB_MODE)
 	if genericErr == nil {
 		p.mode = ModeGeneric
 		return p, nil
@@ -106,18 +105,18 @@ func load(flowCap, groupCap, queues int) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name:         progName,
-		Type:         ebpf.XDP,
-		License:      "MIT",
-		Instructions: steeringInstructions(m.flows.FD(), m.groups.FD(), m.xsks.FD()),
-	})
+	var code bytes.Buffer
+	if err := steeringInstructions(m.flows, m.groups, m.xsks).Marshal(&code, hostByteOrder()); err != nil {
+		m.close()
+		return nil, fmt.Errorf("assemble program: %w", err)
+	}
+	fd, err := progLoadXDP(code.Bytes(), progName, "MIT")
 	if err != nil {
 		m.close()
-		return nil, fmt.Errorf("load program: %w", err)
+		return nil, err
 	}
-	p := &Program{queues: queues, prog: prog, maps: m}
-	if p.id, _, err = progInfo(prog.FD()); err != nil {
+	p := &Program{queues: queues, prog: fd, link: -1, maps: m}
+	if p.id, _, err = progInfo(fd); err != nil {
 		p.Close()
 		return nil, err
 	}
@@ -168,7 +167,7 @@ func (p *Program) AddFlow(dst netip.AddrPort) error {
 	if err != nil {
 		return fmt.Errorf("xdp add flow: %w", err)
 	}
-	if err := p.maps.flows.Update(k[:], uint64(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
+	if err := mapUpdate(p.maps.flows, k[:], make([]byte, flowValueSize), bpfNoExist); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("xdp add flow %v: %w", dst, err)
 	}
 	return nil
@@ -180,7 +179,7 @@ func (p *Program) RemoveFlow(dst netip.AddrPort) error {
 	if err != nil {
 		return fmt.Errorf("xdp remove flow: %w", err)
 	}
-	if err := p.maps.flows.Delete(k[:]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := mapDelete(p.maps.flows, k[:]); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("xdp remove flow %v: %w", dst, err)
 	}
 	return nil
@@ -193,11 +192,11 @@ func (p *Program) FlowHits(dst netip.AddrPort) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("xdp flow hits: %w", err)
 	}
-	var v uint64
-	if err := p.maps.flows.Lookup(k[:], &v); err != nil {
+	v := make([]byte, flowValueSize)
+	if err := mapLookup(p.maps.flows, k[:], v); err != nil {
 		return 0, fmt.Errorf("xdp flow hits %v: %w", dst, err)
 	}
-	return v, nil
+	return binary.NativeEndian.Uint64(v), nil
 }
 
 // AddGroup steers the datagrams sent to multicast group on UDP port port (every port
@@ -208,7 +207,7 @@ func (p *Program) AddGroup(group netip.Addr, port uint16) error {
 		return fmt.Errorf("xdp add group %v: not an IPv4 multicast address: %w", group, unix.EINVAL)
 	}
 	k, _ := flowKey(group, port)
-	if err := p.maps.groups.Update(k[:], uint64(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
+	if err := mapUpdate(p.maps.groups, k[:], make([]byte, flowValueSize), bpfNoExist); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("xdp add group %v port %d: %w", group, port, err)
 	}
 	return nil
@@ -220,7 +219,7 @@ func (p *Program) RemoveGroup(group netip.Addr, port uint16) error {
 	if err != nil {
 		return fmt.Errorf("xdp remove group: %w", err)
 	}
-	if err := p.maps.groups.Delete(k[:]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := mapDelete(p.maps.groups, k[:]); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("xdp remove group %v port %d: %w", group, port, err)
 	}
 	return nil
@@ -232,11 +231,11 @@ func (p *Program) GroupHits(group netip.Addr, port uint16) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("xdp group hits: %w", err)
 	}
-	var v uint64
-	if err := p.maps.groups.Lookup(k[:], &v); err != nil {
+	v := make([]byte, flowValueSize)
+	if err := mapLookup(p.maps.groups, k[:], v); err != nil {
 		return 0, fmt.Errorf("xdp group hits %v port %d: %w", group, port, err)
 	}
-	return v, nil
+	return binary.NativeEndian.Uint64(v), nil
 }
 
 // Register makes s receive the steered frames of its queue. s must be bound to the
@@ -249,7 +248,10 @@ func (p *Program) Register(s *Socket) error {
 	if s.Queue() >= p.queues {
 		return fmt.Errorf("xdp register queue %d: program has %d queues: %w", s.Queue(), p.queues, unix.EINVAL)
 	}
-	if err := p.maps.xsks.Update(uint32(s.Queue()), uint32(s.FD()), ebpf.UpdateAny); err != nil {
+	var k, v [4]byte
+	binary.NativeEndian.PutUint32(k[:], uint32(s.Queue()))
+	binary.NativeEndian.PutUint32(v[:], uint32(s.FD()))
+	if err := mapUpdate(p.maps.xsks, k[:], v[:], bpfAny); err != nil {
 		return fmt.Errorf("xdp register queue %d: %w", s.Queue(), err)
 	}
 	return nil
@@ -260,7 +262,9 @@ func (p *Program) Unregister(queue int) error {
 	if queue < 0 || queue >= p.queues {
 		return fmt.Errorf("xdp unregister queue %d: program has %d queues: %w", queue, p.queues, unix.EINVAL)
 	}
-	if err := p.maps.xsks.Delete(uint32(queue)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	var k [4]byte
+	binary.NativeEndian.PutUint32(k[:], uint32(queue))
+	if err := mapDelete(p.maps.xsks, k[:]); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("xdp unregister queue %d: %w", queue, err)
 	}
 	return nil
@@ -270,17 +274,17 @@ func (p *Program) Unregister(queue int) error {
 // Sockets stay open; they simply receive nothing more.
 func (p *Program) Close() error {
 	var first error
-	if p.link != nil {
-		if err := p.link.Close(); err != nil {
+	if p.link >= 0 {
+		if err := unix.Close(p.link); err != nil {
 			first = fmt.Errorf("xdp detach %s: %w", p.ifname, err)
 		}
-		p.link = nil
+		p.link = -1
 	}
-	if p.prog != nil {
-		if err := p.prog.Close(); err != nil && first == nil {
+	if p.prog >= 0 {
+		if err := unix.Close(p.prog); err != nil && first == nil {
 			first = fmt.Errorf("xdp close program: %w", err)
 		}
-		p.prog = nil
+		p.prog = -1
 	}
 	if p.maps != nil {
 		if err := p.maps.close(); err != nil && first == nil {

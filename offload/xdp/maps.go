@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 // Default map sizes (Options).
@@ -41,52 +41,41 @@ func flowKey(addr netip.Addr, port uint16) ([flowKeySize]byte, error) {
 	return k, nil
 }
 
-// maps are the three maps of the steering program.
+// maps are the file descriptors of the three maps of the steering program (-1 when
+// closed).
 type maps struct {
-	flows, groups, xsks *ebpf.Map
+	flows, groups, xsks int
 }
 
 // newMaps creates the maps: flows and groups hold flowCap and groupCap entries, the
 // XSKMAP one socket per receive queue.
 func newMaps(flowCap, groupCap, queues int) (*maps, error) {
-	var m maps
+	m := &maps{flows: -1, groups: -1, xsks: -1}
 	var err error
-	m.flows, err = ebpf.NewMap(&ebpf.MapSpec{
-		Name: flowMapName, Type: ebpf.Hash,
-		KeySize: flowKeySize, ValueSize: flowValueSize, MaxEntries: uint32(flowCap),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("create flow map: %w", err)
+	if m.flows, err = mapCreate(bpfMapTypeHash, flowKeySize, flowValueSize, uint32(flowCap), flowMapName); err != nil {
+		return nil, err
 	}
-	m.groups, err = ebpf.NewMap(&ebpf.MapSpec{
-		Name: groupMapName, Type: ebpf.Hash,
-		KeySize: flowKeySize, ValueSize: flowValueSize, MaxEntries: uint32(groupCap),
-	})
-	if err != nil {
+	if m.groups, err = mapCreate(bpfMapTypeHash, flowKeySize, flowValueSize, uint32(groupCap), groupMapName); err != nil {
 		m.close()
-		return nil, fmt.Errorf("create group map: %w", err)
+		return nil, err
 	}
-	m.xsks, err = ebpf.NewMap(&ebpf.MapSpec{
-		Name: xskMapName, Type: ebpf.XSKMap,
-		KeySize: 4, ValueSize: 4, MaxEntries: uint32(queues),
-	})
-	if err != nil {
+	if m.xsks, err = mapCreate(bpfMapTypeXSKMap, 4, 4, uint32(queues), xskMapName); err != nil {
 		m.close()
-		return nil, fmt.Errorf("create socket map: %w", err)
+		return nil, err
 	}
-	return &m, nil
+	return m, nil
 }
 
-// close releases the maps (the kernel frees them with the last reference, the
+// close releases the maps (the kernel frees each with its last reference, the
 // program's included).
 func (m *maps) close() error {
 	var first error
-	for _, p := range []**ebpf.Map{&m.flows, &m.groups, &m.xsks} {
-		if *p != nil {
-			if err := (*p).Close(); err != nil && first == nil {
+	for _, fd := range []*int{&m.flows, &m.groups, &m.xsks} {
+		if *fd >= 0 {
+			if err := unix.Close(*fd); err != nil && first == nil {
 				first = err
 			}
-			*p = nil
+			*fd = -1
 		}
 	}
 	return first

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 // TestSteeringProgram runs the steering program on crafted frames (BPF_PROG_TEST_RUN):
@@ -77,9 +78,18 @@ func TestSteeringProgram(t *testing.T) {
 		{"truncated VLAN tag", with(func(s *frameSpec) { s.vlan = 7 })[:16], nil},
 		{"Ethernet header only", udpFrame(base)[:14], nil},
 	}
+	dup, err := unix.Dup(p.prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := ebpf.NewProgramFromFD(dup)
+	if err != nil {
+		t.Fatalf("program from fd: %v", err)
+	}
+	defer prog.Close()
 	var flowHits uint64
 	for _, c := range cases {
-		ret, err := p.prog.Run(&ebpf.RunOptions{Data: c.frame})
+		ret, err := prog.Run(&ebpf.RunOptions{Data: c.frame})
 		if err != nil {
 			t.Fatalf("%s: run: %v", c.name, err)
 		}
