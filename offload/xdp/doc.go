@@ -29,8 +29,10 @@
 // up to the pool sizes.
 //
 // The package runs inside the program the library is preloaded into: it makes raw
-// system calls only (golang.org/x/sys/unix), starts no goroutine, timer or os.File,
-// and so never starts the Go netpoller. The cilium/ebpf calls it makes (map and
-// program creation, link attach) are checked for the same property by a test that
-// runs them in a fresh process.
+// system calls only (golang.org/x/sys/unix; bpf(2) in bpf_unsafe.go, netlink in
+// netlink.go), starts no goroutine, timer or os.File, and so never starts the Go
+// netpoller. Of cilium/ebpf it uses only the asm package, which assembles the program
+// into bytes: its map and program constructors read /proc/self/mountinfo through an
+// os.File. A test runs every entry point in a fresh process and checks that no
+// eventpoll or eventfd descriptor appeared.
 package xdp
