@@ -56,6 +56,10 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 		if errno == 0 && s.typ == sockDgram {
 			e.udpOption(s, c.FD, int(int32(c.A[0])), int(int32(c.A[1])), c.A[2], uint32(c.A[3]))
 		}
+	case transport.OpGetsockopt:
+		if errno == 0 && s.typ == sockDgram {
+			e.udpOptionValue(s, int(int32(c.A[0])), int(int32(c.A[1])), c.A[2], c.A[3])
+		}
 	case transport.OpAccept4:
 		if errno == 0 {
 			e.accepted(s, n, int(int32(c.A[2])))

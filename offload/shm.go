@@ -58,6 +58,7 @@ func (e *Engine) giveUp(s *Socket, fd int, r transport.Reason, why string) {
 		return
 	}
 	u.GiveUp(r)
+	u.RestoreOptions(fd)
 	s.mu.Lock()
 	s.kind, s.reason = transport.KindOS, r
 	s.publishLocked()
@@ -66,7 +67,7 @@ func (e *Engine) giveUp(s *Socket, fd int, r transport.Reason, why string) {
 }
 
 // kernelOnlyOptions are the socket options whose effect the rings cannot give (ancillary data,
-// device binding, filters, segmentation, multicast until the transport serves it): setting one
+// device binding, filters, segmentation, multicast source filters): setting one
 // sends the socket back to the kernel.
 var kernelOnlyOptions = map[[2]int]string{
 	{unix.IPPROTO_IP, unix.IP_PKTINFO}:               "IP_PKTINFO",
@@ -77,10 +78,6 @@ var kernelOnlyOptions = map[[2]int]string{
 	{unix.IPPROTO_IP, unix.IP_RECVERR}:               "IP_RECVERR",
 	{unix.IPPROTO_IP, unix.IP_RECVORIGDSTADDR}:       "IP_RECVORIGDSTADDR",
 	{unix.IPPROTO_IP, unix.IP_TRANSPARENT}:           "IP_TRANSPARENT",
-	{unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP}:        "IP_ADD_MEMBERSHIP",
-	{unix.IPPROTO_IP, unix.IP_ADD_SOURCE_MEMBERSHIP}: "IP_ADD_SOURCE_MEMBERSHIP",
-	{unix.IPPROTO_IP, unix.MCAST_JOIN_GROUP}:         "MCAST_JOIN_GROUP",
-	{unix.IPPROTO_IP, unix.MCAST_JOIN_SOURCE_GROUP}:  "MCAST_JOIN_SOURCE_GROUP",
 	{unix.SOL_SOCKET, unix.SO_TIMESTAMP}:             "SO_TIMESTAMP",
 	{unix.SOL_SOCKET, unix.SO_TIMESTAMPNS}:           "SO_TIMESTAMPNS",
 	{unix.SOL_SOCKET, unix.SO_TIMESTAMPING}:          "SO_TIMESTAMPING",
@@ -102,16 +99,55 @@ func (e *Engine) udpOption(s *Socket, fd int, level, name int, val uintptr, vlen
 	if u := s.shmUDP(); u != nil {
 		u.OptionSet(fd, level, name)
 	}
+	if u := s.shmUDP(); u != nil && level == unix.IPPROTO_IP && val != 0 {
+		switch act, group, source := parseMcOption(level, name, optionBytes(val, vlen)); act {
+		case mcJoin:
+			u.Join(fd, group, source)
+			return
+		case mcLeave:
+			u.Leave(group, source)
+			return
+		case mcOther:
+			e.giveUp(s, fd, transport.ReasonUnsupported, "multicast source filter")
+			return
+		}
+	}
 	what, ok := kernelOnlyOptions[[2]int{level, name}]
 	if !ok {
 		return
 	}
-	if vlen >= 4 && val != 0 && sysc.IntAt(val) == 0 && name != unix.IP_ADD_MEMBERSHIP &&
-		name != unix.IP_ADD_SOURCE_MEMBERSHIP && name != unix.MCAST_JOIN_GROUP && name != unix.MCAST_JOIN_SOURCE_GROUP &&
+	if vlen >= 4 && val != 0 && sysc.IntAt(val) == 0 &&
 		name != unix.SO_BINDTODEVICE && name != unix.SO_ATTACH_FILTER && name != unix.SO_ATTACH_BPF {
 		return // switched off: nothing the rings miss
 	}
 	e.giveUp(s, fd, transport.ReasonUnsupported, what)
+}
+
+// optionBytes is an option value the kernel has just accepted (so it is readable), at most
+// struct group_source_req long; nil when it is not readable after all.
+func optionBytes(val uintptr, vlen uint32) (b []byte) {
+	umem.Protect()
+	defer func() {
+		if umem.Fault(recover()) {
+			b = nil
+		}
+	}()
+	n := min(int(vlen), gsrSize)
+	b = make([]byte, n)
+	copy(b, umem.Bytes(val, n))
+	return b
+}
+
+// udpOptionValue corrects what getsockopt read from the kernel for an option the transport set
+// for itself.
+func (e *Engine) udpOptionValue(s *Socket, level, name int, val, lenp uintptr) {
+	u := s.shmUDP()
+	if u == nil || val == 0 || lenp == 0 {
+		return
+	}
+	umem.Protect()
+	defer func() { umem.Fault(recover()) }()
+	u.OptionValue(level, name, umem.Bytes(val, int(min(*umem.Uint32(lenp), 4))))
 }
 
 // ringFionread answers FIONREAD for a socket whose rings hold a datagram: its size, as the

@@ -729,27 +729,41 @@ func TestShmOtherUser(t *testing.T) {
 	h.requireClean()
 }
 
-// TestShmMulticast: two subscriber processes under the library join a group on the loopback
-// interface; each gets every datagram of a sender under the library exactly once, intact. (The
-// transport does not carry multicast yet: the subscribers' sockets go back to the kernel, whose
-// counters must then hold every datagram.)
+// TestShmMulticast: two subscriber processes under the library and one without it join a group
+// on the loopback interface; a sender under the library sends to the group. Every subscriber gets
+// every datagram exactly once, intact; the library's subscribers get them through rings (their
+// kernel sockets' loopback copies are recognised and dropped), the plain one through the kernel.
+// With a sender without the library, everybody gets the datagrams through the kernel, once.
 func TestShmMulticast(t *testing.T) {
+	t.Run("goxio sender", func(t *testing.T) { testShmMulticast(t, true) })
+	t.Run("plain sender", func(t *testing.T) { testShmMulticast(t, false) })
+}
+
+func testShmMulticast(t *testing.T, goxioSender bool) {
 	h := newShmHarness(t)
 	const n, w = 1000, 16
 	port := testutil.FreePort(t, "udp")
 	group := "239.255.77.1"
 	var rxs []*shmProc
 	var fds []int
-	for i := range 2 {
-		rx := h.start(fmt.Sprintf("subscriber %d", i), h.env(), nil, h.udp, "rx", "-p", strconv.Itoa(port), "-m", group,
+	for i := range 3 {
+		env, name := h.env(), fmt.Sprintf("subscriber %d", i)
+		if i == 2 {
+			env, name = os.Environ(), "subscriber 2 (without the library)"
+		}
+		rx := h.start(name, env, nil, h.udp, "rx", "-p", strconv.Itoa(port), "-m", group,
 			"-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-i", "5000", "-W")
 		_, fd := rx.ready()
 		rxs, fds = append(rxs, rx), append(fds, fd)
 	}
-	// Each subscriber acknowledges every window, so no kernel receive buffer overflows.
-	tx := h.start("sender", h.env(), nil, h.udp, "tx", "-p", strconv.Itoa(port), "-d", group, "-m", "-s", "1",
-		"-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-A", "2", "-W")
-	tx.ready()
+	// Each subscriber acknowledges every window, so no receive buffer overflows.
+	txEnv := h.env()
+	if !goxioSender {
+		txEnv = os.Environ()
+	}
+	tx := h.start("sender", txEnv, nil, h.udp, "tx", "-p", strconv.Itoa(port), "-d", group, "-m", "-s", "1",
+		"-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-A", "3", "-W")
+	_, tfd := tx.ready()
 	if ok, _ := tx.sent(60 * time.Second); ok != n {
 		t.Errorf("sender: sent %d, want %d", ok, n)
 	}
@@ -762,19 +776,52 @@ func TestShmMulticast(t *testing.T) {
 		if s.total != n || s.gaps != 0 || s.idle != 0 || s.senders[1].got != n {
 			t.Errorf("subscriber %d: %d datagrams, %d missing; want each of %d exactly once\n%s", i, s.total, s.gaps, n, s.text)
 		}
+		if i == 2 {
+			continue
+		}
 		ss := h.socketStats(rxs[i], fds[i])
 		c := ss.Counters
-		t.Logf("subscriber %d socket: transport %s (reason %s), rx offloaded %d, rx os %d", i, ss.Transport, ss.Reason,
-			c.RxPackets, c.RxOSPackets)
-		if c.RxPackets+c.RxOSPackets != n || (ss.Transport == stats.TransportOS && c.RxOSPackets != n) {
-			t.Errorf("subscriber %d socket: transport %s, rx offloaded %d + os %d, want %d in all", i, ss.Transport,
-				c.RxPackets, c.RxOSPackets, n)
+		wantRing, wantOS := uint64(n), uint64(0)
+		if !goxioSender {
+			wantRing, wantOS = 0, n
+		}
+		if ss.Transport != stats.TransportSHM || c.RxPackets != wantRing || c.RxOSPackets != wantOS {
+			t.Errorf("subscriber %d socket: transport %s (%s), rx through rings %d, through the kernel %d; want shm, %d, %d",
+				i, ss.Transport, ss.Reason, c.RxPackets, c.RxOSPackets, wantRing, wantOS)
+		}
+	}
+	if goxioSender {
+		ts := h.socketStats(tx, tfd)
+		if c := ts.Counters; ts.Transport != stats.TransportSHM || c.TxOSPackets != n {
+			t.Errorf("sender socket: transport %s (%s), tx through the kernel %d, want shm, %d (every datagram also goes to the kernel)",
+				ts.Transport, ts.Reason, c.TxOSPackets, n)
 		}
 	}
 	tx.exit(30 * time.Second)
 	for _, rx := range rxs {
 		rx.exit(30 * time.Second)
 	}
+	h.requireClean()
+}
+
+// TestShmMulticastSameProcess: two member sockets of one process each get every datagram a third
+// socket of the process sends to the group exactly once, through rings.
+func TestShmMulticastSameProcess(t *testing.T) {
+	h := newShmHarness(t)
+	const n = 2000
+	p := h.start("mself", h.env(), nil, h.udp, "mself", "-n", strconv.Itoa(n), "-W")
+	fb, fc := p.ready()
+	if l := p.expect("mself ", 60*time.Second); l != fmt.Sprintf("mself ok %d bad 0 extra 0", n) {
+		t.Errorf("same process multicast: %q, want %d datagrams to each member, none bad, none twice", l, n)
+	}
+	var bytes uint64
+	for seq := range n {
+		bytes += datagramBytes(9, seq)
+	}
+	d := h.stats(p.pid())
+	requireShm(t, "member B", socketOf(t, d, p.pid(), fb), n, bytes)
+	requireShm(t, "member C", socketOf(t, d, p.pid(), fc), n, bytes)
+	p.exit(30 * time.Second)
 	h.requireClean()
 }
 

@@ -28,6 +28,9 @@
  *   self -n count [-W]
  *        Two sockets of one process: A sends count datagrams to B, B checks each and answers to
  *        its source, A checks the answer. Prints "ready FDA FDB", then "self ok N bad B".
+ *   mself -n count [-m group] [-W]
+ *        Multicast inside one process: two member sockets each get every datagram of a third
+ *        exactly once. Prints "ready FDB FDC", then "mself ok N bad B extra E".
  *   noop Opens and binds one UDP socket, closes it, exits (a goxio process start: sweeps).
  *
  * Exit codes: 0 done (the test judges the counts), 2 a system call failed, 3 an ack timed out.
@@ -489,6 +492,99 @@ static int self_main(int argc, char **argv)
 	return 0;
 }
 
+/* mself: multicast inside one process. Sockets B and C join group on 127.0.0.1 (bound to
+ * INADDR_ANY:port with SO_REUSEADDR); A (bound to 127.0.0.1:0, IP_MULTICAST_IF 127.0.0.1) sends
+ * count datagrams to the group, each read back by B and by C before the next is sent, then
+ * B and C must have nothing more queued (no second copy) within 200 ms.
+ * Prints "ready FDB FDC", then "mself ok N bad B extra E". */
+static int mself_main(int argc, char **argv)
+{
+	long count = 0;
+	int waitexit = 0, o;
+	const char *group = "239.255.77.2";
+	while ((o = getopt(argc, argv, "n:m:W")) != -1) {
+		switch (o) {
+		case 'n': count = atol(optarg); break;
+		case 'm': group = optarg; break;
+		case 'W': waitexit = 1; break;
+		default: return 2;
+		}
+	}
+	int fa = socket(AF_INET, SOCK_DGRAM, 0), fr[2];
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof a;
+	if (fa < 0 || bind(fa, (struct sockaddr *)&a, sizeof a) < 0 || getsockname(fa, (struct sockaddr *)&a, &al) < 0)
+		die("sender socket");
+	struct in_addr lo = {.s_addr = htonl(INADDR_LOOPBACK)};
+	if (setsockopt(fa, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof lo) < 0)
+		die("IP_MULTICAST_IF");
+	struct sockaddr_in g = {.sin_family = AF_INET};
+	if (inet_pton(AF_INET, group, &g.sin_addr) != 1)
+		die("group address");
+	for (int i = 0; i < 2; i++) {
+		int one = 1;
+		struct sockaddr_in b = {.sin_family = AF_INET, .sin_port = g.sin_port};
+		fr[i] = socket(AF_INET, SOCK_DGRAM, 0);
+		if (fr[i] < 0 || setsockopt(fr[i], SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
+			die("receiver socket");
+		if (i == 0) {
+			if (bind(fr[0], (struct sockaddr *)&b, sizeof b) < 0)
+				die("bind B");
+			socklen_t bl = sizeof b;
+			if (getsockname(fr[0], (struct sockaddr *)&b, &bl) < 0)
+				die("getsockname B");
+			g.sin_port = b.sin_port;
+		} else if (bind(fr[1], (struct sockaddr *)&b, sizeof b) < 0) {
+			die("bind C");
+		}
+		struct ip_mreq m = {.imr_multiaddr = g.sin_addr, .imr_interface = lo};
+		if (setsockopt(fr[i], IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m) < 0)
+			die("IP_ADD_MEMBERSHIP");
+		set_rcvtimeo(fr[i], 5000);
+	}
+	printf("ready %d %d\n", fr[0], fr[1]);
+	fflush(stdout);
+	pthread_t th;
+	pthread_create(&th, NULL, stdin_thread, NULL);
+	pthread_detach(th);
+	uint8_t buf[MAXDG + 64], out[MAXDG];
+	long okc = 0, badc = 0, extra = 0;
+	for (uint32_t seq = 0; seq < (uint32_t)count; seq++) {
+		size_t n = build(out, 9, seq, (uint32_t)count, ntohs(a.sin_port), 0);
+		if (sendto(fa, out, n, 0, (struct sockaddr *)&g, sizeof g) != (ssize_t)n)
+			die("sendto group");
+		int good = 1;
+		for (int i = 0; i < 2; i++) {
+			struct sockaddr_in from;
+			socklen_t fl = sizeof from;
+			ssize_t m = recvfrom(fr[i], buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
+			if (m < 0)
+				die("recvfrom member");
+			struct hdr h;
+			if (!check(buf, m, &h) || h.seq != seq || from.sin_port != a.sin_port ||
+			    from.sin_addr.s_addr != a.sin_addr.s_addr)
+				good = 0;
+		}
+		if (good)
+			okc++;
+		else
+			badc++;
+	}
+	for (int i = 0; i < 2; i++) {
+		set_rcvtimeo(fr[i], 200);
+		while (recv(fr[i], buf, sizeof buf, 0) >= 0)
+			extra++;
+	}
+	printf("mself ok %ld bad %ld extra %ld\n", okc, badc, extra);
+	fflush(stdout);
+	if (waitexit)
+		wait_exit();
+	close(fa);
+	close(fr[0]);
+	close(fr[1]);
+	return 0;
+}
+
 static int noop_main(void)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -515,6 +611,8 @@ int main(int argc, char **argv)
 		return tx_main(argc - 1, argv + 1);
 	if (strcmp(mode, "self") == 0)
 		return self_main(argc - 1, argv + 1);
+	if (strcmp(mode, "mself") == 0)
+		return mself_main(argc - 1, argv + 1);
 	if (strcmp(mode, "noop") == 0)
 		return noop_main();
 	fprintf(stderr, "unknown mode %s\n", mode);

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"errors"
+	"net/netip"
 	"sync/atomic"
 	"syscall"
 
@@ -31,7 +32,7 @@ type rxCall struct {
 func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	in := u.inbox.Load()
 	if in == nil || u.kernelOnly.Load() {
-		return u.kernel(c)
+		return u.kernelRecv(c)
 	}
 	umem.Protect()
 	defer func() {
@@ -44,11 +45,8 @@ func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	}
 	var arr [maxBufs][]byte
 	rc, ok := parseRx(c, arr[:0])
-	if !ok {
-		return u.kernel(c)
-	}
-	if rc.flags&kernelRecvFlags != 0 {
-		return u.kernel(c)
+	if !ok || rc.flags&kernelRecvFlags != 0 {
+		return u.kernelRecv(c)
 	}
 	n, errno, viaOS = u.receive(c, in, &rc, u.nonblock() || rc.flags&unix.MSG_DONTWAIT != 0)
 	if rc.bad && errno == 0 {
@@ -225,7 +223,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 		}
 		bell := u.ensureBell(in)
 		if bell < 0 {
-			return u.kernel(c) // no fd for a doorbell: the socket went back to the kernel
+			return u.kernelRecv(c) // no fd for a doorbell: the socket went back to the kernel
 		}
 		if in.Pending() {
 			continue
@@ -324,6 +322,15 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *rxCall) (int, bool) {
 		in.Refresh()
 		name, data, err = in.Peek()
 	}
+	for err == nil && len(name) == mcNameLen {
+		// A group's datagram: taken while the socket's joins admit it (it may have left).
+		if src := sockaddr4(name); u.admits(netip.AddrFrom4([4]byte(name[unix.SizeofSockaddrInet4:])), src.Addr()) {
+			name = name[:unix.SizeofSockaddrInet4]
+			break
+		}
+		in.Pop()
+		name, data, err = in.Peek()
+	}
 	if err != nil {
 		return 0, false
 	}
@@ -361,6 +368,15 @@ func (u *UDP) readShut(fd int) bool {
 // kernelNow makes the program's receive call on the kernel socket without blocking (a datagram
 // is there, or an error is pending).
 func (u *UDP) kernelNow(c *transport.Call) (int, syscall.Errno, bool) {
+	if u.joinSnap.Load() != nil {
+		// Loopback copies of ring datagrams go first; the check and the receive are one step
+		// for the receive paths of this socket.
+		u.rxmu.Lock()
+		defer u.rxmu.Unlock()
+		if !u.firstNotCopy(c.FD) {
+			return 0, 0, false
+		}
+	}
 	nc := *c
 	switch c.Op {
 	case transport.OpRead:
@@ -375,7 +391,42 @@ func (u *UDP) kernelNow(c *transport.Call) (int, syscall.Errno, bool) {
 		nc.A[1] |= unix.MSG_DONTWAIT
 	}
 	n, e, _ := u.kernel(&nc)
+	if e == 0 && c.Op == transport.OpRecvmsg && u.pktinfoOn.Load() {
+		// The IP_PKTINFO message is the transport's, not the program's.
+		m := umem.Msghdr(c.A[0])
+		m.SetControllen(0)
+		m.Flags &^= unix.MSG_CTRUNC
+	}
 	return u.keepWaiting(n, e)
+}
+
+// kernelRecv makes a receive call on the kernel socket, hiding the IP_PKTINFO messages the
+// transport asked for (the program did not).
+func (u *UDP) kernelRecv(c *transport.Call) (int, syscall.Errno, bool) {
+	n, e, os := u.kernel(c)
+	if e != 0 || !u.pktinfoOn.Load() {
+		return n, e, os
+	}
+	u.mu.Lock()
+	own := u.pktinfoOwn
+	u.mu.Unlock()
+	if own {
+		return n, e, os
+	}
+	switch c.Op {
+	case transport.OpRecvmsg:
+		m := umem.Msghdr(c.A[0])
+		m.SetControllen(0)
+		m.Flags &^= unix.MSG_CTRUNC
+	case transport.OpRecvmmsg:
+		for i := 0; i < n; i++ {
+			mp, _ := umem.Mmsghdr(c.A[0], i)
+			m := umem.Msghdr(mp)
+			m.SetControllen(0)
+			m.Flags &^= unix.MSG_CTRUNC
+		}
+	}
+	return n, e, os
 }
 
 // keepWaiting turns EAGAIN of a kernel receive that raced with another thread into "not done".

@@ -20,9 +20,10 @@ import (
 type route struct {
 	dst  netip.AddrPort
 	gen  uint64
-	out  *ring.Outlet // nil: through the kernel
-	name [unix.SizeofSockaddrInet4]byte
-	bell *bellAddr // the receiver's doorbell
+	out  *ring.Outlet    // nil: through the kernel
+	name [mcNameLen]byte // the source sockaddr_in; for a group, then the group and port
+	bell *bellAddr       // the receiver's doorbell
+	mc   []mcTarget      // a group's goxio members
 }
 
 // sendFlags are the send flags the rings honour; any other flag sends through the kernel.
@@ -48,6 +49,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	total, flags := 0, 0
 	var namep uintptr
 	var namelen uint32
+	ctl := false
 	switch c.Op {
 	case transport.OpWrite:
 		bufs = append(bufs, umem.Bytes(c.A[0], int(c.A[1])))
@@ -64,16 +66,16 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	case transport.OpSendmsg:
 		m := umem.Msghdr(c.A[0])
 		iov, iovlen := umem.MsgIov(m)
-		if m.Controllen != 0 || iovlen < 0 || iovlen > umem.MaxIov {
+		if iovlen < 0 || iovlen > umem.MaxIov {
 			return u.kernel(c)
 		}
+		ctl = m.Controllen != 0
 		bufs, total = umem.Iovecs(bufs, iov, iovlen)
 		flags = int(c.A[1])
 		namep, namelen = umem.MsgName(m)
+	case transport.OpSendmmsg:
+		return u.sendmmsg(c)
 	default:
-		return u.kernel(c)
-	}
-	if flags&^sendFlags != 0 || total < 0 || total > maxUDPPayload {
 		return u.kernel(c)
 	}
 	var dst netip.AddrPort
@@ -87,13 +89,24 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	} else if dst = u.Peer(); !dst.IsValid() {
 		return u.kernel(c)
 	}
+	if dst.Addr().IsMulticast() {
+		if total < 0 || total > maxUDPPayload {
+			return u.kernel(c)
+		}
+		n, errno, os := u.sendMulticast(c, dst, bufs, total)
+		return n, syscall.Errno(errno), os
+	}
+	if ctl || flags&^sendFlags != 0 || total < 0 || total > maxUDPPayload {
+		return u.kernel(c)
+	}
 	r := u.routeTo(c.FD, dst)
 	if r == nil || r.out == nil {
 		return u.kernelSend(c)
 	}
-	wake, err := r.out.Send(r.name[:], bufs, total)
+	wake, err := r.out.Send(r.name[:unix.SizeofSockaddrInet4], bufs, total)
 	switch {
 	case err == nil:
+		u.ringTx.Add(1)
 		if wake {
 			ringBell(u.env.ringerFD(), r.bell)
 		}
@@ -102,9 +115,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 		if u.env.p.TxNonblockedEagains && (u.nonblock() || flags&unix.MSG_DONTWAIT != 0) {
 			return -1, unix.EAGAIN, false
 		}
-		if u.OnDrop != nil {
-			u.OnDrop()
-		}
+		u.dropped()
 		return total, 0, false // dropped, as by a full kernel receive buffer
 	case errors.Is(err, ring.ErrClosed):
 		u.route.Store(nil)
@@ -136,21 +147,13 @@ func (u *UDP) routeTo(fd int, dst netip.AddrPort) *route {
 		return r
 	}
 	r := &route{dst: dst, gen: gen}
-	if dst.Addr().IsMulticast() || !dst.Addr().Is4() || dst.Port() == 0 {
+	if !dst.Addr().Is4() || dst.Port() == 0 {
 		u.route.Store(r)
 		return r
 	}
-	local := u.localAddr()
-	if local.Port() == 0 {
-		// The kernel binds an unbound socket at its first send; do it now, so that the datagram
-		// carries the port replies go to.
-		if unix.Bind(fd, &unix.SockaddrInet4{}) != nil {
-			return nil
-		}
-		u.Bound(fd)
-		if local = u.localAddr(); local.Port() == 0 {
-			return nil
-		}
+	local, ok := u.ensureBound(fd)
+	if !ok {
+		return nil
 	}
 	src := local.Addr()
 	if src.IsUnspecified() {
@@ -173,6 +176,22 @@ func (u *UDP) routeTo(fd int, dst netip.AddrPort) *route {
 	putSockaddr4(r.name[:], from)
 	u.route.Store(r)
 	return r
+}
+
+// ensureBound returns the socket's local address, binding it first when it has none: the kernel
+// binds an unbound socket at its first send, and the ring datagram must carry the port replies go
+// to.
+func (u *UDP) ensureBound(fd int) (netip.AddrPort, bool) {
+	local := u.localAddr()
+	if local.Port() != 0 {
+		return local, true
+	}
+	if unix.Bind(fd, &unix.SockaddrInet4{}) != nil {
+		return local, false
+	}
+	u.Bound(fd)
+	local = u.localAddr()
+	return local, local.Port() != 0
 }
 
 func (u *UDP) localAddr() netip.AddrPort {

@@ -55,3 +55,26 @@ func ppoll2(fd0, fd1 int, ts *unix.Timespec) (r0, r1 int16, errno syscall.Errno)
 	_, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 2, uintptr(unsafe.Pointer(ts)), 0, 0, 0)
 	return fds[0].Revents, fds[1].Revents, e
 }
+
+// peekOrigin looks at the next datagram queued on the kernel socket without taking it: its
+// source, and its destination from the IP_PKTINFO control message (the socket has IP_PKTINFO on).
+// EAGAIN when nothing is queued.
+func peekOrigin(fd int) (src [unix.SizeofSockaddrInet4]byte, dst [4]byte, hasDst bool, errno syscall.Errno) {
+	var ctl [64]byte
+	m := unix.Msghdr{Name: (*byte)(unsafe.Pointer(&src[0])), Namelen: uint32(len(src)), Control: &ctl[0]}
+	m.SetControllen(len(ctl))
+	_, _, e := unix.Syscall6(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&m)),
+		unix.MSG_PEEK|unix.MSG_DONTWAIT|unix.MSG_TRUNC, 0, 0, 0)
+	if e != 0 {
+		return src, dst, false, e
+	}
+	dst, hasDst = pktinfoDst(ctl[:min(int(m.Controllen), len(ctl))])
+	return src, dst, hasDst, 0
+}
+
+// dropQueued takes the next datagram off the kernel socket, never blocking.
+func dropQueued(fd int) syscall.Errno {
+	var m unix.Msghdr
+	_, _, e := unix.Syscall6(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&m)), unix.MSG_DONTWAIT, 0, 0, 0)
+	return e
+}

@@ -51,20 +51,35 @@ type UDP struct {
 	kernelOnly atomic.Bool  // GiveUp happened: every call goes to the kernel socket
 	rcvTimeo   atomic.Int64 // SO_RCVTIMEO in nanoseconds; 0: none
 
-	rings atomic.Uint64 // datagrams received from rings (Counts)
-	osRx  atomic.Uint64 // datagrams received from the kernel socket
+	rings  atomic.Uint64 // datagrams received from rings (Counts)
+	osRx   atomic.Uint64 // datagrams received from the kernel socket
+	ringTx atomic.Uint64 // datagrams sent into rings (a multicast datagram once per member)
+	dups   atomic.Uint64 // kernel loopback copies of multicast datagrams that came through a ring
+
+	// Multicast (multicast.go). joins is guarded by mu; joinSnap is its copy for the receive
+	// path. pktinfoOn: the transport switched IP_PKTINFO on to see where kernel datagrams were
+	// sent; pktinfoOwn: the program set IP_PKTINFO itself.
+	joins      []join
+	joinSnap   atomic.Pointer[[]joinKey]
+	pktinfoOn  atomic.Bool
+	pktinfoOwn bool
+	mcSender   bool          // the binding is flagged as a multicast ring sender
+	mcLoop     atomic.Bool   // IP_MULTICAST_LOOP (on by default)
+	mcIf       atomic.Uint32 // IP_MULTICAST_IF address, host order; 0: the route's
 }
 
 type discoveryEntry = discovery.Entry
 
-// Counts reports what the socket received through rings and through the kernel, and what it
-// sent each way.
-type Counts struct{ RingRx, OSRx, RingTx, OSTx uint64 }
+// Counts reports what the socket received through rings and through the kernel, what it sent
+// into rings, and how many kernel copies of multicast datagrams it dropped because a ring
+// brought them.
+type Counts struct{ RingRx, OSRx, RingTx, McastDups uint64 }
 
 // NewUDP returns the transport of one UDP socket. nonblock reports the socket's O_NONBLOCK.
 func (e *Env) NewUDP(nonblock func() bool) *UDP {
 	u := &UDP{env: e, nonblock: nonblock}
 	u.bell.Store(-1)
+	u.mcLoop.Store(true)
 	return u
 }
 
@@ -150,6 +165,9 @@ func (u *UDP) OptionSet(fd, level, name int) {
 			u.exit()
 		}
 	}
+	if level == unix.IPPROTO_IP {
+		u.ipOptionSet(fd, name)
+	}
 	if level == unix.SOL_SOCKET && (name == unix.SO_RCVTIMEO || name == unix.SO_RCVTIMEO_NEW) {
 		if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
 			u.rcvTimeo.Store(tv.Nano())
@@ -191,20 +209,31 @@ func (u *UDP) Peer() netip.AddrPort {
 	return u.peer
 }
 
+// entryLocked is the socket's binding as discovery publishes it; u.mu is held.
+func (u *UDP) entryLocked(fd int, in *ring.Inbox) discovery.Entry {
+	return discovery.Entry{Family: unix.AF_INET, Local: u.local, Peer: u.peer, Inbox: in.Name(),
+		ReuseAddr:       optOn(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR),
+		ReusePort:       optOn(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT),
+		NoMulticastAll:  !optOn(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_ALL),
+		MulticastSender: u.mcSender}
+}
+
+// publishLocked publishes (or updates) the socket's binding and its memberships; u.mu is held.
 func (u *UDP) publishLocked(fd int, in *ring.Inbox) {
-	e := discovery.Entry{Family: unix.AF_INET, Local: u.local, Peer: u.peer, Inbox: in.Name(),
-		ReuseAddr: optOn(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR),
-		ReusePort: optOn(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT)}
+	e := u.entryLocked(fd, in)
 	if u.published {
 		u.pub.Update(e)
-		return
+	} else {
+		h, err := u.env.dir.Publish(e)
+		if err != nil {
+			u.env.log.Info("shm: socket not published, senders reach it through the kernel", zap.Int("fd", fd), zap.Error(err))
+			return
+		}
+		u.pub, u.published = h, true
 	}
-	h, err := u.env.dir.Publish(e)
-	if err != nil {
-		u.env.log.Info("shm: socket not published, senders reach it through the kernel", zap.Int("fd", fd), zap.Error(err))
-		return
+	if len(u.joins) > 0 {
+		u.publishJoinsLocked(fd)
 	}
-	u.pub, u.published = h, true
 }
 
 // GiveUp sends the socket back to the kernel for good (an option the rings cannot honour): it is
@@ -212,6 +241,11 @@ func (u *UDP) publishLocked(fd int, in *ring.Inbox) {
 func (u *UDP) GiveUp(r transport.Reason) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.giveUpLocked(r)
+}
+
+// giveUpLocked is GiveUp with u.mu held.
+func (u *UDP) giveUpLocked(r transport.Reason) {
 	if u.gaveUp != transport.ReasonNone {
 		return
 	}
@@ -221,6 +255,18 @@ func (u *UDP) GiveUp(r transport.Reason) {
 		u.pub.Withdraw()
 		u.published = false
 	}
+	u.withdrawJoinsLocked()
+}
+
+// RestoreOptions undoes what the transport set on the kernel socket fd for itself (IP_PKTINFO),
+// once the socket went back to the kernel: the program's own receives must not see it.
+func (u *UDP) RestoreOptions(fd int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.pktinfoOn.Load() && !u.pktinfoOwn {
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 0)
+	}
+	u.pktinfoOn.Store(false)
 }
 
 // GaveUp reports why the socket went back to the kernel, or ReasonNone.
@@ -243,6 +289,7 @@ func (u *UDP) Close() {
 		u.pub.Withdraw()
 		u.published = false
 	}
+	u.withdrawJoinsLocked()
 	u.mu.Unlock()
 	u.shut.Store(true)
 	if u.users.Load() == 0 {
@@ -281,7 +328,16 @@ func (u *UDP) release() {
 func (u *UDP) Inbox() *ring.Inbox { return u.inbox.Load() }
 
 // Counts returns the socket's per-path receive counters.
-func (u *UDP) Counts() Counts { return Counts{RingRx: u.rings.Load(), OSRx: u.osRx.Load()} }
+func (u *UDP) Counts() Counts {
+	return Counts{RingRx: u.rings.Load(), OSRx: u.osRx.Load(), RingTx: u.ringTx.Load(), McastDups: u.dups.Load()}
+}
+
+// dropped counts a datagram a ring dropped.
+func (u *UDP) dropped() {
+	if u.OnDrop != nil {
+		u.OnDrop()
+	}
+}
 
 func optOn(fd, level, name int) bool {
 	v, err := unix.GetsockoptInt(fd, level, name)

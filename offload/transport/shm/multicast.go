@@ -1,0 +1,409 @@
+package shm
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"syscall"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/discovery"
+	"github.com/goxio/goxio/offload/internal/umem"
+	ring "github.com/goxio/goxio/offload/shm"
+	"github.com/goxio/goxio/offload/transport"
+)
+
+// Multicast between goxio sockets of one user and namespace.
+//
+// A member publishes one discovery entry per join (group, optional source). A sender of a
+// datagram to a group sends it through the kernel as the program asked (remote hosts, local
+// non-goxio members and goxio sockets that listen through IP_MULTICAST_ALL get it there), and,
+// when the kernel accepted it and IP_MULTICAST_LOOP is on, copies it into the ring of every goxio
+// member (discovery.LookupMembers). Before its first ring copy the sender flags its binding
+// (Entry.MulticastSender); a member then drops the kernel's loopback copy of a datagram whose
+// source is a flagged sender and whose destination (IP_PKTINFO, switched on internally while the
+// socket has joins) is a group it joined for that source: it has the ring copy. Ring records of
+// multicast datagrams carry the destination group and port after the source sockaddr, and a
+// member that has left the group since the sender looked it up drops them.
+//
+// Known limits: the interface of a join and IP_MULTICAST_IF are not compared (a ring copy
+// reaches a member joined on another interface than the one the datagram leaves through), and a
+// membership change races with datagrams in flight as it does in the kernel.
+
+// join is one membership: a group, for any source or for one.
+type join struct {
+	group, source netip.Addr
+	h             discovery.Handle
+	published     bool
+}
+
+// joinKey is a join as the receive path checks it.
+type joinKey struct{ group, source netip.Addr }
+
+// mcNameLen is the length of a multicast ring record's name: the source sockaddr_in, then the
+// destination group (4 bytes) and port (2 bytes, network order).
+const mcNameLen = unix.SizeofSockaddrInet4 + 6
+
+// mcTarget is one member a multicast datagram is copied to.
+type mcTarget struct {
+	out  *ring.Outlet
+	bell *bellAddr
+}
+
+// Join records a membership the kernel socket accepted (IP_ADD_MEMBERSHIP,
+// IP_ADD_SOURCE_MEMBERSHIP, MCAST_JOIN_GROUP, MCAST_JOIN_SOURCE_GROUP; source is the zero
+// value for any-source joins) and publishes it, so that goxio senders copy the group's
+// datagrams into the socket's rings.
+func (u *UDP) Join(fd int, group, source netip.Addr) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed || u.gaveUp != transport.ReasonNone || !group.Is4() || !group.IsMulticast() {
+		return
+	}
+	for _, j := range u.joins {
+		if j.group == group && j.source == source {
+			return
+		}
+	}
+	if !u.pktinfoOwn && !u.pktinfoOn.Load() {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1); err != nil {
+			u.env.log.Info("shm: cannot tell multicast copies apart, the socket goes back to the kernel", zap.Int("fd", fd), zap.Error(err))
+			u.giveUpLocked(transport.ReasonUnsupported)
+			return
+		}
+		u.pktinfoOn.Store(true)
+	}
+	u.joins = append(u.joins, join{group: group, source: source})
+	u.publishJoinsLocked(fd)
+}
+
+// Leave drops memberships the kernel socket left: the one for source, or every join of the
+// group when source is the zero value (IP_DROP_MEMBERSHIP, MCAST_LEAVE_GROUP).
+func (u *UDP) Leave(group, source netip.Addr) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	kept := u.joins[:0]
+	for _, j := range u.joins {
+		if j.group == group && (!source.IsValid() || j.source == source) {
+			if j.published {
+				j.h.Withdraw()
+			}
+			continue
+		}
+		kept = append(kept, j)
+	}
+	clear(u.joins[len(kept):])
+	u.joins = kept
+	u.snapJoinsLocked()
+}
+
+// publishJoinsLocked publishes every join not yet published, with the socket's binding; u.mu is
+// held.
+func (u *UDP) publishJoinsLocked(fd int) {
+	defer u.snapJoinsLocked()
+	in := u.inbox.Load()
+	if in == nil || !u.published {
+		return // published by Bound, once the socket has a port
+	}
+	base := u.entryLocked(fd, in)
+	for i := range u.joins {
+		j := &u.joins[i]
+		e := base
+		e.Group, e.Source = j.group, j.source
+		if j.published {
+			j.h.Update(e)
+			continue
+		}
+		h, err := u.env.dir.Publish(e)
+		if err != nil {
+			u.env.log.Info("shm: membership not published, members get the group through the kernel", zap.Stringer("group", j.group), zap.Error(err))
+			continue
+		}
+		j.h, j.published = h, true
+	}
+}
+
+// withdrawJoinsLocked takes every membership out of discovery; u.mu is held.
+func (u *UDP) withdrawJoinsLocked() {
+	for i := range u.joins {
+		if u.joins[i].published {
+			u.joins[i].h.Withdraw()
+			u.joins[i].published = false
+		}
+	}
+}
+
+// snapJoinsLocked gives the receive path the current joins; u.mu is held.
+func (u *UDP) snapJoinsLocked() {
+	if len(u.joins) == 0 {
+		u.joinSnap.Store(nil)
+		return
+	}
+	s := make([]joinKey, len(u.joins))
+	for i, j := range u.joins {
+		s[i] = joinKey{j.group, j.source}
+	}
+	u.joinSnap.Store(&s)
+}
+
+// admits reports whether the socket's joins admit a datagram from src to group.
+func (u *UDP) admits(group, src netip.Addr) bool {
+	p := u.joinSnap.Load()
+	if p == nil {
+		return false
+	}
+	for _, j := range *p {
+		if j.group == group && (!j.source.IsValid() || j.source == src) {
+			return true
+		}
+	}
+	return false
+}
+
+// mcRoute returns the members a datagram to the group dst is copied to, looked up again when the
+// directory changed; nil when the rings take no copy.
+func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
+	gen := u.env.dir.Gen()
+	if r := u.route.Load(); r != nil && r.dst == dst && r.gen == gen {
+		return r
+	}
+	r := &route{dst: dst, gen: gen}
+	defer u.route.Store(r)
+	if !u.mcLoop.Load() || !dst.Addr().Is4() || dst.Port() == 0 {
+		return r
+	}
+	local, ok := u.ensureBound(fd)
+	if !ok {
+		return nil
+	}
+	src := local.Addr()
+	if src.IsUnspecified() {
+		if ifa := u.mcIf.Load(); ifa != 0 {
+			var b [4]byte
+			binary.BigEndian.PutUint32(b[:], ifa)
+			src = netip.AddrFrom4(b)
+		} else {
+			src = u.env.source(dst.Addr())
+		}
+	}
+	if !src.IsValid() {
+		return r
+	}
+	from := netip.AddrPortFrom(src, local.Port())
+	var buf [16]discoveryEntry
+	members := u.env.dir.LookupMembers(dst, from, buf[:0])
+	for _, m := range members {
+		out := u.env.outlet(m.Inbox)
+		if out == nil {
+			u.dropped()
+			continue
+		}
+		r.mc = append(r.mc, mcTarget{out: out, bell: newBellAddr(m.Inbox)})
+	}
+	if len(r.mc) > 0 && !u.markSender(fd) {
+		r.mc = nil // not flagged: a member would keep the kernel's copy too
+	}
+	putSockaddr4(r.name[:], from)
+	ip := dst.Addr().As4()
+	copy(r.name[unix.SizeofSockaddrInet4:], ip[:])
+	binary.BigEndian.PutUint16(r.name[unix.SizeofSockaddrInet4+4:], dst.Port())
+	if ce := u.env.log.Check(zap.DebugLevel, "shm multicast route"); ce != nil {
+		ce.Write(zap.Stringer("group", dst), zap.Stringer("src", from), zap.Int("members", len(r.mc)))
+	}
+	return r
+}
+
+// markSender flags the socket's binding as a multicast ring sender (once); false when it is not
+// published.
+func (u *UDP) markSender(fd int) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.published || u.closed || u.gaveUp != transport.ReasonNone {
+		return false
+	}
+	if !u.mcSender {
+		u.mcSender = true
+		u.publishLocked(fd, u.inbox.Load())
+	}
+	return true
+}
+
+// fanout copies a datagram the kernel sent to a group into the rings of the route's members.
+func (u *UDP) fanout(r *route, bufs [][]byte, total int) {
+	for _, t := range r.mc {
+		wake, err := t.out.Send(r.name[:mcNameLen], bufs, total)
+		switch {
+		case err == nil:
+			u.ringTx.Add(1)
+			if wake {
+				ringBell(u.env.ringerFD(), t.bell)
+			}
+		case err == ring.ErrClosed:
+			u.route.Store(nil)
+		default:
+			u.dropped()
+		}
+	}
+}
+
+// sendMulticast sends a datagram to a group: through the kernel, then into the members' rings.
+func (u *UDP) sendMulticast(c *transport.Call, dst netip.AddrPort, bufs [][]byte, total int) (int, int, bool) {
+	r := u.mcRoute(c.FD, dst)
+	n, errno, _ := u.kernelSend(c)
+	if errno == 0 && r != nil && len(r.mc) > 0 {
+		u.fanout(r, bufs, total)
+	}
+	return n, int(errno), true
+}
+
+// firstNotCopy drops the kernel's loopback copies of multicast datagrams the socket gets through
+// rings from the head of the kernel socket's queue, and reports whether something else is there
+// for the receive to take (a datagram, or an error). The caller holds rxmu, so the datagram it
+// then receives is the one looked at. Only sockets with joins look.
+func (u *UDP) firstNotCopy(fd int) bool {
+	if !u.pktinfoOn.Load() {
+		return true
+	}
+	for i := 0; i < maxCopies; i++ {
+		sa, dst, ok, errno := peekOrigin(fd)
+		if errno == unix.EAGAIN {
+			return false
+		}
+		if errno != 0 || !ok {
+			return true
+		}
+		group := netip.AddrFrom4(dst)
+		src := sockaddr4(sa[:])
+		if !group.IsMulticast() || !src.IsValid() || !u.admits(group, src.Addr()) || !u.env.dir.MulticastSender(src) {
+			return true
+		}
+		if dropQueued(fd) != 0 {
+			return true
+		}
+		u.dups.Add(1)
+	}
+	return false // more copies than one call drops: the next one goes on
+}
+
+// maxCopies bounds how many loopback copies one receive drops.
+const maxCopies = 64
+
+// pktinfoDst reads the destination address from an IP_PKTINFO control message.
+func pktinfoDst(ctl []byte) (dst [4]byte, ok bool) {
+	for len(ctl) >= unix.SizeofCmsghdr {
+		h := (*[unix.SizeofCmsghdr]byte)(ctl)
+		l := int(binary.NativeEndian.Uint64(h[0:8]))
+		level := int32(binary.NativeEndian.Uint32(h[8:12]))
+		typ := int32(binary.NativeEndian.Uint32(h[12:16]))
+		if l < unix.SizeofCmsghdr || l > len(ctl) {
+			return dst, false
+		}
+		if level == unix.IPPROTO_IP && typ == unix.IP_PKTINFO && l >= unix.SizeofCmsghdr+unix.SizeofInet4Pktinfo {
+			// struct in_pktinfo { int ipi_ifindex; struct in_addr ipi_spec_dst, ipi_addr; }
+			copy(dst[:], ctl[unix.SizeofCmsghdr+8:unix.SizeofCmsghdr+12])
+			return dst, true
+		}
+		ctl = ctl[min((l+7)&^7, len(ctl)):]
+	}
+	return dst, false
+}
+
+// ipOptionSet follows the IPPROTO_IP options the transport depends on, read back from the kernel
+// socket after the program set them.
+func (u *UDP) ipOptionSet(fd, name int) {
+	switch name {
+	case unix.IP_MULTICAST_LOOP:
+		u.mcLoop.Store(optOn(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP))
+		u.route.Store(nil)
+	case unix.IP_MULTICAST_IF:
+		var ifa uint32
+		if a, err := unix.GetsockoptInet4Addr(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF); err == nil {
+			ifa = binary.BigEndian.Uint32(a[:])
+		}
+		u.mcIf.Store(ifa)
+		u.route.Store(nil)
+	case unix.IP_MULTICAST_ALL:
+		u.mu.Lock()
+		if in := u.inbox.Load(); in != nil && u.published {
+			u.publishLocked(fd, in)
+		}
+		u.mu.Unlock()
+	case unix.IP_PKTINFO:
+		u.mu.Lock()
+		if optOn(fd, unix.IPPROTO_IP, unix.IP_PKTINFO) {
+			u.pktinfoOwn = true // the program's now; it sends the socket back to the kernel
+		} else {
+			u.pktinfoOwn = false
+			u.pktinfoOn.Store(false)
+			if len(u.joins) > 0 && unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1) == nil {
+				u.pktinfoOn.Store(true)
+			}
+		}
+		u.mu.Unlock()
+	}
+}
+
+// OptionValue corrects the value getsockopt read from the kernel socket for an option the
+// transport set for itself: IP_PKTINFO reads as the program left it (off). val and vlen are the
+// program's buffer and length as the kernel filled them.
+func (u *UDP) OptionValue(level, name int, val []byte) {
+	if level != unix.IPPROTO_IP || name != unix.IP_PKTINFO || len(val) == 0 {
+		return
+	}
+	u.mu.Lock()
+	internal := u.pktinfoOn.Load() && !u.pktinfoOwn
+	u.mu.Unlock()
+	if internal {
+		clear(val)
+	}
+}
+
+// sendmmsg sends through the kernel, then copies every message it sent to a group into the
+// members' rings.
+func (u *UDP) sendmmsg(c *transport.Call) (int, syscall.Errno, bool) {
+	vlen := int(uint32(c.A[1]))
+	if vlen <= 0 || vlen > umem.MaxIov {
+		return u.kernel(c)
+	}
+	var routes []*route // per message: the group's route, or nil
+	peer := u.Peer()
+	for i := 0; i < vlen; i++ {
+		mp, _ := umem.Mmsghdr(c.A[0], i)
+		dst := peer
+		if np, nl := umem.MsgName(umem.Msghdr(mp)); np != 0 {
+			if nl > unix.SizeofSockaddrAny {
+				break
+			}
+			dst = sockaddr4(umem.Bytes(np, int(nl)))
+		}
+		if !dst.IsValid() || !dst.Addr().IsMulticast() {
+			continue
+		}
+		if routes == nil {
+			routes = make([]*route, vlen)
+		}
+		routes[i] = u.mcRoute(c.FD, dst)
+	}
+	n, errno, os := u.kernelSend(c)
+	if errno != 0 || routes == nil {
+		return n, errno, os
+	}
+	var arr [maxBufs][]byte
+	for i := 0; i < n && i < vlen; i++ {
+		r := routes[i]
+		if r == nil || len(r.mc) == 0 {
+			continue
+		}
+		mp, _ := umem.Mmsghdr(c.A[0], i)
+		iov, iovlen := umem.MsgIov(umem.Msghdr(mp))
+		if iovlen < 0 || iovlen > umem.MaxIov {
+			continue
+		}
+		bufs, total := umem.Iovecs(arr[:0], iov, iovlen)
+		if total >= 0 && total <= maxUDPPayload {
+			u.fanout(r, bufs, total)
+		}
+	}
+	return n, errno, os
+}
