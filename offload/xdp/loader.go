@@ -21,8 +21,9 @@ type Options struct {
 	// Queues is the number of receive queues that can have a socket (the interface's
 	// receive queue count when 0).
 	Queues int
-	// GenericOnly skips the native (driver) mode.
-	GenericOnly bool
+	// Mode restricts the attach mode: ModeNative or ModeGeneric only; any other value
+	// (ModeNone, the zero value) tries native mode, then generic mode.
+	Mode Mode
 }
 
 // Program is the steering program attached to one interface, with its maps. Its
@@ -66,7 +67,7 @@ func Attach(ifindex int, opts Options) (*Program, error) {
 	}
 	p.ifindex, p.ifname = ifindex, l.Name
 	var nativeErr error
-	if !opts.GenericOnly {
+	if opts.Mode != ModeGeneric {
 		p.link, nativeErr = linkCreateXDP(p.prog, ifindex, unix.XDP_FLAGS_DRV_MODE)
 		if nativeErr == nil {
 			p.mode = ModeNative
@@ -76,6 +77,10 @@ func Attach(ifindex int, opts Options) (*Program, error) {
 			p.Close()
 			return nil, fmt.Errorf("xdp attach: %w", busyAfter(l, nativeErr))
 		}
+	}
+	if opts.Mode == ModeNative {
+		p.Close()
+		return nil, fmt.Errorf("xdp attach %s: native mode: %w", l.Name, nativeErr)
 	}
 	var genericErr error
 	p.link, genericErr = linkCreateXDP(p.prog, ifindex, unix.XDP_FLAGS_SKB_MODE)

@@ -196,12 +196,18 @@ func TestCloseDetaches(t *testing.T) {
 		if l2, _ := LinkByIndex(l.Index); l2.XDPMode != ModeNone {
 			t.Errorf("after Close: %+v", l2)
 		}
-		g, err := Attach(tp.idxA, Options{GenericOnly: true})
+		if p, err := Attach(l.Index, Options{Mode: ModeNative}); err == nil || errors.Is(err, ErrBusy) {
+			if p != nil {
+				p.Close()
+			}
+			t.Errorf("native-only Attach to lo: %v, want a native-mode error", err)
+		}
+		g, err := Attach(tp.idxA, Options{Mode: ModeGeneric})
 		if err != nil {
 			t.Fatalf("Attach generic to veth: %v", err)
 		}
 		if g.Mode() != ModeGeneric {
-			t.Errorf("GenericOnly: mode %s", g.Mode())
+			t.Errorf("Mode: ModeGeneric gave mode %s", g.Mode())
 		}
 		g.Close()
 		if _, err := LinkByName("gxnosuchif0"); !errors.Is(err, unix.ENODEV) {

@@ -62,11 +62,17 @@ type Socket struct {
 	counters   counters
 }
 
-// Open creates an AF_XDP socket on receive queue queue of interface ifindex, with its
-// UMEM, and binds it (zero-copy first, then copy mode, as cfg.Mode says; with
-// need_wakeup when the kernel has it). Every RX frame is posted on the fill ring. The
-// socket receives nothing until it is registered with a Program (Program.Register)
-// for its queue; it can transmit at once.
+// Open creates an AF_XDP socket on receive queue queue of interface ifindex (in the
+// calling thread's network namespace), with its UMEM, and binds it (zero-copy first,
+// then copy mode, as cfg.Mode says; with need_wakeup when the kernel has it). Every RX
+// frame is posted on the fill ring. The socket receives nothing until it is
+// registered with a Program (Program.Register) for its queue; it can transmit at once.
+//
+// A queue that has a socket already gives an error wrapping unix.EBUSY. As the kernel
+// releases a closed socket's queue in deferred work, Open retries EBUSY for up to
+// busyRetries*busyRetryNanos (200 ms) before it gives up. A driver without zero-copy
+// gives an error wrapping ErrNotSupported for BindZeroCopy; missing CAP_NET_RAW one
+// wrapping unix.EPERM.
 func Open(ifindex, queue int, cfg Config) (*Socket, error) {
 	fs, rxN, txN, err := cfg.sizes()
 	if err != nil {
@@ -95,6 +101,13 @@ func Open(ifindex, queue int, cfg Config) (*Socket, error) {
 	for _, flags := range flagSets {
 		s := &Socket{fd: -1, ifindex: ifindex, queue: queue, umem: u}
 		err := s.setup(flags, cfg)
+		for try := 0; errors.Is(err, unix.EBUSY) && try < busyRetries; try++ {
+			// The kernel releases a closed socket's hold on its queue in deferred work
+			// (10-30 ms on a small VM): a queue closed just before is busy for a while.
+			s.closeSocket()
+			unix.Nanosleep(&unix.Timespec{Nsec: busyRetryNanos}, nil)
+			err = s.setup(flags, cfg)
+		}
 		if err == nil {
 			return s, nil
 		}
@@ -228,6 +241,12 @@ func (s *Socket) setup(bindFlags uint16, cfg Config) error {
 	s.fill.submit(n)
 	return nil
 }
+
+// Open's retries of a busy queue: 40 times 5 ms.
+const (
+	busyRetries    = 40
+	busyRetryNanos = 5_000_000
+)
 
 // xdpMaxTxSkbBudget is the SOL_XDP option that raises copy mode's per-call send budget.
 const xdpMaxTxSkbBudget = 9

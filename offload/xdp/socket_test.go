@@ -2,10 +2,13 @@ package xdp
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // attachOpen attaches the program to side A of tp (in its namespace) and opens and
@@ -177,4 +180,36 @@ func TestReceiveSteered(t *testing.T) {
 	if st3, _ := s.Stats(); st3.RxPackets != total {
 		t.Errorf("AF_XDP socket received %d datagrams it should not have", st3.RxPackets-total)
 	}
+}
+
+// TestQueueOwnership checks that a queue has one socket at a time (the second Open
+// fails with EBUSY) and that a queue closed just before can be opened again at once
+// (Open waits out the kernel's deferred release).
+func TestQueueOwnership(t *testing.T) {
+	tp := newTopo(t, 1)
+	inNetns(t, tp.nsA, func() {
+		cfg := Config{RxFrames: 32, TxFrames: 32}
+		s, err := Open(tp.idxA, 0, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(tp.idxA, 0, cfg); !errors.Is(err, unix.EBUSY) {
+			t.Errorf("second socket on queue 0: %v, want EBUSY", err)
+		}
+		if _, err := Open(tp.idxA, 1, cfg); err == nil {
+			t.Errorf("socket on queue 1 of a 1-queue interface succeeded")
+		}
+		for i := range 5 {
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if s, err = Open(tp.idxA, 0, cfg); err != nil {
+				t.Fatalf("reopen %d right after Close: %v", i, err)
+			}
+		}
+		s.Close()
+		if err := s.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+	})
 }
