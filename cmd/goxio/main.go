@@ -5,6 +5,7 @@
 //	goxio rules check [FILE]
 //	goxio rules match --app NAME [--id ID] ROLE ADDR:PORT[:ADDR:PORT] [FILE]
 //	goxio params [--env]
+//	goxio doctor IFACE
 //	goxio version
 //	goxio help
 //
@@ -33,6 +34,9 @@ const usage = `usage:
   goxio params [--env]
         list every parameter with its value, source, default and meaning
         (--env: only those that differ from the default, as NAME=VALUE)
+  goxio doctor IFACE
+        check whether XDP (native, generic) and AF_XDP (zero-copy, copy)
+        work on a network interface, and which capabilities are missing
   goxio version
   goxio help
 
@@ -61,6 +65,8 @@ func cli(args []string, stdout, stderr io.Writer, environ []string) int {
 		return rulesCmd(args[1:], stdout, stderr, environ)
 	case "params":
 		return paramsCmd(args[1:], stdout, stderr, environ)
+	case "doctor":
+		return doctorCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "%s %s (%s, %s/%s)\n", version.Name, version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return 0
