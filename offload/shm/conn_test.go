@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -249,5 +251,38 @@ func TestConnFullFS(t *testing.T) {
 	}
 	if f := dirFiles(t, dir); len(f) != 0 {
 		t.Fatalf("files left %v", f)
+	}
+}
+
+// TestSweepConns: names of dead creators and temporary files of dead processes go; a live
+// creator's name waiting for its peer stays.
+func TestSweepConns(t *testing.T) {
+	dir := testDir(t)
+	live := mustOpen(t, connCfg(dir, testA, testB, 0, 0))
+	dead := deadProcess(t)
+	mem, err := createSegment(joinPath(dir, ConnName(7, netipPort(1), testB)), connSize(MinStreamBytes, MinStreamBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	initConn(mem, MinStreamBytes, MinStreamBytes, connCfg(dir, netipPort(1), testB, 0, 0), 1, dead, 1)
+	unmap(mem)
+	tmp := joinPath(dir, live.Name()+".new."+strconv.Itoa(dead)+".1")
+	if fd, err := unix.Open(tmp, unix.O_CREAT|unix.O_RDWR, 0o600); err == nil {
+		unix.Close(fd)
+	}
+	other := joinPath(dir, "not-a-conn")
+	if fd, err := unix.Open(other, unix.O_CREAT|unix.O_RDWR, 0o600); err == nil {
+		unix.Close(fd)
+	}
+	if n := SweepConns(dir); n != 2 {
+		t.Fatalf("SweepConns removed %d, files %v", n, dirFiles(t, dir))
+	}
+	if f := dirFiles(t, dir); len(f) != 2 || !slices.Contains(f, live.Name()) || !slices.Contains(f, "not-a-conn") {
+		t.Fatalf("files %v", f)
+	}
+	unix.Unlink(other)
+	b := mustOpen(t, connCfg(dir, testB, testA, 0, 0))
+	if b.Side() != 1 {
+		t.Fatal("the swept directory lost the live segment")
 	}
 }
