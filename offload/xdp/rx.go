@@ -50,8 +50,8 @@ func (s *Socket) Receive(frames []Frame) int {
 	return n
 }
 
-// Release gives received frames back to the kernel (the fill ring) and clears them in
-// frames. It returns how many it took back: a Frame that is not a received frame the
+// Release gives received frames of this socket back to the kernel (the fill ring) and
+// clears them in frames. It returns how many it took back: a Frame that is not a received frame the
 // caller holds (zero, released twice, allocated for transmission) is left alone.
 func (s *Socket) Release(frames []Frame) int {
 	u := s.umem

@@ -28,8 +28,10 @@ const (
 
 // Config tunes Open. The zero value is valid; sizes must be powers of two.
 type Config struct {
-	// FrameSize is the size of one UMEM frame, 2048 or 4096 (DefaultFrameSize when 0);
-	// it bounds the largest Ethernet frame the socket carries.
+	// FrameSize is the size of one UMEM frame, 2048 or 4096 (DefaultFrameSize when 0).
+	// It bounds the Ethernet frames the socket carries: FrameSize bytes on transmit,
+	// FrameSize-256 on receive (the kernel keeps XDP_PACKET_HEADROOM in front of a
+	// received frame; a longer one is dropped and counted in KernelRxDropped).
 	FrameSize int
 	// RxFrames and TxFrames are the sizes of the RX and TX frame pools
 	// (DefaultRxFrames, DefaultTxFrames when 0). The fill and RX rings have RxFrames

@@ -213,3 +213,36 @@ func TestQueueOwnership(t *testing.T) {
 		}
 	})
 }
+
+// TestReceiveMulticast sends to two multicast groups from the peer namespace: the group
+// in the map (on its port, and another group on any port) arrives in the AF_XDP
+// socket; a group that is not in the map does not.
+func TestReceiveMulticast(t *testing.T) {
+	tp := newTopo(t, 1)
+	p, socks := attachOpen(t, tp, Options{}, Config{RxFrames: 128, TxFrames: 16}, 0)
+	run(t, "ip", "-n", tp.nsB, "route", "add", "224.0.0.0/4", "dev", tp.ifB)
+	groupPort := netip.MustParseAddrPort("239.7.7.7:7700")
+	anyPort := netip.MustParseAddr("239.7.7.8")
+	other := netip.MustParseAddrPort("239.7.7.9:7700")
+	if err := p.AddGroup(groupPort.Addr(), groupPort.Port()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AddGroup(anyPort, 0); err != nil {
+		t.Fatal(err)
+	}
+	sender := udpSocket(t, tp.nsB, netip.AddrPortFrom(tp.addrB, 7701))
+	dsts := []netip.AddrPort{groupPort, netip.AddrPortFrom(anyPort, 1234), netip.AddrPortFrom(anyPort, 4321), other, netip.AddrPortFrom(groupPort.Addr(), 7701)}
+	for i, d := range dsts {
+		sendUDP(t, sender, d, fmt.Appendf(nil, "mc %d", i))
+	}
+	var got []string
+	collect(t, socks, 3, 3*time.Second, func(f []byte) { got = append(got, string(udpPayload(f))) })
+	collect(t, socks, 1, 100*time.Millisecond, func(f []byte) { got = append(got, string(udpPayload(f))) })
+	if want := []string{"mc 0", "mc 1", "mc 2"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("AF_XDP socket received %q, want %q", got, want)
+	}
+	if hits, err := p.GroupHits(anyPort, 0); err != nil || hits != 2 {
+		t.Errorf("GroupHits(any port) = %d, %v; want 2", hits, err)
+	}
+	checkAccounting(t, socks[0])
+}
