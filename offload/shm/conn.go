@@ -33,7 +33,7 @@ const (
 // Thread safety: every method is safe for concurrent use. Writer methods (Write, SwitchWrite,
 // Unread, Space, WaitSpace, CancelWaitSpace, ShutdownWrite) are serialized by one mutex,
 // reader methods (Read, Peek, Readable, ReaderSwitch, SpinBegin, SpinEnd, ClearWake,
-// ShutdownRead) by another, so one reader and one writer run in parallel; the others take
+// WakePending, ShutdownRead) by another, so one reader and one writer run in parallel; the others take
 // both. No method blocks or sleeps: when a ring is empty or full it says so, and the caller
 // sleeps in the kernel and is woken by the peer through the kernel (stream_wake.go).
 type Conn struct {

@@ -22,7 +22,7 @@ import (
 // reader copies out first and stores head after the copy. A copy that panics (a fault on the
 // program's buffer, which the caller turns into EFAULT) therefore publishes nothing: the ring
 // is exactly as before the call, and a process killed mid-copy never published a partial
-// write. The peer's reader sees whole Write calls or nothing of them.
+// write. The peer's reader sees the bytes one Write call copied all at once or not at all.
 //
 // Switch-over: the writer of a direction sends the first K bytes of its stream through the
 // kernel connection, then calls SwitchWrite(K), which stores K (as K+1, 0 meaning "not yet")
