@@ -63,7 +63,7 @@ func start() {
 		Table:   cTable{},
 		Log:     lib.log,
 		Stats:   lib.stats,
-		SHM:     newSHM(params, lib.log),
+		SHM:     newSHM(params, lib.log, lib.stats),
 		IOMux:   iomuxParams(params),
 	})
 	C.goxio_set_ready(1)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/goxio/goxio/stats"
 	"os"
 
 	"go.uber.org/zap"
@@ -19,7 +20,7 @@ const (
 
 // newSHM opens the shared-memory transport's process state, or returns nil (every offloaded
 // socket then stays on the kernel) when it is off or cannot start.
-func newSHM(p conf.Params, log *zap.Logger) *shmtr.Env {
+func newSHM(p conf.Params, log *zap.Logger, st *stats.Writer) *shmtr.Env {
 	if os.Getenv(shmEnv) != "1" || !p.OffloadedSockets {
 		return nil
 	}
@@ -27,7 +28,12 @@ func newSHM(p conf.Params, log *zap.Logger) *shmtr.Env {
 	if dir == "" {
 		dir = "/dev/shm"
 	}
+	var slots shmtr.RingSlots
+	if st != nil {
+		slots = st
+	}
 	env, err := shmtr.NewEnv(shmtr.Params{
+		Stats:               slots,
 		Dir:                 dir,
 		RxPoll:              p.RxPoll,
 		RxUDPPollOSRatio:    p.RxUDPPollOSRatio,

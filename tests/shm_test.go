@@ -430,6 +430,24 @@ func requireShm(t *testing.T, who string, s stats.SocketSnapshot, want, wantByte
 	}
 }
 
+// ringNamed returns the one ring slot of the process whose name starts with prefix and ends with
+// suffix.
+func ringNamed(t *testing.T, d statsDoc, prefix, suffix string) stats.RingSnapshot {
+	t.Helper()
+	var found []stats.RingSnapshot
+	for _, p := range d.Processes {
+		for _, r := range p.Rings {
+			if strings.HasPrefix(r.Name, prefix) && strings.HasSuffix(r.Name, suffix) {
+				found = append(found, r)
+			}
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("ring slots named %q...%q: %+v", prefix, suffix, found)
+	}
+	return found[0]
+}
+
 // TestShmUnicast: N checked datagrams from one process to another arrive intact, in order, with
 // the sender's address (the receiver's acknowledgements to it arrive), through the rings.
 func TestShmUnicast(t *testing.T) {
@@ -464,6 +482,17 @@ func TestShmUnicast(t *testing.T) {
 					c.TxPackets, c.TxBytes, c.TxOSPackets, n, bytes, c)
 			}
 			requireShm(t, "sending socket (acknowledgements)", ts, acksFor(n, w), 8*acksFor(n, w))
+			// The rings themselves: the receiver's inbox took n datagrams (bytes bytes), the
+			// sender's outlet put n there; both slots name the receiver's inbox.
+			rr := ringNamed(t, h.stats(rx.pid()), "rx ", fmt.Sprintf(" fd %d", rfd))
+			tr := ringNamed(t, h.stats(tx.pid()), "tx "+strings.Fields(rr.Name)[1], "")
+			if rr.RxPackets != n || rr.RxBytes != bytes || tr.TxPackets != n || tr.TxBytes != bytes || tr.TxDrops != 0 {
+				t.Errorf("rings: receiver %+v, sender %+v; want %d datagrams (%d bytes) each way, no drops", rr, tr, n, bytes)
+			}
+			// The receiver sums its senders' wake-ups now and then: never more than they sent.
+			if rr.WakeSent > tr.WakeSent {
+				t.Errorf("wake-ups: the receiver's ring shows %d sent, the sender's only %d", rr.WakeSent, tr.WakeSent)
+			}
 			tx.exit(30 * time.Second)
 			rx.exit(30 * time.Second)
 			h.requireClean()
@@ -687,6 +716,14 @@ func TestShmOverflow(t *testing.T) {
 				if drops != uint64(n-s.total) {
 					t.Errorf("drops counted %d (sender tx_drops %d + receiver rx_drop_packets %d), want %d (sent %d - received %d)",
 						drops, ts.Counters.TxDrops, rs.Counters.RxDropPackets, n-s.total, n, s.total)
+				}
+				// The sender's ring slot counts the same drops, and the receiver's slot shows
+				// what its senders dropped (summed now and then: at most that many).
+				rr := ringNamed(t, h.stats(rx.pid()), "rx ", fmt.Sprintf(" fd %d", rfd))
+				tr := ringNamed(t, h.stats(tx.pid()), "tx "+strings.Fields(rr.Name)[1], "")
+				if tr.TxDrops != ts.Counters.TxDrops || rr.RxDrops > tr.TxDrops || tr.TxPackets+tr.TxDrops != n {
+					t.Errorf("ring slots: sender %+v, receiver %+v; want the sender's %d drops, %d sent in all", tr, rr,
+						ts.Counters.TxDrops, n)
 				}
 			}
 			tx.exit(30 * time.Second)

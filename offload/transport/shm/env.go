@@ -12,6 +12,7 @@ import (
 	"github.com/goxio/goxio/offload/discovery"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/stats"
 )
 
 // Params are the parameters the transport follows (VMA_* names in conf.Params).
@@ -30,6 +31,9 @@ type Params struct {
 	// stay as they are (tests).
 	AdoptFD   func(fd int) int
 	ReleaseFD func(fd int)
+	// Stats, when set, gets one ring slot per inbox and per outlet (counters, depth, drops,
+	// wake-ups), shown by goxio_stats.
+	Stats RingSlots
 }
 
 // Env is the transport's process-wide state: the discovery directory, the outlets this process
@@ -47,7 +51,7 @@ type Env struct {
 	ringer     int // the socket that rings other inboxes' doorbells; made at the first wake-up
 
 	mu      sync.Mutex
-	outlets map[string]*ring.Outlet
+	outlets map[string]*outlet
 	sources map[netip.Addr]netip.Addr
 }
 
@@ -75,7 +79,7 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 		rb <<= 1
 	}
 	return &Env{p: p, dir: d, log: log, pid: unix.Getpid(), ringBytes: rb, ringer: -1,
-		outlets: map[string]*ring.Outlet{}, sources: map[netip.Addr]netip.Addr{}}, nil
+		outlets: map[string]*outlet{}, sources: map[netip.Addr]netip.Addr{}}, nil
 }
 
 // ringerFD returns the socket that rings doorbells, made on first use (-1 if it cannot be).
@@ -114,30 +118,41 @@ func (e *Env) Close() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for name, o := range e.outlets {
-		_ = o.Close()
-		delete(e.outlets, name)
+		e.dropOutletLocked(name, o)
 	}
 }
 
 // outlet returns this process's outlet towards an inbox, opening it on first use; nil when the
 // inbox cannot take another sender or is gone.
-func (e *Env) outlet(inbox string) *ring.Outlet {
+func (e *Env) outlet(inbox string) *outlet {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if o := e.outlets[inbox]; o != nil {
 		if !o.Closed() {
 			return o
 		}
-		_ = o.Close()
-		delete(e.outlets, inbox)
+		e.dropOutletLocked(inbox, o)
 	}
-	o, err := ring.DialInbox(e.p.Dir, inbox, e.ringBytes)
+	ro, err := ring.DialInbox(e.p.Dir, inbox, e.ringBytes)
 	if err != nil {
 		e.log.Debug("shm: no ring to inbox", zap.String("inbox", inbox), zap.Error(err))
 		return nil
 	}
+	o := &outlet{Outlet: ro}
+	if e.p.Stats != nil {
+		o.st = e.p.Stats.OpenRing(stats.TransportSHM, "tx "+inbox)
+	}
 	e.outlets[inbox] = o
 	return o
+}
+
+// dropOutletLocked closes an outlet and frees its statistics ring; e.mu is held.
+func (e *Env) dropOutletLocked(inbox string, o *outlet) {
+	_ = o.Close()
+	if e.p.Stats != nil && o.st != nil {
+		e.p.Stats.CloseRing(o.st)
+	}
+	delete(e.outlets, inbox)
 }
 
 // inboxName names a new inbox of this process.

@@ -47,7 +47,7 @@ const mcNameLen = unix.SizeofSockaddrInet4 + 6
 
 // mcTarget is one member a multicast datagram is copied to.
 type mcTarget struct {
-	out  *ring.Outlet
+	out  *outlet
 	bell *bellAddr
 }
 
@@ -232,7 +232,7 @@ func (u *UDP) markSender(fd int) bool {
 // fanout copies a datagram the kernel sent to a group into the rings of the route's members.
 func (u *UDP) fanout(r *route, bufs [][]byte, total int) {
 	for _, t := range r.mc {
-		wake, err := t.out.Send(r.name[:mcNameLen], bufs, total)
+		wake, err := t.out.send(r.name[:mcNameLen], bufs, total)
 		switch {
 		case err == nil:
 			u.ringTx.Add(1)

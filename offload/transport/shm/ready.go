@@ -61,7 +61,22 @@ func (u *UDP) Rang() {
 	}
 	defer u.exit()
 	if in := u.inbox.Load(); in != nil {
-		u.settle(in)
+		u.rang(in)
+	}
+}
+
+// rang empties a doorbell a sleeper saw readable once the rings are empty, even when no wake-up
+// is pending: a sender's byte can arrive after the receiver took the wake-up back (settle saw
+// the pending flag before the byte landed), and a doorbell left readable would turn every later
+// sleep into a busy loop.
+func (u *UDP) rang(in *ring.Inbox) {
+	b := u.bell.Load()
+	if b < 0 || in.Pending() {
+		return
+	}
+	drainBell(int(b))
+	if in.WakePending() && !in.Pending() {
+		in.ClearWake()
 	}
 }
 

@@ -237,6 +237,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 				c.FD = kfd
 			}
 		}
+		u.sleeping(in)
 		r0, r1, errno := ppoll2(c.FD, bell, w.remaining())
 		if errno == unix.EINTR {
 			continue // w.check decides: EINTR or, with SA_RESTART, wait on
@@ -247,10 +248,10 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 		if r0 == 0 && r1 == 0 {
 			return -1, unix.EAGAIN, false // SO_RCVTIMEO expired
 		}
-		if r0&unix.POLLRDHUP != 0 {
-			checkOS = true // readShut answers once the kernel queue is drained
+		if r1 != 0 {
+			u.rang(in)
 		}
-		checkOS = r0 != 0 // a doorbell means ring data: fromRing takes it (and settles the bell)
+		checkOS = r0 != 0 // a doorbell means ring data: fromRing takes it
 	}
 }
 
@@ -340,6 +341,9 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *rxCall) (int, bool) {
 			in.Pop()
 		}
 	}()
+	if !peek {
+		u.countRingRx(in, len(data))
+	}
 	copied := umem.Scatter(rc.bufs, data)
 	if rc.namelenp != nil {
 		l := min(int(*rc.namelenp), len(name))

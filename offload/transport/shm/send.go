@@ -20,7 +20,7 @@ import (
 type route struct {
 	dst  netip.AddrPort
 	gen  uint64
-	out  *ring.Outlet    // nil: through the kernel
+	out  *outlet         // nil: through the kernel
 	name [mcNameLen]byte // the source sockaddr_in; for a group, then the group and port
 	bell *bellAddr       // the receiver's doorbell
 	mc   []mcTarget      // a group's goxio members
@@ -103,7 +103,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	if r == nil || r.out == nil {
 		return u.kernelSend(c)
 	}
-	wake, err := r.out.Send(r.name[:unix.SizeofSockaddrInet4], bufs, total)
+	wake, err := r.out.send(r.name[:unix.SizeofSockaddrInet4], bufs, total)
 	switch {
 	case err == nil:
 		u.ringTx.Add(1)

@@ -45,7 +45,8 @@ type UDP struct {
 	users    atomic.Int64
 	shut     atomic.Bool
 	finalize sync.Once
-	rxmu     sync.Mutex            // one consumer of the inbox at a time
+	rxmu     sync.Mutex // one consumer of the inbox at a time; guards rx
+	rx       rxStats
 	route    atomic.Pointer[route] // the last destination and how to reach it
 
 	kernelOnly atomic.Bool  // GiveUp happened: every call goes to the kernel socket
@@ -129,6 +130,7 @@ func (u *UDP) Bound(fd int) {
 		}
 		in.Token() // chosen before anybody can find the inbox
 		u.setLimit(fd, in)
+		u.openRxStats(in, fd)
 		u.inbox.Store(in)
 	}
 	u.publishLocked(fd, in)
@@ -319,6 +321,7 @@ func (u *UDP) release() {
 		if in := u.inbox.Swap(nil); in != nil {
 			_ = in.Close()
 			u.env.closeFD(int(u.bell.Swap(-1)))
+			u.closeRxStats()
 		}
 	})
 }
