@@ -1,0 +1,141 @@
+package shmtcp
+
+import (
+	"golang.org/x/sys/unix"
+
+	ring "github.com/goxio/goxio/offload/shm"
+)
+
+// Readiness for select, poll and epoll. Which source is authoritative depends on the direction's
+// state (Mode):
+//   - receive side before the reader's switch (or with no segment): the kernel socket's POLLIN
+//     is the truth, except that once the peer switched, bytes beyond K are wake-ups: Readable
+//     answers for this case too (kernel bytes before K, the kernel's EOF or error).
+//   - receive side after the switch: Readable. The kernel socket's POLLIN then only means
+//     "something to look at" (a wake byte for data or space, EOF or RST of the peer): a sleeper
+//     in poll/epoll on the kernel fd is woken by it and must ask Readable/Writable again.
+//   - send side before our switch: the kernel's POLLOUT. After it: Writable (the kernel
+//     socket's POLLOUT is then always set: its send buffer is empty). A poller waiting for
+//     POLLOUT on a full ring calls WantWritable: the peer's reader then sends a wake byte when
+//     space returns, which makes the kernel fd readable.
+
+// Mode reports which direction runs on the ring: rx after the reader's switch, tx after ours.
+func (t *TCP) Mode() (rx, tx bool) {
+	if t.conn.Load() == nil {
+		return false, false
+	}
+	return t.rxSwitched.Load(), t.txSwitched.Load()
+}
+
+// Readable reports whether a receive would not block: ring data, EOF (the peer shut or closed
+// and everything was read, our SHUT_RD, a dead peer), a reset, or before the reader's switch
+// kernel bytes before K or the kernel's end. fd is any fd of the socket. False with no segment:
+// the kernel answers.
+func (t *TCP) Readable(fd int) bool {
+	conn := t.conn.Load()
+	if conn == nil {
+		return false
+	}
+	t.rxmu.Lock()
+	defer t.rxmu.Unlock()
+	if !t.rxSwitched.Load() {
+		t.learnK(conn)
+		if !t.readerSwitched() {
+			q, e := ioctlInt(fd, unix.SIOCINQ)
+			if e == 0 && q > 0 && (!t.rxKnown || t.kRx < t.rxK) {
+				return true
+			}
+			rev, e := ppoll1(fd, unix.POLLIN|unix.POLLRDHUP, &unix.Timespec{})
+			return e == 0 && rev&(unix.POLLRDHUP|unix.POLLERR|unix.POLLHUP) != 0
+		}
+	}
+	if conn.Readable() > 0 || t.gone.Load() != 0 || t.rdShut.Load() {
+		return true
+	}
+	return conn.PeerState()&(ring.StateWriteShut|ring.StateReset) != 0
+}
+
+// Writable reports whether a send would not block after our switch: a third of the ring free
+// (the kernel's rule for POLLOUT), or a send that fails at once (shut down, peer closed or
+// reset, a dead peer). Before our switch, false: the kernel answers.
+func (t *TCP) Writable() bool {
+	conn := t.conn.Load()
+	if conn == nil || !t.txSwitched.Load() {
+		return false
+	}
+	if t.wrShut.Load() || t.gone.Load() != 0 ||
+		conn.PeerState()&(ring.StateClosed|ring.StateReset) != 0 {
+		return true
+	}
+	tx, _ := conn.Capacities()
+	return conn.Space() >= max(tx/3, 1)
+}
+
+// WantWritable registers a poller waiting for POLLOUT after our switch: when the ring has a third
+// of its capacity free again the peer sends a wake byte (the kernel fd becomes readable). It
+// reports whether the space is already there (then nothing was registered).
+func (t *TCP) WantWritable() bool {
+	conn := t.conn.Load()
+	if conn == nil || !t.txSwitched.Load() {
+		return true
+	}
+	tx, _ := conn.Capacities()
+	if conn.WaitSpace(max(tx/3, 1)) {
+		conn.CancelWaitSpace()
+		return true
+	}
+	return false
+}
+
+// Hup reports POLLHUP after the switch of both directions: both directions of the connection
+// are finished (our SHUT_WR and the peer's end of writing), or it was reset or the peer died.
+func (t *TCP) Hup() bool {
+	conn := t.conn.Load()
+	if conn == nil || !t.rxSwitched.Load() || !t.txSwitched.Load() {
+		return false
+	}
+	if t.gone.Load() != 0 {
+		return true
+	}
+	ps := conn.PeerState()
+	return ps&ring.StateReset != 0 || (t.wrShut.Load() && ps&ring.StateWriteShut != 0)
+}
+
+// InQueue answers FIONREAD (SIOCINQ): the bytes a receive would get now. false: ask the kernel
+// (no segment). fd is any fd of the socket.
+func (t *TCP) InQueue(fd int) (int, bool) {
+	conn := t.conn.Load()
+	if conn == nil {
+		return 0, false
+	}
+	t.rxmu.Lock()
+	defer t.rxmu.Unlock()
+	if !t.rxSwitched.Load() {
+		t.learnK(conn)
+		if !t.readerSwitched() {
+			q, e := ioctlInt(fd, unix.SIOCINQ)
+			if e != 0 {
+				return 0, false
+			}
+			if !t.rxKnown {
+				return q, true
+			}
+			before := int(t.rxK - t.kRx)
+			if q <= before {
+				return q, true
+			}
+			return before + conn.Readable(), true
+		}
+	}
+	return conn.Readable(), true
+}
+
+// OutQueue answers SIOCOUTQ: bytes sent and not yet read by the peer. Before our switch the
+// kernel's count; after it, what the peer did not read from the ring. false: ask the kernel.
+func (t *TCP) OutQueue() (int, bool) {
+	conn := t.conn.Load()
+	if conn == nil || !t.txSwitched.Load() {
+		return 0, false
+	}
+	return conn.Unread(), true
+}

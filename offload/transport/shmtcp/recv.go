@@ -1,0 +1,358 @@
+package shmtcp
+
+import (
+	"errors"
+	"io"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/umem"
+	ring "github.com/goxio/goxio/offload/shm"
+	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/kernel"
+)
+
+// Receiving: before the reader's switch the bytes come from the kernel socket, read without
+// blocking and never more than the peer's K once known (bytes beyond K are wake-ups); after it,
+// from the ring, with the kernel socket carrying wake-ups and the end of the connection. The
+// call's blocking (spin, then ppoll) is the transport's own, never the kernel's: a kernel
+// receive that blocks could wait for bytes that went into the ring.
+
+// kernelRecvFlags are the receive flags only the kernel serves.
+const kernelRecvFlags = unix.MSG_OOB | unix.MSG_ERRQUEUE
+
+// recv performs a receive call on a connection with a segment.
+func (t *TCP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
+	if c.Op == transport.OpRecvmmsg {
+		return t.recvmmsg(c)
+	}
+	umem.Protect()
+	defer func() {
+		if umem.Fault(recover()) {
+			n, errno, viaOS = -1, unix.EFAULT, false
+		}
+	}()
+	var arr [maxBufs][]byte
+	d, ok := parseCall(c, arr[:0])
+	if !ok || d.flags&kernelRecvFlags != 0 {
+		n, errno = kernel.Do(c)
+		return n, errno, true
+	}
+	n, errno, viaOS = t.receive(c.FD, &d)
+	if errno == 0 {
+		d.finishRecv()
+	}
+	return n, errno, viaOS
+}
+
+// receive waits for bytes as the kernel's TCP receive does: at least one (all with
+// MSG_WAITALL), 0 at EOF; EAGAIN without blocking or when SO_RCVTIMEO expires; EINTR after a
+// signal handler (SA_RESTART restarts unless a timeout is set); a partial count when interrupted
+// after some bytes.
+func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
+	if d.total == 0 {
+		return 0, 0, false
+	}
+	p := &t.env.p
+	peek := d.flags&unix.MSG_PEEK != 0
+	nonblock := t.nonblock() || d.flags&unix.MSG_DONTWAIT != 0
+	waitall := d.flags&unix.MSG_WAITALL != 0 && !peek && !nonblock
+	got, viaOS := 0, false
+	var w waitState
+	polls := 0
+	spinning := false
+	var spun *ring.Conn
+	defer func() {
+		if spinning {
+			spun.SpinEnd()
+		}
+	}()
+	for {
+		if t.closed.Load() {
+			return got, 0, viaOS // woken by Close: 0 as after shutdown(SHUT_RD)
+		}
+		checkKernel := !spinning || (p.RxPollOSRatio > 0 && polls%p.RxPollOSRatio == 0)
+		n, errno, kern, done := t.step(fd, d, checkKernel)
+		if n > 0 {
+			got += n
+			viaOS = viaOS || kern
+			if !waitall || got >= d.total {
+				return got, 0, viaOS
+			}
+			d.bufs = advance(d.bufs, n)
+			d.total -= n
+			continue
+		}
+		if done {
+			if got > 0 {
+				return got, 0, viaOS
+			}
+			return n, errno, kern
+		}
+		if nonblock {
+			return -1, unix.EAGAIN, false
+		}
+		if !w.started {
+			w.start(t.rcvTimeo.Load(), p.Signals)
+		}
+		if e := w.check(); e != 0 {
+			if got > 0 {
+				return got, 0, viaOS
+			}
+			return -1, e, false
+		}
+		if t.rxSwitched.Load() && (p.RxPoll < 0 || polls < p.RxPoll) {
+			if !spinning {
+				if spun = t.conn.Load(); spun != nil {
+					spun.SpinBegin()
+					spinning = true
+				}
+			}
+			polls++
+			continue
+		}
+		if spinning {
+			spun.SpinEnd()
+			spinning = false
+			continue // one more look before sleeping
+		}
+		_, e := t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.timeout(0))
+		if e != 0 && e != unix.EINTR {
+			return -1, e, false
+		}
+	}
+}
+
+// step makes one non-blocking attempt: n > 0 bytes, or done with the call's result (0 at EOF, or
+// an errno), or nothing for now. kern: the bytes came from the kernel.
+func (t *TCP) step(fd int, d *dataCall, checkKernel bool) (n int, errno syscall.Errno, kern, done bool) {
+	t.rxmu.Lock()
+	defer t.rxmu.Unlock()
+	conn := t.conn.Load()
+	if !t.rxSwitched.Load() {
+		return t.stepKernel(fd, conn, d)
+	}
+	conn = t.settle(conn, false)
+	return t.stepRing(fd, conn, d, checkKernel)
+}
+
+// learnK records the peer's K once it switched; rxmu is held.
+func (t *TCP) learnK(conn *ring.Conn) {
+	if conn == nil || t.rxKnown {
+		return
+	}
+	if k, ok := conn.ReaderSwitch(); ok {
+		t.rxK, t.rxKnown = k, true
+	}
+}
+
+// readerSwitched is true once exactly K kernel bytes were read (or the peer's K is below what
+// we read: a broken peer, whose ring then decides); it switches the reader. rxmu is held.
+func (t *TCP) readerSwitched() bool {
+	if t.rxKnown && t.kRx >= t.rxK {
+		t.rxSwitched.Store(true)
+		return true
+	}
+	return false
+}
+
+// stepKernel is a step before the reader's switch (or on a withdrawn connection, conn nil):
+// one non-blocking kernel receive, limited to the bytes before K. rxmu is held.
+func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Errno, bool, bool) {
+	t.learnK(conn)
+	if t.readerSwitched() {
+		return t.stepRing(fd, t.settle(conn, false), d, true)
+	}
+	limit := d.total
+	if t.rxKnown {
+		limit = min(limit, int(t.rxK-t.kRx))
+	}
+	peek := d.flags&unix.MSG_PEEK != 0
+	n, e := recvBufs(fd, d.bufs, limit, d.flags&(unix.MSG_PEEK|unix.MSG_TRUNC)|unix.MSG_DONTWAIT)
+	// The peer may have switched during the receive: what lies beyond K is wake-ups.
+	t.learnK(conn)
+	switch {
+	case e == 0 && n > 0:
+		if t.rxKnown {
+			n = min(n, int(t.rxK-t.kRx))
+		}
+		if n == 0 {
+			t.readerSwitched() // everything received lay beyond K: wake-ups
+			return t.stepRing(fd, t.settle(conn, false), d, true)
+		}
+		if !peek {
+			t.kRx += uint64(n)
+			t.readerSwitched()
+		}
+		t.kernRx.Add(uint64(n))
+		t.settle(conn, t.side == 0 && !peek)
+		return n, 0, true, false
+	case e == unix.EAGAIN || e == unix.EINTR:
+		if t.readerSwitched() {
+			return t.stepRing(fd, t.settle(conn, false), d, true)
+		}
+		t.settle(conn, false)
+		return 0, 0, false, false
+	case e == 0:
+		// The kernel's EOF: the end of the peer's stream unless it switched (then its ring
+		// continues the stream, and its state says how it ends).
+		if t.readerSwitched() {
+			return t.stepRing(fd, t.settle(conn, false), d, true)
+		}
+		return 0, 0, true, true
+	default:
+		if t.readerSwitched() {
+			return t.stepRing(fd, t.settle(conn, false), d, true)
+		}
+		return -1, e, true, true
+	}
+}
+
+// stepRing is a step after the reader's switch: the ring, then (when it is empty and
+// checkKernel) the kernel socket's wake bytes and end. rxmu is held.
+func (t *TCP) stepRing(fd int, conn *ring.Conn, d *dataCall, checkKernel bool) (int, syscall.Errno, bool, bool) {
+	if conn == nil {
+		return 0, 0, false, true // closed
+	}
+	n, err := t.ringRead(fd, conn, d)
+	if !errors.Is(err, ring.ErrEmpty) {
+		return ringResult(n, err)
+	}
+	if g := t.gone.Load(); g != 0 {
+		return goneResult(g)
+	}
+	if !checkKernel {
+		return 0, 0, false, false
+	}
+	eof, e := t.drainWakes(fd)
+	conn.ClearWake()
+	if eof || e != 0 {
+		// The kernel connection ended. A peer that closed, shut down or reset set its state
+		// first; one that died (killed, exited without close) did not: then EOF, or a reset
+		// when it died with our data unread, as its kernel would have reset.
+		if conn.PeerState()&(ring.StateWriteShut|ring.StateReset) == 0 {
+			g := int32(goneEOF)
+			if conn.Unread() > 0 {
+				g = goneReset
+			}
+			t.gone.CompareAndSwap(0, g)
+		}
+	}
+	n, err = t.ringRead(fd, conn, d)
+	if errors.Is(err, ring.ErrEmpty) {
+		if g := t.gone.Load(); g != 0 {
+			return goneResult(g)
+		}
+		return 0, 0, false, false
+	}
+	return ringResult(n, err)
+}
+
+// ringRead is one read (or peek, or discard with MSG_TRUNC) of the ring.
+func (t *TCP) ringRead(fd int, conn *ring.Conn, d *dataCall) (int, error) {
+	peek := d.flags&unix.MSG_PEEK != 0
+	if d.flags&unix.MSG_TRUNC != 0 {
+		if peek {
+			if r := conn.Readable(); r > 0 {
+				return min(r, d.total), nil
+			}
+			_, err := conn.Peek(nil, 0)
+			if err == nil {
+				err = ring.ErrEmpty
+			}
+			return 0, err
+		}
+		return t.discard(fd, conn, d.total)
+	}
+	if peek {
+		return conn.Peek(d.bufs, 0)
+	}
+	n, wake, err := conn.Read(d.bufs)
+	if wake {
+		t.wake(fd)
+	}
+	if n > 0 {
+		t.ringRx.Add(uint64(n))
+	}
+	return n, err
+}
+
+// discard consumes up to want ring bytes without copying them to the program (MSG_TRUNC on
+// TCP: the kernel discards).
+func (t *TCP) discard(fd int, conn *ring.Conn, want int) (int, error) {
+	var scratch [4096]byte
+	done := 0
+	for done < want {
+		iov := [1][]byte{scratch[:min(want-done, len(scratch))]}
+		n, wake, err := conn.Read(iov[:])
+		if wake {
+			t.wake(fd)
+		}
+		done += n
+		if err != nil || n == 0 {
+			if done > 0 {
+				break
+			}
+			return 0, err
+		}
+	}
+	t.ringRx.Add(uint64(done))
+	return done, nil
+}
+
+// ringResult turns a ring read's outcome into the call's.
+func ringResult(n int, err error) (int, syscall.Errno, bool, bool) {
+	switch {
+	case err == nil:
+		return n, 0, false, n == 0
+	case err == io.EOF, errors.Is(err, ring.ErrClosed):
+		return 0, 0, false, true
+	case errors.Is(err, ring.ErrReset), errors.Is(err, ring.ErrCorrupt):
+		return -1, unix.ECONNRESET, false, true
+	}
+	return 0, 0, false, false
+}
+
+// goneResult is what a receive returns once a dead peer's ring is drained.
+func goneResult(g int32) (int, syscall.Errno, bool, bool) {
+	if g == goneReset {
+		return -1, unix.ECONNRESET, false, true
+	}
+	return 0, 0, false, true
+}
+
+// recvmmsg receives into each message as recvmsg would; MSG_WAITFORONE makes the ones after
+// the first non-blocking. (The timeout argument is the kernel's: checked after each message.)
+func (t *TCP) recvmmsg(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
+	vlen, flags := int(uint32(c.A[1])), int(int32(c.A[2]))
+	if vlen > umem.MaxIov {
+		vlen = umem.MaxIov
+	}
+	umem.Protect()
+	defer func() {
+		if umem.Fault(recover()) {
+			n, errno, viaOS = -1, unix.EFAULT, false
+		}
+	}()
+	count := 0
+	for i := 0; i < vlen; i++ {
+		mp, lenp := umem.Mmsghdr(c.A[0], i)
+		f := flags &^ unix.MSG_WAITFORONE
+		if count > 0 && flags&unix.MSG_WAITFORONE != 0 {
+			f |= unix.MSG_DONTWAIT
+		}
+		sub := transport.Call{Op: transport.OpRecvmsg, FD: c.FD, A: [5]uintptr{mp, uintptr(f)}}
+		m, e, os := t.recv(&sub)
+		if e != 0 || m == 0 {
+			if count > 0 {
+				break
+			}
+			return m, e, os
+		}
+		viaOS = viaOS || os
+		*lenp = uint32(m)
+		count++
+	}
+	return count, 0, viaOS
+}

@@ -1,0 +1,198 @@
+package shmtcp
+
+import (
+	"errors"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/umem"
+	ring "github.com/goxio/goxio/offload/shm"
+	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/kernel"
+)
+
+// Sending: before our switch every send is the program's call on the kernel socket, counted
+// into K; after it, the bytes go into the ring, and a sleeping peer reader gets a wake byte.
+// Sends are serialized by txmu (the switch needs no kernel send in progress).
+
+// maxWriterSleep bounds one sleep of a writer waiting for ring space: its wake-up is a byte on
+// the kernel socket, which may already be readable with a byte meant for our reader (then it
+// backs off from 50 us up to this) and which shutdown(SHUT_WR) of another thread does not make
+// readable.
+const maxWriterSleep = 20e6
+
+// send performs a send call on a connection with a segment.
+func (t *TCP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
+	switch c.Op {
+	case transport.OpSendmmsg:
+		return t.sendmmsg(c)
+	case transport.OpSendfile:
+		return t.sendfile(c)
+	}
+	umem.Protect()
+	defer func() {
+		if umem.Fault(recover()) {
+			n, errno, viaOS = -1, unix.EFAULT, false
+		}
+	}()
+	t.txmu.Lock()
+	defer t.txmu.Unlock()
+	conn := t.conn.Load()
+	if conn != nil && !t.trySwitchWrite(conn) {
+		conn = t.settleLocked(conn)
+	}
+	if conn == nil || !t.txSwitched.Load() {
+		n, errno = kernel.Do(c)
+		if errno == 0 && n > 0 {
+			t.kTx += uint64(n)
+			t.kernTx.Add(uint64(n))
+		}
+		return n, errno, true
+	}
+	var arr [maxBufs][]byte
+	d, ok := parseCall(c, arr[:0])
+	if !ok {
+		return -1, unix.EMSGSIZE, false // more than UIO_MAXIOV iovecs
+	}
+	if d.flags&unix.MSG_OOB != 0 {
+		return -1, unix.EOPNOTSUPP, false
+	}
+	if t.wrShut.Load() {
+		return -1, unix.EPIPE, false
+	}
+	n, errno = t.ringSend(c.FD, conn, &d, t.nonblock() || d.flags&unix.MSG_DONTWAIT != 0)
+	return n, errno, false
+}
+
+// settleLocked is settle for a sender, which holds txmu: side 0 withdraws after the grace, side
+// 1 follows a creator that withdrew.
+func (t *TCP) settleLocked(conn *ring.Conn) *ring.Conn {
+	if t.side == 1 {
+		if conn.PeerState()&ring.StateClosed != 0 {
+			if _, ok := conn.ReaderSwitch(); !ok {
+				t.env.ctr.peerWithdrew.Add(1)
+				t.withdraw(conn)
+				return nil
+			}
+		}
+		return conn
+	}
+	if nanotime()-t.born > int64(t.env.p.AttachGrace) && !conn.PeerAttached() {
+		t.env.ctr.withdrawnGrace.Add(1)
+		t.withdraw(conn)
+		return nil
+	}
+	return conn
+}
+
+// ringSend writes the call's bytes into the ring as the kernel's TCP send does: all of them when
+// blocking (waiting for space), what fits when not (EAGAIN for none); a partial count when a
+// signal or SO_SNDTIMEO ends the wait after some bytes.
+func (t *TCP) ringSend(fd int, conn *ring.Conn, d *dataCall, nonblock bool) (int, syscall.Errno) {
+	if d.total == 0 {
+		return 0, 0
+	}
+	sent := 0
+	var w waitState
+	backoff := int64(0)
+	txCap, _ := conn.Capacities()
+	for {
+		if t.gone.Load() != 0 || t.closed.Load() {
+			return partial(sent, unix.EPIPE)
+		}
+		n, wake, err := conn.Write(d.bufs)
+		if wake {
+			t.wake(fd)
+		}
+		if n > 0 {
+			sent += n
+			t.ringTx.Add(uint64(n))
+			if sent >= d.total {
+				return sent, 0
+			}
+			d.bufs = advance(d.bufs, n)
+			backoff = 0
+		}
+		switch {
+		case err == nil, errors.Is(err, ring.ErrFull):
+		case errors.Is(err, ring.ErrReset):
+			if t.resetSeen.Swap(true) {
+				return partial(sent, unix.EPIPE)
+			}
+			return partial(sent, unix.ECONNRESET)
+		case errors.Is(err, ring.ErrCorrupt):
+			_, _ = conn.Abort()
+			return partial(sent, unix.ECONNRESET)
+		default: // ErrClosed (our shutdown or close), ErrPeerClosed
+			return partial(sent, unix.EPIPE)
+		}
+		if nonblock {
+			return partial(sent, unix.EAGAIN)
+		}
+		if !w.started {
+			w.start(t.sndTimeo.Load(), t.env.p.Signals)
+		}
+		if e := w.check(); e != 0 {
+			return partial(sent, e)
+		}
+		if conn.WaitSpace(min(d.total-sent, max(txCap/2, 1))) {
+			conn.CancelWaitSpace()
+			continue
+		}
+		events := int16(unix.POLLIN | unix.POLLRDHUP)
+		limit := int64(maxWriterSleep)
+		if backoff > 0 {
+			events = unix.POLLRDHUP
+			limit = backoff
+		}
+		rev, e := t.sleep(fd, events, w.timeout(limit))
+		if e != 0 && e != unix.EINTR {
+			return partial(sent, e)
+		}
+		if rev&unix.POLLIN != 0 && conn.Space() == 0 {
+			backoff = 50e3 // readable, but not for us: a wake byte for our reader
+		} else if backoff > 0 {
+			backoff = min(backoff*2, maxWriterSleep/20)
+		}
+	}
+}
+
+// partial is a send's result: the bytes sent, or the error when none were.
+func partial(sent int, e syscall.Errno) (int, syscall.Errno) {
+	if sent > 0 {
+		return sent, 0
+	}
+	return -1, e
+}
+
+// sendmmsg sends each message as sendmsg would, stopping at the first error (reported only
+// when no message was sent).
+func (t *TCP) sendmmsg(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
+	vlen, flags := int(uint32(c.A[1])), c.A[2]
+	if vlen > umem.MaxIov {
+		vlen = umem.MaxIov
+	}
+	umem.Protect()
+	defer func() {
+		if umem.Fault(recover()) {
+			n, errno, viaOS = -1, unix.EFAULT, false
+		}
+	}()
+	count := 0
+	for i := 0; i < vlen; i++ {
+		mp, lenp := umem.Mmsghdr(c.A[0], i)
+		sub := transport.Call{Op: transport.OpSendmsg, FD: c.FD, A: [5]uintptr{mp, flags}}
+		m, e, os := t.send(&sub)
+		if e != 0 {
+			if count > 0 {
+				break
+			}
+			return m, e, os
+		}
+		viaOS = viaOS || os
+		*lenp = uint32(m)
+		count++
+	}
+	return count, 0, viaOS
+}

@@ -1,0 +1,346 @@
+package shmtcp
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	ring "github.com/goxio/goxio/offload/shm"
+	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/kernel"
+)
+
+// TCP is one connected TCP socket on the shared-memory transport. The engine makes it with the
+// socket (Env.NewTCP), tells it when the kernel connection is established (Established), passes
+// it every data call (Transfer), the options it follows (OptionSet), shutdown (Shutdown) and the
+// close of the socket's last fd (Close).
+//
+// Locks: txmu serializes the socket's sends (the switch needs "no kernel send in progress"),
+// rxmu the non-blocking steps of its receives; sleeping calls hold neither. Lock order: txmu
+// before rxmu; the Conn's own mutexes are taken inside both.
+type TCP struct {
+	env      *Env
+	nonblock func() bool
+	server   bool
+
+	// conn is the connection segment; nil before Established, when OpenConn failed, after a
+	// withdrawal and after Close: every call then goes to the kernel socket as it is.
+	conn atomic.Pointer[ring.Conn]
+	side int
+	born int64 // nanotime of Established
+
+	txmu       sync.Mutex
+	kTx        uint64      // bytes sent through the kernel; guarded by txmu
+	txSwitched atomic.Bool // our SwitchWrite happened: sends go into the ring
+	wrShut     atomic.Bool // shutdown(SHUT_WR)
+
+	rxmu       sync.Mutex
+	kRx        uint64      // bytes read from the kernel (not peeked); guarded by rxmu
+	rxK        uint64      // the peer's K once known; guarded by rxmu
+	rxKnown    bool        // guarded by rxmu
+	rxSwitched atomic.Bool // exactly K kernel bytes were read: receives read the ring
+	rdShut     atomic.Bool // shutdown(SHUT_RD)
+	// gone: the kernel connection ended (EOF or an error on a wake-up read) while the peer's
+	// segment state says nothing (killed, exited): goneEOF or goneReset, decided once.
+	gone atomic.Int32
+
+	closed   atomic.Bool
+	sleepers atomic.Int32 // calls asleep in ppoll on a duplicate of the kernel socket
+
+	rcvTimeo atomic.Int64 // SO_RCVTIMEO in ns; 0: none
+	sndTimeo atomic.Int64 // SO_SNDTIMEO in ns; 0: none
+	linger0  atomic.Bool  // SO_LINGER on with 0 seconds: close resets
+
+	ringTx, ringRx, kernTx, kernRx, wakesTx, wakesRx atomic.Uint64
+	withdrew                                         atomic.Bool
+	resetSeen                                        atomic.Bool // a send reported ECONNRESET: later ones EPIPE
+}
+
+const (
+	goneEOF   = 1
+	goneReset = 2
+)
+
+var _ transport.Transport = (*TCP)(nil)
+
+// Kind is transport.KindSHM.
+func (t *TCP) Kind() transport.Kind { return transport.KindSHM }
+
+// Transfer performs a data call (Op.Receive or Op.Send) with the libc call's semantics.
+func (t *TCP) Transfer(c transport.Call) (int, syscall.Errno) {
+	n, errno, _ := t.TransferVia(c)
+	return n, errno
+}
+
+// TransferVia performs a data call and reports whether its bytes went through the kernel (before
+// the switch, or on a connection that never switched).
+func (t *TCP) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
+	if t.conn.Load() == nil {
+		n, errno := kernel.Do(&c)
+		t.countKernel(&c, n, errno)
+		return n, errno, true
+	}
+	if c.Op.Receive() {
+		return t.recv(&c)
+	}
+	return t.send(&c)
+}
+
+// countKernel counts a call that went to the kernel unchanged.
+func (t *TCP) countKernel(c *transport.Call, n int, errno syscall.Errno) {
+	if errno != 0 || n <= 0 {
+		return
+	}
+	if c.Op.Receive() {
+		t.kernRx.Add(uint64(n))
+	} else if c.Op.Send() {
+		t.kernTx.Add(uint64(n))
+	}
+}
+
+// Established tells the socket that its kernel connection fd is established (connect completed,
+// blocking or not, or accept returned it). It opens the connection segment (creating it or
+// attaching to the peer's); on any failure the socket stays on the kernel. server says which end
+// this is (statistics only: pairing is symmetric). Call it once, before any data call on the
+// connection is served by the transport.
+func (t *TCP) Established(fd int, server bool) {
+	if t.closed.Load() || t.conn.Load() != nil {
+		return
+	}
+	t.server = server
+	local, remote := sockname(fd, false), sockname(fd, true)
+	if !local.IsValid() || !remote.IsValid() {
+		return
+	}
+	cfg := ring.ConnConfig{Dir: t.env.p.Dir, NetNS: t.env.netns, Local: local, Remote: remote,
+		SendBytes: max(t.env.p.RingBytes, optInt(fd, unix.SO_SNDBUF)),
+		RecvBytes: max(t.env.p.RingBytes, optInt(fd, unix.SO_RCVBUF))}
+	conn, err := ring.OpenConn(cfg)
+	if err != nil {
+		t.env.ctr.failed.Add(1)
+		t.env.log.Debug("shmtcp: no segment, the connection stays on the kernel",
+			zap.Stringer("local", local), zap.Stringer("remote", remote), zap.Error(err))
+		return
+	}
+	t.side = conn.Side()
+	t.born = nanotime()
+	t.env.ctr.opened.Add(1)
+	if t.side == 0 {
+		t.env.ctr.created.Add(1)
+	} else {
+		t.env.ctr.attached.Add(1)
+	}
+	t.conn.Store(conn)
+}
+
+// trySwitchWrite switches our writes to the ring when we may: side 0 once the peer attached,
+// side 1 once side 0 switched (its commitment). txmu is held. Reports whether sends go to the
+// ring now.
+func (t *TCP) trySwitchWrite(conn *ring.Conn) bool {
+	if t.txSwitched.Load() {
+		return true
+	}
+	if t.side == 0 {
+		if !conn.PeerAttached() {
+			return false
+		}
+	} else if _, ok := conn.ReaderSwitch(); !ok {
+		return false
+	}
+	if err := conn.SwitchWrite(t.kTx); err != nil {
+		return false
+	}
+	t.txSwitched.Store(true)
+	return true
+}
+
+// settle is the pairing step every call before our write switch makes: commit (switch our
+// writes) when the peer is there, withdraw when it will not come, follow a creator that
+// withdrew. dataSeen: this call just read kernel bytes from the peer. Returns the segment, nil
+// when the connection is on the kernel for good.
+func (t *TCP) settle(conn *ring.Conn, dataSeen bool) *ring.Conn {
+	if conn == nil || t.txSwitched.Load() {
+		return conn
+	}
+	if t.side == 1 {
+		// The creator withdrew if it closed without ever switching (state first, then K: a
+		// switch precedes the close's state store).
+		if conn.PeerState()&ring.StateClosed != 0 {
+			if _, ok := conn.ReaderSwitch(); !ok {
+				t.env.ctr.peerWithdrew.Add(1)
+				t.withdraw(conn)
+				return nil
+			}
+		}
+		if t.txmu.TryLock() {
+			t.trySwitchWrite(conn)
+			t.txmu.Unlock()
+		}
+		return conn
+	}
+	if !t.txmu.TryLock() {
+		return conn // a send is in progress; it settles itself
+	}
+	defer t.txmu.Unlock()
+	if t.trySwitchWrite(conn) {
+		return conn
+	}
+	switch {
+	case dataSeen:
+		t.env.ctr.withdrawnData.Add(1)
+	case nanotime()-t.born > int64(t.env.p.AttachGrace):
+		t.env.ctr.withdrawnGrace.Add(1)
+	default:
+		return conn
+	}
+	t.withdraw(conn)
+	return nil
+}
+
+// withdraw gives the segment up before any switch of ours: the connection is the kernel's for
+// good.
+func (t *TCP) withdraw(conn *ring.Conn) {
+	if t.conn.CompareAndSwap(conn, nil) {
+		t.withdrew.Store(true)
+		_, _ = conn.Close()
+	}
+}
+
+// OptionSet tells the socket that the program set an option on its kernel socket fd; the ones
+// the transport follows are read back from the kernel (SO_RCVTIMEO, SO_SNDTIMEO, SO_LINGER).
+func (t *TCP) OptionSet(fd, level, name int) {
+	if level != unix.SOL_SOCKET {
+		return
+	}
+	switch name {
+	case unix.SO_RCVTIMEO, unix.SO_RCVTIMEO_NEW:
+		if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
+			t.rcvTimeo.Store(tv.Nano())
+		}
+	case unix.SO_SNDTIMEO, unix.SO_SNDTIMEO_NEW:
+		if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO); err == nil {
+			t.sndTimeo.Store(tv.Nano())
+		}
+	case unix.SO_LINGER:
+		if l, err := unix.GetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER); err == nil {
+			t.linger0.Store(l.Onoff != 0 && l.Linger == 0)
+		}
+	}
+}
+
+// Shutdown tells the socket that the program calls shutdown(fd, how); call it before the kernel
+// shutdown. SHUT_WR: the peer reads EOF after what we wrote (our later sends fail with EPIPE);
+// SHUT_RD: our receives return what is queued, then 0.
+func (t *TCP) Shutdown(fd, how int) {
+	conn := t.conn.Load()
+	if how == unix.SHUT_WR || how == unix.SHUT_RDWR {
+		t.txmu.Lock()
+		t.wrShut.Store(true)
+		if conn != nil && t.trySwitchWrite(conn) {
+			if conn.ShutdownWrite() {
+				t.wake(fd)
+			}
+		}
+		t.txmu.Unlock()
+	}
+	if how == unix.SHUT_RD || how == unix.SHUT_RDWR {
+		t.rdShut.Store(true)
+		if conn != nil {
+			conn.ShutdownRead()
+		}
+	}
+}
+
+// Close ends the socket when its last fd goes; call it before closing the kernel socket fd. With
+// unread ring data or SO_LINGER 0 the peer sees a reset (as the kernel resets such a
+// connection), otherwise our data then EOF. Wake bytes still queued on the kernel socket are
+// drained first so the kernel's close does not turn them into a reset. Calls asleep in the
+// transport on this socket are woken (receives return 0, sends EPIPE).
+func (t *TCP) Close(fd int) {
+	if !t.closed.CompareAndSwap(false, true) {
+		return
+	}
+	if conn := t.conn.Swap(nil); conn != nil {
+		var wake bool
+		if t.linger0.Load() || (t.rxSwitched.Load() && conn.Readable() > 0) {
+			wake, _ = conn.Abort()
+		} else {
+			wake, _ = conn.Close()
+		}
+		if wake && t.txSwitched.Load() {
+			t.wake(fd)
+		}
+		if t.rxSwitched.Load() {
+			t.drainWakes(fd)
+		}
+	}
+	if t.sleepers.Load() > 0 {
+		_ = unix.Shutdown(fd, unix.SHUT_RD)
+	}
+}
+
+// wake sends one wake byte to the peer on the kernel connection (never blocking, never a
+// signal). A full send buffer already holds wake-ups the peer has not read: dropping this one
+// loses nothing.
+func (t *TCP) wake(fd int) {
+	if sendByte(fd) == 0 {
+		t.wakesTx.Add(1)
+	}
+}
+
+// drainWakes reads the wake bytes queued on the kernel socket after the peer's switch; it
+// reports what ended the drain: 0 (nothing more for now), or the kernel's EOF or error.
+func (t *TCP) drainWakes(fd int) (eof bool, errno syscall.Errno) {
+	var b [64]byte
+	for range 64 {
+		n, e := recvScratch(fd, &b, unix.MSG_DONTWAIT)
+		switch {
+		case e == unix.EINTR:
+			continue
+		case e == unix.EAGAIN:
+			return false, 0
+		case e != 0:
+			return false, e
+		case n == 0:
+			return true, 0
+		}
+		t.wakesRx.Add(uint64(n))
+		if n < len(b) {
+			return false, 0
+		}
+	}
+	return false, 0
+}
+
+func optInt(fd, name int) int {
+	v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, name)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// sockname is the socket's local (or peer) address; the zero value when unknown.
+func sockname(fd int, peer bool) netip.AddrPort {
+	var sa unix.Sockaddr
+	var err error
+	if peer {
+		sa, err = unix.Getpeername(fd)
+	} else {
+		sa, err = unix.Getsockname(fd)
+	}
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
+	}
+	return netip.AddrPort{}
+}
