@@ -23,6 +23,9 @@ type Params struct {
 	// RingBytes is the smallest ring; a direction gets max(RingBytes, SO_SNDBUF or SO_RCVBUF of
 	// the creator), rounded up to a power of two by offload/shm (at most 4 MiB).
 	RingBytes int
+	// MaxRingBytes caps a direction whatever the socket buffers say (loopback autotuning reports
+	// megabytes): a connection costs 4 KiB plus both directions of /dev/shm. 0: 1 MiB.
+	MaxRingBytes int
 	// AttachGrace: a creator whose peer has not attached this long after Established withdraws
 	// at its next call. 0: 100 ms.
 	AttachGrace time.Duration
@@ -71,6 +74,10 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 	if p.RingBytes <= 0 {
 		p.RingBytes = 64 << 10
 	}
+	if p.MaxRingBytes <= 0 {
+		p.MaxRingBytes = 1 << 20
+	}
+	p.MaxRingBytes = max(p.MaxRingBytes, p.RingBytes)
 	if p.AttachGrace <= 0 {
 		p.AttachGrace = 100 * time.Millisecond
 	}
@@ -97,3 +104,6 @@ func (e *Env) Counts() EnvCounts {
 func (e *Env) NewTCP(nonblock func() bool) *TCP {
 	return &TCP{env: e, nonblock: nonblock}
 }
+
+// ringSize is a direction's ring size for a socket buffer of buf bytes.
+func (e *Env) ringSize(buf int) int { return min(max(e.p.RingBytes, buf), e.p.MaxRingBytes) }

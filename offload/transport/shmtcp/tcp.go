@@ -117,8 +117,8 @@ func (t *TCP) Established(fd int, server bool) {
 		return
 	}
 	cfg := ring.ConnConfig{Dir: t.env.p.Dir, NetNS: t.env.netns, Local: local, Remote: remote,
-		SendBytes: max(t.env.p.RingBytes, optInt(fd, unix.SO_SNDBUF)),
-		RecvBytes: max(t.env.p.RingBytes, optInt(fd, unix.SO_RCVBUF))}
+		SendBytes: t.env.ringSize(optInt(fd, unix.SO_SNDBUF)),
+		RecvBytes: t.env.ringSize(optInt(fd, unix.SO_RCVBUF))}
 	conn, err := ring.OpenConn(cfg)
 	if err != nil {
 		t.env.ctr.failed.Add(1)
