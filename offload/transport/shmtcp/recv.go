@@ -131,10 +131,16 @@ func (t *TCP) step(fd int, d *dataCall, checkKernel bool) (n int, errno syscall.
 	defer t.rxmu.Unlock()
 	conn := t.conn.Load()
 	if !t.rxSwitched.Load() {
-		return t.stepKernel(fd, conn, d)
+		n, errno, kern, done = t.stepKernel(fd, conn, d)
+	} else {
+		n, errno, kern, done = t.stepRing(fd, t.settle(conn, false), d, checkKernel)
 	}
-	conn = t.settle(conn, false)
-	return t.stepRing(fd, conn, d, checkKernel)
+	if errno == unix.ECONNRESET && !kern && t.resetSeen.Swap(true) {
+		// The kernel reports a reset once (to a receive or a send); after it, receives
+		// return 0 and sends fail with EPIPE.
+		return 0, 0, false, true
+	}
+	return n, errno, kern, done
 }
 
 // learnK records the peer's K once it switched; rxmu is held.
