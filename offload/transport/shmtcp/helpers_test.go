@@ -231,3 +231,16 @@ func mappingsOf(t testing.TB, dir string) int {
 	}
 	return strings.Count(string(b), dir)
 }
+
+const (
+	opRead  = transport.OpRead
+	opWrite = transport.OpWrite
+)
+
+func call(op transport.Op, fd int, a ...uintptr) transport.Call {
+	c := transport.Call{Op: op, FD: fd}
+	copy(c.A[:], a)
+	return c
+}
+
+func unixClose(fd int) { unix.Close(fd) }
