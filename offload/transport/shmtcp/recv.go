@@ -133,7 +133,7 @@ func (t *TCP) step(fd int, d *dataCall, checkKernel bool) (n int, errno syscall.
 	if !t.rxSwitched.Load() {
 		n, errno, kern, done = t.stepKernel(fd, conn, d)
 	} else {
-		n, errno, kern, done = t.stepRing(fd, t.settle(conn, false), d, checkKernel)
+		n, errno, kern, done = t.stepRing(fd, t.settle(fd, conn, false), d, checkKernel)
 	}
 	if errno == unix.ECONNRESET && !kern && t.resetSeen.Swap(true) {
 		// The kernel reports a reset once (to a receive or a send); after it, receives
@@ -168,7 +168,7 @@ func (t *TCP) readerSwitched() bool {
 func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Errno, bool, bool) {
 	t.learnK(conn)
 	if t.readerSwitched() {
-		return t.stepRing(fd, t.settle(conn, false), d, true)
+		return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 	}
 	limit := d.total
 	if t.rxKnown {
@@ -185,31 +185,31 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 		}
 		if n == 0 {
 			t.readerSwitched() // everything received lay beyond K: wake-ups
-			return t.stepRing(fd, t.settle(conn, false), d, true)
+			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 		}
 		if !peek {
 			t.kRx += uint64(n)
 			t.readerSwitched()
 		}
 		t.kernRx.Add(uint64(n))
-		t.settle(conn, t.side == 0 && !peek)
+		t.settle(fd, conn, t.side == 0 && !peek)
 		return n, 0, true, false
 	case e == unix.EAGAIN || e == unix.EINTR:
 		if t.readerSwitched() {
-			return t.stepRing(fd, t.settle(conn, false), d, true)
+			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 		}
-		t.settle(conn, false)
+		t.settle(fd, conn, false)
 		return 0, 0, false, false
 	case e == 0:
 		// The kernel's EOF: the end of the peer's stream unless it switched (then its ring
 		// continues the stream, and its state says how it ends).
 		if t.readerSwitched() {
-			return t.stepRing(fd, t.settle(conn, false), d, true)
+			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 		}
 		return 0, 0, true, true
 	default:
 		if t.readerSwitched() {
-			return t.stepRing(fd, t.settle(conn, false), d, true)
+			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 		}
 		return -1, e, true, true
 	}

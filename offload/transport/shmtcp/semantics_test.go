@@ -300,3 +300,34 @@ func TestCloseWakesBlocked(t *testing.T) {
 		t.Fatalf("close did not wake the blocked send")
 	}
 }
+
+// TestTCPOptionsHidden: after the switch the kernel socket has TCP_NODELAY on and TCP_CORK off
+// (wake bytes must leave at once), while the program's values are kept for getsockopt.
+func TestTCPOptionsHidden(t *testing.T) {
+	env := testEnv(t, nil)
+	c, s := pair(t, env, env)
+	if _, ok := c.tr.TCPOption(unix.TCP_NODELAY); ok {
+		t.Fatalf("option taken before the switch")
+	}
+	switched(t, c, s)
+	if v, ok := c.tr.TCPOption(unix.TCP_NODELAY); !ok || v != 0 {
+		t.Fatalf("program's TCP_NODELAY = %d %v, want 0", v, ok)
+	}
+	if v, _ := unix.GetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY); v == 0 {
+		t.Fatalf("kernel TCP_NODELAY off after the switch")
+	}
+	_ = unix.SetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_CORK, 1)
+	c.tr.OptionSet(c.fd, unix.IPPROTO_TCP, unix.TCP_CORK)
+	if v, ok := c.tr.TCPOption(unix.TCP_CORK); !ok || v != 1 {
+		t.Fatalf("program's TCP_CORK = %d %v, want 1", v, ok)
+	}
+	if v, _ := unix.GetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_CORK); v != 0 {
+		t.Fatalf("kernel TCP_CORK on")
+	}
+	// Wake-ups still travel at once: a sleeping receiver gets a message promptly.
+	go func() { time.Sleep(10 * time.Millisecond); c.sendAll([]byte("hi")) }()
+	t0 := time.Now()
+	if b := s.recvAll(2); string(b) != "hi" || time.Since(t0) > time.Second {
+		t.Fatalf("%q after %v", b, time.Since(t0))
+	}
+}

@@ -28,7 +28,7 @@ func (t *TCP) sendfile(c *transport.Call) (n int, errno syscall.Errno, viaOS boo
 	t.txmu.Lock()
 	defer t.txmu.Unlock()
 	conn := t.conn.Load()
-	if conn != nil && !t.trySwitchWrite(conn) {
+	if conn != nil && !t.trySwitchWrite(c.FD, conn) {
 		conn = t.settleLocked(conn)
 	}
 	if conn == nil || !t.txSwitched.Load() {

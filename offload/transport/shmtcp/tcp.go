@@ -57,6 +57,7 @@ type TCP struct {
 
 	ringTx, ringRx, kernTx, kernRx, wakesTx, wakesRx atomic.Uint64
 	withdrew                                         atomic.Bool
+	opts                                             atomic.Pointer[tcpOpts] // nodelay.go
 	resetSeen                                        atomic.Bool // a send reported ECONNRESET: later ones EPIPE
 }
 
@@ -140,7 +141,7 @@ func (t *TCP) Established(fd int, server bool) {
 // trySwitchWrite switches our writes to the ring when we may: side 0 once the peer attached,
 // side 1 once side 0 switched (its commitment). txmu is held. Reports whether sends go to the
 // ring now.
-func (t *TCP) trySwitchWrite(conn *ring.Conn) bool {
+func (t *TCP) trySwitchWrite(fd int, conn *ring.Conn) bool {
 	if t.txSwitched.Load() {
 		return true
 	}
@@ -151,6 +152,7 @@ func (t *TCP) trySwitchWrite(conn *ring.Conn) bool {
 	} else if _, ok := conn.ReaderSwitch(); !ok {
 		return false
 	}
+	t.takeTCPOptions(fd)
 	if err := conn.SwitchWrite(t.kTx); err != nil {
 		return false
 	}
@@ -162,7 +164,7 @@ func (t *TCP) trySwitchWrite(conn *ring.Conn) bool {
 // writes) when the peer is there, withdraw when it will not come, follow a creator that
 // withdrew. dataSeen: this call just read kernel bytes from the peer. Returns the segment, nil
 // when the connection is on the kernel for good.
-func (t *TCP) settle(conn *ring.Conn, dataSeen bool) *ring.Conn {
+func (t *TCP) settle(fd int, conn *ring.Conn, dataSeen bool) *ring.Conn {
 	if conn == nil || t.txSwitched.Load() {
 		return conn
 	}
@@ -177,7 +179,7 @@ func (t *TCP) settle(conn *ring.Conn, dataSeen bool) *ring.Conn {
 			}
 		}
 		if t.txmu.TryLock() {
-			t.trySwitchWrite(conn)
+			t.trySwitchWrite(fd, conn)
 			t.txmu.Unlock()
 		}
 		return conn
@@ -186,7 +188,7 @@ func (t *TCP) settle(conn *ring.Conn, dataSeen bool) *ring.Conn {
 		return conn // a send is in progress; it settles itself
 	}
 	defer t.txmu.Unlock()
-	if t.trySwitchWrite(conn) {
+	if t.trySwitchWrite(fd, conn) {
 		return conn
 	}
 	switch {
@@ -211,8 +213,13 @@ func (t *TCP) withdraw(conn *ring.Conn) {
 }
 
 // OptionSet tells the socket that the program set an option on its kernel socket fd; the ones
-// the transport follows are read back from the kernel (SO_RCVTIMEO, SO_SNDTIMEO, SO_LINGER).
+// the transport follows are read back from the kernel (SO_RCVTIMEO, SO_SNDTIMEO, SO_LINGER,
+// TCP_NODELAY and TCP_CORK: see nodelay.go).
 func (t *TCP) OptionSet(fd, level, name int) {
+	if level == unix.IPPROTO_TCP {
+		t.tcpOptionSet(fd, name)
+		return
+	}
 	if level != unix.SOL_SOCKET {
 		return
 	}
@@ -240,7 +247,7 @@ func (t *TCP) Shutdown(fd, how int) {
 	if how == unix.SHUT_WR || how == unix.SHUT_RDWR {
 		t.txmu.Lock()
 		t.wrShut.Store(true)
-		if conn != nil && t.trySwitchWrite(conn) {
+		if conn != nil && t.trySwitchWrite(fd, conn) {
 			if conn.ShutdownWrite() {
 				t.wake(fd)
 			}
