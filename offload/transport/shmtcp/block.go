@@ -56,7 +56,7 @@ func (w *waitState) timeout(limit int64) *unix.Timespec {
 	if w.deadline == 0 && limit <= 0 {
 		return nil
 	}
-	left := int64(1<<62)
+	left := int64(1 << 62)
 	if w.deadline != 0 {
 		left = max(w.deadline-nanotime(), 0)
 	}

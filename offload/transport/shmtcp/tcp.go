@@ -58,7 +58,7 @@ type TCP struct {
 	ringTx, ringRx, kernTx, kernRx, wakesTx, wakesRx atomic.Uint64
 	withdrew                                         atomic.Bool
 	opts                                             atomic.Pointer[tcpOpts] // nodelay.go
-	resetSeen                                        atomic.Bool // a send reported ECONNRESET: later ones EPIPE
+	resetSeen                                        atomic.Bool             // a send reported ECONNRESET: later ones EPIPE
 }
 
 const (
