@@ -2,6 +2,11 @@ package shmtcp
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,5 +334,131 @@ func TestTCPOptionsHidden(t *testing.T) {
 	t0 := time.Now()
 	if b := s.recvAll(2); string(b) != "hi" || time.Since(t0) > time.Second {
 		t.Fatalf("%q after %v", b, time.Since(t0))
+	}
+}
+
+// TestSignalInterruptsBlockedRecv: a handler without SA_RESTART that ran on the sleeping thread
+// (its counter moved, and the signal interrupted ppoll) ends the receive with EINTR; with
+// SA_RESTART only (no timeout) it keeps waiting.
+func TestSignalInterruptsBlockedRecv(t *testing.T) {
+	var ctr transport.SigCounters
+	env := testEnv(t, func(p *Params) { p.Signals = func() *transport.SigCounters { return &ctr } })
+	c, s := pair(t, env, env)
+	switched(t, c, s)
+	type res struct {
+		n     int
+		errno unix.Errno
+	}
+	tids := make(chan int, 1)
+	out := make(chan res, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tids <- unix.Gettid()
+		b, errno := s.recv(10, 0)
+		out <- res{len(b), errno}
+	}()
+	tid := <-tids
+	time.Sleep(30 * time.Millisecond)
+	atomic.AddUint32(&ctr.All, 1) // an SA_RESTART handler ran
+	_ = unix.Tgkill(unix.Getpid(), tid, unix.SIGURG)
+	select {
+	case r := <-out:
+		t.Fatalf("restartable signal ended the receive: %+v", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+	atomic.AddUint32(&ctr.All, 1)
+	atomic.AddUint32(&ctr.Interrupting, 1)
+	_ = unix.Tgkill(unix.Getpid(), tid, unix.SIGURG)
+	select {
+	case r := <-out:
+		if r.errno != unix.EINTR {
+			t.Fatalf("receive ended with %+v, want EINTR", r)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatalf("signal did not interrupt the receive")
+	}
+}
+
+// TestShutdownWakesBlockedSend: shutdown(SHUT_WR) from another thread ends a send blocked on a
+// full ring with EPIPE (or the count sent), as the kernel's does.
+func TestShutdownWakesBlockedSend(t *testing.T) {
+	env := testEnv(t, func(p *Params) { p.RingBytes, p.MaxRingBytes = 16<<10, 16<<10 })
+	c, s := pair(t, env, env)
+	switched(t, c, s)
+	out := make(chan unix.Errno, 1)
+	go func() {
+		_, errno := c.send(make([]byte, 100000), unix.MSG_NOSIGNAL)
+		if errno == 0 {
+			_, errno = c.send([]byte("x"), unix.MSG_NOSIGNAL)
+		}
+		out <- errno
+	}()
+	time.Sleep(30 * time.Millisecond)
+	c.tr.Shutdown(c.fd, unix.SHUT_WR)
+	_ = unix.Shutdown(c.fd, unix.SHUT_WR)
+	select {
+	case errno := <-out:
+		if errno != unix.EPIPE {
+			t.Fatalf("send after shutdown: %v", errno)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatalf("shutdown did not end the blocked send")
+	}
+	// The peer reads what fitted, then EOF.
+	got := 0
+	for {
+		b, errno := s.recv(len(s.rbuf), 0)
+		if errno != 0 {
+			t.Fatalf("recv: %v", errno)
+		}
+		if len(b) == 0 {
+			break
+		}
+		got += len(b)
+	}
+	if got != 16<<10 {
+		t.Fatalf("peer read %d bytes, want the ring's %d", got, 16<<10)
+	}
+}
+
+// TestSendfileThroughRing: sendfile after the switch reads the file at the offset and moves
+// only what the ring took; the peer gets the file's bytes.
+func TestSendfileThroughRing(t *testing.T) {
+	env := testEnv(t, nil)
+	c, s := pair(t, env, env)
+	switched(t, c, s)
+	data := stream(12, 300000)
+	f, err := os.CreateTemp(t.TempDir(), "sendfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	off := cmem(t, 8)
+	binary.NativeEndian.PutUint64(off, 1000)
+	done := make(chan error, 1)
+	go func() {
+		n, errno := c.tr.Transfer(call(transport.OpSendfile, c.fd, f.Fd(), addr(off), 250000))
+		if errno != 0 || n != 250000 {
+			done <- fmt.Errorf("sendfile = %d, %v", n, errno)
+			return
+		}
+		done <- nil
+	}()
+	got := s.recvAll(250000)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data[1000:251000]) {
+		t.Fatalf("file bytes differ")
+	}
+	if v := binary.NativeEndian.Uint64(off); v != 251000 {
+		t.Fatalf("offset = %d, want 251000", v)
+	}
+	if st := c.tr.Stats(); st.RingTx < 250000 {
+		t.Fatalf("sendfile not through the ring: %+v", st)
 	}
 }

@@ -98,7 +98,7 @@ func (t *TCP) ringSend(fd int, conn *ring.Conn, d *dataCall, nonblock bool) (int
 	backoff := int64(0)
 	txCap, _ := conn.Capacities()
 	for {
-		if t.gone.Load() != 0 || t.closed.Load() {
+		if t.gone.Load() != 0 || t.closed.Load() || t.wrShut.Load() {
 			return partial(sent, unix.EPIPE)
 		}
 		n, wake, err := conn.Write(d.bufs)

@@ -145,6 +145,9 @@ func (t *TCP) trySwitchWrite(fd int, conn *ring.Conn) bool {
 	if t.txSwitched.Load() {
 		return true
 	}
+	if t.wrShut.Load() {
+		return false // shut before the switch: the kernel's FIN ends our direction
+	}
 	if t.side == 0 {
 		if !conn.PeerAttached() {
 			return false
@@ -245,14 +248,16 @@ func (t *TCP) OptionSet(fd, level, name int) {
 func (t *TCP) Shutdown(fd, how int) {
 	conn := t.conn.Load()
 	if how == unix.SHUT_WR || how == unix.SHUT_RDWR {
-		t.txmu.Lock()
-		t.wrShut.Store(true)
-		if conn != nil && t.trySwitchWrite(fd, conn) {
-			if conn.ShutdownWrite() {
-				t.wake(fd)
-			}
+		// A sender asleep waiting for ring space holds txmu: the switch is only tried when no
+		// send is in progress, and the sleeper sees wrShut within maxWriterSleep (EPIPE).
+		if conn != nil && !t.txSwitched.Load() && t.txmu.TryLock() {
+			t.trySwitchWrite(fd, conn)
+			t.txmu.Unlock()
 		}
-		t.txmu.Unlock()
+		t.wrShut.Store(true)
+		if conn != nil && t.txSwitched.Load() && conn.ShutdownWrite() {
+			t.wake(fd)
+		}
 	}
 	if how == unix.SHUT_RD || how == unix.SHUT_RDWR {
 		t.rdShut.Store(true)
