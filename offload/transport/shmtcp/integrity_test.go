@@ -95,9 +95,19 @@ func drain(t testing.TB, e *end, n int, seed uint64) ([32]byte, int, error) {
 // TestIntegrityBothWays moves 16 MiB each way at once, every data call kind, and compares
 // hashes; both directions must end on the rings.
 func TestIntegrityBothWays(t *testing.T) {
-	env := testEnv(t, nil)
+	t.Run("64KiB", func(t *testing.T) { integrity(t, nil, 16<<20) })
+	// Rings of 4 KiB: nearly every send waits for space, every read may owe a wake-up.
+	t.Run("4KiB", func(t *testing.T) {
+		integrity(t, func(p *Params) { p.RingBytes, p.MaxRingBytes = 4<<10, 4<<10 }, 4<<20)
+	})
+	t.Run("4KiB-spin", func(t *testing.T) {
+		integrity(t, func(p *Params) { p.RingBytes, p.MaxRingBytes, p.RxPoll, p.RxPollOSRatio = 4<<10, 4<<10, 1000, 100 }, 4<<20)
+	})
+}
+
+func integrity(t *testing.T, mod func(*Params), n int) {
+	env := testEnv(t, mod)
 	c, s := pair(t, env, env)
-	const n = 16 << 20
 	a, b := stream(1, n), stream(2, n)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
@@ -132,10 +142,10 @@ func TestIntegrityBothWays(t *testing.T) {
 	if !cs.TxRing || !cs.RxRing || !ss.TxRing || !ss.RxRing {
 		t.Fatalf("not every direction switched to the ring: client %+v server %+v", cs, ss)
 	}
-	if cs.RingTx+cs.KernelTx != n || ss.RingRx+ss.KernelRx != n {
+	if cs.RingTx+cs.KernelTx != uint64(n) || ss.RingRx+ss.KernelRx != uint64(n) {
 		t.Fatalf("byte counts: client tx ring %d kernel %d, server rx ring %d kernel %d", cs.RingTx, cs.KernelTx, ss.RingRx, ss.KernelRx)
 	}
-	if cs.RingTx < n/2 {
+	if cs.RingTx < uint64(n/2) {
 		t.Fatalf("only %d of %d bytes through the ring", cs.RingTx, n)
 	}
 }

@@ -276,7 +276,7 @@ func (t *TCP) ringRead(fd int, conn *ring.Conn, d *dataCall) (int, error) {
 	}
 	n, wake, err := conn.Read(d.bufs)
 	if wake {
-		t.wake(fd)
+		t.wakeFromReader(fd)
 	}
 	if n > 0 {
 		t.ringRx.Add(uint64(n))
@@ -293,7 +293,7 @@ func (t *TCP) discard(fd int, conn *ring.Conn, want int) (int, error) {
 		iov := [1][]byte{scratch[:min(want-done, len(scratch))]}
 		n, wake, err := conn.Read(iov[:])
 		if wake {
-			t.wake(fd)
+			t.wakeFromReader(fd)
 		}
 		done += n
 		if err != nil || n == 0 {

@@ -58,6 +58,9 @@ type TCP struct {
 	ringTx, ringRx, kernTx, kernRx, wakesTx, wakesRx atomic.Uint64
 	withdrew                                         atomic.Bool
 	opts                                             atomic.Pointer[tcpOpts] // nodelay.go
+	// owed: a read freed space for the peer's waiting writer before our write switch, when no
+	// wake byte may be sent yet (it would be data before our K); the switch sends it.
+	owed atomic.Bool
 	resetSeen                                        atomic.Bool             // a send reported ECONNRESET: later ones EPIPE
 }
 
@@ -160,7 +163,24 @@ func (t *TCP) trySwitchWrite(fd int, conn *ring.Conn) bool {
 		return false
 	}
 	t.txSwitched.Store(true)
+	if t.owed.Swap(false) {
+		t.wake(fd)
+	}
 	return true
+}
+
+// wakeFromReader sends the wake-up a read owes the peer's writer; before our write switch it
+// is owed until the switch (a byte now would be read as data). The reader stores owed before it
+// loads txSwitched, the switch stores txSwitched before it swaps owed: one of them sends.
+func (t *TCP) wakeFromReader(fd int) {
+	if t.txSwitched.Load() {
+		t.wake(fd)
+		return
+	}
+	t.owed.Store(true)
+	if t.txSwitched.Load() && t.owed.Swap(false) {
+		t.wake(fd)
+	}
 }
 
 // settle is the pairing step every call before our write switch makes: commit (switch our
