@@ -60,8 +60,8 @@ type TCP struct {
 	opts                                             atomic.Pointer[tcpOpts] // nodelay.go
 	// owed: a read freed space for the peer's waiting writer before our write switch, when no
 	// wake byte may be sent yet (it would be data before our K); the switch sends it.
-	owed atomic.Bool
-	resetSeen                                        atomic.Bool             // a send reported ECONNRESET: later ones EPIPE
+	owed      atomic.Bool
+	resetSeen atomic.Bool // a send reported ECONNRESET: later ones EPIPE
 }
 
 const (
