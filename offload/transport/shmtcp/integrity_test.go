@@ -170,8 +170,10 @@ func TestKernelBytesBeforeSwitch(t *testing.T) {
 		t.Fatalf("server did not attach: %+v", st)
 	}
 	second := stream(4, 200000)
-	go c.sendAll(second) // switches: ring
+	sent := make(chan struct{})
+	go func() { c.sendAll(second); close(sent) }() // switches: ring
 	got := s.recvAll(len(first) + len(second))
+	<-sent
 	if !bytes.Equal(got, append(append([]byte(nil), first...), second...)) {
 		t.Fatalf("stream differs")
 	}
