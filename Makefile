@@ -63,6 +63,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzRingHeader -fuzztime 60s -fuzzminimizetime 5s ./offload/shm
 	$(GO) test -run '^$$' -fuzz FuzzSlotTable -fuzztime 60s -fuzzminimizetime 5s ./offload/shm
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s -fuzzminimizetime 5s ./offload/discovery
+	$(GO) test -run '^$$' -fuzz FuzzStreamOps -fuzztime 60s -fuzzminimizetime 5s ./offload/shm
+	$(GO) test -run '^$$' -fuzz FuzzConnHeader -fuzztime 60s -fuzzminimizetime 5s ./offload/shm
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s -fuzzminimizetime 5s ./offload/xdp/packet
+	$(GO) test -run '^$$' -fuzz FuzzParseLinkAnswer -fuzztime 60s -fuzzminimizetime 5s ./offload/xdp
+	$(GO) test -run '^$$' -fuzz FuzzParseMcOption -fuzztime 60s -fuzzminimizetime 5s ./offload
 
 # Debian and RPM packages into build/pkg/
 deb: all

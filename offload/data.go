@@ -21,6 +21,12 @@ func (e *Engine) transfer(s *Socket, c *transport.Call) int64 {
 			e.decide(s, c.FD, conf.RoleUDPSender, localAddr(c.FD), dst)
 		}
 	}
+	if c.Op.Receive() && s.typ == sockDgram && e.cfg.SHM != nil {
+		if errno := e.udpWaitInbox(s, c); errno != 0 {
+			e.count(s, c, -1, errno, true)
+			return result(-1, errno)
+		}
+	}
 	var n int
 	var errno syscall.Errno
 	tr := s.transport()

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
@@ -29,6 +30,7 @@ type waiter struct {
 	socks    []*shmtr.UDP // the ring sockets involved
 	deadline int64        // nanotime; 0: none (forever); -1: do not wait
 	spinning bool
+	polls    int // spinBudget calls, for yielding
 	sig      *transport.SigCounters
 	sigBase  uint32
 }
@@ -54,12 +56,17 @@ func (e *Engine) newWaiter(ts *unix.Timespec, sig uintptr) (*waiter, syscall.Err
 }
 
 // spinBudget reports whether the waiter may still poll instead of sleeping.
+// Past sysc.YieldAfter of polling it gives the CPU away every sysc.YieldEvery polls.
 func (w *waiter) spinBudget(start int64) bool {
 	p := w.e.cfg.IOMux.SelectPoll
-	if p < 0 {
-		return w.deadline == 0 || nanotime() < w.deadline
+	now := nanotime()
+	if w.polls++; w.polls%sysc.YieldEvery == 0 && now-start > sysc.YieldAfter {
+		sysc.Yield()
 	}
-	return nanotime()-start < int64(p)*1000 && (w.deadline == 0 || nanotime() < w.deadline)
+	if p < 0 {
+		return w.deadline == 0 || now < w.deadline
+	}
+	return now-start < int64(p)*1000 && (w.deadline == 0 || now < w.deadline)
 }
 
 // interrupted reports whether a signal handler ran on this thread since the waiter started

@@ -2,6 +2,7 @@ package offload
 
 import (
 	"net/netip"
+	"syscall"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -49,6 +50,36 @@ func (e *Engine) udpConnected(s *Socket, fd int, remote netip.AddrPort) {
 	if u := s.shmUDP(); u != nil {
 		u.Connected(fd, remote)
 	}
+}
+
+// udpWaitInbox makes a blocking receive on a UDP socket that may still get rings wait for them:
+// a receive that blocked in the kernel before the socket had its inbox would never see a ring
+// datagram. It returns once the socket has its inbox (or never will) or the kernel socket is
+// readable, or the error that ends the receive (SO_RCVTIMEO, a signal).
+func (e *Engine) udpWaitInbox(s *Socket, c *transport.Call) syscall.Errno {
+	waiting := func() bool {
+		if !s.isDecided() {
+			return true // the rule (and the transport) come with bind, connect or a first send
+		}
+		u := s.shmUDP()
+		return u != nil && u.Inbox() == nil && u.GaveUp() == transport.ReasonNone
+	}
+	if !waiting() || s.nonblock.Load() || recvFlags(c)&unix.MSG_DONTWAIT != 0 {
+		return 0
+	}
+	_, errno := e.cfg.SHM.WaitEarly(c.FD, func() bool { return !waiting() })
+	return errno
+}
+
+// recvFlags are a receive call's flags.
+func recvFlags(c *transport.Call) int {
+	switch c.Op {
+	case transport.OpRecvfrom, transport.OpRecvmmsg:
+		return int(int32(c.A[2]))
+	case transport.OpRecvmsg:
+		return int(int32(c.A[1]))
+	}
+	return 0
 }
 
 // giveUp sends an offloaded UDP socket back to the kernel for good, with the reason.

@@ -841,6 +841,22 @@ func testShmMulticast(t *testing.T, goxioSender bool) {
 	h.requireClean()
 }
 
+// TestShmEarlyReceive: a thread blocked in recv before its socket had a port (or a rule decision)
+// gets the datagrams another socket of the process sends once the socket is bound: the blocked
+// receive moves to the rings instead of staying asleep in the kernel, where ring datagrams never
+// arrive (sockperf's client blocks its receiving thread that way).
+func TestShmEarlyReceive(t *testing.T) {
+	h := newShmHarness(t)
+	const n = 1000
+	p := h.start("early", h.env(), nil, h.udp, "early", "-n", strconv.Itoa(n))
+	p.ready()
+	if l := p.expect("early ", 60*time.Second); l != fmt.Sprintf("early got %d bad 0", n) {
+		t.Errorf("early receive: %q, want every one of %d datagrams", l, n)
+	}
+	p.wait(30 * time.Second)
+	h.requireClean()
+}
+
 // TestShmMulticastSameProcess: two member sockets of one process each get every datagram a third
 // socket of the process sends to the group exactly once, through rings.
 func TestShmMulticastSameProcess(t *testing.T) {

@@ -31,6 +31,9 @@
  *   mself -n count [-m group] [-W]
  *        Multicast inside one process: two member sockets each get every datagram of a third
  *        exactly once. Prints "ready FDB FDC", then "mself ok N bad B extra E".
+ *   early -n count
+ *        A receive blocked before its socket has a port gets the datagrams sent once it has one.
+ *        Prints "ready FD 0", then "early got N bad B".
  *   noop Opens and binds one UDP socket, closes it, exits (a goxio process start: sweeps).
  *
  * Exit codes: 0 done (the test judges the counts), 2 a system call failed, 3 an ack timed out.
@@ -585,6 +588,66 @@ static int mself_main(int argc, char **argv)
 	return 0;
 }
 
+/* early: a thread blocks in recvfrom on a socket that has no port (and no rule decision) yet;
+ * then the main thread binds it, and another socket of the process sends count datagrams to it.
+ * The blocked receive must get them (through the rings under the library).
+ * Prints "ready FD 0", then "early got N bad B". */
+static int early_fd;
+static long early_count, early_got, early_bad;
+static void *early_thread(void *arg)
+{
+	(void)arg;
+	uint8_t buf[MAXDG + 64];
+	for (long i = 0; i < early_count; i++) {
+		ssize_t m = recv(early_fd, buf, sizeof buf, 0);
+		if (m < 0)
+			break;
+		struct hdr h;
+		if (check(buf, m, &h) && h.seq == (uint32_t)i)
+			early_got++;
+		else
+			early_bad++;
+	}
+	return NULL;
+}
+
+static int early_main(int argc, char **argv)
+{
+	int o;
+	while ((o = getopt(argc, argv, "n:")) != -1) {
+		switch (o) {
+		case 'n': early_count = atol(optarg); break;
+		default: return 2;
+		}
+	}
+	early_fd = socket(AF_INET, SOCK_DGRAM, 0);
+	int tx = socket(AF_INET, SOCK_DGRAM, 0);
+	if (early_fd < 0 || tx < 0)
+		die("sockets");
+	set_rcvtimeo(early_fd, 10000);
+	pthread_t th;
+	pthread_create(&th, NULL, early_thread, NULL);
+	usleep(200000); /* the receive is blocked by now */
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof a;
+	if (bind(early_fd, (struct sockaddr *)&a, sizeof a) < 0 || getsockname(early_fd, (struct sockaddr *)&a, &al) < 0)
+		die("bind");
+	printf("ready %d 0\n", early_fd);
+	fflush(stdout);
+	uint8_t out[MAXDG];
+	for (uint32_t seq = 0; seq < (uint32_t)early_count; seq++) {
+		size_t n = build(out, 3, seq, (uint32_t)early_count, 0, 64);
+		if (sendto(tx, out, n, 0, (struct sockaddr *)&a, sizeof a) != (ssize_t)n)
+			die("sendto");
+		if (seq % 64 == 63)
+			usleep(1000); /* no receive-buffer overflow */
+	}
+	pthread_join(th, NULL);
+	printf("early got %ld bad %ld\n", early_got, early_bad);
+	fflush(stdout);
+	return 0;
+}
+
 static int noop_main(void)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -611,6 +674,8 @@ int main(int argc, char **argv)
 		return tx_main(argc - 1, argv + 1);
 	if (strcmp(mode, "self") == 0)
 		return self_main(argc - 1, argv + 1);
+	if (strcmp(mode, "early") == 0)
+		return early_main(argc - 1, argv + 1);
 	if (strcmp(mode, "mself") == 0)
 		return mself_main(argc - 1, argv + 1);
 	if (strcmp(mode, "noop") == 0)

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
@@ -168,6 +169,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 	p := &u.env.p
 	polls := 0
 	spinning := false
+	var spinStart int64
 	defer func() {
 		if spinning {
 			in.SpinEnd()
@@ -210,8 +212,12 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 			if !spinning {
 				in.SpinBegin()
 				spinning = true
+				spinStart = nanotime()
 			}
 			polls++
+			if polls%sysc.YieldEvery == 0 && nanotime()-spinStart > sysc.YieldAfter {
+				sysc.Yield()
+			}
 			continue
 		}
 		if spinning {
