@@ -9,6 +9,24 @@
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
+/* SPILL serves a receive from the datagrams spilled at a fork (spill.c) while there are any. */
+#define SPILL(fd, flags, iov, iovcnt, name, namelen, msgflags)                                            \
+	do {                                                                                               \
+		if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_SPILL) &&                                 \
+		    !((flags) & (MSG_ERRQUEUE | MSG_OOB))) {                                               \
+			long r_;                                                                           \
+			if (goxio_spill_recv(fd, iov, iovcnt, flags, name, namelen, msgflags, &r_))        \
+				return r_;                                                                 \
+		}                                                                                          \
+	} while (0)
+
+/* SPILL1 is SPILL for one buffer. */
+#define SPILL1(fd, buf, n, flags, name, namelen)                                                           \
+	do {                                                                                               \
+		struct iovec v_ = {(buf), (n)};                                                            \
+		SPILL(fd, flags, &v_, 1, name, namelen, NULL);                                             \
+	} while (0)
+
 /* CHK_TRAMPOLINE is TRAMPOLINE for glibc's fortified variants: on the engine path the buffer
  * check that the real __*_chk function would make is made here (n > buflen aborts the program). */
 #define CHK_TRAMPOLINE(fd, n, buflen, op, realcall, a0, a1, a2, a3, a4)                                   \
@@ -29,39 +47,79 @@ extern void __chk_fail(void) __attribute__((noreturn));
 		return realcall;                                                                           \
 	} while (0)
 
-ssize_t read(int fd, void *buf, size_t n) { TRAMPOLINE(fd, GOXIO_OP_READ, REAL(read)(fd, buf, n), buf, n, 0, 0, 0); }
+ssize_t read(int fd, void *buf, size_t n) {
+	SPILL1(fd, buf, n, 0, NULL, NULL);
+	TRAMPOLINE(fd, GOXIO_OP_READ, REAL(read)(fd, buf, n), buf, n, 0, 0, 0);
+}
 
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
+	if (n > buflen)
+		__chk_fail();
+	SPILL1(fd, buf, n, 0, NULL, NULL);
 	CHK_TRAMPOLINE(fd, n, buflen, GOXIO_OP_READ, REAL(__read_chk)(fd, buf, n, buflen), buf, n, 0, 0, 0);
 }
 
 ssize_t readv(int fd, const struct iovec *iov, int cnt) {
+	SPILL(fd, 0, iov, cnt > 0 ? (size_t)cnt : 0, NULL, NULL, NULL);
 	TRAMPOLINE(fd, GOXIO_OP_READV, REAL(readv)(fd, iov, cnt), iov, cnt, 0, 0, 0);
 }
 
 ssize_t recv(int fd, void *buf, size_t n, int flags) {
+	SPILL1(fd, buf, n, flags, NULL, NULL);
 	TRAMPOLINE(fd, GOXIO_OP_RECVFROM, REAL(recv)(fd, buf, n, flags), buf, n, flags, 0, 0);
 }
 
 ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags) {
+	if (n > buflen)
+		__chk_fail();
+	SPILL1(fd, buf, n, flags, NULL, NULL);
 	CHK_TRAMPOLINE(fd, n, buflen, GOXIO_OP_RECVFROM, REAL(__recv_chk)(fd, buf, n, buflen, flags), buf, n, flags, 0, 0);
 }
 
 ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen) {
+	SPILL1(fd, buf, n, flags, addr, alen);
 	TRAMPOLINE(fd, GOXIO_OP_RECVFROM, REAL(recvfrom)(fd, buf, n, flags, addr, alen), buf, n, flags, addr, alen);
 }
 
 ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
 		       socklen_t *alen) {
+	if (n > buflen)
+		__chk_fail();
+	SPILL1(fd, buf, n, flags, addr, alen);
 	CHK_TRAMPOLINE(fd, n, buflen, GOXIO_OP_RECVFROM, REAL(__recvfrom_chk)(fd, buf, n, buflen, flags, addr, alen), buf,
 		       n, flags, addr, alen);
 }
 
 ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_SPILL) && msg != NULL) {
+		int mf_ = 0;
+		long r_;
+		if (!(flags & (MSG_ERRQUEUE | MSG_OOB)) &&
+		    goxio_spill_recv(fd, msg->msg_iov, msg->msg_iovlen, flags, msg->msg_name, &msg->msg_namelen, &mf_, &r_)) {
+			msg->msg_flags = mf_;
+			msg->msg_controllen = 0;
+			return r_;
+		}
+	}
 	TRAMPOLINE(fd, GOXIO_OP_RECVMSG, REAL(recvmsg)(fd, msg, flags), msg, flags, 0, 0, 0);
 }
 
 int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *timeout) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_SPILL) && v != NULL && !(flags & (MSG_ERRQUEUE | MSG_OOB))) {
+		unsigned int k = 0;
+		for (; k < n; k++) {
+			struct msghdr *m = &v[k].msg_hdr;
+			int mf_ = 0;
+			long r_;
+			if (!goxio_spill_recv(fd, m->msg_iov, m->msg_iovlen, flags & ~MSG_WAITFORONE, m->msg_name, &m->msg_namelen, &mf_, &r_))
+				break;
+			m->msg_flags = mf_;
+			m->msg_controllen = 0;
+			v[k].msg_len = (unsigned int)r_;
+		}
+		if (k > 0)
+			return (int)k;
+	}
 	TRAMPOLINE(fd, GOXIO_OP_RECVMMSG, REAL(recvmmsg)(fd, v, n, flags, timeout), v, n, flags, timeout, 0);
 }
 

@@ -2,7 +2,8 @@
  * calls_process.c: fork, vfork and daemon.
  *
  * A forked child never enters Go (lifecycle.c detects it with one load); it keeps using every
- * inherited socket through its kernel socket. vfork is served by fork: a vfork child shares the
+ * inherited socket through its kernel socket. Before the fork the parent's shared-memory sockets
+ * go back to the kernel for good (their ring datagrams spilled for both processes: spill.c). vfork is served by fork: a vfork child shares the
  * parent's memory, and a call into the engine from it would change the parent's bookkeeping
  * (VMA does the same).
  */
@@ -11,8 +12,19 @@
 #include <unistd.h>
 
 void goxio_mark_child(void);
+void goxio_go_prefork(void);
+extern volatile int goxio_ring_fds;
+
+/* prefork hands the engine's shared-memory sockets back to the kernel before a fork: the child
+ * shares them and cannot read rings (it never enters Go); what the rings held is spilled where
+ * both processes read it (spill.c). */
+static void prefork(void) {
+	if (__atomic_load_n(&goxio_ring_fds, __ATOMIC_RELAXED) > 0 && goxio_active() && !goxio_is_forked_child())
+		goxio_go_prefork();
+}
 
 pid_t fork(void) {
+	prefork();
 	pid_t pid = REAL(fork)();
 	if (pid == 0)
 		goxio_mark_child();
@@ -22,6 +34,7 @@ pid_t fork(void) {
 pid_t vfork(void) { return fork(); }
 
 int daemon(int nochdir, int noclose) {
+	prefork();
 	int r = REAL(daemon)(nochdir, noclose);
 	if (r == 0)
 		goxio_mark_child();

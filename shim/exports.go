@@ -38,3 +38,13 @@ func goxio_go_start() C.int {
 	start()
 	return 1
 }
+
+// goxio_go_prefork runs in the parent just before fork or daemon: the engine hands its
+// shared-memory sockets back to the kernel and spills what their rings held (shim/spill.c).
+//
+//export goxio_go_prefork
+func goxio_go_prefork() {
+	if e := lib.engine; e != nil {
+		e.BeforeFork(cTable{})
+	}
+}

@@ -119,6 +119,8 @@ enum {
 	GOXIO_FD_RING = 8,     /* a socket whose readiness is partly in user-space rings: select, poll
 				  and epoll_ctl on it enter the engine */
 	GOXIO_FD_EPOLL = 16,   /* an epoll fd with ring sockets in it: epoll_wait enters the engine */
+	GOXIO_FD_SPILL = 32,   /* a socket whose ring datagrams were spilled at a fork (spill.c): its
+				  receives take them first, in the parent and in the child */
 };
 
 /* goxio_fdt_tag is the epoll data the engine registers an inner epoll fd with in a program's epoll
@@ -136,6 +138,16 @@ static inline uint8_t goxio_fd_flags(int fd) {
 }
 
 void goxio_fdt_set(int fd, int flags);
+
+/* ---- datagrams spilled at a fork (spill.c) ---- */
+
+/* goxio_spill_set gives fd (one of the fds of a socket) the spill region the engine made of its
+ * ring datagrams before a fork, and flags it GOXIO_FD_SPILL. */
+void goxio_spill_set(int fd, void *region);
+/* goxio_spill_recv serves a receive on a spill-flagged fd from its region: 1 with *ret set when a
+ * spilled datagram was taken (or peeked), 0 when the region is empty (the caller goes on). */
+GOXIO_HIDDEN int goxio_spill_recv(int fd, const struct iovec *iov, size_t iovcnt, int flags, void *name,
+				  socklen_t *namelen, int *msgflags, long *ret);
 int goxio_fdt_get(int fd);
 GOXIO_HIDDEN int goxio_fdt_high(void);
 

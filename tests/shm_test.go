@@ -857,6 +857,26 @@ func TestShmEarlyReceive(t *testing.T) {
 	h.requireClean()
 }
 
+// TestShmForkSpill: datagrams that came through a ring and wait in the socket when the process
+// forks are received once each, in order, by the child (which never enters the library's Go
+// code) or by the parent, as from the kernel socket they share; the socket then stays on the
+// kernel (the child cannot read rings).
+func TestShmForkSpill(t *testing.T) {
+	h := newShmHarness(t)
+	const n = 200
+	p := h.start("forkspill", h.env(), nil, h.udp, "forkspill", "-n", strconv.Itoa(n))
+	fr, _ := p.ready()
+	if l := p.expect("child ", 30*time.Second); l != fmt.Sprintf("child got %d bad 0", n/2) {
+		t.Errorf("child: %q, want the first %d datagrams", l, n/2)
+	}
+	if l := p.expect("parent ", 30*time.Second); l != fmt.Sprintf("parent got %d bad 0 extra 0", n-n/2) {
+		t.Errorf("parent: %q, want the other %d datagrams, no more", l, n-n/2)
+	}
+	_ = fr
+	p.wait(30 * time.Second)
+	h.requireClean()
+}
+
 // TestShmMulticastSameProcess: two member sockets of one process each get every datagram a third
 // socket of the process sends to the group exactly once, through rings.
 func TestShmMulticastSameProcess(t *testing.T) {

@@ -34,6 +34,9 @@
  *   early -n count
  *        A receive blocked before its socket has a port gets the datagrams sent once it has one.
  *        Prints "ready FD 0", then "early got N bad B".
+ *   forkspill -n count
+ *        Datagrams queued in a socket at a fork are received once, by the child or the parent.
+ *        Prints "ready FDR FDS", "child got N bad B", "parent got N bad B extra E".
  *   noop Opens and binds one UDP socket, closes it, exits (a goxio process start: sweeps).
  *
  * Exit codes: 0 done (the test judges the counts), 2 a system call failed, 3 an ack timed out.
@@ -51,6 +54,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -648,6 +652,81 @@ static int early_main(int argc, char **argv)
 	return 0;
 }
 
+/* forkspill: one socket of the process sends count datagrams to another; then the process forks;
+ * the child receives half of them (blocking recvfrom, source checked), the parent the rest
+ * (recvmsg with MSG_DONTWAIT until EAGAIN, after the child exited): each datagram once, in order.
+ * Prints "ready FDR FDS", "child got N bad B" and "parent got N bad B extra E". */
+static int forkspill_main(int argc, char **argv)
+{
+	long count = 0;
+	int o;
+	while ((o = getopt(argc, argv, "n:")) != -1) {
+		switch (o) {
+		case 'n': count = atol(optarg); break;
+		default: return 2;
+		}
+	}
+	int r = socket(AF_INET, SOCK_DGRAM, 0), s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in ra = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in sa = ra;
+	socklen_t rl = sizeof ra, sl = sizeof sa;
+	if (r < 0 || s < 0 || bind(r, (struct sockaddr *)&ra, sizeof ra) < 0 || bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    getsockname(r, (struct sockaddr *)&ra, &rl) < 0 || getsockname(s, (struct sockaddr *)&sa, &sl) < 0)
+		die("sockets");
+	set_rcvtimeo(r, 5000);
+	printf("ready %d %d\n", r, s);
+	fflush(stdout);
+	uint8_t out[MAXDG], buf[MAXDG + 64];
+	for (uint32_t seq = 0; seq < (uint32_t)count; seq++) {
+		size_t n = build(out, 5, seq, (uint32_t)count, ntohs(sa.sin_port), 64);
+		if (sendto(s, out, n, 0, (struct sockaddr *)&ra, sizeof ra) != (ssize_t)n)
+			die("sendto");
+	}
+	long half = count / 2;
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		long got = 0, bad = 0;
+		for (long i = 0; i < half; i++) {
+			struct sockaddr_in from;
+			socklen_t fl = sizeof from;
+			ssize_t m = recvfrom(r, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
+			if (m < 0)
+				break;
+			struct hdr h;
+			if (check(buf, m, &h) && h.seq == (uint32_t)i && from.sin_port == sa.sin_port && fl == sizeof from)
+				got++;
+			else
+				bad++;
+		}
+		printf("child got %ld bad %ld\n", got, bad);
+		fflush(stdout);
+		_exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	long got = 0, bad = 0, extra = 0;
+	for (long i = half;; i++) {
+		struct sockaddr_in from;
+		struct iovec v = {buf, sizeof buf};
+		struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &v, .msg_iovlen = 1};
+		ssize_t k = recvmsg(r, &m, MSG_DONTWAIT);
+		if (k < 0)
+			break;
+		struct hdr h;
+		if (i >= count)
+			extra++;
+		else if (check(buf, k, &h) && h.seq == (uint32_t)i && from.sin_port == sa.sin_port && m.msg_flags == 0)
+			got++;
+		else
+			bad++;
+	}
+	printf("parent got %ld bad %ld extra %ld\n", got, bad, extra);
+	fflush(stdout);
+	return 0;
+}
+
 static int noop_main(void)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -674,6 +753,8 @@ int main(int argc, char **argv)
 		return tx_main(argc - 1, argv + 1);
 	if (strcmp(mode, "self") == 0)
 		return self_main(argc - 1, argv + 1);
+	if (strcmp(mode, "forkspill") == 0)
+		return forkspill_main(argc - 1, argv + 1);
 	if (strcmp(mode, "early") == 0)
 		return early_main(argc - 1, argv + 1);
 	if (strcmp(mode, "mself") == 0)

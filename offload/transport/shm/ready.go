@@ -9,6 +9,9 @@ func (u *UDP) RingReady() bool {
 		return false
 	}
 	defer u.exit()
+	if u.spilled() {
+		return true
+	}
 	in := u.inbox.Load()
 	if in == nil || u.kernelOnly.Load() {
 		return false

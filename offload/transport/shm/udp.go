@@ -67,6 +67,8 @@ type UDP struct {
 	mcSender   bool          // the binding is flagged as a multicast ring sender
 	mcLoop     atomic.Bool   // IP_MULTICAST_LOOP (on by default)
 	mcIf       atomic.Uint32 // IP_MULTICAST_IF address, host order; 0: the route's
+
+	spill atomic.Pointer[[]byte] // datagrams spilled at a fork (handover.go)
 }
 
 type discoveryEntry = discovery.Entry

@@ -1,0 +1,55 @@
+package shm
+
+import (
+	"net/netip"
+
+	"golang.org/x/sys/unix"
+)
+
+// HandOver takes every datagram waiting in the socket's rings, in the order a receive would
+// return them, as (source sockaddr, payload) pairs the caller owns: the engine spills them before
+// a fork, then sends the socket back to the kernel.
+func (u *UDP) HandOver() [][2][]byte {
+	if !u.enter() {
+		return nil
+	}
+	defer u.exit()
+	in := u.inbox.Load()
+	if in == nil || u.kernelOnly.Load() {
+		return nil
+	}
+	u.rxmu.Lock()
+	defer u.rxmu.Unlock()
+	var out [][2][]byte
+	in.Refresh()
+	for len(out) < maxHandOver {
+		name, data, err := in.Peek()
+		if err != nil {
+			break
+		}
+		if len(name) == mcNameLen {
+			if !u.admits(netip.AddrFrom4([4]byte(name[unix.SizeofSockaddrInet4:])), sockaddr4(name).Addr()) {
+				in.Pop()
+				continue
+			}
+			name = name[:unix.SizeofSockaddrInet4]
+		}
+		out = append(out, [2][]byte{append([]byte(nil), name...), append([]byte(nil), data...)})
+		in.Pop()
+	}
+	return out
+}
+
+// maxHandOver bounds the datagrams one hand-over takes (rings of 64 senders, full).
+const maxHandOver = 1 << 20
+
+// SetSpill gives the socket the region its ring datagrams were spilled to at a fork: select, poll
+// and epoll report the socket readable while the region holds datagrams (the receives themselves
+// are served from it by the C side).
+func (u *UDP) SetSpill(region []byte) { u.spill.Store(&region) }
+
+// spilled reports whether the spill region still holds a datagram.
+func (u *UDP) spilled() bool {
+	p := u.spill.Load()
+	return p != nil && spillLeft(*p)
+}
