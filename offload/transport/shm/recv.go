@@ -183,6 +183,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 	for {
 		if n, ok := u.fromRing(in, rc); ok {
 			u.rings.Add(1)
+			u.waited(&w)
 			return n, 0, false
 		}
 		if checkOS || (p.RxUDPPollOSRatio > 0 && polls > 0 && polls%p.RxUDPPollOSRatio == 0) {
@@ -190,6 +191,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 			if n, errno, done := u.kernelNow(c); done {
 				if errno == 0 {
 					u.osRx.Add(1)
+					u.waited(&w)
 				}
 				return n, errno, true
 			}
@@ -208,7 +210,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 		if errno := w.check(); errno != 0 {
 			return -1, errno, false
 		}
-		if p.RxPoll < 0 || polls < p.RxPoll {
+		if p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || u.waitAvg.Load() < spinWorth) {
 			if !spinning {
 				in.SpinBegin()
 				spinning = true
@@ -261,6 +263,25 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 	}
 }
 
+// spinWorth is the typical wait beyond which a blocking receive stops spinning before it sleeps
+// (unless VMA_RX_POLL is -1): data that keeps coming this late is not worth a CPU held busy all
+// that time (the wake-up costs a few microseconds), and on a machine with few CPUs the spinning
+// would take them from the threads that produce the data. Once the waits get shorter again, the
+// receive spins again.
+const spinWorth = 100e3 // ns
+
+// waited folds how long a blocking receive waited for its datagram into the socket's average
+// (an exponentially weighted mean, 1/8 per sample); receives that found data at once do not
+// count.
+func (u *UDP) waited(w *blockState) {
+	if !w.started {
+		return
+	}
+	d := nanotime() - w.begin
+	old := u.waitAvg.Load()
+	u.waitAvg.Store(old + (d-old)/8)
+}
+
 // highFD is where a receive's own copy of its socket goes: away from the low numbers the program
 // expects to get from its own calls meanwhile.
 const highFD = 1 << 10
@@ -269,6 +290,7 @@ const highFD = 1 << 10
 // and the thread's signal handlers.
 type blockState struct {
 	started  bool
+	begin    int64 // nanotime when the wait started
 	deadline int64 // nanotime; 0: no SO_RCVTIMEO
 	sig      *transport.SigCounters
 	all      uint32
@@ -277,6 +299,7 @@ type blockState struct {
 
 func (w *blockState) start(timeout int64, signals func() *transport.SigCounters) {
 	w.started = true
+	w.begin = nanotime()
 	if timeout > 0 {
 		w.deadline = nanotime() + timeout
 	}
