@@ -1,0 +1,44 @@
+// Package xdp is the AF_XDP transport for UDP: datagrams of offloaded sockets whose traffic
+// enters and leaves the host through a network interface travel between the program and the NIC
+// through AF_XDP rings (package offload/xdp) instead of the kernel's socket layer; everything
+// else keeps using the kernel socket, which every offloaded socket still is.
+//
+// # Process-wide state (env.go, iface.go)
+//
+// An Env holds, per interface it offloads, the steering program (attached on first use) and one
+// AF_XDP socket per receive queue, or the reason the interface stays with the kernel (another
+// program already attached: *xdp.BusyError; missing capabilities; no XDP support), logged once.
+// It also holds one netlink connection and a neighbour cache, serialised by one mutex.
+//
+// # Receive (flows.go, demux.go, recv.go)
+//
+// Bound registers the socket's flows in the steering program: its local address and port, or,
+// for a wildcard bind, every IPv4 address of the offloaded interfaces with that port. Join adds
+// a (group, port) entry. The thread that receives (any thread inside a receive call, or
+// RingReady) takes frames from the RX rings of every queue under that queue's mutex, parses them
+// and hands each to the socket the kernel would deliver it to (exact local address before
+// wildcard, a connected socket only from its peer, a multicast datagram to every member) by
+// putting the frame, still in UMEM, in the socket's bounded queue; the frame goes back to the
+// fill ring once the program copied it out (or at once when the queue is full: a drop, counted).
+// The kernel socket is read too, for the traffic the program does not steer.
+//
+// A receive spins up to RxPoll polls, then sleeps in ppoll on the kernel socket, the AF_XDP
+// sockets (frames on an RX ring) and the socket's own wake pipe: a thread that puts a frame in
+// the queue of a socket somebody sleeps on writes one byte to it.
+//
+// # Transmit (send.go, route.go)
+//
+// A send looks its destination up (RouteGet, then the neighbour cache; the answer is cached per
+// socket while the Env's generation holds and for at most routeTTL), builds the Ethernet, IPv4
+// and UDP headers in a TX frame and posts it on the TX ring of the interface. Destinations the
+// rings cannot serve go through the kernel: a neighbour not yet resolved (the kernel resolves it
+// and the cache is asked again at the next send), local and broadcast destinations, routes out
+// of an interface this process does not own, datagrams larger than the path MTU, control
+// messages and unusual flags, and multicast with IP_MULTICAST_LOOP on (the default): the kernel
+// both sends such a datagram out and loops a copy back to every member on this host, in any
+// process, which frames sent from an AF_XDP ring would never reach. With IP_MULTICAST_LOOP off
+// multicast goes through the ring.
+//
+// The package runs inside the program the library is preloaded into: raw system calls only, no
+// goroutine, timer, os.File or net package, so the Go netpoller never starts.
+package xdp

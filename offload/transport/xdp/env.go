@@ -1,0 +1,164 @@
+package xdp
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/xdp"
+	"github.com/goxio/goxio/offload/xdp/packet"
+)
+
+// Params are the parameters the transport follows (VMA_* names in conf.Params).
+type Params struct {
+	// Interfaces names the interfaces the transport may offload; empty: every Ethernet
+	// interface that is up and has an IPv4 address.
+	Interfaces []string
+	// RxPoll (VMA_RX_POLL): polls of an empty socket before a blocking receive sleeps; -1 forever.
+	RxPoll int
+	// RxUDPPollOSRatio (VMA_RX_UDP_POLL_OS_RATIO): the kernel socket is read every N polls; 0:
+	// only before sleeping and when the kernel woke the receive.
+	RxUDPPollOSRatio int
+	// TxNonblockedEagains (VMA_TX_NONBLOCKED_EAGAINS): a non-blocking send that finds the TX
+	// ring full fails with EAGAIN instead of dropping the datagram.
+	TxNonblockedEagains bool
+	// QueueLen is how many received datagrams one socket holds (in UMEM) until the program reads
+	// them; more are dropped and counted. 0: 128.
+	QueueLen int
+	// Socket and Program tune the AF_XDP sockets and the steering program.
+	Socket  xdp.Config
+	Program xdp.Options
+	// Signals returns the calling thread's signal-handler counters; nil: none.
+	Signals func() *transport.SigCounters
+	// AdoptFD makes one of the transport's own fds internal (invisible to the program) and
+	// returns its number; ReleaseFD undoes it before the fd is closed. nil: fds stay as they are.
+	AdoptFD   func(fd int) int
+	ReleaseFD func(fd int)
+}
+
+// Env is the transport's process-wide state: per interface the steering program and the AF_XDP
+// sockets of its queues (or why the interface stays with the kernel), the netlink connection and
+// neighbour cache, and the table that routes received frames to sockets.
+type Env struct {
+	p   Params
+	log *zap.Logger
+
+	mu     sync.Mutex         // guards the fields below
+	ifaces map[int]*iface     // by ifindex, once looked at
+	said   map[string]bool    // reasons already logged
+	nl     *packet.Conn       // netlink, in the namespace the Env was made in
+	neigh  *packet.NeighCache // next hops' MACs
+	flows  map[flowKey]int    // sockets per steered (interface, address, port)
+	groups map[groupKey]int   // sockets per steered (interface, group, port)
+	socks  map[*UDP]struct{}  // sockets with a binding, for the demultiplexing table
+	closed bool               // Close happened
+
+	gen   atomic.Uint64              // route generation: cached routes older than it are asked again
+	demux atomic.Pointer[demuxTable] // who receives what; replaced as a whole under mu
+	xsks  atomic.Pointer[[]*xsk]     // every AF_XDP socket, for the receive path
+
+	nextTxq atomic.Uint32 // spreads sockets over the TX queues
+
+	rxUnmatched atomic.Uint64 // steered frames no socket of this process wanted
+	rxBad       atomic.Uint64 // steered frames that did not parse
+}
+
+type flowKey struct {
+	ifindex int
+	dst     netip.AddrPort
+}
+
+type groupKey struct {
+	ifindex int
+	group   netip.Addr
+	port    uint16
+}
+
+// Neighbour cache ages: a resolved next hop is asked again after neighTTL, an unresolved one
+// after unresolvedTTL (the kernel is resolving it meanwhile: the cache nudges it).
+const (
+	neighTTL      = time.Second
+	unresolvedTTL = time.Millisecond
+)
+
+// NewEnv opens the netlink connection (in the calling thread's network namespace, which all
+// interfaces the Env uses must be in). Interfaces are attached when a socket first needs them.
+func NewEnv(p Params, log *zap.Logger) (*Env, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if p.QueueLen <= 0 {
+		p.QueueLen = 128
+	}
+	nl, err := packet.Open()
+	if err != nil {
+		return nil, fmt.Errorf("xdp transport: %w", err)
+	}
+	e := &Env{p: p, log: log, ifaces: map[int]*iface{}, said: map[string]bool{}, nl: nl,
+		neigh: packet.NewNeighCache(neighTTL, unresolvedTTL, true), flows: map[flowKey]int{},
+		groups: map[groupKey]int{}, socks: map[*UDP]struct{}{}}
+	e.demux.Store(&demuxTable{})
+	e.xsks.Store(&[]*xsk{})
+	return e, nil
+}
+
+// Invalidate drops every cached route and neighbour: the engine calls it when it learns that
+// routes, addresses, links or neighbours changed.
+func (e *Env) Invalidate() {
+	e.mu.Lock()
+	e.neigh.Invalidate()
+	e.mu.Unlock()
+	e.gen.Add(1)
+}
+
+// Close detaches every steering program and closes every AF_XDP socket and the netlink
+// connection. Every UDP of the Env must be closed first (their queued frames live in UMEM).
+func (e *Env) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	e.xsks.Store(&[]*xsk{})
+	var first error
+	for _, ifc := range e.ifaces {
+		if err := ifc.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	if err := e.nl.Close(); err != nil && first == nil {
+		first = err
+	}
+	if first != nil {
+		return fmt.Errorf("xdp transport: close: %w", first)
+	}
+	return nil
+}
+
+// sayOnce logs an interface's fallback reason the first time it is seen.
+func (e *Env) sayOnceLocked(key string, msg string, fields ...zap.Field) {
+	if e.said[key] {
+		return
+	}
+	e.said[key] = true
+	e.log.Info(msg, fields...)
+}
+
+func (e *Env) adopt(fd int) int {
+	if e.p.AdoptFD != nil {
+		return e.p.AdoptFD(fd)
+	}
+	return fd
+}
+
+func (e *Env) releaseFD(fd int) {
+	if fd >= 0 && e.p.ReleaseFD != nil {
+		e.p.ReleaseFD(fd)
+	}
+}

@@ -1,0 +1,166 @@
+package xdp
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/xdp"
+	"github.com/goxio/goxio/offload/xdp/packet"
+)
+
+// ErrNotOffloaded is wrapped by the reasons an interface stays with the kernel that are not the
+// xdp package's own errors (not in Params.Interfaces, not Ethernet, missing capabilities).
+var ErrNotOffloaded = errors.New("interface not offloaded")
+
+// iface is one interface the Env looked at: offloaded (prog and queues set) or not (err says
+// why). Its fields do not change once ifaceLocked returned it, until Env.Close.
+type iface struct {
+	index  int
+	name   string
+	link   packet.Link
+	prog   *xdp.Program
+	queues []*xsk
+	err    error
+}
+
+// xsk is one AF_XDP socket (one queue of one interface) with the state of its two sides.
+type xsk struct {
+	s     *xdp.Socket
+	ifc   *iface
+	queue int
+
+	rxmu  sync.Mutex  // the receive side: Receive, Release, bufs and free
+	batch []xdp.Frame // Receive's scratch
+	bufs  []rxBuf     // one per RX frame: a held frame waiting in a socket's queue
+	free  []int32     // indices of unused bufs
+
+	txmu sync.Mutex // the transmit side: Alloc, Transmit, Free, Complete
+	tx   [1]xdp.Frame
+}
+
+// rxBatch is how many frames one poll takes from an RX ring.
+const rxBatch = 32
+
+// ifaceLocked returns the Env's view of interface ifindex, attaching the steering program and
+// opening the AF_XDP sockets of its queues the first time; e.mu is held.
+func (e *Env) ifaceLocked(ifindex int) *iface {
+	if ifc := e.ifaces[ifindex]; ifc != nil {
+		return ifc
+	}
+	ifc := &iface{index: ifindex}
+	e.ifaces[ifindex] = ifc
+	ifc.err = e.offloadLocked(ifc)
+	if ifc.err != nil {
+		e.sayOnceLocked(fmt.Sprint("if", ifindex), "xdp: interface stays with the kernel",
+			zap.Int("ifindex", ifindex), zap.String("ifname", ifc.name), zap.Error(ifc.err))
+		return ifc
+	}
+	all := append(slices.Clone(*e.xsks.Load()), ifc.queues...)
+	e.xsks.Store(&all)
+	e.log.Info("xdp: interface offloaded", zap.String("ifname", ifc.name), zap.Stringer("mode", ifc.prog.Mode()),
+		zap.Int("queues", len(ifc.queues)), zap.Bool("zerocopy", ifc.queues[0].s.ZeroCopy()))
+	return ifc
+}
+
+// offloadLocked attaches the program and opens the queues; the error says why not.
+func (e *Env) offloadLocked(ifc *iface) error {
+	if e.closed {
+		return fmt.Errorf("offload interface %d: environment closed: %w", ifc.index, ErrNotOffloaded)
+	}
+	l, err := e.nl.LinkByIndex(ifc.index)
+	if err != nil {
+		return fmt.Errorf("offload interface %d: %w", ifc.index, err)
+	}
+	ifc.link, ifc.name = l, l.Name
+	if len(e.p.Interfaces) > 0 && !slices.Contains(e.p.Interfaces, l.Name) {
+		return fmt.Errorf("offload %s: not in the configured interfaces: %w", l.Name, ErrNotOffloaded)
+	}
+	if !l.Ethernet() {
+		return fmt.Errorf("offload %s: not an Ethernet interface: %w", l.Name, ErrNotOffloaded)
+	}
+	if missing, err := xdp.MissingCapabilities(); err != nil {
+		return fmt.Errorf("offload %s: %w", l.Name, err)
+	} else if len(missing) > 0 {
+		return fmt.Errorf("offload %s: missing capabilities %s: %w", l.Name, strings.Join(missing, ", "), ErrNotOffloaded)
+	}
+	prog, err := xdp.Attach(ifc.index, e.p.Program)
+	if err != nil {
+		return fmt.Errorf("offload %s: %w", l.Name, err)
+	}
+	for q := 0; q < prog.Queues(); q++ {
+		s, err := xdp.Open(ifc.index, q, e.p.Socket)
+		if err == nil {
+			err = prog.Register(s)
+			if err != nil {
+				s.Close()
+			}
+		}
+		if err != nil && q > 0 && errors.Is(err, unix.EINVAL) {
+			// The interface has fewer active queues than it could have (a veth made with
+			// the default queue count has one active of one per CPU): bind refuses the
+			// inactive ones. Frames steered on those go to the kernel.
+			break
+		}
+		if err != nil {
+			for _, x := range ifc.queues {
+				x.s.Close()
+			}
+			ifc.queues = nil
+			prog.Close()
+			return fmt.Errorf("offload %s queue %d: %w", l.Name, q, err)
+		}
+		ifc.queues = append(ifc.queues, newXsk(s, ifc, q, e.p.Socket))
+	}
+	ifc.prog = prog
+	return nil
+}
+
+func newXsk(s *xdp.Socket, ifc *iface, q int, cfg xdp.Config) *xsk {
+	n := cfg.RxFrames
+	if n <= 0 {
+		n = xdp.DefaultRxFrames
+	}
+	x := &xsk{s: s, ifc: ifc, queue: q, batch: make([]xdp.Frame, rxBatch), bufs: make([]rxBuf, n), free: make([]int32, n)}
+	for i := range x.free {
+		x.free[i] = int32(n - 1 - i)
+		x.bufs[i].x = x
+		x.bufs[i].idx = int32(i)
+	}
+	return x
+}
+
+// close detaches the program and closes the sockets.
+func (ifc *iface) close() error {
+	var first error
+	for _, x := range ifc.queues {
+		x.rxmu.Lock()
+		x.txmu.Lock()
+		if err := x.s.Close(); err != nil && first == nil {
+			first = err
+		}
+		x.txmu.Unlock()
+		x.rxmu.Unlock()
+	}
+	ifc.queues = nil
+	if ifc.prog != nil {
+		if err := ifc.prog.Close(); err != nil && first == nil {
+			first = err
+		}
+		ifc.prog = nil
+	}
+	return first
+}
+
+// InterfaceState reports whether the Env offloads interface ifindex, looking at it (and
+// attaching) if it has not yet; the error says why not.
+func (e *Env) InterfaceState(ifindex int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ifaceLocked(ifindex).err
+}

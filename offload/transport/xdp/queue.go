@@ -1,0 +1,98 @@
+package xdp
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/goxio/goxio/offload/xdp"
+)
+
+// rxBuf is one received frame waiting in the queues of the sockets it was delivered to. It
+// belongs to its xsk's bufs; refs counts the queues holding it, and the frame goes back to the
+// fill ring when the last one let go.
+type rxBuf struct {
+	x       *xsk
+	idx     int32
+	f       xdp.Frame
+	payload []byte // the UDP payload, aliasing f.Data
+	src     netip.AddrPort
+	refs    atomic.Int32
+}
+
+// rxQueue is a socket's queue of received frames: a bounded ring under a mutex.
+type rxQueue struct {
+	mu   sync.Mutex
+	buf  []*rxBuf
+	head int
+	n    int
+	// sleepers counts threads about to sleep or sleeping on the socket: a thread that queues a
+	// frame for the socket wakes them through its wake pipe.
+	sleepers atomic.Int32
+	// arrivals grows with every queued frame (edge-triggered epoll).
+	arrivals atomic.Uint64
+	// depth mirrors n for lock-free readers.
+	depth atomic.Int32
+	// bellW is the write end of the socket's wake pipe (-1 before the first sleep). It is
+	// written and closed only under mu, so a closed number is never written to.
+	bellW atomic.Int32
+	wakes atomic.Uint64 // bytes written to the wake pipe
+}
+
+func newRxQueue(n int) *rxQueue {
+	q := &rxQueue{buf: make([]*rxBuf, n)}
+	q.bellW.Store(-1)
+	return q
+}
+
+// push queues b and wakes the socket's sleepers; false when the queue is full (or closed: buf
+// nil).
+func (q *rxQueue) push(b *rxBuf) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n == len(q.buf) {
+		return false
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = b
+	q.n++
+	q.depth.Store(int32(q.n))
+	q.arrivals.Add(1)
+	if q.sleepers.Load() > 0 {
+		if w := q.bellW.Load(); w >= 0 {
+			q.wakes.Add(1)
+			writeByte(int(w)) // a full pipe is awake already
+		}
+	}
+	return true
+}
+
+// takeAll empties the queue (close) and returns what it held.
+func (q *rxQueue) takeAll() []*rxBuf {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]*rxBuf, 0, q.n)
+	for q.n > 0 {
+		out = append(out, q.buf[q.head])
+		q.buf[q.head] = nil
+		q.head = (q.head + 1) % len(q.buf)
+		q.n--
+	}
+	q.buf = nil
+	q.depth.Store(0)
+	return out
+}
+
+// release drops one reference to b; the last gives the frame back to the fill ring.
+func (b *rxBuf) release() {
+	if b.refs.Add(-1) != 0 {
+		return
+	}
+	x := b.x
+	x.rxmu.Lock()
+	var one [1]xdp.Frame
+	one[0] = b.f
+	x.s.Release(one[:])
+	b.f, b.payload = xdp.Frame{}, nil
+	x.free = append(x.free, b.idx)
+	x.rxmu.Unlock()
+}

@@ -1,0 +1,226 @@
+package xdp
+
+// The outbound flow of one datagram, stage by stage:
+//
+//  1. send parses the call (buffers from program memory, destination, flags); anything the ring
+//     cannot carry (control messages, unusual flags, sendmmsg, a payload too large for any
+//     IPv4 packet) goes to the kernel.
+//  2. ensureBound gives an unbound socket its port, as the kernel does at a first send, so the
+//     frame carries the port replies come back to (and those replies are steered).
+//  3. routeTo finds the route: through the kernel (with the reason, counted per reason) or a
+//     TX ring with the Ethernet and IPv4 addresses.
+//  4. transmit takes a TX frame (waiting briefly for completions when none is free), builds
+//     the headers and the payload into it and posts it on the TX ring.
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/xdp/packet"
+)
+
+// sendFlags are the send flags the ring honours; any other flag sends through the kernel.
+const sendFlags = unix.MSG_DONTWAIT | unix.MSG_NOSIGNAL | unix.MSG_CONFIRM
+
+// txWait bounds how long a send waits for a free TX frame before it drops its datagram.
+const txWait = 200e3 // ns
+
+// send performs a send call.
+func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
+	if u.kernelOnly.Load() || u.wrShut.Load() {
+		return u.kernelSend(c, WhyUnsupported)
+	}
+	umem.Protect()
+	defer func() {
+		if umem.Fault(recover()) {
+			n, errno, viaOS = -1, unix.EFAULT, false
+		}
+	}()
+	var arr [maxBufs][]byte
+	bufs := arr[:0]
+	total, flags := 0, 0
+	var namep uintptr
+	var namelen uint32
+	ctl := false
+	switch c.Op {
+	case transport.OpWrite:
+		bufs = append(bufs, umem.Bytes(c.A[0], int(c.A[1])))
+		total = int(c.A[1])
+	case transport.OpWritev:
+		if int(c.A[1]) < 0 || int(c.A[1]) > umem.MaxIov {
+			return u.kernelSend(c, WhyUnsupported)
+		}
+		bufs, total = umem.Iovecs(bufs, c.A[0], int(c.A[1]))
+	case transport.OpSendto:
+		bufs = append(bufs, umem.Bytes(c.A[0], int(c.A[1])))
+		total, flags = int(c.A[1]), int(c.A[2])
+		namep, namelen = c.A[3], uint32(c.A[4])
+	case transport.OpSendmsg:
+		m := umem.Msghdr(c.A[0])
+		iov, iovlen := umem.MsgIov(m)
+		if iovlen < 0 || iovlen > umem.MaxIov {
+			return u.kernelSend(c, WhyUnsupported)
+		}
+		ctl = m.Controllen != 0
+		bufs, total = umem.Iovecs(bufs, iov, iovlen)
+		flags = int(c.A[1])
+		namep, namelen = umem.MsgName(m)
+	default:
+		return u.kernelSend(c, WhyUnsupported)
+	}
+	if ctl || flags&^sendFlags != 0 || total < 0 || total > packet.MaxPayload {
+		return u.kernelSend(c, WhyUnsupported)
+	}
+	var dst netip.AddrPort
+	if namep != 0 {
+		if namelen > unix.SizeofSockaddrAny || int32(namelen) < 0 {
+			return u.kernelSend(c, WhyUnsupported) // EINVAL
+		}
+		if dst = sockaddr4(umem.Bytes(namep, int(namelen))); !dst.IsValid() {
+			return u.kernelSend(c, WhyUnsupported)
+		}
+	} else if dst = u.peerAddr(); !dst.IsValid() {
+		return u.kernelSend(c, WhyUnsupported) // ENOTCONN or EDESTADDRREQ from the kernel
+	}
+	if dst.Port() == 0 || dst.Addr().IsUnspecified() {
+		return u.kernelSend(c, WhyUnsupported)
+	}
+	local, ok := u.ensureBound(c.FD)
+	if !ok {
+		return u.kernelSend(c, WhyUnsupported)
+	}
+	r := u.routeTo(dst.Addr(), local)
+	if r.kernel {
+		return u.kernelSend(c, r.why)
+	}
+	if total+packet.IPv4HeaderLen+packet.UDPHeaderLen > r.mtu {
+		return u.kernelSend(c, WhyTooBig)
+	}
+	nonblock := u.nonblock() || flags&unix.MSG_DONTWAIT != 0
+	n, errno, built := u.transmit(r, local, dst, bufs, total, nonblock)
+	if !built {
+		return u.kernelSend(c, WhyTooBig)
+	}
+	return n, errno, false
+}
+
+// transmit builds the datagram into a TX frame of r's socket and posts it. built is false when
+// Build refused the datagram (the caller sends it through the kernel).
+func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total int, nonblock bool) (n int, errno syscall.Errno, built bool) {
+	x := r.x
+	x.txmu.Lock()
+	held := false
+	defer func() {
+		if held {
+			x.s.Free(x.tx[:]) // Build faulted on the program's memory, or refused
+		}
+		x.txmu.Unlock()
+	}()
+	if x.s.Alloc(x.tx[:]) == 0 && !u.waitTx(x, nonblock) {
+		if nonblock && u.env.p.TxNonblockedEagains {
+			u.txEagain.Add(1)
+			return -1, unix.EAGAIN, true
+		}
+		u.txDrops.Add(1)
+		return total, 0, true // dropped, as by a full NIC queue: the send still succeeds
+	}
+	held = true
+	h := r.hdr
+	h.SrcPort, h.DstPort = local.Port(), dst.Port()
+	h.TOS = uint8(u.tos.Load())
+	if r.mcast {
+		h.TTL = uint8(u.mcTTL.Load())
+	} else {
+		h.TTL = uint8(u.ttl.Load())
+	}
+	h.ID = uint16(u.ipID.Add(1))
+	k, err := packet.Build(x.tx[0].Data, &h, bufs, total, r.mtu)
+	if err != nil {
+		return 0, 0, false
+	}
+	x.tx[0].Data = x.tx[0].Data[:k]
+	sent, _ := x.s.Transmit(x.tx[:])
+	if sent == 0 {
+		u.txDrops.Add(1) // the TX ring has room for every TX frame: not expected
+		return total, 0, true
+	}
+	held = false
+	u.xdpTx.Add(1)
+	u.xdpTxBytes.Add(uint64(total))
+	return total, 0, true
+}
+
+// waitTx waits for a free TX frame: completions reaped (and the kernel kicked) until one is
+// free or txWait passed; a non-blocking send looks once. x.txmu is held.
+func (u *UDP) waitTx(x *xsk, nonblock bool) bool {
+	start := nanotime()
+	for i := 0; ; i++ {
+		x.s.Transmit(nil)
+		if x.s.Alloc(x.tx[:]) == 1 {
+			return true
+		}
+		if nonblock || nanotime()-start > txWait {
+			return false
+		}
+		if i%sysc.YieldEvery == 0 {
+			sysc.Yield()
+		}
+	}
+}
+
+// kernelSend sends through the kernel; a socket the kernel bound at this send gets its flows
+// steered, so that replies come through the rings.
+func (u *UDP) kernelSend(c *transport.Call, why KernelWhy) (int, syscall.Errno, bool) {
+	unbound := u.localAddr().Port() == 0
+	n, errno := kernelDo(c)
+	if errno == 0 {
+		u.osTx.Add(1)
+		u.osTxWhy[why].Add(1)
+		if unbound {
+			u.Bound(c.FD)
+		}
+	}
+	return n, errno, true
+}
+
+// ensureBound returns the socket's local address, binding it first when it has none: the
+// kernel binds an unbound socket at its first send, and the frame must carry the port replies
+// go to.
+func (u *UDP) ensureBound(fd int) (netip.AddrPort, bool) {
+	local := u.localAddr()
+	if local.Port() != 0 {
+		return local, true
+	}
+	if unix.Bind(fd, &unix.SockaddrInet4{}) != nil {
+		return local, false
+	}
+	u.Bound(fd)
+	local = u.localAddr()
+	return local, local.Port() != 0
+}
+
+func (u *UDP) localAddr() netip.AddrPort {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.local
+}
+
+func (u *UDP) peerAddr() netip.AddrPort {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.peer
+}
+
+// sockaddr4 parses a sockaddr_in; the zero value for anything else.
+func sockaddr4(b []byte) netip.AddrPort {
+	if len(b) < unix.SizeofSockaddrInet4 || binary.NativeEndian.Uint16(b) != unix.AF_INET {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), binary.BigEndian.Uint16(b[2:4]))
+}

@@ -1,0 +1,315 @@
+package xdp
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/transport"
+)
+
+// UDP is one offloaded UDP socket on the AF_XDP transport. The engine makes it when a rule
+// decision offloads the socket, tells it what the kernel socket learnt (Bound, Connected, Join,
+// Leave, OptionSet), has it serve the socket's data calls (Transfer) and closes it with the
+// socket's last fd (Close).
+type UDP struct {
+	env      *Env
+	nonblock func() bool // the socket's O_NONBLOCK, kept by the engine
+
+	mu       sync.Mutex // guards the fields below
+	local    netip.AddrPort
+	peer     netip.AddrPort
+	joins    []join
+	mcAll    bool
+	fallback error // why the socket receives through the kernel only; nil when steered
+	closed   bool
+
+	// Guarded by env.mu: the flows and groups the socket holds in the steering programs.
+	flows  []flowKey
+	groups []groupKey
+	bind   atomic.Pointer[binding] // what the demultiplexer sees
+
+	q *rxQueue
+
+	bellMu sync.Mutex
+	bellR  atomic.Int32 // the wake pipe's read end, made at the first sleep; -1 before (write end: q.bellW)
+
+	users    atomic.Int64 // calls inside the transport
+	shut     atomic.Bool  // Close happened
+	finalize sync.Once
+
+	kernelOnly atomic.Bool  // GiveUp happened
+	wrShut     atomic.Bool  // shutdown(SHUT_WR): sends go to the kernel, which fails them
+	rcvTimeo   atomic.Int64 // SO_RCVTIMEO in nanoseconds; 0: none
+	tos        atomic.Uint32
+	ttl        atomic.Uint32
+	mcTTL      atomic.Uint32
+	mcLoop     atomic.Bool
+	mcIf       atomic.Uint32 // IP_MULTICAST_IF address (network order bytes as uint32); 0: none
+	ipID       atomic.Uint32
+	txq        int // which queue of an interface this socket transmits on
+
+	route atomic.Pointer[route] // the last destination and how to reach it
+
+	counters
+}
+
+// NewUDP returns the transport of one UDP socket. nonblock reports the socket's O_NONBLOCK.
+func (e *Env) NewUDP(nonblock func() bool) *UDP {
+	u := &UDP{env: e, nonblock: nonblock, q: newRxQueue(e.p.QueueLen), mcAll: true}
+	u.bellR.Store(-1)
+	u.ttl.Store(64)
+	u.mcTTL.Store(1)
+	u.mcLoop.Store(true)
+	u.txq = int(e.nextTxq.Add(1))
+	return u
+}
+
+var _ transport.Router = (*UDP)(nil)
+
+// Kind is transport.KindXDP.
+func (u *UDP) Kind() transport.Kind { return transport.KindXDP }
+
+// Transfer performs a data call.
+func (u *UDP) Transfer(c transport.Call) (int, syscall.Errno) {
+	n, errno, _ := u.TransferVia(c)
+	return n, errno
+}
+
+// TransferVia performs a data call and reports whether its datagram went through the kernel.
+func (u *UDP) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
+	if !u.enter() {
+		return -1, unix.EBADF, false
+	}
+	defer u.exit()
+	if c.Op.Receive() {
+		return u.recv(&c)
+	}
+	return u.send(&c)
+}
+
+// Bound tells the socket that its kernel socket fd has a local address now (bind, connect, or
+// the implicit bind of a first send): its flows are steered to the AF_XDP sockets.
+func (u *UDP) Bound(fd int) {
+	u.readOptions(fd)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed || u.kernelOnly.Load() {
+		return
+	}
+	local := sysc.Sockname(fd)
+	if !local.IsValid() || local.Port() == 0 || !local.Addr().Is4() {
+		return
+	}
+	u.local = local
+	u.publishLocked(fd)
+}
+
+// Connected tells the socket that its kernel socket is connected to peer (or disconnected,
+// when peer is the zero value).
+func (u *UDP) Connected(fd int, peer netip.AddrPort) {
+	u.mu.Lock()
+	u.peer = peer
+	u.mu.Unlock()
+	u.route.Store(nil)
+	u.Bound(fd)
+}
+
+// Join tells the socket that its kernel socket joined group (source: one source only, zero for
+// any), on whatever interface: the group's datagrams to the socket's port are steered on every
+// offloaded interface. The engine makes the kernel socket join first (IGMP and the switch see
+// the membership through it).
+func (u *UDP) Join(fd int, group, source netip.Addr) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	j := join{group: group, source: source}
+	for _, have := range u.joins {
+		if have == j {
+			return
+		}
+	}
+	u.joins = append(u.joins, j)
+	if u.local.IsValid() {
+		u.publishLocked(fd)
+	}
+}
+
+// Leave undoes Join.
+func (u *UDP) Leave(fd int, group, source netip.Addr) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	j := join{group: group, source: source}
+	for i, have := range u.joins {
+		if have == j {
+			u.joins = append(u.joins[:i:i], u.joins[i+1:]...)
+			break
+		}
+	}
+	if u.local.IsValid() {
+		u.publishLocked(fd)
+	}
+}
+
+// publishLocked hands the socket's binding to the Env; u.mu is held.
+func (u *UDP) publishLocked(fd int) {
+	b := &binding{local: u.local, peer: u.peer, joins: append([]join(nil), u.joins...), mcAll: u.mcAll}
+	u.env.mu.Lock()
+	why := u.env.publishLocked(u, b)
+	u.env.mu.Unlock()
+	if why != nil && u.fallback == nil {
+		u.env.log.Debug("xdp: socket receives through the kernel", zap.Int("fd", fd), zap.Stringer("local", u.local), zap.Error(why))
+	}
+	u.fallback = why
+}
+
+// Fallback returns why the socket receives only through the kernel (no flow of it is steered:
+// its interface is busy with another XDP program, capabilities are missing, no offloaded
+// interface has its address), or nil.
+func (u *UDP) Fallback() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.fallback
+}
+
+// readOptions reads the options the transport follows from the kernel socket.
+func (u *UDP) readOptions(fd int) {
+	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS); err == nil {
+		u.tos.Store(uint32(v))
+	}
+	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TTL); err == nil && v > 0 {
+		u.ttl.Store(uint32(v))
+	}
+	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_TTL); err == nil {
+		u.mcTTL.Store(uint32(v))
+	}
+	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP); err == nil {
+		u.mcLoop.Store(v != 0)
+	}
+	if a, err := unix.GetsockoptInet4Addr(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF); err == nil {
+		u.mcIf.Store(uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3]))
+	}
+	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_ALL); err == nil {
+		u.mu.Lock()
+		u.mcAll = v != 0
+		u.mu.Unlock()
+	}
+	if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
+		u.rcvTimeo.Store(tv.Nano())
+	}
+}
+
+// OptionSet tells the socket that the program set an option on its kernel socket: the ones the
+// transport follows (IP_TOS, IP_TTL, IP_MULTICAST_TTL, IP_MULTICAST_LOOP, IP_MULTICAST_IF,
+// IP_MULTICAST_ALL, SO_RCVTIMEO) are read back from the kernel.
+func (u *UDP) OptionSet(fd, level, name int) {
+	if level != unix.IPPROTO_IP && level != unix.SOL_SOCKET {
+		return
+	}
+	u.readOptions(fd)
+	u.route.Store(nil)
+	if level == unix.IPPROTO_IP && name == unix.IP_MULTICAST_ALL {
+		u.mu.Lock()
+		if u.local.IsValid() && !u.closed && !u.kernelOnly.Load() {
+			u.publishLocked(fd)
+		}
+		u.mu.Unlock()
+	}
+}
+
+// ShutWrite tells the socket that the program shut it down for sending.
+func (u *UDP) ShutWrite() { u.wrShut.Store(true) }
+
+// GiveUp sends the socket back to the kernel for good (an option the rings cannot honour, a
+// fork): its flows are no longer steered, datagrams already queued are still read first.
+func (u *UDP) GiveUp() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.kernelOnly.Store(true)
+	u.env.mu.Lock()
+	u.env.publishLocked(u, nil)
+	u.env.mu.Unlock()
+}
+
+// Close withdraws the socket's flows; its queued frames go back to the fill rings when the last
+// call using the socket returns.
+func (u *UDP) Close() {
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return
+	}
+	u.closed = true
+	u.env.mu.Lock()
+	u.env.publishLocked(u, nil)
+	u.env.mu.Unlock()
+	u.mu.Unlock()
+	u.shut.Store(true)
+	if u.users.Load() == 0 {
+		u.release()
+	}
+}
+
+// enter marks a call using the socket; false when the socket is closed.
+func (u *UDP) enter() bool {
+	u.users.Add(1)
+	if u.shut.Load() {
+		u.exit()
+		return false
+	}
+	return true
+}
+
+// exit ends a call; the last one out of a closed socket releases the queue.
+func (u *UDP) exit() {
+	if u.users.Add(-1) == 0 && u.shut.Load() {
+		u.release()
+	}
+}
+
+func (u *UDP) release() {
+	u.finalize.Do(func() {
+		for _, b := range u.q.takeAll() {
+			b.release()
+		}
+		u.bellMu.Lock()
+		u.q.mu.Lock()
+		for _, p := range []*atomic.Int32{&u.bellR, &u.q.bellW} {
+			if fd := int(p.Swap(-1)); fd >= 0 {
+				u.env.releaseFD(fd)
+				unix.Close(fd)
+			}
+		}
+		u.q.mu.Unlock()
+		u.bellMu.Unlock()
+	})
+}
+
+// ensureBell returns the read end of the socket's wake pipe, making the pipe on first use; -1
+// when no fd is left (the sleeper then wakes on its RX rings and the kernel socket only, and
+// polls again every millisecond).
+func (u *UDP) ensureBell() int {
+	if b := u.bellR.Load(); b >= 0 {
+		return int(b)
+	}
+	u.bellMu.Lock()
+	defer u.bellMu.Unlock()
+	if b := u.bellR.Load(); b >= 0 || u.shut.Load() {
+		return int(b)
+	}
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		u.env.log.Info("xdp: no wake pipe", zap.Error(err))
+		return -1
+	}
+	w := int32(u.env.adopt(p[1]))
+	u.q.mu.Lock()
+	u.q.bellW.Store(w)
+	u.q.mu.Unlock()
+	u.bellR.Store(int32(u.env.adopt(p[0])))
+	return int(u.bellR.Load())
+}
