@@ -1,0 +1,141 @@
+package xdp
+
+import (
+	"bytes"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/transport"
+)
+
+// TestQueueFull: a socket that does not read holds at most QueueLen datagrams in UMEM; the rest
+// are dropped and counted; closing the socket with datagrams queued gives every frame back.
+func TestQueueFull(t *testing.T) {
+	inTopo(t, func(t *testing.T, tp *topo) {
+		e := newEnv(t, Params{QueueLen: 4})
+		a := newArena(t)
+		local := netip.AddrPortFrom(tp.addrA, 7500)
+		s := newTsock(t, e, local)
+		b := kernelSocket(t, tp.nsB, netip.AddrPortFrom(tp.addrB, 7501))
+		for i := range 20 {
+			unix.Sendto(b, payloadOf("q", i), 0, sa4(local))
+		}
+		time.Sleep(20 * time.Millisecond)
+		if !s.u.RingReady() {
+			t.Fatalf("RingReady false with datagrams on the RX ring")
+		}
+		for i := range 2 {
+			got, _, _, errno, _ := s.recvfrom(a, 2048, unix.MSG_DONTWAIT)
+			if errno != 0 || !bytes.Equal(got, payloadOf("q", i)) {
+				t.Fatalf("datagram %d: %q %v", i, got, errno)
+			}
+		}
+		if c := s.u.Counts(); c.RxDrops != 16 || c.QueueDepth != 2 {
+			t.Fatalf("counts %+v, want 16 drops and 2 queued", c)
+		}
+		if n, ok := s.u.NextSize(); !ok || n != len(payloadOf("q", 2)) {
+			t.Fatalf("NextSize = %d %v", n, ok)
+		}
+		s.close()
+		checkNoLeak(t, e)
+	})
+}
+
+// TestConcurrentSleepers: two sockets, each with a thread blocked in receive (no spinning), get
+// interleaved datagrams: whichever thread takes a frame from the RX ring queues it for the other
+// socket and wakes its sleeper through the wake pipe. Every datagram reaches its socket, in order.
+func TestConcurrentSleepers(t *testing.T) {
+	inTopo(t, func(t *testing.T, tp *topo) {
+		e := newEnv(t, Params{RxPoll: 0})
+		l1, l2 := netip.AddrPortFrom(tp.addrA, 7601), netip.AddrPortFrom(tp.addrA, 7602)
+		socks := []*tsock{newTsock(t, e, l1), newTsock(t, e, l2)}
+		b := kernelSocket(t, tp.nsB, netip.AddrPortFrom(tp.addrB, 7600))
+		const n = 300
+		var wg sync.WaitGroup
+		errs := make(chan string, 2)
+		for k, s := range socks {
+			tv := unix.NsecToTimeval(int64(2 * time.Second))
+			unix.SetsockoptTimeval(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+			s.u.OptionSet(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO)
+			a := newArena(t)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range n {
+					got, _, _, errno, _ := s.recvfrom(a, 2048, 0)
+					if errno != 0 || !bytes.Equal(got, payloadOf(string(rune('a'+k)), i)) {
+						errs <- string(got) + " " + errno.Error()
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(10 * time.Millisecond)
+		for i := range n {
+			unix.Sendto(b, payloadOf("a", i), 0, sa4(l1))
+			unix.Sendto(b, payloadOf("b", i), 0, sa4(l2))
+			if i%16 == 0 {
+				time.Sleep(200 * time.Microsecond)
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("receiver: %s", err)
+		}
+		for _, s := range socks {
+			if c := s.u.Counts(); c.XDPRx != n || c.RxDrops != 0 {
+				t.Fatalf("counts %+v", c)
+			}
+		}
+		t.Logf("wake-ups: %d, %d", socks[0].u.Counts().Wakes, socks[1].u.Counts().Wakes)
+		for _, s := range socks {
+			s.close()
+		}
+		checkNoLeak(t, e)
+	})
+}
+
+// TestEINTR: a signal handler that runs on the thread while a receive polls ends it as it ends
+// a blocking kernel receive (the counters stand for shim/signal.c's): without SA_RESTART with
+// EINTR; with SA_RESTART it waits on, unless the socket has a receive timeout.
+func TestEINTR(t *testing.T) {
+	inTopo(t, func(t *testing.T, tp *topo) {
+		var sig transport.SigCounters
+		e := newEnv(t, Params{RxPoll: -1, Signals: func() *transport.SigCounters { return &sig }})
+		a := newArena(t)
+		local := netip.AddrPortFrom(tp.addrA, 7700)
+		s := newTsock(t, e, local)
+		b := kernelSocket(t, tp.nsB, netip.AddrPortFrom(tp.addrB, 7701))
+		later := func(f func()) {
+			go func() {
+				time.Sleep(30 * time.Millisecond)
+				f()
+			}()
+		}
+		later(func() { atomic.AddUint32(&sig.Interrupting, 1); atomic.AddUint32(&sig.All, 1) })
+		if _, _, _, errno, _ := s.recvfrom(a, 100, 0); errno != unix.EINTR {
+			t.Fatalf("handler without SA_RESTART: %v, want EINTR", errno)
+		}
+		later(func() {
+			atomic.AddUint32(&sig.All, 1)
+			time.Sleep(30 * time.Millisecond)
+			unix.Sendto(b, []byte("after"), 0, sa4(local))
+		})
+		if got, _, _, errno, _ := s.recvfrom(a, 100, 0); errno != 0 || string(got) != "after" {
+			t.Fatalf("handler with SA_RESTART: %q %v, want the datagram", got, errno)
+		}
+		tv := unix.NsecToTimeval(int64(2 * time.Second))
+		unix.SetsockoptTimeval(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+		s.u.OptionSet(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO)
+		later(func() { atomic.AddUint32(&sig.All, 1) })
+		if _, _, _, errno, _ := s.recvfrom(a, 100, 0); errno != unix.EINTR {
+			t.Fatalf("handler with SA_RESTART and SO_RCVTIMEO: %v, want EINTR", errno)
+		}
+	})
+}
