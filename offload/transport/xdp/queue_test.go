@@ -139,3 +139,44 @@ func TestEINTR(t *testing.T) {
 		}
 	})
 }
+
+// TestBeforeFork: after BeforeFork the socket's flows are no longer steered (its datagrams come
+// from the kernel socket) and TakeQueued hands over what was queued, leaving no frame held.
+func TestBeforeFork(t *testing.T) {
+	inTopo(t, func(t *testing.T, tp *topo) {
+		e := newEnv(t, Params{})
+		a := newArena(t)
+		local := netip.AddrPortFrom(tp.addrA, 7900)
+		s := newTsock(t, e, local)
+		peer := netip.AddrPortFrom(tp.addrB, 7901)
+		b := kernelSocket(t, tp.nsB, peer)
+		for i := range 3 {
+			unix.Sendto(b, payloadOf("f", i), 0, sa4(local))
+		}
+		time.Sleep(20 * time.Millisecond)
+		s.u.RingReady()
+		e.BeforeFork()
+		var got [][]byte
+		if n := s.u.TakeQueued(func(p []byte, src netip.AddrPort) {
+			if src != peer {
+				t.Errorf("source %v, want %v", src, peer)
+			}
+			got = append(got, bytes.Clone(p))
+		}); n != 3 {
+			t.Fatalf("TakeQueued = %d, want 3", n)
+		}
+		for i, p := range got {
+			if !bytes.Equal(p, payloadOf("f", i)) {
+				t.Fatalf("datagram %d: %q", i, p)
+			}
+		}
+		checkNoLeak(t, e)
+		unix.Sendto(b, []byte("kernel"), 0, sa4(local))
+		tv := unix.NsecToTimeval(int64(time.Second))
+		unix.SetsockoptTimeval(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+		s.u.OptionSet(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO)
+		if p, src, _, errno, viaOS := s.recvfrom(a, 100, 0); errno != 0 || string(p) != "kernel" || src != peer || !viaOS {
+			t.Fatalf("after BeforeFork: %q from %v %v viaOS=%v, want through the kernel", p, src, errno, viaOS)
+		}
+	})
+}

@@ -1,0 +1,46 @@
+package xdp
+
+import "net/netip"
+
+// BeforeFork sends every socket of the Env back to the kernel (GiveUp) before the process
+// forks: a child cannot run Go, so it reads its inherited sockets through the kernel only, and
+// frames steered to this process's AF_XDP sockets would never reach it. The engine spills each
+// socket's queued datagrams (TakeQueued) afterwards, as it does for the shared-memory rings.
+func (e *Env) BeforeFork() {
+	e.mu.Lock()
+	socks := make([]*UDP, 0, len(e.socks))
+	for u := range e.socks {
+		socks = append(socks, u)
+	}
+	e.mu.Unlock()
+	for _, u := range socks {
+		u.GiveUp()
+	}
+}
+
+// TakeQueued empties the socket's queue, oldest first, handing each datagram's payload (valid
+// only during the call) and source to fn, and gives the frames back to the fill rings.
+func (u *UDP) TakeQueued(fn func(payload []byte, src netip.AddrPort)) int {
+	if !u.enter() {
+		return 0
+	}
+	defer u.exit()
+	n := 0
+	for {
+		q := u.q
+		q.mu.Lock()
+		if q.n == 0 {
+			q.mu.Unlock()
+			return n
+		}
+		b := q.buf[q.head]
+		q.buf[q.head] = nil
+		q.head = (q.head + 1) % len(q.buf)
+		q.n--
+		q.depth.Store(int32(q.n))
+		q.mu.Unlock()
+		fn(b.payload, b.src)
+		b.release()
+		n++
+	}
+}
