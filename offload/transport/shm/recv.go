@@ -267,19 +267,19 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 // (unless VMA_RX_POLL is -1): data that keeps coming this late is not worth a CPU held busy all
 // that time (the wake-up costs a few microseconds), and on a machine with few CPUs the spinning
 // would take them from the threads that produce the data. Once the waits get shorter again, the
-// receive spins again.
+// receive spins again. The typical wait is a moving average (1/16 per wait) of waits capped at
+// 4 x spinWorth, so a lone long wait (the peer was descheduled) does not stop the spinning.
 const spinWorth = 100e3 // ns
 
-// waited folds how long a blocking receive waited for its datagram into the socket's average
-// (an exponentially weighted mean, 1/8 per sample); receives that found data at once do not
-// count.
+// waited folds how long a blocking receive waited for its datagram into the socket's average;
+// receives that found data at once do not count.
 func (u *UDP) waited(w *blockState) {
 	if !w.started {
 		return
 	}
-	d := nanotime() - w.begin
+	d := min(nanotime()-w.begin, 4*spinWorth)
 	old := u.waitAvg.Load()
-	u.waitAvg.Store(old + (d-old)/8)
+	u.waitAvg.Store(old + (d-old)/16)
 }
 
 // highFD is where a receive's own copy of its socket goes: away from the low numbers the program

@@ -51,7 +51,7 @@ type UDP struct {
 
 	kernelOnly atomic.Bool  // GiveUp happened: every call goes to the kernel socket
 	rcvTimeo   atomic.Int64 // SO_RCVTIMEO in nanoseconds; 0: none
-	waitAvg    atomic.Int64 // how long blocking receives wait for data, on average (ns; recv.go)
+	waitAvg    atomic.Int64 // how long blocking receives wait for data, typically (ns; recv.go)
 
 	rings  atomic.Uint64 // datagrams received from rings (Counts)
 	osRx   atomic.Uint64 // datagrams received from the kernel socket
