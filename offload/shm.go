@@ -57,6 +57,9 @@ func (e *Engine) udpConnected(s *Socket, fd int, remote netip.AddrPort) {
 // datagram. It returns once the socket has its inbox (or never will) or the kernel socket is
 // readable, or the error that ends the receive (SO_RCVTIMEO, a signal).
 func (e *Engine) udpWaitInbox(s *Socket, c *transport.Call) syscall.Errno {
+	if u := s.shmUDP(); u != nil && u.Inbox() != nil {
+		return 0 // the common case, decided with one lock
+	}
 	waiting := func() bool {
 		if !s.isDecided() {
 			return true // the rule (and the transport) come with bind, connect or a first send
@@ -64,7 +67,7 @@ func (e *Engine) udpWaitInbox(s *Socket, c *transport.Call) syscall.Errno {
 		u := s.shmUDP()
 		return u != nil && u.Inbox() == nil && u.GaveUp() == transport.ReasonNone
 	}
-	if !waiting() || s.nonblock.Load() || recvFlags(c)&unix.MSG_DONTWAIT != 0 {
+	if s.nonblock.Load() || recvFlags(c)&unix.MSG_DONTWAIT != 0 || !waiting() {
 		return 0
 	}
 	_, errno := e.cfg.SHM.WaitEarly(c.FD, func() bool { return !waiting() })
