@@ -139,3 +139,97 @@ func (t *TCP) OutQueue() (int, bool) {
 	}
 	return conn.Unread(), true
 }
+
+// Poll event bits golang.org/x/sys/unix does not name.
+const (
+	pollRdNorm = 0x40
+	pollWrNorm = 0x100
+	pollIn     = unix.POLLIN | pollRdNorm
+	pollOut    = unix.POLLOUT | pollWrNorm
+)
+
+// Poll is the connection's answer to poll, select or epoll for the kernel socket fd: events are
+// the ones asked for (POLLIN, POLLOUT; the others are the kernel's), kernel the revents the
+// kernel reported for fd in the same look (0 for a look at the rings only). ok is false when the
+// kernel's answer stands (no segment).
+//
+// Once the peer switched, a kernel POLLIN only means "look again": when the connection has
+// nothing for a receive, Poll drains the wake bytes queued on the kernel socket and reports no
+// POLLIN (a wake byte whose data a receive already took stays queued otherwise, and makes the
+// kernel's select or poll report a readable socket whose blocking read then blocks). After our
+// switch the kernel's POLLOUT (always set: its send buffer is empty) becomes Writable; without
+// space, the peer's reader is asked for a wake byte when space returns (WantWritable), which
+// makes the kernel fd readable: a caller that sleeps on fd asks the kernel for KernelEvents.
+func (t *TCP) Poll(fd int, events, kernel int16) (revents int16, ok bool) {
+	conn := t.conn.Load()
+	if conn == nil {
+		return kernel, false
+	}
+	revents = kernel &^ (pollIn | pollOut)
+	if !t.rxSwitched.Load() && !t.peerSwitched(conn) {
+		revents |= kernel & pollIn // kernel bytes are the peer's data
+	} else {
+		in := t.Readable(fd)
+		if !in && kernel&unix.POLLIN != 0 {
+			t.drainIdle(fd, conn)
+			in = t.Readable(fd)
+		}
+		if in {
+			revents |= events & pollIn
+		}
+	}
+	if events&pollOut != 0 {
+		switch {
+		case !t.txSwitched.Load():
+			revents |= kernel & pollOut
+		case t.Writable() || t.WantWritable():
+			revents |= events & pollOut
+		}
+	}
+	if t.Hup() {
+		revents |= unix.POLLHUP
+	}
+	return revents, true
+}
+
+// KernelEvents are the events to ask the kernel for on fd while waiting for events on the
+// connection: after our switch POLLOUT is the ring's (see Poll) and its wake-up a kernel POLLIN.
+func (t *TCP) KernelEvents(events int16) int16 {
+	if t.conn.Load() == nil || !t.txSwitched.Load() || events&pollOut == 0 {
+		return events
+	}
+	return events&^pollOut | unix.POLLIN
+}
+
+// peerSwitched reports whether the peer's writes went to the ring (the kernel's bytes beyond its
+// K are then wake-ups).
+func (t *TCP) peerSwitched(conn *ring.Conn) bool {
+	_, ok := conn.ReaderSwitch()
+	return ok
+}
+
+// drainIdle reads the wake bytes queued on the kernel socket of a connection that has nothing
+// for a receive, as a receive on its empty ring does (the kernel's EOF or error is recorded for
+// a peer that ended without saying so in its state).
+func (t *TCP) drainIdle(fd int, conn *ring.Conn) {
+	t.rxmu.Lock()
+	defer t.rxmu.Unlock()
+	if !t.rxSwitched.Load() {
+		t.learnK(conn)
+		if !t.readerSwitched() {
+			return // kernel bytes before K are data: only a receive takes them
+		}
+	}
+	if conn.Readable() > 0 {
+		return
+	}
+	eof, e := t.drainWakes(fd)
+	conn.ClearWake()
+	if (eof || e != 0) && conn.PeerState()&(ring.StateWriteShut|ring.StateReset) == 0 {
+		g := int32(goneEOF)
+		if conn.Unread() > 0 {
+			g = goneReset
+		}
+		t.gone.CompareAndSwap(0, g)
+	}
+}
