@@ -1,7 +1,6 @@
 package shm
 
 import (
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -99,7 +98,10 @@ func createConn(cfg ConnConfig, name, path string, pid int, start uint64) (*Conn
 		return nil, fmt.Errorf("open conn %s: %w", name, err)
 	}
 	var tok [8]byte
-	if _, err := rand.Read(tok[:]); err != nil {
+	// getrandom(2) directly: crypto/rand's first use arms a one-minute runtime timer (its
+	// "entropy blocked" warning), which starts the Go netpoller (epoll_create1, eventfd2)
+	// inside the program.
+	if _, err := unix.Getrandom(tok[:], 0); err != nil {
 		unmap(mem)
 		unlink(tmp)
 		return nil, fmt.Errorf("open conn %s: token: %w", name, err)
