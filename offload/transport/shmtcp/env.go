@@ -48,7 +48,7 @@ type Env struct {
 
 // envCounters are the process-wide pairing counters (EnvCounts).
 type envCounters struct {
-	opened, created, attached, failed, withdrawnData, withdrawnGrace, peerWithdrew atomic.Uint64
+	opened, created, attached, failed, withdrawnData, withdrawnGrace, peerWithdrew, late atomic.Uint64
 }
 
 // EnvCounts are the process's pairing counters.
@@ -60,6 +60,7 @@ type EnvCounts struct {
 	WithdrawnData  uint64 // created, never attached: kernel data came from a peer that had not attached
 	WithdrawnGrace uint64 // created, never attached within AttachGrace
 	PeerWithdrew   uint64 // attached, but the creator withdrew before switching
+	Late           uint64 // data calls went to the kernel before Established: never paired
 }
 
 // NewEnv prepares the transport: the network namespace, and a sweep of connection names left
@@ -96,7 +97,8 @@ func (e *Env) Counts() EnvCounts {
 	c := &e.ctr
 	return EnvCounts{Opened: c.opened.Load(), Created: c.created.Load(), Attached: c.attached.Load(),
 		Failed: c.failed.Load(), WithdrawnData: c.withdrawnData.Load(),
-		WithdrawnGrace: c.withdrawnGrace.Load(), PeerWithdrew: c.peerWithdrew.Load()}
+		WithdrawnGrace: c.withdrawnGrace.Load(), PeerWithdrew: c.peerWithdrew.Load(),
+		Late: c.late.Load()}
 }
 
 // NewTCP returns the transport of one TCP socket; nonblock reports its O_NONBLOCK. It carries

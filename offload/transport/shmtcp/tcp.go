@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	ring "github.com/goxio/goxio/offload/shm"
@@ -32,6 +31,15 @@ type TCP struct {
 	conn atomic.Pointer[ring.Conn]
 	side int
 	born int64 // nanotime of Established
+
+	// Established runs once, under estmu; est is set when it starts, estDone when it ended. A
+	// data call before it (early) goes to the kernel as a call of an unpaired socket and is
+	// counted in early while it runs; one that finds est set waits for estmu, then uses the
+	// outcome. Established pairs only when no such call runs and none moved a byte (estab.go).
+	estmu   sync.Mutex
+	est     atomic.Bool
+	estDone atomic.Bool
+	early   atomic.Int32
 
 	txmu       sync.Mutex
 	kTx        uint64      // bytes sent through the kernel; guarded by txmu
@@ -84,6 +92,9 @@ func (t *TCP) Transfer(c transport.Call) (int, syscall.Errno) {
 // the switch, or on a connection that never switched).
 func (t *TCP) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
 	if t.conn.Load() == nil {
+		if !t.estDone.Load() {
+			return t.transferEarly(c)
+		}
 		n, errno := kernel.Do(&c)
 		t.countKernel(&c, n, errno)
 		return n, errno, true
@@ -104,41 +115,6 @@ func (t *TCP) countKernel(c *transport.Call, n int, errno syscall.Errno) {
 	} else if c.Op.Send() {
 		t.kernTx.Add(uint64(n))
 	}
-}
-
-// Established tells the socket that its kernel connection fd is established (connect completed,
-// blocking or not, or accept returned it). It opens the connection segment (creating it or
-// attaching to the peer's); on any failure the socket stays on the kernel. server says which end
-// this is (statistics only: pairing is symmetric). Call it once, before any data call on the
-// connection is served by the transport.
-func (t *TCP) Established(fd int, server bool) {
-	if t.closed.Load() || t.conn.Load() != nil {
-		return
-	}
-	t.server = server
-	local, remote := sockname(fd, false), sockname(fd, true)
-	if !local.IsValid() || !remote.IsValid() {
-		return
-	}
-	cfg := ring.ConnConfig{Dir: t.env.p.Dir, NetNS: t.env.netns, Local: local, Remote: remote,
-		SendBytes: t.env.ringSize(optInt(fd, unix.SO_SNDBUF)),
-		RecvBytes: t.env.ringSize(optInt(fd, unix.SO_RCVBUF))}
-	conn, err := ring.OpenConn(cfg)
-	if err != nil {
-		t.env.ctr.failed.Add(1)
-		t.env.log.Debug("shmtcp: no segment, the connection stays on the kernel",
-			zap.Stringer("local", local), zap.Stringer("remote", remote), zap.Error(err))
-		return
-	}
-	t.side = conn.Side()
-	t.born = nanotime()
-	t.env.ctr.opened.Add(1)
-	if t.side == 0 {
-		t.env.ctr.created.Add(1)
-	} else {
-		t.env.ctr.attached.Add(1)
-	}
-	t.conn.Store(conn)
 }
 
 // trySwitchWrite switches our writes to the ring when we may: side 0 once the peer attached,

@@ -1,0 +1,105 @@
+package shmtcp
+
+import (
+	"syscall"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	ring "github.com/goxio/goxio/offload/shm"
+	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/kernel"
+)
+
+// Establishing races with the program's other threads: the engine tells the socket lazily, at
+// a data call, while another thread may be in a data call of its own. A call that went to the
+// kernel unaccounted while the segment opened breaks the stream: a send is missing from K (the
+// peer then drops its bytes as wake-ups), a receive may read the peer's wake bytes as data or
+// leave kernel bytes the reader's count never sees. So:
+//   - Established runs once under estmu, and marks est before it looks at anything;
+//   - a data call before est (early) runs on the kernel counted in early; one that finds est
+//     set without estDone (the segment is being opened) waits for estmu and then takes the
+//     transport's path (ring or kernel for good);
+//   - Established pairs only when no early call runs and none moved a byte (kernTx, kernRx);
+//     otherwise the connection stays on the kernel for good (counted in EnvCounts.Late). The
+//     peer then withdraws or never switches, as with any peer that does not pair.
+//
+// Both sides use sequentially consistent atomics (early's add before est's load in a call, est's
+// store before early's load in Established): either Established sees the call, or the call sees
+// est and waits; a call that ended before Established looked counted its bytes before it left.
+
+// Established tells the socket that its kernel connection fd is established (connect completed,
+// blocking or not, or accept returned it). It opens the connection segment (creating it or
+// attaching to the peer's); on any failure the socket stays on the kernel. server says which end
+// this is (statistics only: pairing is symmetric). Any data call may call it first: the first
+// call with a connected fd does the work, the others return at once or, while it runs, wait for
+// it. Data calls that went to the kernel before it (moved bytes, or still running) keep the
+// connection on the kernel.
+func (t *TCP) Established(fd int, server bool) {
+	if t.est.Load() || t.closed.Load() {
+		return
+	}
+	local, remote := sockname(fd, false), sockname(fd, true)
+	if !local.IsValid() || !remote.IsValid() {
+		return // not connected (yet): a later call looks again
+	}
+	t.estmu.Lock()
+	defer t.estmu.Unlock()
+	if t.est.Load() || t.closed.Load() {
+		return
+	}
+	t.est.Store(true)
+	defer t.estDone.Store(true) // before the unlock: a call that waited sees the outcome
+	if t.early.Load() != 0 || t.kernTx.Load() != 0 || t.kernRx.Load() != 0 {
+		t.env.ctr.late.Add(1)
+		t.env.log.Debug("shmtcp: data calls went to the kernel before the connection was established: it stays there",
+			zap.Stringer("local", local), zap.Stringer("remote", remote))
+		return
+	}
+	t.server = server
+	cfg := ring.ConnConfig{Dir: t.env.p.Dir, NetNS: t.env.netns, Local: local, Remote: remote,
+		SendBytes: t.env.ringSize(optInt(fd, unix.SO_SNDBUF)),
+		RecvBytes: t.env.ringSize(optInt(fd, unix.SO_RCVBUF))}
+	conn, err := ring.OpenConn(cfg)
+	if err != nil {
+		t.env.ctr.failed.Add(1)
+		t.env.log.Debug("shmtcp: no segment, the connection stays on the kernel",
+			zap.Stringer("local", local), zap.Stringer("remote", remote), zap.Error(err))
+		return
+	}
+	t.side = conn.Side()
+	t.born = nanotime()
+	t.env.ctr.opened.Add(1)
+	if t.side == 0 {
+		t.env.ctr.created.Add(1)
+	} else {
+		t.env.ctr.attached.Add(1)
+	}
+	t.conn.Store(conn)
+	if t.closed.Load() && t.conn.CompareAndSwap(conn, nil) {
+		_, _ = conn.Close() // Close ran meanwhile: nothing was sent, the peer withdraws
+	}
+}
+
+// transferEarly is a data call on a socket without a segment before Established ended: the
+// kernel's, counted, when Established has not started; otherwise it waits for its outcome.
+func (t *TCP) transferEarly(c transport.Call) (int, syscall.Errno, bool) {
+	t.early.Add(1)
+	if t.est.Load() {
+		t.early.Add(-1)
+		t.waitEstablished()
+		return t.TransferVia(c)
+	}
+	n, errno := kernel.Do(&c)
+	t.countKernel(&c, n, errno)
+	t.early.Add(-1)
+	return n, errno, true
+}
+
+// waitEstablished returns once a running Established stored its outcome (conn, estDone): it
+// holds estmu until then, so taking the lock is the wait.
+func (t *TCP) waitEstablished() {
+	t.estmu.Lock()
+	//lint:ignore SA2001 the lock is the wait: Established holds it until its outcome is stored
+	t.estmu.Unlock()
+}
