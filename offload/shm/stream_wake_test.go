@@ -147,6 +147,9 @@ func streamPeer(c *Conn, bl bells, total int, seed uint64) (wakeCounts, error) {
 			c.SpinBegin()
 			got := 0
 			for range spins {
+				if pos >= total {
+					break // the peer may close once it wrote total: a read now would be EOF
+				}
 				n, err := read()
 				if err != nil {
 					c.SpinEnd()
