@@ -4,6 +4,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
 // earlyTick is how often a receive that waits for its socket's inbox looks again.
@@ -22,18 +24,18 @@ func (e *Env) WaitEarly(fd int, ready func() bool) (readable bool, errno syscall
 	if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
 		timeo = tv.Nano()
 	}
-	var w blockState
-	w.start(timeo, e.p.Signals)
+	var w udpcall.Wait
+	w.Start(timeo, e.p.Signals)
 	for {
 		if ready() {
 			return true, 0
 		}
-		if errno := w.check(); errno != 0 {
+		if errno := w.Check(); errno != 0 {
 			return false, errno
 		}
 		ts := unix.NsecToTimespec(earlyTick)
-		if w.deadline != 0 {
-			ts = unix.NsecToTimespec(min(earlyTick, max(w.deadline-nanotime(), 0)))
+		if w.Deadline != 0 {
+			ts = unix.NsecToTimespec(min(earlyTick, max(w.Deadline-nanotime(), 0)))
 		}
 		r0, _, errno := ppoll2(fd, -1, &ts)
 		switch {

@@ -12,6 +12,7 @@ import (
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
 // Multicast between goxio sockets of one user and namespace.
@@ -389,7 +390,7 @@ func (u *UDP) sendmmsg(c *transport.Call) (int, syscall.Errno, bool) {
 	if errno != 0 || routes == nil {
 		return n, errno, os
 	}
-	var arr [maxBufs][]byte
+	var arr [udpcall.MaxBufs][]byte
 	for i := 0; i < n && i < vlen; i++ {
 		r := routes[i]
 		if r == nil || len(r.mc) == 0 {

@@ -3,7 +3,6 @@ package shm
 import (
 	"errors"
 	"net/netip"
-	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -12,22 +11,8 @@ import (
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/udpcall"
 )
-
-// kernelRecvFlags are the receive flags only the kernel serves (the error queue; MSG_OOB, which
-// UDP refuses). Other flags the rings honour (MSG_PEEK, MSG_TRUNC, MSG_DONTWAIT) or, like the
-// kernel's UDP, ignore (MSG_WAITALL, MSG_NOSIGNAL, MSG_CMSG_CLOEXEC, ...).
-const kernelRecvFlags = unix.MSG_ERRQUEUE | unix.MSG_OOB
-
-// rxCall is one receive call, parsed: where the datagram goes.
-type rxCall struct {
-	bufs     [][]byte
-	flags    int
-	namep    uintptr
-	namelenp *uint32
-	msg      *unix.Msghdr // recvmsg: gets msg_flags and msg_controllen
-	bad      bool         // a NULL buffer: the datagram is consumed and the call fails with EFAULT
-}
 
 // recv performs a receive call.
 func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
@@ -44,13 +29,13 @@ func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	if c.Op == transport.OpRecvmmsg {
 		return u.recvmmsg(c, in)
 	}
-	var arr [maxBufs][]byte
-	rc, ok := parseRx(c, arr[:0])
-	if !ok || rc.flags&kernelRecvFlags != 0 {
+	var arr [udpcall.MaxBufs][]byte
+	rc, ok := udpcall.ParseRx(c, arr[:0])
+	if !ok || rc.Flags&udpcall.KernelRecvFlags != 0 {
 		return u.kernelRecv(c)
 	}
-	n, errno, viaOS = u.receive(c, in, &rc, u.nonblock() || rc.flags&unix.MSG_DONTWAIT != 0)
-	if rc.bad && errno == 0 {
+	n, errno, viaOS = u.receive(c, in, &rc, u.nonblock() || rc.Flags&unix.MSG_DONTWAIT != 0)
+	if rc.Bad && errno == 0 {
 		// A bad buffer fails the call once a datagram is there, and the datagram is gone, as
 		// in the kernel.
 		return -1, unix.EFAULT, viaOS
@@ -58,67 +43,12 @@ func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	return n, errno, viaOS
 }
 
-// parseRx reads a receive call's arguments; false when the rings cannot serve it. bufs is the
-// caller's storage for the buffers. A NULL buffer makes the call bad (it still waits for, and
-// consumes, a datagram). The call is returned by value and nothing stores into a pointer, so the
-// caller's storage stays on its stack (no allocation per call).
-func parseRx(c *transport.Call, bufs [][]byte) (rxCall, bool) {
-	var rc rxCall
-	switch c.Op {
-	case transport.OpRead:
-		bufs, rc.bad = addBuf(bufs, c.A[0], int(c.A[1]))
-	case transport.OpReadv:
-		if int(c.A[1]) < 0 || int(c.A[1]) > umem.MaxIov {
-			return rc, false
-		}
-		bufs, rc.bad = umem.IovecsOrNil(bufs, c.A[0], int(c.A[1]))
-	case transport.OpRecvfrom:
-		rc.flags = int(c.A[2])
-		if c.A[3] != 0 && c.A[4] != 0 {
-			rc.namep, rc.namelenp = c.A[3], umem.Uint32(c.A[4])
-		}
-		bufs, rc.bad = addBuf(bufs, c.A[0], int(c.A[1]))
-	case transport.OpRecvmsg:
-		return parseMsg(c.A[0], int(c.A[1]), bufs)
-	default:
-		return rc, false
-	}
-	rc.bufs = bufs
-	return rc, true
-}
-
-// addBuf adds one buffer; a NULL one with a length reports bad instead.
-func addBuf(bufs [][]byte, p uintptr, n int) ([][]byte, bool) {
-	if p == 0 && n > 0 {
-		return bufs, true
-	}
-	return append(bufs, umem.Bytes(p, n)), false
-}
-
-// parseMsg reads a recvmsg call from the program's msghdr at mp; false when the rings cannot
-// serve it.
-func parseMsg(mp uintptr, flags int, bufs [][]byte) (rxCall, bool) {
-	var rc rxCall
-	m := umem.Msghdr(mp)
-	iov, iovlen := umem.MsgIov(m)
-	if iovlen < 0 || iovlen > umem.MaxIov {
-		return rc, false
-	}
-	rc.bufs, rc.bad = umem.IovecsOrNil(bufs, iov, iovlen)
-	rc.flags = flags
-	rc.msg = m
-	if np, _ := umem.MsgName(m); np != 0 {
-		rc.namep, rc.namelenp = np, &m.Namelen
-	}
-	return rc, true
-}
-
 // recvmmsg receives up to vlen datagrams, each as recvmsg would; MSG_WAITFORONE makes every
 // datagram after the first non-blocking; the timeout is checked after each datagram, as the
 // kernel does.
 func (u *UDP) recvmmsg(c *transport.Call, in *ring.Inbox) (int, syscall.Errno, bool) {
 	vlen, flags := int(uint32(c.A[1])), int(int32(c.A[2]))
-	if flags&kernelRecvFlags != 0 || vlen > umem.MaxIov {
+	if flags&udpcall.KernelRecvFlags != 0 || vlen > umem.MaxIov {
 		return u.kernel(c)
 	}
 	var deadline int64
@@ -130,19 +60,19 @@ func (u *UDP) recvmmsg(c *transport.Call, in *ring.Inbox) (int, syscall.Errno, b
 		deadline = nanotime() + ts.Sec*1e9 + ts.Nsec
 	}
 	nonblock := u.nonblock() || flags&unix.MSG_DONTWAIT != 0
-	var arr [maxBufs][]byte
+	var arr [udpcall.MaxBufs][]byte
 	count := 0
 	viaOS := false
 	for i := 0; i < vlen; i++ {
 		mp, lenp := umem.Mmsghdr(c.A[0], i)
-		rc, ok := parseMsg(mp, flags&^unix.MSG_WAITFORONE, arr[:0])
+		rc, ok := udpcall.ParseMsg(mp, flags&^unix.MSG_WAITFORONE, arr[:0])
 		if !ok {
 			if count == 0 {
 				return u.kernel(c)
 			}
 			break
 		}
-		sub := transport.Call{Op: transport.OpRecvmsg, FD: c.FD, A: [5]uintptr{mp, uintptr(rc.flags)}}
+		sub := transport.Call{Op: transport.OpRecvmsg, FD: c.FD, A: [5]uintptr{mp, uintptr(rc.Flags)}}
 		n, errno, os := u.receive(&sub, in, &rc, nonblock || (count > 0 && flags&unix.MSG_WAITFORONE != 0))
 		if errno != 0 {
 			if count > 0 {
@@ -165,7 +95,7 @@ func (u *UDP) recvmmsg(c *transport.Call, in *ring.Inbox) (int, syscall.Errno, b
 // in the kernel on the socket and the inbox's doorbell. It honours SO_RCVTIMEO (EAGAIN when it
 // expires) and returns EINTR when a signal handler ran on this thread, unless the handler has
 // SA_RESTART and the socket no receive timeout, as the kernel's blocking receive does.
-func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bool) (int, syscall.Errno, bool) {
+func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonblock bool) (int, syscall.Errno, bool) {
 	p := &u.env.p
 	polls := 0
 	spinning := false
@@ -178,7 +108,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 	// A non-blocking call looks at the kernel socket every time (an epoll-driven program reads
 	// until EAGAIN); a blocking one every RxUDPPollOSRatio polls, and when the kernel woke it.
 	checkOS := nonblock
-	var w blockState
+	var w udpcall.Wait
 	kfd := -1
 	for {
 		if n, ok := u.fromRing(in, rc); ok {
@@ -204,10 +134,10 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 		if nonblock {
 			return -1, unix.EAGAIN, false
 		}
-		if !w.started {
-			w.start(u.rcvTimeo.Load(), p.Signals)
+		if !w.Started {
+			w.Start(u.rcvTimeo.Load(), p.Signals)
 		}
-		if errno := w.check(); errno != 0 {
+		if errno := w.Check(); errno != 0 {
 			return -1, errno, false
 		}
 		if p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || u.waitAvg.Load() < spinWorth) {
@@ -246,7 +176,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *rxCall, nonblock bo
 			}
 		}
 		u.sleeping(in)
-		r0, r1, errno := ppoll2(c.FD, bell, w.remaining())
+		r0, r1, errno := ppoll2(c.FD, bell, w.Remaining())
 		if errno == unix.EINTR {
 			continue // w.check decides: EINTR or, with SA_RESTART, wait on
 		}
@@ -273,11 +203,11 @@ const spinWorth = 100e3 // ns
 
 // waited folds how long a blocking receive waited for its datagram into the socket's average;
 // receives that found data at once do not count.
-func (u *UDP) waited(w *blockState) {
-	if !w.started {
+func (u *UDP) waited(w *udpcall.Wait) {
+	if !w.Started {
 		return
 	}
-	d := min(nanotime()-w.begin, 4*spinWorth)
+	d := min(nanotime()-w.Begin, 4*spinWorth)
 	old := u.waitAvg.Load()
 	u.waitAvg.Store(old + (d-old)/16)
 }
@@ -286,58 +216,9 @@ func (u *UDP) waited(w *blockState) {
 // expects to get from its own calls meanwhile.
 const highFD = 1 << 10
 
-// blockState is what a blocking receive watches besides the data: the socket's receive timeout
-// and the thread's signal handlers.
-type blockState struct {
-	started  bool
-	begin    int64 // nanotime when the wait started
-	deadline int64 // nanotime; 0: no SO_RCVTIMEO
-	sig      *transport.SigCounters
-	all      uint32
-	intr     uint32
-}
-
-func (w *blockState) start(timeout int64, signals func() *transport.SigCounters) {
-	w.started = true
-	w.begin = nanotime()
-	if timeout > 0 {
-		w.deadline = nanotime() + timeout
-	}
-	if signals != nil {
-		w.sig = signals()
-		w.all, w.intr = atomic.LoadUint32(&w.sig.All), atomic.LoadUint32(&w.sig.Interrupting)
-	}
-}
-
-// check returns EINTR when a handler ended the wait, EAGAIN when the timeout expired.
-func (w *blockState) check() syscall.Errno {
-	if w.sig != nil {
-		if atomic.LoadUint32(&w.sig.Interrupting) != w.intr {
-			return unix.EINTR
-		}
-		if w.deadline != 0 && atomic.LoadUint32(&w.sig.All) != w.all {
-			return unix.EINTR // with a receive timeout, even SA_RESTART does not restart
-		}
-	}
-	if w.deadline != 0 && nanotime() >= w.deadline {
-		return unix.EAGAIN
-	}
-	return 0
-}
-
-// remaining is the sleep's timeout: nil without SO_RCVTIMEO.
-func (w *blockState) remaining() *unix.Timespec {
-	if w.deadline == 0 {
-		return nil
-	}
-	left := max(w.deadline-nanotime(), 0)
-	ts := unix.NsecToTimespec(left)
-	return &ts
-}
-
 // fromRing copies the next ring datagram into the call's buffers. A fault on the program's
 // memory still consumes the datagram (the kernel drops it too) and panics to the caller.
-func (u *UDP) fromRing(in *ring.Inbox, rc *rxCall) (int, bool) {
+func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx) (int, bool) {
 	if !in.Pending() {
 		in.Refresh()
 		if !in.Pending() {
@@ -364,7 +245,7 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *rxCall) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	peek := rc.flags&unix.MSG_PEEK != 0
+	peek := rc.Flags&unix.MSG_PEEK != 0
 	defer func() {
 		if !peek {
 			in.Pop()
@@ -373,20 +254,20 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *rxCall) (int, bool) {
 	if !peek {
 		u.countRingRx(in, len(data))
 	}
-	copied := umem.Scatter(rc.bufs, data)
-	if rc.namelenp != nil {
-		l := min(int(*rc.namelenp), len(name))
-		copy(umem.Bytes(rc.namep, l), name)
-		*rc.namelenp = uint32(len(name))
+	copied := umem.Scatter(rc.Bufs, data)
+	if rc.NameLen != nil {
+		l := min(int(*rc.NameLen), len(name))
+		copy(umem.Bytes(rc.NamePtr, l), name)
+		*rc.NameLen = uint32(len(name))
 	}
-	if rc.msg != nil {
-		rc.msg.Flags = 0
+	if rc.Msg != nil {
+		rc.Msg.Flags = 0
 		if copied < len(data) {
-			rc.msg.Flags = unix.MSG_TRUNC
+			rc.Msg.Flags = unix.MSG_TRUNC
 		}
-		rc.msg.SetControllen(0)
+		rc.Msg.SetControllen(0)
 	}
-	if rc.flags&unix.MSG_TRUNC != 0 {
+	if rc.Flags&unix.MSG_TRUNC != 0 {
 		return len(data), true
 	}
 	return copied, true

@@ -13,6 +13,7 @@ import (
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
+	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
 // route is how the socket reaches one destination, valid while the discovery directory's
@@ -29,9 +30,6 @@ type route struct {
 // sendFlags are the send flags the rings honour; any other flag sends through the kernel.
 const sendFlags = unix.MSG_DONTWAIT | unix.MSG_NOSIGNAL | unix.MSG_CONFIRM
 
-// maxBufs is how many buffers a send gathers without allocating.
-const maxBufs = 8
-
 // send performs a send call: through a ring when the destination is a goxio socket of this
 // user and namespace, through the kernel otherwise.
 func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
@@ -44,7 +42,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 			n, errno, viaOS = -1, unix.EFAULT, false
 		}
 	}()
-	var arr [maxBufs][]byte
+	var arr [udpcall.MaxBufs][]byte
 	bufs := arr[:0]
 	total, flags := 0, 0
 	var namep uintptr

@@ -1,8 +1,6 @@
 package xdp
 
-import "time"
+import "github.com/goxio/goxio/offload/transport/udpcall"
 
-var epoch = time.Now()
-
-// nanotime is a monotonic clock in nanoseconds (no timers: the vDSO clock only).
-func nanotime() int64 { return int64(time.Since(epoch)) }
+// nanotime is the monotonic clock of udpcall.Wait's deadlines (the vDSO clock only: no timers).
+func nanotime() int64 { return udpcall.Nanotime() }

@@ -2,7 +2,6 @@ package xdp
 
 import (
 	"encoding/binary"
-	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -11,25 +10,8 @@ import (
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
+	"github.com/goxio/goxio/offload/transport/udpcall"
 )
-
-// kernelRecvFlags are the receive flags only the kernel serves (the error queue; MSG_OOB, which
-// UDP refuses). MSG_PEEK, MSG_TRUNC and MSG_DONTWAIT the queue honours; the others the kernel's
-// UDP ignores too.
-const kernelRecvFlags = unix.MSG_ERRQUEUE | unix.MSG_OOB
-
-// maxBufs is how many buffers a call gathers without allocating.
-const maxBufs = 8
-
-// rxCall is one receive call, parsed: where the datagram goes.
-type rxCall struct {
-	bufs     [][]byte
-	flags    int
-	namep    uintptr
-	namelenp *uint32
-	msg      *unix.Msghdr // recvmsg: gets msg_flags and msg_controllen
-	bad      bool         // a NULL buffer: the datagram is consumed and the call fails with EFAULT
-}
 
 // recv performs a receive call.
 func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
@@ -45,73 +27,23 @@ func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	if c.Op == transport.OpRecvmmsg {
 		return u.recvmmsg(c)
 	}
-	var arr [maxBufs][]byte
-	rc, ok := parseRx(c, arr[:0])
-	if !ok || rc.flags&kernelRecvFlags != 0 {
+	var arr [udpcall.MaxBufs][]byte
+	rc, ok := udpcall.ParseRx(c, arr[:0])
+	if !ok || rc.Flags&udpcall.KernelRecvFlags != 0 {
 		return u.kernel(c)
 	}
-	n, errno, viaOS = u.receive(c, &rc, u.nonblock() || rc.flags&unix.MSG_DONTWAIT != 0)
-	if rc.bad && errno == 0 {
+	n, errno, viaOS = u.receive(c, &rc, u.nonblock() || rc.Flags&unix.MSG_DONTWAIT != 0)
+	if rc.Bad && errno == 0 {
 		return -1, unix.EFAULT, viaOS // the datagram is gone, as in the kernel
 	}
 	return n, errno, viaOS
-}
-
-// parseRx reads a receive call's arguments; false when the queue cannot serve it.
-func parseRx(c *transport.Call, bufs [][]byte) (rxCall, bool) {
-	var rc rxCall
-	switch c.Op {
-	case transport.OpRead:
-		bufs, rc.bad = addBuf(bufs, c.A[0], int(c.A[1]))
-	case transport.OpReadv:
-		if int(c.A[1]) < 0 || int(c.A[1]) > umem.MaxIov {
-			return rc, false
-		}
-		bufs, rc.bad = umem.IovecsOrNil(bufs, c.A[0], int(c.A[1]))
-	case transport.OpRecvfrom:
-		rc.flags = int(c.A[2])
-		if c.A[3] != 0 && c.A[4] != 0 {
-			rc.namep, rc.namelenp = c.A[3], umem.Uint32(c.A[4])
-		}
-		bufs, rc.bad = addBuf(bufs, c.A[0], int(c.A[1]))
-	case transport.OpRecvmsg:
-		return parseMsg(c.A[0], int(c.A[1]), bufs)
-	default:
-		return rc, false
-	}
-	rc.bufs = bufs
-	return rc, true
-}
-
-func addBuf(bufs [][]byte, p uintptr, n int) ([][]byte, bool) {
-	if p == 0 && n > 0 {
-		return bufs, true
-	}
-	return append(bufs, umem.Bytes(p, n)), false
-}
-
-// parseMsg reads a recvmsg call from the program's msghdr at mp.
-func parseMsg(mp uintptr, flags int, bufs [][]byte) (rxCall, bool) {
-	var rc rxCall
-	m := umem.Msghdr(mp)
-	iov, iovlen := umem.MsgIov(m)
-	if iovlen < 0 || iovlen > umem.MaxIov {
-		return rc, false
-	}
-	rc.bufs, rc.bad = umem.IovecsOrNil(bufs, iov, iovlen)
-	rc.flags = flags
-	rc.msg = m
-	if np, _ := umem.MsgName(m); np != 0 {
-		rc.namep, rc.namelenp = np, &m.Namelen
-	}
-	return rc, true
 }
 
 // recvmmsg receives up to vlen datagrams, each as recvmsg would; MSG_WAITFORONE makes every
 // datagram after the first non-blocking; the timeout is checked after each datagram.
 func (u *UDP) recvmmsg(c *transport.Call) (int, syscall.Errno, bool) {
 	vlen, flags := int(uint32(c.A[1])), int(int32(c.A[2]))
-	if flags&kernelRecvFlags != 0 || vlen > umem.MaxIov {
+	if flags&udpcall.KernelRecvFlags != 0 || vlen > umem.MaxIov {
 		return u.kernel(c)
 	}
 	var deadline int64
@@ -123,19 +55,19 @@ func (u *UDP) recvmmsg(c *transport.Call) (int, syscall.Errno, bool) {
 		deadline = nanotime() + ts.Sec*1e9 + ts.Nsec
 	}
 	nonblock := u.nonblock() || flags&unix.MSG_DONTWAIT != 0
-	var arr [maxBufs][]byte
+	var arr [udpcall.MaxBufs][]byte
 	count := 0
 	viaOS := false
 	for i := 0; i < vlen; i++ {
 		mp, lenp := umem.Mmsghdr(c.A[0], i)
-		rc, ok := parseMsg(mp, flags&^unix.MSG_WAITFORONE, arr[:0])
+		rc, ok := udpcall.ParseMsg(mp, flags&^unix.MSG_WAITFORONE, arr[:0])
 		if !ok {
 			if count == 0 {
 				return u.kernel(c)
 			}
 			break
 		}
-		sub := transport.Call{Op: transport.OpRecvmsg, FD: c.FD, A: [5]uintptr{mp, uintptr(rc.flags)}}
+		sub := transport.Call{Op: transport.OpRecvmsg, FD: c.FD, A: [5]uintptr{mp, uintptr(rc.Flags)}}
 		n, errno, os := u.receive(&sub, &rc, nonblock || (count > 0 && flags&unix.MSG_WAITFORONE != 0))
 		if errno != 0 {
 			if count > 0 {
@@ -166,11 +98,11 @@ const (
 // RxPoll polls, then sleeps in ppoll on the kernel socket, the wake pipe and the AF_XDP sockets.
 // SO_RCVTIMEO gives EAGAIN when it expires; a signal handler that ran on this thread gives
 // EINTR, unless it has SA_RESTART and the socket no receive timeout.
-func (u *UDP) receive(c *transport.Call, rc *rxCall, nonblock bool) (int, syscall.Errno, bool) {
+func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, syscall.Errno, bool) {
 	p := &u.env.p
 	polls := 0
 	checkOS := nonblock
-	var w blockState
+	var w udpcall.Wait
 	var spinStart int64
 	kfd := -1
 	for {
@@ -197,11 +129,11 @@ func (u *UDP) receive(c *transport.Call, rc *rxCall, nonblock bool) (int, syscal
 		if nonblock {
 			return -1, unix.EAGAIN, false
 		}
-		if !w.started {
-			w.start(u.rcvTimeo.Load(), p.Signals)
+		if !w.Started {
+			w.Start(u.rcvTimeo.Load(), p.Signals)
 			spinStart = nanotime()
 		}
-		if errno := w.check(); errno != 0 {
+		if errno := w.Check(); errno != 0 {
 			return -1, errno, false
 		}
 		if p.RxPoll < 0 || polls < p.RxPoll {
@@ -240,7 +172,7 @@ const highFD = 1 << 10
 // revents. The sleeper count goes up before the last look at the queue, and a thread that queues
 // a frame reads it after queueing: either the sleeper sees the frame or the queuer sees the
 // sleeper and writes to the wake pipe.
-func (u *UDP) sleep(fd int, w *blockState) (int16, syscall.Errno) {
+func (u *UDP) sleep(fd int, w *udpcall.Wait) (int16, syscall.Errno) {
 	bell := u.ensureBell()
 	var fds [2 + maxSleepFDs]unix.PollFd
 	fds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}
@@ -257,7 +189,7 @@ func (u *UDP) sleep(fd int, w *blockState) (int16, syscall.Errno) {
 		fds[n] = unix.PollFd{Fd: int32(x.s.FD()), Events: unix.POLLIN}
 		n++
 	}
-	ts := w.remaining()
+	ts := w.Remaining()
 	if len(xs) > maxSleepFDs || bell < 0 {
 		if ts == nil || ts.Nano() > overflowSleep {
 			t := unix.NsecToTimespec(overflowSleep)
@@ -282,60 +214,14 @@ func (u *UDP) sleep(fd int, w *blockState) (int16, syscall.Errno) {
 	return fds[0].Revents, 0
 }
 
-// blockState is what a blocking receive watches besides the data: the socket's receive timeout
-// and the thread's signal handlers.
-type blockState struct {
-	started  bool
-	deadline int64 // nanotime; 0: no SO_RCVTIMEO
-	sig      *transport.SigCounters
-	all      uint32
-	intr     uint32
-}
-
-func (w *blockState) start(timeout int64, signals func() *transport.SigCounters) {
-	w.started = true
-	if timeout > 0 {
-		w.deadline = nanotime() + timeout
-	}
-	if signals != nil {
-		w.sig = signals()
-		w.all, w.intr = atomic.LoadUint32(&w.sig.All), atomic.LoadUint32(&w.sig.Interrupting)
-	}
-}
-
-// check returns EINTR when a handler ended the wait, EAGAIN when the timeout expired.
-func (w *blockState) check() syscall.Errno {
-	if w.sig != nil {
-		if atomic.LoadUint32(&w.sig.Interrupting) != w.intr {
-			return unix.EINTR
-		}
-		if w.deadline != 0 && atomic.LoadUint32(&w.sig.All) != w.all {
-			return unix.EINTR // with a receive timeout, even SA_RESTART does not restart
-		}
-	}
-	if w.deadline != 0 && nanotime() >= w.deadline {
-		return unix.EAGAIN
-	}
-	return 0
-}
-
-// remaining is the sleep's timeout: nil without SO_RCVTIMEO.
-func (w *blockState) remaining() *unix.Timespec {
-	if w.deadline == 0 {
-		return nil
-	}
-	ts := unix.NsecToTimespec(max(w.deadline-nanotime(), 0))
-	return &ts
-}
-
 // fromQueue copies the next queued datagram into the call's buffers. A fault on the program's
 // memory still consumes the datagram (the kernel drops it too) and panics to the caller.
-func (u *UDP) fromQueue(rc *rxCall) (int, bool) {
+func (u *UDP) fromQueue(rc *udpcall.Rx) (int, bool) {
 	q := u.q
 	if q.depth.Load() == 0 {
 		return 0, false
 	}
-	peek := rc.flags&unix.MSG_PEEK != 0
+	peek := rc.Flags&unix.MSG_PEEK != 0
 	q.mu.Lock()
 	if q.n == 0 {
 		q.mu.Unlock()
@@ -354,25 +240,25 @@ func (u *UDP) fromQueue(rc *rxCall) (int, bool) {
 		u.xdpRx.Add(1)
 		u.xdpRxBytes.Add(uint64(len(b.payload)))
 	}
-	copied := umem.Scatter(rc.bufs, b.payload)
-	if rc.namelenp != nil {
+	copied := umem.Scatter(rc.Bufs, b.payload)
+	if rc.NameLen != nil {
 		var sa [unix.SizeofSockaddrInet4]byte
 		binary.NativeEndian.PutUint16(sa[:], unix.AF_INET)
 		binary.BigEndian.PutUint16(sa[2:], b.src.Port())
 		a := b.src.Addr().As4()
 		copy(sa[4:8], a[:])
-		l := min(int(*rc.namelenp), len(sa))
-		copy(umem.Bytes(rc.namep, l), sa[:l])
-		*rc.namelenp = uint32(len(sa))
+		l := min(int(*rc.NameLen), len(sa))
+		copy(umem.Bytes(rc.NamePtr, l), sa[:l])
+		*rc.NameLen = uint32(len(sa))
 	}
-	if rc.msg != nil {
-		rc.msg.Flags = 0
+	if rc.Msg != nil {
+		rc.Msg.Flags = 0
 		if copied < len(b.payload) {
-			rc.msg.Flags = unix.MSG_TRUNC
+			rc.Msg.Flags = unix.MSG_TRUNC
 		}
-		rc.msg.SetControllen(0)
+		rc.Msg.SetControllen(0)
 	}
-	if rc.flags&unix.MSG_TRUNC != 0 {
+	if rc.Flags&unix.MSG_TRUNC != 0 {
 		return len(b.payload), true
 	}
 	return copied, true

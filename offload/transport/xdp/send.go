@@ -22,6 +22,7 @@ import (
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/udpcall"
 	"github.com/goxio/goxio/offload/xdp/packet"
 )
 
@@ -42,7 +43,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 			n, errno, viaOS = -1, unix.EFAULT, false
 		}
 	}()
-	var arr [maxBufs][]byte
+	var arr [udpcall.MaxBufs][]byte
 	bufs := arr[:0]
 	total, flags := 0, 0
 	var namep uintptr
