@@ -19,23 +19,10 @@ import (
 // are also replaced on demand by OpenConn; the sweep only frees the memory of tuples that do
 // not come back.
 func SweepConns(dir string) int {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
+	names, ok := dirNames(dir)
+	if !ok {
 		return 0
 	}
-	var names []string
-	buf := make([]byte, 16<<10)
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || n <= 0 {
-			break
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-	}
-	unix.Close(fd)
 	removed := 0
 	for _, name := range names {
 		if !strings.HasPrefix(name, connNamePrefix) {

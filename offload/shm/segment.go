@@ -118,3 +118,25 @@ func unlink(path string) error {
 	}
 	return nil
 }
+
+// dirNames lists the names in dir with raw system calls (no os.File: it would start the Go
+// netpoller inside the program); false when dir cannot be opened.
+func dirNames(dir string) ([]string, bool) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(fd)
+	var names []string
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return names, true
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
+}

@@ -15,23 +15,10 @@ import (
 // Cost: a directory read plus an open, pread and /proc read per segment: call it at start-up
 // or now and then, not on a hot path.
 func SweepDir(dir string) int {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
+	names, ok := dirNames(dir)
+	if !ok {
 		return 0
 	}
-	var names []string
-	buf := make([]byte, 16<<10)
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || n <= 0 {
-			break
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-	}
-	unix.Close(fd)
 	removed := 0
 	for _, name := range names {
 		path := joinPath(dir, name)
