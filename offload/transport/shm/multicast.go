@@ -276,7 +276,7 @@ func (u *UDP) firstNotCopy(fd int) bool {
 		}
 		group := netip.AddrFrom4(dst)
 		src := sockaddr4(sa[:])
-		if !group.IsMulticast() || !src.IsValid() || !u.admits(group, src.Addr()) || !u.env.dir.MulticastSender(src) {
+		if !group.IsMulticast() || !src.IsValid() || !u.admits(group, src.Addr()) || !u.ringSender(src) {
 			return true
 		}
 		if dropQueued(fd) != 0 {
@@ -286,6 +286,31 @@ func (u *UDP) firstNotCopy(fd int) bool {
 	}
 	return false // more copies than one call drops: the next one goes on
 }
+
+// ringSender is discovery's MulticastSender(src), remembered for senderTTL while the directory
+// does not change: the lookup scans the table and reads /proc for liveness, too much for every
+// kernel datagram of a busy group. The caller holds rxmu.
+func (u *UDP) ringSender(src netip.AddrPort) bool {
+	c := &u.senderCache
+	gen, now := u.env.dir.Gen(), nanotime()
+	if c.src == src && c.gen == gen && now-c.at < senderTTL {
+		return c.yes
+	}
+	*c = senderCache{src: src, gen: gen, at: now, yes: u.env.dir.MulticastSender(src)}
+	return c.yes
+}
+
+// senderCache is the last ringSender answer.
+type senderCache struct {
+	src netip.AddrPort
+	gen uint64
+	at  int64
+	yes bool
+}
+
+// senderTTL bounds how long a ringSender answer is used: a flagged sender that died keeps its
+// entry until the directory is swept, and only the lookup checks its liveness.
+const senderTTL = 10e6 // ns
 
 // maxCopies bounds how many loopback copies one receive drops.
 const maxCopies = 64

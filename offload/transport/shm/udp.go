@@ -47,7 +47,9 @@ type UDP struct {
 	finalize sync.Once
 	rxmu     sync.Mutex // one consumer of the inbox at a time; guards rx
 	rx       rxStats
-	route    atomic.Pointer[route] // the last destination and how to reach it
+	// senderCache remembers the last multicast ring sender lookup (multicast.go); guarded by rxmu.
+	senderCache senderCache
+	route       atomic.Pointer[route] // the last destination and how to reach it
 
 	kernelOnly atomic.Bool  // GiveUp happened: every call goes to the kernel socket
 	rcvTimeo   atomic.Int64 // SO_RCVTIMEO in nanoseconds; 0: none
