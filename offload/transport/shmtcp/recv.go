@@ -58,6 +58,7 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 	peek := d.flags&unix.MSG_PEEK != 0
 	nonblock := t.nonblock() || d.flags&unix.MSG_DONTWAIT != 0
 	waitall := d.flags&unix.MSG_WAITALL != 0 && !peek && !nonblock
+	want := d.total
 	got, viaOS := 0, false
 	var w waitState
 	polls := 0
@@ -77,7 +78,7 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 		if n > 0 {
 			got += n
 			viaOS = viaOS || kern
-			if !waitall || got >= d.total {
+			if !waitall || got >= want {
 				return got, 0, viaOS
 			}
 			d.bufs = advance(d.bufs, n)
@@ -102,7 +103,7 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 			}
 			return -1, e, false
 		}
-		if t.rxSwitched.Load() && (p.RxPoll < 0 || polls < p.RxPoll) {
+		if t.rxSwitched.Load() && !t.rxBack.Load() && (p.RxPoll < 0 || polls < p.RxPoll) {
 			if !spinning {
 				if spun = t.conn.Load(); spun != nil {
 					spun.SpinBegin()
@@ -130,6 +131,9 @@ func (t *TCP) step(fd int, d *dataCall, checkKernel bool) (n int, errno syscall.
 	t.rxmu.Lock()
 	defer t.rxmu.Unlock()
 	conn := t.conn.Load()
+	if t.rxBack.Load() {
+		return t.stepBack(fd, conn, d)
+	}
 	if !t.rxSwitched.Load() {
 		n, errno, kern, done = t.stepKernel(fd, conn, d)
 	} else {
@@ -175,11 +179,21 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 		limit = min(limit, int(t.rxK-t.kRx))
 	}
 	peek := d.flags&unix.MSG_PEEK != 0
-	n, e := recvBufs(fd, d.bufs, limit, d.flags&(unix.MSG_PEEK|unix.MSG_TRUNC)|unix.MSG_DONTWAIT)
+	flags := d.flags&(unix.MSG_PEEK|unix.MSG_TRUNC) | unix.MSG_DONTWAIT
+	var n int
+	var e syscall.Errno
+	if d.discard {
+		n, e = recvNull(fd, limit, flags)
+	} else {
+		n, e = recvBufs(fd, d.bufs, limit, flags)
+	}
 	// The peer may have switched during the receive: what lies beyond K is wake-ups.
 	t.learnK(conn)
 	switch {
 	case e == 0 && n > 0:
+		if !peek {
+			t.kConsumed += uint64(n) // wake bytes beyond K included
+		}
 		if t.rxKnown {
 			n = min(n, int(t.rxK-t.kRx))
 		}
@@ -192,8 +206,8 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 			t.readerSwitched()
 		}
 		t.kernRx.Add(uint64(n))
-		t.settle(fd, conn, t.side == 0 && !peek)
-		return n, 0, true, false
+		conn = t.settle(fd, conn, t.side == 0 && !peek)
+		return n + t.acrossK(fd, conn, d, n), 0, true, false
 	case e == unix.EAGAIN || e == unix.EINTR:
 		if t.readerSwitched() {
 			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
@@ -215,6 +229,31 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 	}
 }
 
+// acrossK continues a receive that read the last kernel bytes before the peer's K into the
+// ring, as the kernel's receive takes every queued byte up to the call's length: n bytes of d
+// were taken (or peeked) from the kernel. It returns the ring bytes taken. rxmu is held.
+func (t *TCP) acrossK(fd int, conn *ring.Conn, d *dataCall, n int) int {
+	peek := d.flags&unix.MSG_PEEK != 0
+	end := t.kRx
+	if peek {
+		end += uint64(n)
+	}
+	if conn == nil || n >= d.total || !t.rxKnown || end != t.rxK {
+		return 0
+	}
+	rest := dataCall{total: d.total - n, flags: d.flags, discard: d.discard}
+	if !d.discard {
+		// advance trims the first buffer in place: work on a copy of the list, which the
+		// caller advances again by the call's whole count.
+		rest.bufs = advance(append([][]byte(nil), d.bufs...), n)
+	}
+	m, err := t.ringRead(fd, conn, &rest)
+	if err != nil || m < 0 {
+		return 0
+	}
+	return m
+}
+
 // stepRing is a step after the reader's switch: the ring, then (when it is empty and
 // checkKernel) the kernel socket's wake bytes and end. rxmu is held.
 func (t *TCP) stepRing(fd int, conn *ring.Conn, d *dataCall, checkKernel bool) (int, syscall.Errno, bool, bool) {
@@ -222,6 +261,13 @@ func (t *TCP) stepRing(fd int, conn *ring.Conn, d *dataCall, checkKernel bool) (
 		return 0, 0, false, true // closed
 	}
 	n, err := t.ringRead(fd, conn, d)
+	if err != nil && t.peerBack(fd, conn) {
+		return t.stepBack(fd, conn, d) // the peer went back to the kernel (a fork)
+	}
+	if conn.BackRequested() && t.txmu.TryLock() {
+		t.maybeBackWrite(fd, conn)
+		t.txmu.Unlock()
+	}
 	if !errors.Is(err, ring.ErrEmpty) {
 		return ringResult(n, err)
 	}
@@ -231,7 +277,7 @@ func (t *TCP) stepRing(fd int, conn *ring.Conn, d *dataCall, checkKernel bool) (
 	if !checkKernel {
 		return 0, 0, false, false
 	}
-	eof, e := t.drainWakes(fd)
+	eof, e := t.drainWakes(fd, conn)
 	conn.ClearWake()
 	if eof || e != 0 {
 		// The kernel connection ended. A peer that closed, shut down or reset set its state
