@@ -14,6 +14,7 @@ import (
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
+	"github.com/goxio/goxio/offload/transport/shmtcp"
 	"github.com/goxio/goxio/stats"
 )
 
@@ -45,6 +46,8 @@ type Config struct {
 	// SHM is the shared-memory transport's process state; nil: no shared-memory transport (every
 	// offloaded socket stays on the kernel, reason "no faster path").
 	SHM *shmtr.Env
+	// SHMTCP is the shared-memory TCP transport's process state; nil: TCP stays on the kernel.
+	SHMTCP *shmtcp.Env
 	// IOMux are the select/poll/epoll parameters.
 	IOMux IOMux
 }
@@ -158,6 +161,9 @@ func (e *Engine) register(fd int, s *Socket) {
 	if s.typ == sockDgram && e.cfg.SHM != nil {
 		flags |= FlagRing
 	}
+	if s.typ == sockStream && e.cfg.SHMTCP != nil {
+		flags |= FlagRing // select and poll ask the TCP transport (iomux.go)
+	}
 	if s.passthrough {
 		flags = FlagWatch
 	}
@@ -189,6 +195,9 @@ func (e *Engine) finish(fd int, s *Socket) {
 	if u, ok := s.tr.(*shmtr.UDP); ok {
 		u.Close()
 		e.dropMember(s)
+	}
+	if t, ok := s.tr.(*shmtcp.TCP); ok && s.tcpEstablished.Load() {
+		t.Close(fd)
 	}
 	if ce := e.log.Check(zap.DebugLevel, "socket closed"); ce != nil {
 		snap := s.snapshot(fd)

@@ -35,6 +35,11 @@ type member struct {
 	disabled bool   // EPOLLONESHOT fired; re-armed by EPOLL_CTL_MOD
 	bell     int    // the doorbell fd registered in the inner set for this member; 0: none
 	seen     uint64 // EPOLLET: the rings' Arrivals when their readiness was last reported
+	// Shared-memory TCP members (epoll_tcp.go): inner is the events the kernel fd is registered
+	// with in the inner set (they change when the connection switches); outSeen, for EPOLLET,
+	// that writability was reported and not lost since.
+	inner   uint32
+	outSeen bool
 }
 
 // epolls maps program epoll fds to their sets.
@@ -169,7 +174,8 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 	}()
 	epfd, op, fd := int(int32(c.A[0])), int(int32(c.A[1])), c.FD
 	s := e.reg.get(fd)
-	if s == nil || s.isPassthrough() {
+	if s == nil || s.isPassthrough() || s.typ == sockStream && s.shmTCP() == nil {
+		// Kernel sockets stay in the program's set: their epoll readiness is the kernel's.
 		n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
 		return result(n, errno)
 	}
@@ -208,10 +214,11 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		if m != nil {
 			return -int64(unix.EEXIST)
 		}
-		if errno := epollCtl(set.inner, op, fd, events, uint64(fd)); errno != 0 {
+		m = &member{fd: fd, s: s, events: events, data: data}
+		if errno := epollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
 			return -int64(errno)
 		}
-		set.members[fd] = &member{fd: fd, s: s, events: events, data: data}
+		set.members[fd] = m
 		set.order = append(set.order, fd)
 	case unix.EPOLL_CTL_MOD:
 		if m == nil {
@@ -221,10 +228,10 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		if events&unix.EPOLLEXCLUSIVE != 0 || m.events&unix.EPOLLEXCLUSIVE != 0 {
 			return -int64(unix.EINVAL)
 		}
-		if errno := epollCtl(set.inner, op, fd, events, uint64(fd)); errno != 0 {
+		m.events, m.data, m.disabled, m.seen, m.outSeen = events, data, false, 0, false
+		if errno := epollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
 			return -int64(errno)
 		}
-		m.events, m.data, m.disabled, m.seen = events, data, false, 0
 	case unix.EPOLL_CTL_DEL:
 		if m == nil {
 			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
@@ -342,7 +349,20 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 	for k := 0; k < count && n < max; k++ {
 		fd := set.order[(set.next+k)%count]
 		m := set.members[fd]
-		if m.disabled || m.events&unix.EPOLLIN == 0 {
+		if m.disabled {
+			continue
+		}
+		if t := m.s.shmTCP(); t != nil {
+			if ev, ok := m.tcpEvents(t, 0); ok && ev != 0 {
+				umem.PutEpollEvent(out, n, ev, m.data)
+				n++
+				if m.events&unix.EPOLLONESHOT != 0 {
+					m.disabled = true
+				}
+			}
+			continue
+		}
+		if m.events&unix.EPOLLIN == 0 {
 			continue
 		}
 		u := m.s.shmUDP()
@@ -443,6 +463,31 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 		if m == nil {
 			continue
 		}
+		if t := m.s.shmTCP(); t != nil && !bell {
+			tev, ok := m.tcpEvents(t, uint32(ev))
+			if !ok {
+				goto plain
+			}
+			if tev == 0 {
+				continue
+			}
+			ev = tev
+			if j := indexOf(out, 0, at+added, m.data); j >= 0 {
+				old, _ := umem.EpollEvent(out, j)
+				umem.PutEpollEvent(out, j, old|ev, m.data)
+				continue
+			}
+			if m.disabled {
+				continue
+			}
+			umem.PutEpollEvent(out, at+added, ev, m.data)
+			added++
+			if m.events&unix.EPOLLONESHOT != 0 {
+				m.disabled = true
+			}
+			continue
+		}
+	plain:
 		if bell {
 			u := m.s.shmUDP()
 			if u == nil {
@@ -492,6 +537,12 @@ func (set *epollSet) armBells() {
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	for fd, m := range set.members {
+		if m.s.typ == sockStream {
+			if ev := m.innerEvents(); ev != m.inner && epollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, ev, uint64(fd)) == 0 {
+				m.inner = ev
+			}
+			continue
+		}
 		u := m.s.shmUDP()
 		if u == nil {
 			continue

@@ -10,6 +10,7 @@ import (
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
+	"github.com/goxio/goxio/offload/transport/shmtcp"
 )
 
 // IOMux are the parameters of select, poll and epoll over ring sockets (conf.Params names).
@@ -114,6 +115,15 @@ func (e *Engine) ringSocket(fd int) *shmtr.UDP {
 	return s.shmUDP()
 }
 
+// tcpSocket returns fd's shared-memory TCP transport when fd is one.
+func (e *Engine) tcpSocket(fd int) *shmtcp.TCP {
+	s := e.reg.get(fd)
+	if s == nil || s.typ != sockStream {
+		return nil
+	}
+	return s.shmTCP()
+}
+
 // poll serves poll and ppoll over fds of which some are ring sockets.
 func (e *Engine) poll(c *transport.Call) (r int64) {
 	umem.Protect()
@@ -154,6 +164,9 @@ func (e *Engine) anyRing(fds []unix.PollFd) bool {
 		if fds[i].Events&unix.POLLIN != 0 && e.ringSocket(int(fds[i].Fd)) != nil {
 			return true
 		}
+		if fds[i].Events&(unix.POLLIN|unix.POLLOUT) != 0 && e.tcpSocket(int(fds[i].Fd)) != nil {
+			return true
+		}
 	}
 	return false
 }
@@ -168,7 +181,21 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 	}
 	var tarr [8]target
 	targets := tarr[:0]
+	// TCP connections on rings: their readiness is the transport's (shmtcp.TCP.Poll), the
+	// kernel fd is polled for what wakes them (KernelEvents).
+	type tcpTarget struct {
+		i      int
+		t      *shmtcp.TCP
+		events int16
+	}
+	var tcparr [8]tcpTarget
+	tcps := tcparr[:0]
 	for i := range fds {
+		if fds[i].Events&(unix.POLLIN|unix.POLLOUT) != 0 {
+			if t := w.e.tcpSocket(int(fds[i].Fd)); t != nil {
+				tcps = append(tcps, tcpTarget{i: i, t: t, events: fds[i].Events})
+			}
+		}
 		if fds[i].Events&unix.POLLIN == 0 {
 			continue
 		}
@@ -195,8 +222,28 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 			}
 		}
 	}
+	// kernelEvents sets what the kernel is asked for on the TCP targets (before each look: a
+	// connection switches while we wait).
+	kernelEvents := func() {
+		for _, t := range tcps {
+			all[t.i].Events = t.t.KernelEvents(t.events)
+		}
+	}
+	tcpReady := func() bool {
+		for _, t := range tcps {
+			if rev, ok := t.t.Poll(int(fds[t.i].Fd), t.events, 0); ok && rev != 0 {
+				return true
+			}
+		}
+		return false
+	}
 	defer w.spin(false)
 	fix := func() int64 {
+		for _, t := range tcps {
+			if rev, ok := t.t.Poll(int(fds[t.i].Fd), t.events, all[t.i].Revents); ok {
+				all[t.i].Revents = rev
+			}
+		}
 		for _, t := range targets {
 			if t.bell >= 0 && all[t.bell].Revents != 0 {
 				t.u.Rang()
@@ -229,7 +276,11 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 				break
 			}
 		}
+		if !ringReady && tcpReady() {
+			ringReady = true
+		}
 		if ringReady || w.osCheckDue(i) {
+			kernelEvents()
 			if _, errno := ppollGo(all, &zero, 0); errno != 0 {
 				if errno != unix.EINTR || w.interrupted() {
 					return -int64(errno)
@@ -257,6 +308,7 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 				return done(r)
 			}
 		}
+		kernelEvents()
 		k, errno := ppollGo(all, w.remaining(), mask)
 		if errno == unix.EINTR && !w.interrupted() {
 			continue // the Go runtime's own signal (preemption), not the program's: wait on
@@ -384,7 +436,7 @@ func (e *Engine) sel(c *transport.Call) (r int64) {
 // anyRingSet reports whether a read fd_set names a ring socket.
 func (e *Engine) anyRingSet(rs []uint64, nfds int) bool {
 	for fd := 0; fd < nfds && rs != nil; fd++ {
-		if rs[fd/64]&(1<<(fd%64)) != 0 && e.ringSocket(fd) != nil {
+		if rs[fd/64]&(1<<(fd%64)) != 0 && (e.ringSocket(fd) != nil || e.tcpSocket(fd) != nil) {
 			return true
 		}
 	}

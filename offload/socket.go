@@ -24,6 +24,12 @@ type Socket struct {
 
 	nonblock atomic.Bool
 
+	// Shared-memory TCP (shmtcp.go): tcpServer is fixed at accept; tcpEstablished is set once the
+	// transport was told; tcpNoPair is set at a fork before that (the connection never pairs).
+	tcpServer      bool
+	tcpEstablished atomic.Bool
+	tcpNoPair      atomic.Bool
+
 	mu sync.Mutex // guards the fields below
 	// passthrough: handed to the kernel for good (a rule said os, or offload is disabled): the
 	// C-side table no longer sends its calls into Go except to report its close.
