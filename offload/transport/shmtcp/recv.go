@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
@@ -63,6 +64,7 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 	var w waitState
 	polls := 0
 	spinning := false
+	var spinStart int64
 	var spun *ring.Conn
 	defer func() {
 		if spinning {
@@ -79,6 +81,7 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 			got += n
 			viaOS = viaOS || kern
 			if !waitall || got >= want {
+				t.waited(&w)
 				return got, 0, viaOS
 			}
 			d.bufs = advance(d.bufs, n)
@@ -103,14 +106,19 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 			}
 			return -1, e, false
 		}
-		if t.rxSwitched.Load() && !t.rxBack.Load() && (p.RxPoll < 0 || polls < p.RxPoll) {
+		if t.rxSwitched.Load() && !t.rxBack.Load() &&
+			(p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || t.waitAvg.Load() < spinWorth)) {
 			if !spinning {
 				if spun = t.conn.Load(); spun != nil {
 					spun.SpinBegin()
 					spinning = true
+					spinStart = nanotime()
 				}
 			}
 			polls++
+			if polls%sysc.YieldEvery == 0 && nanotime()-spinStart > sysc.YieldAfter {
+				sysc.Yield() // another thread of this CPU may be the one that produces the data
+			}
 			continue
 		}
 		if spinning {
@@ -123,6 +131,24 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 			return -1, e, false
 		}
 	}
+}
+
+// spinWorth is the typical wait beyond which a blocking receive stops spinning before it sleeps
+// (unless VMA_RX_POLL is -1): data that keeps coming this late is not worth a CPU held busy all
+// that time, which on a machine with few CPUs the peer producing the data may need. The typical
+// wait is a moving average (1/16 per wait) of waits capped at 4 x spinWorth, so one long wait
+// (the peer was descheduled) does not stop the spinning; once waits get short, spinning resumes.
+const spinWorth = 100e3 // ns
+
+// waited folds how long a blocking receive waited for its bytes into the socket's average;
+// receives that found bytes at once do not count.
+func (t *TCP) waited(w *waitState) {
+	if !w.started {
+		return
+	}
+	d := min(nanotime()-w.begin, 4*spinWorth)
+	old := t.waitAvg.Load()
+	t.waitAvg.Store(old + (d-old)/16)
 }
 
 // step makes one non-blocking attempt: n > 0 bytes, or done with the call's result (0 at EOF, or
