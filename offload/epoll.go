@@ -288,6 +288,8 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 	for _, m := range set.members {
 		if u := m.s.shmUDP(); u != nil {
 			w.socks = append(w.socks, u)
+		} else if t := m.s.shmTCP(); t != nil && m.events&unix.EPOLLIN != 0 {
+			w.tcps = append(w.tcps, t)
 		}
 	}
 	set.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
+	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
 	"github.com/goxio/goxio/offload/transport/shmtcp"
@@ -28,8 +29,10 @@ type IOMux struct {
 // sleeping socket arrives as a wake datagram on the socket's kernel fd.
 type waiter struct {
 	e        *Engine
-	socks    []*shmtr.UDP // the ring sockets involved
-	deadline int64        // nanotime; 0: none (forever); -1: do not wait
+	socks    []*shmtr.UDP  // the ring sockets involved
+	tcps     []*shmtcp.TCP // the shared-memory TCP connections waited for
+	spun     []*ring.Conn  // the connection segments marked while spinning
+	deadline int64         // nanotime; 0: none (forever); -1: do not wait
 	spinning bool
 	polls    int // spinBudget calls, for yielding
 	sig      *transport.SigCounters
@@ -85,6 +88,20 @@ func (w *waiter) spin(on bool) {
 	for _, u := range w.socks {
 		u.Spin(on)
 	}
+	// A TCP connection's writer skips its wake byte while a reader spins on the segment.
+	if on {
+		for _, t := range w.tcps {
+			if c := t.SpinConn(); c != nil {
+				c.SpinBegin()
+				w.spun = append(w.spun, c)
+			}
+		}
+		return
+	}
+	for _, c := range w.spun {
+		c.SpinEnd()
+	}
+	w.spun = w.spun[:0]
 }
 
 // remaining is the sleep timeout: nil for forever, zero when the deadline passed.
@@ -194,6 +211,7 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 		if fds[i].Events&(unix.POLLIN|unix.POLLOUT) != 0 {
 			if t := w.e.tcpSocket(int(fds[i].Fd)); t != nil {
 				tcps = append(tcps, tcpTarget{i: i, t: t, events: fds[i].Events})
+				w.tcps = append(w.tcps, t)
 			}
 		}
 		if fds[i].Events&unix.POLLIN == 0 {

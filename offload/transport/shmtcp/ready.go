@@ -262,3 +262,15 @@ func (t *TCP) drainIdle(fd int, conn *ring.Conn) {
 		t.gone.CompareAndSwap(0, g)
 	}
 }
+
+// SpinConn is the segment a poller spinning on this connection (select, poll, epoll_wait) marks
+// with SpinBegin and SpinEnd, so that the peer's writer skips its wake bytes meanwhile; nil
+// when receives do not read the ring. After SpinEnd the poller looks at the connection once more
+// before it sleeps.
+func (t *TCP) SpinConn() *ring.Conn {
+	conn := t.conn.Load()
+	if conn == nil || !t.rxSwitched.Load() || t.rxBack.Load() {
+		return nil
+	}
+	return conn
+}
