@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/internal/umem"
+	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -24,6 +25,10 @@ type epollSet struct {
 	members map[int]*member // by the fd the program registered
 	order   []int           // fds in registration order, for round robin
 	next    int
+	// owner is the thread that waits on the set, -1 once a second one did; awake are the marks
+	// a set with one waiting thread keeps on its shared-memory TCP members (epoll_awake.go).
+	owner int
+	marks int // members with an awake mark
 }
 
 // member is one ring socket in an epoll set, as the program registered it.
@@ -40,6 +45,7 @@ type member struct {
 	// that writability was reported and not lost since.
 	inner   uint32
 	outSeen bool
+	awake   *ring.Conn // the segment this member's awake mark is on (epoll_awake.go); nil: none
 }
 
 // epolls maps program epoll fds to their sets.
@@ -101,6 +107,9 @@ func (e *Engine) dropEpoll(epfd int) {
 	delete(e.ep.sets, epfd)
 	e.ep.mu.Unlock()
 	if set != nil {
+		set.mu.Lock()
+		set.releaseAwake()
+		set.mu.Unlock()
 		e.cfg.Table.Set(set.inner, 0)
 		unix.Close(set.inner)
 	}
@@ -155,6 +164,9 @@ func (e *Engine) dropMember(s *Socket) {
 }
 
 func (set *epollSet) remove(fd int) {
+	if m := set.members[fd]; m != nil {
+		m.releaseAwake(set)
+	}
 	delete(set.members, fd)
 	for i, f := range set.order {
 		if f == fd {
@@ -292,7 +304,29 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 			w.tcps = append(w.tcps, t)
 		}
 	}
+	keep := len(w.tcps) > 0 && set.waitedBy(unix.Gettid())
+	if keep {
+		set.holdAwake()
+		w.setMarks = true // the set's marks stand for the waiter's spin marks
+	}
 	set.mu.Unlock()
+	// release gives the set's marks back before a sleep in the kernel (they are taken again
+	// after it); it reports whether there were any (then the rings are looked at once more).
+	release := func() bool {
+		if !keep {
+			return false
+		}
+		set.mu.Lock()
+		defer set.mu.Unlock()
+		return set.releaseAwake()
+	}
+	hold := func() {
+		if keep {
+			set.mu.Lock()
+			set.holdAwake()
+			set.mu.Unlock()
+		}
+	}
 	defer w.spin(false)
 	zero := unix.Timespec{}
 	start := nanotime()
@@ -321,11 +355,17 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 			w.spin(false)
 			continue
 		}
+		if release() {
+			continue // one more look at the rings without the marks
+		}
 		set.armBells() // doorbells are made when somebody first sleeps on a socket
 		if n := set.ringEvents(out, 0, max); n > 0 {
+			hold()
 			return int64(n)
 		}
-		k, errno := set.kernelEvents(c.A[0], out, 0, max, w.remaining(), c.A[3])
+		sleep, bounded := boundSleep(w.remaining(), w.tcps)
+		k, errno := set.kernelEvents(c.A[0], out, 0, max, sleep, c.A[3])
+		hold()
 		if errno == unix.EINTR && !w.interrupted() {
 			continue // the Go runtime's own signal (preemption), not the program's: wait on
 		}
@@ -334,6 +374,9 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 		}
 		if k > 0 {
 			return int64(k)
+		}
+		if bounded {
+			continue // marks of others: look at the rings again
 		}
 		if left := w.remaining(); left != nil && left.Sec == 0 && left.Nsec == 0 {
 			return 0

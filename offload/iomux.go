@@ -32,6 +32,7 @@ type waiter struct {
 	socks    []*shmtr.UDP  // the ring sockets involved
 	tcps     []*shmtcp.TCP // the shared-memory TCP connections waited for
 	spun     []*ring.Conn  // the connection segments marked while spinning
+	setMarks bool          // an epoll set's awake marks stand for the spin marks on tcps
 	deadline int64         // nanotime; 0: none (forever); -1: do not wait
 	spinning bool
 	polls    int // spinBudget calls, for yielding
@@ -89,7 +90,7 @@ func (w *waiter) spin(on bool) {
 		u.Spin(on)
 	}
 	// A TCP connection's writer skips its wake byte while a reader spins on the segment.
-	if on {
+	if on && !w.setMarks {
 		for _, t := range w.tcps {
 			if c := t.SpinConn(); c != nil {
 				c.SpinBegin()
@@ -327,12 +328,16 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 			}
 		}
 		kernelEvents()
-		k, errno := ppollGo(all, w.remaining(), mask)
+		sleep, bounded := boundSleep(w.remaining(), w.tcps)
+		k, errno := ppollGo(all, sleep, mask)
 		if errno == unix.EINTR && !w.interrupted() {
 			continue // the Go runtime's own signal (preemption), not the program's: wait on
 		}
 		if errno != 0 {
 			return -int64(errno)
+		}
+		if k == 0 && bounded {
+			continue // marks of others on our connections: look at the rings again
 		}
 		if k == 0 {
 			return done(0)

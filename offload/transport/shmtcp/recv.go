@@ -126,7 +126,13 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 			spinning = false
 			continue // one more look before sleeping
 		}
-		_, e := t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.timeout(0))
+		// Marks of others (an epoll set's awake marks, epoll_awake.go in the engine) keep the
+		// peer's wake byte away: then look at the ring again every millisecond.
+		limit := int64(0)
+		if c := t.conn.Load(); c != nil && t.rxSwitched.Load() && c.Spinners() > 0 {
+			limit = 1e6
+		}
+		_, e := t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.timeout(limit))
 		if e != 0 && e != unix.EINTR {
 			return -1, e, false
 		}
@@ -246,6 +252,7 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 		if t.readerSwitched() {
 			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 		}
+		t.kernEOF.Store(true)
 		return 0, 0, true, true
 	default:
 		if t.readerSwitched() {

@@ -85,7 +85,12 @@ func (t *TCP) peerEnded(conn *ring.Conn) bool {
 		return g == goneEOF
 	}
 	ps := conn.PeerState()
-	return ps&ring.StateClosed != 0 && ps&ring.StateReset == 0
+	if ps&ring.StateReset != 0 {
+		return false
+	}
+	// A peer that never switched its writes ends with the kernel's EOF; whether it lives on
+	// (a half-close) or died, only its process says.
+	return ps&ring.StateClosed != 0 || (t.kernEOF.Load() && conn.PeerDead())
 }
 
 // settleLocked is settle for a sender, which holds txmu: side 0 withdraws after the grace, side

@@ -60,6 +60,7 @@ type TCP struct {
 	sleepers atomic.Int32 // calls asleep in ppoll on a duplicate of the kernel socket
 
 	waitAvg  atomic.Int64 // how long blocking receives wait for bytes, typically (ns; recv.go)
+	kernEOF  atomic.Bool  // a receive before the reader's switch got the kernel's EOF
 	rcvTimeo atomic.Int64 // SO_RCVTIMEO in ns; 0: none
 	sndTimeo atomic.Int64 // SO_SNDTIMEO in ns; 0: none
 	linger0  atomic.Bool  // SO_LINGER on with 0 seconds: close resets
