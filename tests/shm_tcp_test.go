@@ -117,3 +117,44 @@ func TestShmTCPKillPeer(t *testing.T) {
 	}
 	h.requireClean()
 }
+
+// TestShmTCPManyConnections: 5000 connections open at once between two processes under the
+// library, each with two echoed exchanges (the second through the rings); while they are open
+// the client's statistics show ring traffic; after they closed, the server has no more fds than
+// before its first accept (but for the library's own few), and no segment is left.
+func TestShmTCPManyConnections(t *testing.T) {
+	h := newShmHarness(t)
+	py := testutil.Python(t)
+	script := filepath.Join(testutil.RepoRoot(), "tests", "shm", "manyconns.py")
+	const n = 5000
+	port := testutil.FreePort(t, "tcp")
+	srv := h.start("manyconns server", h.tcpEnv(), nil, py, script, "server", strconv.Itoa(port), strconv.Itoa(n))
+	srv.expect("listening", 20*time.Second)
+	cli := h.start("manyconns client", h.tcpEnv(), nil, py, script, "client", strconv.Itoa(port), strconv.Itoa(n))
+	if got := cli.expect("client ", 120*time.Second); got != fmt.Sprintf("client ok %d", n) {
+		t.Fatalf("client: %q", got)
+	}
+	var ring uint64
+	for _, p := range h.stats(cli.pid()).Processes {
+		for _, s := range p.Sockets {
+			if s.Transport == stats.TransportSHM {
+				ring += s.Counters.RxBytes
+			}
+		}
+	}
+	if ring == 0 {
+		t.Errorf("the client's statistics show no byte received through rings")
+	}
+	cli.say("close")
+	cli.wait(60 * time.Second)
+	line := srv.expect("server fds ", 120*time.Second)
+	var before, after int
+	if _, err := fmt.Sscanf(line, "server fds %d %d", &before, &after); err != nil {
+		t.Fatalf("server: %q: %v", line, err)
+	}
+	if after-before > 4 {
+		t.Errorf("server fds: %d before the first accept, %d after %d connections closed", before, after, n)
+	}
+	srv.wait(30 * time.Second)
+	h.requireClean()
+}
