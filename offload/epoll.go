@@ -358,13 +358,16 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 		if release() {
 			continue // one more look at the rings without the marks
 		}
+		w.sleep(true) // before the last look at the rings
 		set.armBells() // doorbells are made when somebody first sleeps on a socket
 		if n := set.ringEvents(out, 0, max); n > 0 {
+			w.sleep(false)
 			hold()
 			return int64(n)
 		}
 		sleep, bounded := boundSleep(w.remaining(), w.tcps)
 		k, errno := set.kernelEvents(c.A[0], out, 0, max, sleep, c.A[3])
+		w.sleep(false)
 		hold()
 		if errno == unix.EINTR && !w.interrupted() {
 			continue // the Go runtime's own signal (preemption), not the program's: wait on

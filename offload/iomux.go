@@ -35,7 +35,8 @@ type waiter struct {
 	setMarks bool          // an epoll set's awake marks stand for the spin marks on tcps
 	deadline int64         // nanotime; 0: none (forever); -1: do not wait
 	spinning bool
-	polls    int // spinBudget calls, for yielding
+	sleeping bool // the waiter's ring sockets count it among their sleepers (sleep)
+	polls    int  // spinBudget calls, for yielding
 	sig      *transport.SigCounters
 	sigBase  uint32
 }
@@ -103,6 +104,19 @@ func (w *waiter) spin(on bool) {
 		c.SpinEnd()
 	}
 	w.spun = w.spun[:0]
+}
+
+// sleep marks the waiter asleep in the kernel on its ring sockets (on, before its last look at
+// the rings) or awake again: a thread of ours that stops spinning on one of them with datagrams
+// queued then rings its doorbell, since senders skipped the wake-up for the spinner.
+func (w *waiter) sleep(on bool) {
+	if w.sleeping == on {
+		return
+	}
+	w.sleeping = on
+	for _, u := range w.socks {
+		u.Sleep(on)
+	}
 }
 
 // remaining is the sleep timeout: nil for forever, zero when the deadline passed.
@@ -257,6 +271,7 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 		return false
 	}
 	defer w.spin(false)
+	defer w.sleep(false)
 	fix := func() int64 {
 		for _, t := range tcps {
 			if rev, ok := t.t.Poll(int(fds[t.i].Fd), t.events, all[t.i].Revents); ok {
@@ -287,18 +302,16 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 	}
 	zero := unix.Timespec{}
 	start := nanotime()
-	for i := 0; ; i++ {
-		ringReady := false
+	ringReady := func() bool {
 		for _, t := range targets {
 			if t.u.RingReady() {
-				ringReady = true
-				break
+				return true
 			}
 		}
-		if !ringReady && tcpReady() {
-			ringReady = true
-		}
-		if ringReady || w.osCheckDue(i) {
+		return false
+	}
+	for i := 0; ; i++ {
+		if ringReady() || tcpReady() || w.osCheckDue(i) {
 			kernelEvents()
 			if _, errno := ppollGo(all, &zero, 0); errno != 0 {
 				if errno != unix.EINTR || w.interrupted() {
@@ -327,9 +340,15 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 				return done(r)
 			}
 		}
+		w.sleep(true)
+		if ringReady() {
+			w.sleep(false)
+			continue
+		}
 		kernelEvents()
 		sleep, bounded := boundSleep(w.remaining(), w.tcps)
 		k, errno := ppollGo(all, sleep, mask)
+		w.sleep(false)
 		if errno == unix.EINTR && !w.interrupted() {
 			continue // the Go runtime's own signal (preemption), not the program's: wait on
 		}
