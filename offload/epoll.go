@@ -358,7 +358,7 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 		if release() {
 			continue // one more look at the rings without the marks
 		}
-		w.sleep(true) // before the last look at the rings
+		w.sleep(true)  // before the last look at the rings
 		set.armBells() // doorbells are made when somebody first sleeps on a socket
 		if n := set.ringEvents(out, 0, max); n > 0 {
 			w.sleep(false)
