@@ -117,6 +117,9 @@ func (w *waiter) sleep(on bool) {
 	for _, u := range w.socks {
 		u.Sleep(on)
 	}
+	for _, t := range w.tcps {
+		t.Sleep(on)
+	}
 }
 
 // remaining is the sleep timeout: nil for forever, zero when the deadline passed.
@@ -341,7 +344,7 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 			}
 		}
 		w.sleep(true)
-		if ringReady() {
+		if ringReady() || tcpReady() {
 			w.sleep(false)
 			continue
 		}

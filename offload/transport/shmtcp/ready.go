@@ -269,8 +269,20 @@ func (t *TCP) drainIdle(fd int, conn *ring.Conn) {
 // before it sleeps.
 func (t *TCP) SpinConn() *ring.Conn {
 	conn := t.conn.Load()
-	if conn == nil || !t.rxSwitched.Load() || t.rxBack.Load() {
+	if conn == nil || !t.rxSwitched.Load() || t.rxBack.Load() || t.rxSleepers.Load() > 0 {
 		return nil
 	}
 	return conn
+}
+
+// Sleep marks (on) or unmarks a thread of ours asleep in the kernel waiting for the connection's
+// data (select, poll, epoll_wait); mark before the last look at the ring, and check for marks of
+// others (SpinConn().Spinners()) after marking. Every Sleep(true) is followed by one
+// Sleep(false).
+func (t *TCP) Sleep(on bool) {
+	if on {
+		t.rxSleepers.Add(1)
+	} else {
+		t.rxSleepers.Add(-1)
+	}
 }

@@ -67,7 +67,7 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 	var spinStart int64
 	var spun *ring.Conn
 	defer func() {
-		if spinning {
+		if spinning && spun != nil {
 			spun.SpinEnd()
 		}
 	}()
@@ -109,11 +109,13 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 		if t.rxSwitched.Load() && !t.rxBack.Load() &&
 			(p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || t.waitAvg.Load() < spinWorth)) {
 			if !spinning {
-				if spun = t.conn.Load(); spun != nil {
+				// No mark while another thread of ours sleeps on the connection: the peer's
+				// wake byte is what wakes it.
+				if spun = t.SpinConn(); spun != nil {
 					spun.SpinBegin()
-					spinning = true
-					spinStart = nanotime()
 				}
+				spinning = true
+				spinStart = nanotime()
 			}
 			polls++
 			if polls%sysc.YieldEvery == 0 && nanotime()-spinStart > sysc.YieldAfter {
@@ -122,17 +124,27 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 			continue
 		}
 		if spinning {
-			spun.SpinEnd()
+			if spun != nil {
+				spun.SpinEnd()
+				spun = nil
+			}
 			spinning = false
 			continue // one more look before sleeping
 		}
 		// Marks of others (an epoll set's awake marks, epoll_awake.go in the engine) keep the
 		// peer's wake byte away: then look at the ring again every millisecond.
+		t.rxSleepers.Add(1)
 		limit := int64(0)
 		if c := t.conn.Load(); c != nil && t.rxSwitched.Load() && c.Spinners() > 0 {
 			limit = 1e6
 		}
-		_, e := t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.timeout(limit))
+		var e syscall.Errno
+		if t.rxSwitched.Load() && t.Readable(fd) {
+			e = unix.EINTR // the last look (after marking) found something: go round
+		} else {
+			_, e = t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.timeout(limit))
+		}
+		t.rxSleepers.Add(-1)
 		if e != 0 && e != unix.EINTR {
 			return -1, e, false
 		}

@@ -58,6 +58,10 @@ type TCP struct {
 
 	closed   atomic.Bool
 	sleepers atomic.Int32 // calls asleep in ppoll on a duplicate of the kernel socket
+	// rxSleepers counts our threads asleep in the kernel waiting for data (a receive, select,
+	// poll, epoll_wait): while there are any nobody takes a spin mark (SpinConn), so the peer
+	// keeps sending wake bytes; a sleeper that finds marks taken before sleeps 1 ms at a time.
+	rxSleepers atomic.Int32
 
 	waitAvg  atomic.Int64 // how long blocking receives wait for bytes, typically (ns; recv.go)
 	kernEOF  atomic.Bool  // a receive before the reader's switch got the kernel's EOF
