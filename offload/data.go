@@ -30,6 +30,7 @@ func (e *Engine) transfer(s *Socket, c *transport.Call) int64 {
 	if s.typ == sockStream {
 		if t := s.shmTCP(); t != nil {
 			e.tcpEstablish(s, t, c.FD)
+			defer e.tcpFill(s, t)
 		}
 	}
 	var n int

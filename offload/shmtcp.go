@@ -53,6 +53,24 @@ func (e *Engine) tcpEstablish(s *Socket, t *shmtcp.TCP, fd int) {
 	s.tcpEstablished.Store(true)
 }
 
+// tcpFillEvery is how many data calls pass between two updates of a connection's ring fill in
+// the statistics segment.
+const tcpFillEvery = 32
+
+// tcpFill publishes how full the connection's rings are (Recv-Q and Send-Q in goxio_stats) every
+// tcpFillEvery data calls.
+func (e *Engine) tcpFill(s *Socket, t *shmtcp.TCP) {
+	if s.st == nil || s.fillTick.Add(1)%tcpFillEvery != 1 {
+		return
+	}
+	st := t.Stats()
+	if !st.Paired {
+		return
+	}
+	s.st.SetRxQueue(0, int(min(st.RxFill, 1<<31)))
+	s.st.SetTxQueue(int(min(st.TxFill, 1<<31)))
+}
+
 // tcpAccepted gives a connection accepted on a shared-memory listener its own transport.
 func (e *Engine) tcpAccepted(l, s *Socket) {
 	if _, ok := l.transport().(*shmtcp.TCP); !ok || e.cfg.SHMTCP == nil {

@@ -29,6 +29,7 @@ type Socket struct {
 	tcpServer      bool
 	tcpEstablished atomic.Bool
 	tcpNoPair      atomic.Bool
+	fillTick       atomic.Uint32 // data calls of a shared-memory TCP connection, for tcpFill
 
 	mu sync.Mutex // guards the fields below
 	// passthrough: handed to the kernel for good (a rule said os, or offload is disabled): the
