@@ -18,9 +18,11 @@ import (
 
 // maxWriterSleep bounds one sleep of a writer waiting for ring space: its wake-up is a byte on
 // the kernel socket, which may already be readable with a byte meant for our reader (then it
-// backs off from 50 us up to this) and which shutdown(SHUT_WR) of another thread does not make
-// readable.
-const maxWriterSleep = 20e6
+// backs off from 50 us up to this), whose wake byte a reading thread may drain first (both
+// share the kernel socket), and which shutdown(SHUT_WR) of another thread does not make
+// readable. A writer waiting for space is in the middle of a transfer: a look every 2 ms costs
+// little.
+const maxWriterSleep = 2e6
 
 // send performs a send call on a connection with a segment.
 func (t *TCP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
