@@ -19,6 +19,7 @@ import re
 import statistics
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree for the sibling modules
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402  (sibling module)
 import programs  # noqa: E402  (sibling module)
