@@ -196,8 +196,13 @@ func (e *Engine) finish(fd int, s *Socket) {
 		u.Close()
 		e.dropMember(s)
 	}
-	if t, ok := s.tr.(*shmtcp.TCP); ok && s.tcpEstablished.Load() {
-		t.Close(fd)
+	if t, ok := s.tr.(*shmtcp.TCP); ok {
+		if s.tcpEstablished.Load() {
+			t.Close(fd)
+		}
+		// The kernel drops a closed file from the epoll sets it is in; so does the engine from
+		// its own (an fd number reused by the next accept must be addable again).
+		e.dropMember(s)
 	}
 	if ce := e.log.Check(zap.DebugLevel, "socket closed"); ce != nil {
 		snap := s.snapshot(fd)
@@ -248,16 +253,29 @@ func (e *Engine) Shutdown() {
 	if e.cfg.SHM == nil {
 		return
 	}
+	type tcpEnd struct {
+		t  *shmtcp.TCP
+		fd int
+	}
 	e.reg.mu.Lock()
 	var socks []*shmtr.UDP
+	var conns []tcpEnd
 	e.reg.each(func(fd int, s *Socket) {
 		if u, ok := s.tr.(*shmtr.UDP); ok {
 			socks = append(socks, u)
+		}
+		if t, ok := s.tr.(*shmtcp.TCP); ok && s.tcpEstablished.Load() {
+			conns = append(conns, tcpEnd{t, fd})
 		}
 	})
 	e.reg.mu.Unlock()
 	for _, u := range socks {
 		u.Close()
+	}
+	// Connections end as the kernel ends them at exit (close: EOF, or a reset with unread
+	// data), and a segment nobody attached to loses its name now rather than at a later sweep.
+	for _, c := range conns {
+		c.t.Close(c.fd)
 	}
 	e.cfg.SHM.Close()
 }
