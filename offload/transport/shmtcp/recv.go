@@ -75,7 +75,10 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 		if t.closed.Load() {
 			return got, 0, viaOS // woken by Close: 0 as after shutdown(SHUT_RD)
 		}
-		checkKernel := !spinning || (p.RxPollOSRatio > 0 && polls%p.RxPollOSRatio == 0)
+		// The kernel socket (wake bytes, a dead peer's EOF or reset) is looked at before a
+		// sleep and otherwise at most every kernelEvery: the peer's state is in the segment,
+		// and a receive that finds the ring empty must not cost a system call each time.
+		checkKernel := (!spinning && polls > 0) || t.kernelDue()
 		n, errno, kern, done := t.step(fd, d, checkKernel)
 		if n > 0 {
 			got += n
@@ -149,6 +152,17 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 			return -1, e, false
 		}
 	}
+}
+
+// kernelEvery is how often a receive on the ring looks at the kernel socket while it does not
+// sleep.
+const kernelEvery = 1e6 // ns
+
+// kernelDue reports whether the kernel socket is due for a look (and then counts it as done).
+func (t *TCP) kernelDue() bool {
+	now := nanotime()
+	last := t.lastKernel.Load()
+	return now-last >= kernelEvery && t.lastKernel.CompareAndSwap(last, now)
 }
 
 // spinWorth is the typical wait beyond which a blocking receive stops spinning before it sleeps

@@ -63,11 +63,13 @@ type TCP struct {
 	// keeps sending wake bytes; a sleeper that finds marks taken before sleeps 1 ms at a time.
 	rxSleepers atomic.Int32
 
-	waitAvg  atomic.Int64 // how long blocking receives wait for bytes, typically (ns; recv.go)
-	kernEOF  atomic.Bool  // a receive before the reader's switch got the kernel's EOF
-	rcvTimeo atomic.Int64 // SO_RCVTIMEO in ns; 0: none
-	sndTimeo atomic.Int64 // SO_SNDTIMEO in ns; 0: none
-	linger0  atomic.Bool  // SO_LINGER on with 0 seconds: close resets
+	waitAvg atomic.Int64 // how long blocking receives wait for bytes, typically (ns; recv.go)
+	kernEOF atomic.Bool  // a receive before the reader's switch got the kernel's EOF
+	// lastKernel is when a receive on the ring last looked at the kernel socket (recv.go).
+	lastKernel atomic.Int64
+	rcvTimeo   atomic.Int64 // SO_RCVTIMEO in ns; 0: none
+	sndTimeo   atomic.Int64 // SO_SNDTIMEO in ns; 0: none
+	linger0    atomic.Bool  // SO_LINGER on with 0 seconds: close resets
 
 	ringTx, ringRx, kernTx, kernRx, wakesTx, wakesRx atomic.Uint64
 	withdrew                                         atomic.Bool
