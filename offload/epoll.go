@@ -586,7 +586,7 @@ func (set *epollSet) armBells() {
 	defer set.mu.Unlock()
 	for fd, m := range set.members {
 		if m.s.typ == sockStream {
-			if ev := m.innerEvents(); ev != m.inner && epollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, ev, uint64(fd)) == 0 {
+			if ev := m.wantInner(); ev != m.inner && epollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, ev, uint64(fd)) == 0 {
 				m.inner = ev
 			}
 			continue

@@ -17,8 +17,16 @@ import (
 // epollPollBits are the epoll bits that are poll bits of the same value.
 const epollPollBits = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLPRI | unix.EPOLLERR | unix.EPOLLHUP | unix.EPOLLRDHUP
 
-// innerEvents are the events m's kernel fd is registered with in the inner set.
+// innerEvents are the events m's kernel fd is registered with in the inner set; the caller
+// registers them (m.inner records them).
 func (m *member) innerEvents() uint32 {
+	m.inner = m.wantInner()
+	return m.inner
+}
+
+// wantInner are the events m's kernel fd should be registered with in the inner set now (they
+// change when the connection switches).
+func (m *member) wantInner() uint32 {
 	if m.s.typ != sockStream {
 		return m.events
 	}
@@ -26,7 +34,6 @@ func (m *member) innerEvents() uint32 {
 	if t := m.s.shmTCP(); t != nil {
 		want = uint32(uint16(t.KernelEvents(int16(want)))) | m.events&^epollPollBits&^(unix.EPOLLET|unix.EPOLLONESHOT)
 	}
-	m.inner = want
 	return want
 }
 

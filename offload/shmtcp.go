@@ -22,19 +22,17 @@ func (e *Engine) offloadTCPLocked(s *Socket) bool {
 		return false
 	}
 	if _, ok := s.tr.(*shmtcp.TCP); !ok {
-		s.tr = e.cfg.SHMTCP.NewTCP(s.nonblock.Load)
+		t := e.cfg.SHMTCP.NewTCP(s.nonblock.Load)
+		s.tr = t
+		s.tcp.Store(t)
 	}
 	s.kind, s.reason = transport.KindSHM, transport.ReasonNone
 	return true
 }
 
-// shmTCP is the socket's shared-memory TCP transport, or nil.
-func (s *Socket) shmTCP() *shmtcp.TCP {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, _ := s.tr.(*shmtcp.TCP)
-	return t
-}
+// shmTCP is the socket's shared-memory TCP transport, or nil. Lock-free: readiness checks of
+// epoll sets call it for every member while they poll.
+func (s *Socket) shmTCP() *shmtcp.TCP { return s.tcp.Load() }
 
 // tcpEstablish tells the transport that the connection is up, before its first data call:
 // when the kernel socket has a peer (a non-blocking connect may still be in progress:
@@ -76,9 +74,11 @@ func (e *Engine) tcpAccepted(l, s *Socket) {
 	if _, ok := l.transport().(*shmtcp.TCP); !ok || e.cfg.SHMTCP == nil {
 		return
 	}
+	t := e.cfg.SHMTCP.NewTCP(s.nonblock.Load)
 	s.mu.Lock()
-	s.tr = e.cfg.SHMTCP.NewTCP(s.nonblock.Load)
+	s.tr = t
 	s.mu.Unlock()
+	s.tcp.Store(t)
 	s.tcpServer = true
 }
 

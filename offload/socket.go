@@ -7,6 +7,7 @@ import (
 
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/shmtcp"
 	"github.com/goxio/goxio/stats"
 )
 
@@ -30,6 +31,8 @@ type Socket struct {
 	tcpEstablished atomic.Bool
 	tcpNoPair      atomic.Bool
 	fillTick       atomic.Uint32 // data calls of a shared-memory TCP connection, for tcpFill
+	// tcp is the shared-memory TCP transport once s.tr is one (it never changes after).
+	tcp atomic.Pointer[shmtcp.TCP]
 
 	mu sync.Mutex // guards the fields below
 	// passthrough: handed to the kernel for good (a rule said os, or offload is disabled): the

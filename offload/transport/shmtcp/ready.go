@@ -179,6 +179,9 @@ func (t *TCP) Poll(fd int, events, kernel int16) (revents int16, ok bool) {
 	if conn == nil {
 		return kernel, false
 	}
+	if kernel == 0 && t.rxSwitched.Load() && t.txRing() && !t.rxBack.Load() {
+		return t.pollRings(conn, events), true
+	}
 	revents = kernel &^ (pollIn | pollOut)
 	if t.rxBack.Load() {
 		revents |= kernel & pollIn
@@ -209,6 +212,26 @@ func (t *TCP) Poll(fd int, events, kernel int16) (revents int16, ok bool) {
 		revents |= unix.POLLHUP
 	}
 	return revents, true
+}
+
+// pollRings is Poll's answer from the segment alone, for a look at the rings (no kernel events)
+// of a connection whose both directions are on the ring: the peer's state is read once for the
+// receive side and POLLHUP (an epoll_wait that polls spins over every member with it).
+func (t *TCP) pollRings(conn *ring.Conn, events int16) (revents int16) {
+	ps := conn.PeerState()
+	gone := t.gone.Load() != 0
+	if events&pollIn != 0 {
+		if conn.Readable() > 0 || gone || t.rdShut.Load() || ps&(ring.StateWriteShut|ring.StateReset) != 0 {
+			revents |= events & pollIn
+		}
+	}
+	if events&pollOut != 0 && (t.Writable() || t.WantWritable()) {
+		revents |= events & pollOut
+	}
+	if gone || ps&ring.StateReset != 0 || (t.wrShut.Load() && ps&ring.StateWriteShut != 0) {
+		revents |= unix.POLLHUP
+	}
+	return revents
 }
 
 // KernelEvents are the events to ask the kernel for on fd while waiting for events on the
