@@ -27,8 +27,9 @@ type epollSet struct {
 	next    int
 	// owner is the thread that waits on the set, -1 once a second one did; awake are the marks
 	// a set with one waiting thread keeps on its shared-memory TCP members (epoll_awake.go).
-	owner int
-	marks int // members with an awake mark
+	owner  int
+	marks  int          // members with an awake mark
+	linger []lingerMark // marks of deleted members (epoll_awake.go)
 }
 
 // member is one ring socket in an epoll set, as the program registered it.
@@ -159,6 +160,9 @@ func (e *Engine) dropMember(s *Socket) {
 				set.remove(fd)
 			}
 		}
+		if t := s.shmTCP(); t != nil {
+			set.dropLinger(t)
+		}
 		set.mu.Unlock()
 	}
 }
@@ -217,7 +221,9 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 	}
 	// A member's doorbell goes into the inner set at once (after the lock is released), so that
 	// the program's set becomes readable for ring data even when it is itself polled or nested.
-	defer set.armBells()
+	if op == unix.EPOLL_CTL_ADD && s.typ == sockDgram {
+		defer set.armBells()
+	}
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	m := set.members[fd]
@@ -241,8 +247,13 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 			return -int64(unix.EINVAL)
 		}
 		m.events, m.data, m.disabled, m.seen, m.outSeen = events, data, false, 0, false
-		if errno := epollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
-			return -int64(errno)
+		if want := m.wantInner(); want != m.inner || s.typ != sockStream {
+			// A TCP member whose kernel events stay the same (after the switch EPOLLOUT is a
+			// kernel EPOLLIN) costs no system call: event loops switch EPOLLOUT on and off
+			// around every write.
+			if errno := epollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
+				return -int64(errno)
+			}
 		}
 	case unix.EPOLL_CTL_DEL:
 		if m == nil {
@@ -253,6 +264,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		if m.bell > 0 {
 			_ = epollCtl(set.inner, op, m.bell, 0, 0)
 		}
+		set.lingerAwake(m)
 		set.remove(fd)
 	default:
 		return -int64(unix.EINVAL)

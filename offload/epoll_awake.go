@@ -3,6 +3,8 @@ package offload
 import (
 	"golang.org/x/sys/unix"
 
+	ring "github.com/goxio/goxio/offload/shm"
+
 	"github.com/goxio/goxio/offload/transport/shmtcp"
 )
 
@@ -22,6 +24,48 @@ import (
 
 // awakeCheck bounds one sleep of a waiter while marks of others are held on its connections.
 const awakeCheck = 1e6 // ns
+
+// A member deleted from the set (EPOLL_CTL_DEL) keeps its mark while the set does (lingering):
+// event loops delete and add a connection around every request (redis-benchmark's ae does);
+// a mark given back at each delete would have the peer send a wake byte per request. The mark
+// is the member's again when it is added back, and goes with the others when the set sleeps,
+// and at once when the socket closes.
+
+// lingerMark is the mark of a deleted member.
+type lingerMark struct {
+	t *shmtcp.TCP
+	c *ring.Conn
+}
+
+// lingerAwake keeps m's mark after m leaves the set (EPOLL_CTL_DEL). set.mu is held.
+func (set *epollSet) lingerAwake(m *member) {
+	t := m.s.shmTCP()
+	if m.awake == nil || t == nil {
+		return
+	}
+	set.linger = append(set.linger, lingerMark{t: t, c: m.awake})
+	m.awake = nil
+	set.marks--
+}
+
+// adoptLinger gives back to t the mark it left when it was deleted; false: none. set.mu is
+// held.
+func (set *epollSet) adoptLinger(t *shmtcp.TCP) (*ring.Conn, bool) {
+	for i, l := range set.linger {
+		if l.t == t {
+			set.linger = append(set.linger[:i], set.linger[i+1:]...)
+			return l.c, true
+		}
+	}
+	return nil, false
+}
+
+// dropLinger releases t's lingering mark (its socket closes). set.mu is held.
+func (set *epollSet) dropLinger(t *shmtcp.TCP) {
+	if c, ok := set.adoptLinger(t); ok {
+		c.SpinEnd()
+	}
+}
 
 // waitedBy records that thread tid waits on the set; it reports whether the set keeps awake
 // marks (one waiting thread so far). set.mu is held.
@@ -51,6 +95,11 @@ func (set *epollSet) holdAwake() {
 		if t == nil {
 			continue
 		}
+		if c, ok := set.adoptLinger(t); ok {
+			m.awake = c
+			set.marks++
+			continue
+		}
 		if c := t.SpinConn(); c != nil {
 			c.SpinBegin()
 			m.awake = c
@@ -62,12 +111,16 @@ func (set *epollSet) holdAwake() {
 // releaseAwake gives every mark of the set back; it reports whether there were any. set.mu
 // is held.
 func (set *epollSet) releaseAwake() bool {
-	if set.marks == 0 {
+	if set.marks == 0 && len(set.linger) == 0 {
 		return false
 	}
 	for _, m := range set.members {
 		m.releaseAwake(set)
 	}
+	for _, l := range set.linger {
+		l.c.SpinEnd()
+	}
+	set.linger = set.linger[:0]
 	return true
 }
 
