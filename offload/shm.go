@@ -11,6 +11,7 @@ import (
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
+	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
 // offloadUDP gives an offloaded UDP socket the shared-memory transport (once); s.mu is held.
@@ -70,7 +71,7 @@ func (e *Engine) udpWaitInbox(s *Socket, c *transport.Call) syscall.Errno {
 	if s.nonblock.Load() || recvFlags(c)&unix.MSG_DONTWAIT != 0 || !waiting() {
 		return 0
 	}
-	_, errno := e.cfg.SHM.WaitEarly(c.FD, func() bool { return !waiting() })
+	_, errno := udpcall.WaitEarly(c.FD, e.cfg.IOMux.Signals, func() bool { return !waiting() })
 	return errno
 }
 
