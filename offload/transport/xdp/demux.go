@@ -29,6 +29,7 @@ func (e *Env) pollOneLocked(x *xsk) int {
 	if n == 0 {
 		return 0
 	}
+	x.counted(n)
 	t := e.demux.Load()
 	var drop [rxBatch]xdp.Frame
 	nd := 0

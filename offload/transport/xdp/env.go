@@ -35,6 +35,9 @@ type Params struct {
 	Program xdp.Options
 	// Signals returns the calling thread's signal-handler counters; nil: none.
 	Signals func() *transport.SigCounters
+	// Stats, when set, gets one ring slot per AF_XDP socket (frames, bytes, the kernel's XDP
+	// statistics), shown by goxio_stats.
+	Stats RingSlots
 	// AdoptFD makes one of the transport's own fds internal (invisible to the program) and
 	// returns its number; ReleaseFD undoes it before the fd is closed. nil: fds stay as they are.
 	AdoptFD   func(fd int) int
@@ -128,6 +131,9 @@ func (e *Env) Close() error {
 	e.xsks.Store(&[]*xsk{})
 	var first error
 	for _, ifc := range e.ifaces {
+		for _, x := range ifc.queues {
+			e.closeStats(x)
+		}
 		if err := ifc.close(); err != nil && first == nil {
 			first = err
 		}

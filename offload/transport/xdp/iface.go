@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/xdp"
 	"github.com/goxio/goxio/offload/xdp/packet"
 )
@@ -17,6 +18,27 @@ import (
 // ErrNotOffloaded is wrapped by the reasons an interface stays with the kernel that are not the
 // xdp package's own errors (not in Params.Interfaces, not Ethernet, missing capabilities).
 var ErrNotOffloaded = errors.New("interface not offloaded")
+
+// ErrNoCapabilities is wrapped (with ErrNotOffloaded) when the process lacks a capability the
+// AF_XDP path needs.
+var ErrNoCapabilities = errors.New("missing capabilities")
+
+// FallbackReason is the transport.Reason of an error of Fallback or InterfaceState: another XDP
+// program on the interface, missing capabilities, no XDP support, or (anything else) no faster
+// path.
+func FallbackReason(err error) transport.Reason {
+	switch {
+	case err == nil:
+		return transport.ReasonNone
+	case errors.Is(err, xdp.ErrBusy):
+		return transport.ReasonInterfaceBusy
+	case errors.Is(err, ErrNoCapabilities) || errors.Is(err, unix.EPERM):
+		return transport.ReasonNoCapabilities
+	case errors.Is(err, xdp.ErrNotSupported):
+		return transport.ReasonNoXDP
+	}
+	return transport.ReasonNoFasterPath
+}
 
 // iface is one interface the Env looked at: offloaded (prog and queues set) or not (err says
 // why). Its fields do not change once ifaceLocked returned it, until Env.Close.
@@ -42,6 +64,8 @@ type xsk struct {
 
 	txmu sync.Mutex // the transmit side: Alloc, Transmit, Free, Complete
 	tx   [1]xdp.Frame
+
+	rs ringStats // its ring in the statistics segment
 }
 
 // rxBatch is how many frames one poll takes from an RX ring.
@@ -87,7 +111,7 @@ func (e *Env) offloadLocked(ifc *iface) error {
 	if missing, err := xdp.MissingCapabilities(); err != nil {
 		return fmt.Errorf("offload %s: %w", l.Name, err)
 	} else if len(missing) > 0 {
-		return fmt.Errorf("offload %s: missing capabilities %s: %w", l.Name, strings.Join(missing, ", "), ErrNotOffloaded)
+		return fmt.Errorf("offload %s: %w %s: %w", l.Name, ErrNoCapabilities, strings.Join(missing, ", "), ErrNotOffloaded)
 	}
 	prog, err := xdp.Attach(ifc.index, e.p.Program)
 	if err != nil {
@@ -109,13 +133,16 @@ func (e *Env) offloadLocked(ifc *iface) error {
 		}
 		if err != nil {
 			for _, x := range ifc.queues {
+				e.closeStats(x)
 				x.s.Close()
 			}
 			ifc.queues = nil
 			prog.Close()
 			return fmt.Errorf("offload %s queue %d: %w", l.Name, q, err)
 		}
-		ifc.queues = append(ifc.queues, newXsk(s, ifc, q, e.p.Socket))
+		x := newXsk(s, ifc, q, e.p.Socket)
+		e.openStats(x)
+		ifc.queues = append(ifc.queues, x)
 	}
 	ifc.prog = prog
 	return nil

@@ -2,6 +2,7 @@ package xdp
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -200,13 +201,16 @@ func (u *UDP) sleep(fd int, w *udpcall.Wait) (int16, syscall.Errno) {
 	defer u.q.sleepers.Add(-1)
 	if len(xs) > 0 {
 		u.env.pollRx()
+		for _, x := range xs {
+			x.publish(publishSleeping, false)
+		}
 	}
 	if u.q.depth.Load() > 0 {
 		return 0, 0
 	}
 	errno := ppoll(fds[:n], ts)
 	if bell >= 0 && fds[1].Revents != 0 {
-		drainPipe(bell)
+		u.drainBell()
 	}
 	if errno != 0 {
 		return 0, errno
@@ -243,10 +247,7 @@ func (u *UDP) fromQueue(rc *udpcall.Rx) (int, bool) {
 	copied := umem.Scatter(rc.Bufs, b.payload)
 	if rc.NameLen != nil {
 		var sa [unix.SizeofSockaddrInet4]byte
-		binary.NativeEndian.PutUint16(sa[:], unix.AF_INET)
-		binary.BigEndian.PutUint16(sa[2:], b.src.Port())
-		a := b.src.Addr().As4()
-		copy(sa[4:8], a[:])
+		putSockaddr4(sa[:], b.src)
 		l := min(int(*rc.NameLen), len(sa))
 		copy(umem.Bytes(rc.NamePtr, l), sa[:l])
 		*rc.NameLen = uint32(len(sa))
@@ -310,3 +311,11 @@ func (u *UDP) kernel(c *transport.Call) (int, syscall.Errno, bool) {
 
 // kernelDo performs any call on the kernel socket.
 func kernelDo(c *transport.Call) (int, syscall.Errno) { return kernel.Do(c) }
+
+// putSockaddr4 writes src as a struct sockaddr_in into sa (16 bytes).
+func putSockaddr4(sa []byte, src netip.AddrPort) {
+	binary.NativeEndian.PutUint16(sa, unix.AF_INET)
+	binary.BigEndian.PutUint16(sa[2:], src.Port())
+	a := src.Addr().As4()
+	copy(sa[4:8], a[:])
+}
