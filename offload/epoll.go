@@ -279,7 +279,7 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 	_ = out[len(out)-1] // fault now on a short array, before anything was consumed
 	set.mu.Lock()
 	for _, m := range set.members {
-		if u := m.s.shmUDP(); u != nil {
+		if u := m.s.ringUDP(); u != nil {
 			w.socks = append(w.socks, u)
 		}
 	}
@@ -345,7 +345,7 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 		if m.disabled || m.events&unix.EPOLLIN == 0 {
 			continue
 		}
-		u := m.s.shmUDP()
+		u := m.s.ringUDP()
 		if u == nil {
 			continue
 		}
@@ -444,7 +444,7 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 			continue
 		}
 		if bell {
-			u := m.s.shmUDP()
+			u := m.s.ringUDP()
 			if u == nil {
 				continue
 			}
@@ -492,7 +492,7 @@ func (set *epollSet) armBells() {
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	for fd, m := range set.members {
-		u := m.s.shmUDP()
+		u := m.s.ringUDP()
 		if u == nil {
 			continue
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
-	shmtr "github.com/goxio/goxio/offload/transport/shm"
 )
 
 // IOMux are the parameters of select, poll and epoll over ring sockets (conf.Params names).
@@ -27,8 +26,8 @@ type IOMux struct {
 // sleeping socket arrives as a wake datagram on the socket's kernel fd.
 type waiter struct {
 	e        *Engine
-	socks    []*shmtr.UDP // the ring sockets involved
-	deadline int64        // nanotime; 0: none (forever); -1: do not wait
+	socks    []ringUDP // the ring sockets involved
+	deadline int64     // nanotime; 0: none (forever); -1: do not wait
 	spinning bool
 	polls    int // spinBudget calls, for yielding
 	sig      *transport.SigCounters
@@ -105,13 +104,13 @@ func (w *waiter) osCheckDue(i int) bool {
 	return i == 0 || (r > 0 && i%r == 0)
 }
 
-// ringSocket returns fd's shared-memory transport when fd is a ring socket.
-func (e *Engine) ringSocket(fd int) *shmtr.UDP {
+// ringSocket returns fd's ring transport when fd is a ring socket.
+func (e *Engine) ringSocket(fd int) ringUDP {
 	s := e.reg.get(fd)
 	if s == nil {
 		return nil
 	}
-	return s.shmUDP()
+	return s.ringUDP()
 }
 
 // poll serves poll and ppoll over fds of which some are ring sockets.
@@ -164,7 +163,7 @@ func (e *Engine) anyRing(fds []unix.PollFd) bool {
 func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 	type target struct {
 		i, bell int
-		u       *shmtr.UDP
+		u       ringUDP
 	}
 	var tarr [8]target
 	targets := tarr[:0]

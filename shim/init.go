@@ -65,6 +65,7 @@ func start() {
 		Stats:   lib.stats,
 		SHM:     newSHM(params, lib.log, lib.stats),
 		IOMux:   iomuxParams(params),
+		XDP:     newXDP(params, lib.log, lib.stats),
 	})
 	C.goxio_set_ready(1)
 }

@@ -73,6 +73,9 @@ func (e *Env) deliverLocked(x *xsk, t *demuxTable, f xdp.Frame) bool {
 			continue
 		}
 		u.rxDrops.Add(1)
+		if u.OnRxDrop != nil {
+			u.OnRxDrop(len(payload))
+		}
 		if b.refs.Add(-1) == 0 {
 			b.f, b.payload = xdp.Frame{}, nil
 			x.free = append(x.free, b.idx)

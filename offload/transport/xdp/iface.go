@@ -3,6 +3,7 @@ package xdp
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +24,20 @@ var ErrNotOffloaded = errors.New("interface not offloaded")
 // AF_XDP path needs.
 var ErrNoCapabilities = errors.New("missing capabilities")
 
+// ErrNoXDP is wrapped when the interface or the kernel refused the steering program or the
+// AF_XDP sockets for another reason than another program on the interface or missing
+// privileges: no XDP or AF_XDP mode works there (or not the one GOXIO_XDP_MODE asked for).
+var ErrNoXDP = errors.New("no XDP support")
+
+// noXDP wraps an attach or bind error with ErrNoXDP unless it is about another program on the
+// interface or privileges.
+func noXDP(err error) error {
+	if errors.Is(err, xdp.ErrBusy) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrNoXDP, err)
+}
+
 // FallbackReason is the transport.Reason of an error of Fallback or InterfaceState: another XDP
 // program on the interface, missing capabilities, no XDP support, or (anything else) no faster
 // path.
@@ -32,9 +47,9 @@ func FallbackReason(err error) transport.Reason {
 		return transport.ReasonNone
 	case errors.Is(err, xdp.ErrBusy):
 		return transport.ReasonInterfaceBusy
-	case errors.Is(err, ErrNoCapabilities) || errors.Is(err, unix.EPERM):
+	case errors.Is(err, ErrNoCapabilities) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES):
 		return transport.ReasonNoCapabilities
-	case errors.Is(err, xdp.ErrNotSupported):
+	case errors.Is(err, ErrNoXDP) || errors.Is(err, xdp.ErrNotSupported):
 		return transport.ReasonNoXDP
 	}
 	return transport.ReasonNoFasterPath
@@ -115,7 +130,7 @@ func (e *Env) offloadLocked(ifc *iface) error {
 	}
 	prog, err := xdp.Attach(ifc.index, e.p.Program)
 	if err != nil {
-		return fmt.Errorf("offload %s: %w", l.Name, err)
+		return fmt.Errorf("offload %s: %w", l.Name, noXDP(err))
 	}
 	for q := 0; q < prog.Queues(); q++ {
 		s, err := xdp.Open(ifc.index, q, e.p.Socket)
@@ -138,7 +153,7 @@ func (e *Env) offloadLocked(ifc *iface) error {
 			}
 			ifc.queues = nil
 			prog.Close()
-			return fmt.Errorf("offload %s queue %d: %w", l.Name, q, err)
+			return fmt.Errorf("offload %s queue %d: %w", l.Name, q, noXDP(err))
 		}
 		x := newXsk(s, ifc, q, e.p.Socket)
 		e.openStats(x)
@@ -190,4 +205,45 @@ func (e *Env) InterfaceState(ifindex int) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.ifaceLocked(ifindex).err
+}
+
+// Serves reports whether a socket with local address local and peer remote (the zero value:
+// none yet) belongs on this transport when another ring transport could take it too: its
+// traffic leaves through an interface the Env offloads (the route to remote; without a remote,
+// the interface that has the bound address). Wildcard and loopback receivers are not served:
+// their peers may be on this host.
+func (e *Env) Serves(local, remote netip.AddrPort) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	if dst := remote.Addr(); remote.IsValid() && !dst.IsUnspecified() {
+		if !dst.Is4() || dst.IsLoopback() {
+			return false
+		}
+		var hint [4]byte
+		if local.Addr().Is4() && !local.Addr().IsUnspecified() {
+			hint = local.Addr().As4()
+		}
+		rt, err := e.nl.RouteGet(dst.As4(), hint, 0)
+		if err != nil || rt.Type != packet.RouteUnicast && rt.Type != packet.RouteMulticast {
+			return false
+		}
+		return e.ifaceLocked(rt.Ifindex).err == nil
+	}
+	a := local.Addr()
+	if !a.Is4() || a.IsUnspecified() || a.IsLoopback() {
+		return false
+	}
+	addrs, err := e.addrsLocked()
+	if err != nil {
+		return false
+	}
+	for _, ia := range addrs {
+		if ia.addr == a {
+			return e.ifaceLocked(ia.ifindex).err == nil
+		}
+	}
+	return false
 }

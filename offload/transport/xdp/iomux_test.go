@@ -229,6 +229,8 @@ func TestFallbackReason(t *testing.T) {
 		{fmt.Errorf("offload x: %w cap_bpf: %w", ErrNoCapabilities, ErrNotOffloaded), transport.ReasonNoCapabilities},
 		{fmt.Errorf("attach: %w", unix.EPERM), transport.ReasonNoCapabilities},
 		{fmt.Errorf("attach: %w", xdp.ErrNotSupported), transport.ReasonNoXDP},
+		{fmt.Errorf("offload d0: %w", noXDP(fmt.Errorf("native mode: %w", unix.EOPNOTSUPP))), transport.ReasonNoXDP},
+		{noXDP(fmt.Errorf("attach: %w", unix.EPERM)), transport.ReasonNoCapabilities},
 		{fmt.Errorf("offload lo: not Ethernet: %w", ErrNotOffloaded), transport.ReasonNoFasterPath},
 		{errors.New("other"), transport.ReasonNoFasterPath},
 	} {

@@ -44,6 +44,11 @@ type UDP struct {
 	// OnFallback, when set, is told (outside the socket's locks) when the socket comes to
 	// receive through the kernel only: Fallback's reason, the first time it appears.
 	OnFallback func(err error)
+	// OnRxDrop and OnTxDrop, when set, count a steered datagram dropped because the socket's
+	// queue was full (its payload size) and a sent datagram dropped because the TX ring stayed
+	// full (the send still succeeded, as with a full NIC queue).
+	OnRxDrop func(bytes int)
+	OnTxDrop func()
 
 	spill atomic.Pointer[[]byte] // datagrams spilled at a fork (handover.go)
 
