@@ -151,9 +151,13 @@ func (e *Engine) udpOption(s *Socket, fd int, level, name int, val uintptr, vlen
 		switch act, group, source := parseMcOption(level, name, optionBytes(val, vlen)); act {
 		case mcJoin:
 			u.Join(fd, group, source)
+			s.st.JoinGroup(group)
 			return
 		case mcLeave:
 			u.Leave(group, source)
+			if !source.IsValid() {
+				s.st.LeaveGroup(group)
+			}
 			return
 		case mcOther:
 			e.giveUp(s, fd, transport.ReasonUnsupported, "multicast source filter")

@@ -29,7 +29,13 @@ func (e *Env) pollOneLocked(x *xsk) int {
 	if n == 0 {
 		return 0
 	}
-	x.counted(n)
+	if x.rs.st != nil {
+		bytes := 0
+		for _, f := range x.batch[:n] {
+			bytes += len(f.Data)
+		}
+		x.countRx(n, bytes)
+	}
 	t := e.demux.Load()
 	var drop [rxBatch]xdp.Frame
 	nd := 0

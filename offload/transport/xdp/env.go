@@ -147,12 +147,17 @@ func (e *Env) Close() error {
 	return nil
 }
 
-// sayOnce logs an interface's fallback reason the first time it is seen.
-func (e *Env) sayOnceLocked(key string, msg string, fields ...zap.Field) {
+// sayOnceLocked logs an interface's fallback reason the first time it is seen, at INFO, or at
+// DEBUG when nothing asked for the interface (not configured, not Ethernet).
+func (e *Env) sayOnceLocked(key string, quiet bool, msg string, fields ...zap.Field) {
 	if e.said[key] {
 		return
 	}
 	e.said[key] = true
+	if quiet {
+		e.log.Debug(msg, fields...)
+		return
+	}
 	e.log.Info(msg, fields...)
 }
 

@@ -96,7 +96,8 @@ func (e *Env) ifaceLocked(ifindex int) *iface {
 	e.ifaces[ifindex] = ifc
 	ifc.err = e.offloadLocked(ifc)
 	if ifc.err != nil {
-		e.sayOnceLocked(fmt.Sprint("if", ifindex), "xdp: interface stays with the kernel",
+		quiet := errors.Is(ifc.err, ErrNotOffloaded) && !errors.Is(ifc.err, ErrNoCapabilities)
+		e.sayOnceLocked(fmt.Sprint("if", ifindex), quiet, "xdp: interface stays with the kernel",
 			zap.Int("ifindex", ifindex), zap.String("ifname", ifc.name), zap.Error(ifc.err))
 		return ifc
 	}

@@ -16,12 +16,13 @@ type RingSlots interface {
 	CloseRing(r *stats.Ring)
 }
 
-// ringStats is what one AF_XDP socket publishes in its statistics ring "xdp:IFNAME/QUEUE": the
-// socket's counters (frames and bytes on the RX and TX rings, wake-up system calls), the
-// kernel's XDP_STATISTICS and the frames held in sockets' queues and in the kernel. Reading the
-// kernel's part is a system call, so the ring is refreshed now and then, not per frame: by a
-// thread that took or sent frames at most every publishEvery, by a receiver about to sleep at
-// most every publishSleeping when something changed, and by PublishStats.
+// ringStats is what one AF_XDP socket publishes in its statistics ring "xdp:IFNAME/QUEUE":
+// frames and bytes taken from the RX ring and posted on the TX ring (counted as they go), and,
+// refreshed now and then (reading the kernel's part is a system call), the socket's wake-up
+// system calls and RX descriptors refused, the kernel's XDP_STATISTICS and the frames held in
+// sockets' queues and in the kernel: by a thread that took or sent frames at most every
+// publishEvery, by a receiver about to sleep at most every publishSleeping when frames moved,
+// and by PublishStats.
 type ringStats struct {
 	st     *stats.Ring
 	mu     sync.Mutex // one refresh at a time (TryLock: a busy refresh is skipped)
@@ -54,12 +55,24 @@ func (e *Env) closeStats(x *xsk) {
 	}
 }
 
-// counted counts n frames taken or sent and refreshes the ring when publishEvery passed.
-func (x *xsk) counted(n int) {
+// countRx counts n frames of bytes in all taken from the RX ring; countTx one frame posted on
+// the TX ring. Both refresh the ring when publishEvery passed.
+func (x *xsk) countRx(n, bytes int) {
 	if x.rs.st == nil {
 		return
 	}
+	x.rs.st.Add(stats.RingRxPackets, uint64(n))
+	x.rs.st.Add(stats.RingRxBytes, uint64(bytes))
 	x.rs.frames.Add(uint64(n))
+	x.publish(publishEvery, false)
+}
+
+func (x *xsk) countTx(bytes int) {
+	if x.rs.st == nil {
+		return
+	}
+	x.rs.st.CountTx(bytes)
+	x.rs.frames.Add(1)
 	x.publish(publishEvery, false)
 }
 
@@ -90,10 +103,6 @@ func (x *xsk) publish(every int64, force bool) {
 		c        stats.RingCounter
 		now, was uint64
 	}{
-		{stats.RingRxPackets, cur.RxPackets, p.RxPackets},
-		{stats.RingRxBytes, cur.RxBytes, p.RxBytes},
-		{stats.RingTxPackets, cur.TxPackets, p.TxPackets},
-		{stats.RingTxBytes, cur.TxBytes, p.TxBytes},
 		{stats.RingRxDrops, cur.RxInvalid, p.RxInvalid},
 		{stats.RingWakeSent, cur.RxWakeups + cur.TxWakeups, p.RxWakeups + p.TxWakeups},
 		{stats.RingXDPRxDropped, cur.KernelRxDropped, p.KernelRxDropped},

@@ -152,7 +152,7 @@ func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total
 		return total, 0, true
 	}
 	held = false
-	x.counted(1)
+	x.countTx(k)
 	u.xdpTx.Add(1)
 	u.xdpTxBytes.Add(uint64(total))
 	return total, 0, true
