@@ -202,9 +202,9 @@ def parse_server(path):
     return int(m.group(1)) if m else None
 
 
-def read_variants(raw):
+def read_variants(raw, name="variants.txt"):
     variants = []
-    with open(os.path.join(raw, "variants.txt")) as f:
+    with open(os.path.join(raw, name)) as f:
         for line in f:
             name, _, env = line.rstrip("\n").partition("|")
             variants.append((name, env))
@@ -224,10 +224,10 @@ def first_failure_line(base):
     return ""
 
 
-def sockperf_stats(raw, tests):
+def sockperf_stats(raw, tests, tsv="sockperf.tsv", logs="sockperf"):
     """Per (test, variant): medians over the runs that succeeded, run and failure counts."""
     runs_tsv = {}
-    for row in read_tsv(os.path.join(raw, "sockperf.tsv")):
+    for row in read_tsv(os.path.join(raw, tsv)):
         test, name, rep, _cwall, ccpu, scpu = row[:6]
         status = row[6] if len(row) > 6 else "ok"
         left = int(row[7]) if len(row) > 7 else 0
@@ -239,7 +239,7 @@ def sockperf_stats(raw, tests):
                 continue
             runs = []
             for rep, cpu, status, left in rows:
-                base = os.path.join(raw, "sockperf", f"{test}-{name}-r{rep}")
+                base = os.path.join(raw, logs, f"{test}-{name}-r{rep}")
                 if status != "ok":
                     failures.append((test, name, rep, status, first_failure_line(base)))
                     continue
@@ -399,12 +399,150 @@ def shm_goals(stats, variants):
     return table(header, rows), shm, verdicts
 
 
+# Goals of issue 6 (AF_XDP UDP transport) across the veth pair, goxio on both ends: average
+# latency at most half the kernel's, messages per second at least 3 times the kernel's.
+GOAL_VETH_AVG_RATIO = 2.0
+GOAL_VETH_RATE_RATIO = 3.0
+VETH_TESTS = [
+    ("udp-pp", "UDP ping-pong 64 B", "latency"),
+    ("udp-pp-1400", "UDP ping-pong 1400 B", "latency"),
+    ("udp-tp", "UDP throughput 64 B", "rate"),
+]
+
+
+def veth(raw):
+    """Part 5 (veth.sh): the issue-6 goals table and the section's tables, or a note why not run."""
+    skipped = os.path.join(raw, "veth-skipped.txt")
+    tsv = os.path.join(raw, "veth.tsv")
+    if os.path.exists(skipped) or not os.path.exists(tsv) or not os.path.getsize(tsv):
+        why = open(skipped).read().strip() if os.path.exists(skipped) else "no data"
+        note = f"(not run: {why})"
+        return note, note
+    variants = read_variants(raw, "veth-variants.txt")
+    base = variants[0][0]
+    stats, failures = sockperf_stats(raw, [(t, k) for t, _, k in VETH_TESTS], "veth.tsv", "veth")
+    lat_rows, tp_rows = [], []
+    for test, label, kind in VETH_TESTS:
+        for name, _ in variants:
+            s = stats.get((test, name))
+            if not s:
+                continue
+            if kind == "latency":
+                lat_rows.append([label, name, runs_cell(s), *(fmt(s.get(k), 2) for k in
+                                 ("avg", "p50.000", "p90.000", "p99.000", "p99.900", "p99.990")),
+                                 fmt(s.get("max"), 1), fmt(s.get("rate"), 0), fmt(s["cpu"], 2)])
+            else:
+                tp_rows.append([label, name, runs_cell(s), fmt(s.get("sent_rate"), 0), fmt(s.get("recv_rate"), 0),
+                                fmt(ratio(s.get("recv_rate"), s.get("sent_rate")) * 100, 1), fmt(s["cpu"], 2)])
+    lat = table(["test", "variant", "runs", "avg us", "p50 us", "p90 us", "p99 us", "p99.9 us", "p99.99 us",
+                 "max us", "replies/s", "CPU us/msg"], lat_rows)
+    tp = table(["test", "variant", "runs", "sent msg/s", "received msg/s", "received/sent %", "CPU us/msg"], tp_rows)
+    goals = [
+        ("average latency, UDP ping-pong 64 B", "udp-pp", "avg", "lower", GOAL_VETH_AVG_RATIO),
+        ("average latency, UDP ping-pong 1400 B", "udp-pp-1400", "avg", "lower", GOAL_VETH_AVG_RATIO),
+        ("msg/s received by the server, UDP throughput 64 B", "udp-tp", "recv_rate", "higher", GOAL_VETH_RATE_RATIO),
+        ("msg/s sent by the client, UDP throughput 64 B", "udp-tp", "sent_rate", "higher", GOAL_VETH_RATE_RATIO),
+        ("median latency, UDP ping-pong 64 B", "udp-pp", "p50.000", "lower", None),
+        ("p99.9 latency, UDP ping-pong 64 B", "udp-pp", "p99.900", "lower", None),
+    ]
+    others = [n for n, _ in variants if n != base]
+    rows = []
+    for label, test, key, better, goal in goals:
+        k = stats.get((test, base), {})
+        kv = k.get(key, math.nan)
+        digits = 0 if "rate" in key else 2
+        row = [label, f">= {goal:g}x" if goal else "(none)", fmt(kv, digits)]
+        for name in others:
+            s = stats.get((test, name))
+            if not s:
+                row += ["not run", "", "n/a"]
+                continue
+            sv = s.get(key, math.nan)
+            r = ratio(kv, sv) if better == "lower" else ratio(sv, kv)
+            failed = s["total"] - s["ok"]
+            if goal is None:
+                v = "info"
+            elif math.isnan(r):
+                v = f"**missed** (no figures: {failed} of {s['total']} runs failed)"
+            else:
+                v = verdict(r >= goal and failed == 0)
+                if failed:
+                    v += f" ({failed} of {s['total']} runs failed)"
+                elif r < goal:
+                    v += f" ({goal / r:.1f}x short)"
+            row += [fmt(sv, digits), f"{fmt(r, 2)}x", v]
+        rows.append(row)
+    header = ["goal", "target", base]
+    for name in others:
+        header += [name, "ratio", "verdict"]
+    summary = table(header, rows)
+    fail = ""
+    if failures:
+        fail = "\n\nFailed runs (left out of the medians):\n\n" + table(
+            ["test", "variant", "run", "status", "log"],
+            [[t, n, r, st, f"`{line}`" if line else ""] for t, n, r, st, line in failures])
+    left = ""
+    left_path = os.path.join(raw, "veth-leftovers.txt")
+    if os.path.exists(left_path):
+        left = "\n\n**Left behind:** " + open(left_path).read().strip()
+    variant_list = "\n".join(f"- `{n}`: `{e or '(no preload)'}`" for n, e in variants)
+    section = f"""Two network namespaces joined by a veth pair (`tests/bench/veth.sh`): sockperf server in one,
+client in the other, both ends under the same variant; neighbours resolved beforehand. The server is
+pinned to one CPU and the client to another for every variant alike (`BENCH_VETH_PIN`). Same method
+as part 3 (medians of the runs' own figures; latency is the half round trip).
+
+Variants (`IFACE` is each namespace's veth end):
+{variant_list}
+
+### Latency (us, half round trip)
+
+{lat}
+
+### Throughput
+
+{tp}{fail}{left}"""
+    return summary, section
+
+
+def veth_only(args):
+    """The report of veth.sh run alone: part 5 and its goals."""
+    meta = read_meta(args.raw)
+    summary, section = veth(args.raw)
+    with open(os.path.join(args.raw, "veth-commands.txt")) as f:
+        commands = f.read().rstrip("\n")
+    with open(args.report, "w") as f:
+        f.write(f"""# goxio AF_XDP transport across a veth pair
+
+Written by `tests/bench/veth.sh` run alone ({meta.get('date')}, {meta.get('nproc')} CPUs, kernel
+{meta.get('kernel')}, {meta.get('sp_reps')} runs of {meta.get('sp_time')} s per test and variant, load
+average {meta.get('loadavg_end')} at the end).
+
+## Goals of issue 6
+
+{summary}
+
+## Measures
+
+{section}
+
+## Commands
+
+```
+{commands}
+```
+""")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--raw", required=True, help="raw data folder written by run.sh")
     ap.add_argument("--report", required=True, help="Markdown report to write")
     ap.add_argument("--plot-dir", required=True, help="folder for the latency plot")
+    ap.add_argument("--veth-only", action="store_true", help="report part 5 (veth.sh) only")
     args = ap.parse_args()
+    if args.veth_only:
+        veth_only(args)
+        return
 
     meta = read_meta(args.raw)
     pt_table, pt = passthrough(args.raw)
@@ -417,6 +555,11 @@ def main():
     plot_rel = os.path.relpath(plot_path, os.path.dirname(os.path.abspath(args.report)))
     with open(os.path.join(args.raw, "commands.txt")) as f:
         commands = f.read().rstrip("\n")
+    veth_summary, veth_section = veth(args.raw)
+    veth_commands = os.path.join(args.raw, "veth-commands.txt")
+    if os.path.exists(veth_commands):
+        with open(veth_commands) as f:
+            commands += "\n" + f.read().rstrip("\n")
 
     worst_pt = max(r for _, _, r, is_pt, _ in pt.values() if is_pt)
     worst_own = max(ratio(g, t) for _, g, _, is_pt, t in pt.values() if is_pt)
@@ -521,6 +664,12 @@ The machine has {meta['nproc']} CPUs and other jobs ran during the measure (load
 whenever both ends and another runnable process want the 2 CPUs, one of them waits for a scheduler
 time slice (milliseconds); the tails above include such waits.
 
+## Summary: AF_XDP UDP transport across a veth pair (issue 6)
+
+Ratios of medians across the veth pair of part 5, goxio on both ends against the kernel on both ends.
+
+{veth_summary}
+
 ## Summary: foundation (passthrough, start-up, RSS)
 
 {summary}
@@ -598,6 +747,10 @@ share of the library's own trampoline.
 UDP ping-pong 64 B against `sockperf server -F MUX`, kernel and `goxio-shm`.
 
 {mux_table}
+
+## 5. sockperf across a veth pair (AF_XDP transport)
+
+{veth_section}
 
 ## Commands
 

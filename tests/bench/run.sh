@@ -11,6 +11,8 @@
 #      goxio (kernel transport), goxio-shm (shared-memory transport, GOXIO_SHM=1, default
 #      parameters) and goxio-shm-poll (the same with VMA_SPEC=latency: receive and select poll forever);
 #   4. the sockperf server's multiplexers (-F epoll, poll, select, recvfrom) under kernel and goxio-shm;
+#   5. sockperf across a veth pair between two network namespaces, kernel against the AF_XDP
+#      transport (GOXIO_XDP) on both ends (tests/bench/veth.sh; needs root, skipped otherwise);
 # then writes raw data under tests/bench/out/ and the report tests/bench/REPORT.md
 # (report.py) with a latency plot (plot.py, tests/bench/latency.png).
 #
@@ -36,6 +38,7 @@
 #   BENCH_DEADLINE         seconds the whole run may take before it stops with an error (default 480)
 #   BENCH_PORT             first TCP/UDP port on 127.0.0.1 the sockperf servers use (default 17100)
 #   BENCH_REPORT           where to write the report (default tests/bench/REPORT.md)
+#   BENCH_VETH             0 skips part 5 (default 1); BENCH_VETH_REPS, BENCH_VETH_PIN: see veth.sh
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -495,6 +498,15 @@ done
 find "$SHM_DIR" -mindepth 1 -maxdepth 1 ! -name 'goxio.*.dir' -printf 'at the end: %f\n' >>"$RAW/shm-leftovers.txt"
 rm -rf "$SHM_DIR"
 SHM_DIR=
+
+# ---------------------------------------------------------------- 5. veth pair (AF_XDP)
+if [[ ${BENCH_VETH:-1} != 0 ]]; then
+	check_deadline "veth"
+	RAW=$RAW GOXIO_LIB=$GOXIO_LIB OFFLOAD_CONF=$OUT/offload-all.conf SP_REPS=$SP_REPS SP_TIME=$SP_TIME \
+		PORT=$((PORT + 1000)) "$HERE/veth.sh" || die "veth pair measure failed"
+else
+	echo "BENCH_VETH=0" >"$RAW/veth-skipped.txt"
+fi
 
 # ---------------------------------------------------------------- report
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RAW/meta.env"
