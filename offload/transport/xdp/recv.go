@@ -108,10 +108,12 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 	kfd := -1
 	for {
 		if n, ok := u.fromQueue(rc); ok {
+			u.waitAvg.Waited(&w)
 			return n, 0, false
 		}
 		if !u.kernelOnly.Load() && u.env.pollRx() > 0 {
 			if n, ok := u.fromQueue(rc); ok {
+				u.waitAvg.Waited(&w)
 				return n, 0, false
 			}
 		}
@@ -120,6 +122,7 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 			if n, errno, done := u.kernelNow(c); done {
 				if errno == 0 {
 					u.osRx.Add(1)
+					u.waitAvg.Waited(&w)
 				}
 				return n, errno, true
 			}
@@ -137,7 +140,8 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 		if errno := w.Check(); errno != 0 {
 			return -1, errno, false
 		}
-		if p.RxPoll < 0 || polls < p.RxPoll {
+		// Spin first unless the socket's receives typically wait long (udpcall.WaitAvg).
+		if p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || u.waitAvg.SpinWorth()) {
 			polls++
 			if polls%sysc.YieldEvery == 0 && nanotime()-spinStart > sysc.YieldAfter {
 				sysc.Yield()
