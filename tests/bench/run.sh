@@ -38,7 +38,8 @@
 #   BENCH_DEADLINE         seconds the whole run may take before it stops with an error (default 480)
 #   BENCH_PORT             first TCP/UDP port on 127.0.0.1 the sockperf servers use (default 17100)
 #   BENCH_REPORT           where to write the report (default tests/bench/REPORT.md)
-#   BENCH_VETH             0 skips part 5 (default 1); BENCH_VETH_REPS, BENCH_VETH_PIN: see veth.sh
+#   BENCH_VETH             0 skips part 5 (default 1); BENCH_VETH_REPS, BENCH_VETH_PIN,
+#                          BENCH_VETH_VARIANTS: see veth.sh
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

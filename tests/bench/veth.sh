@@ -5,9 +5,12 @@
 # Topology: namespaces goxio-bench-PID-a (client, 10.209.0.1) and -b (server, 10.209.0.2) joined
 # by a veth pair, neighbours resolved before the first run. Tests: UDP ping-pong 64 B and 1400 B
 # (paced at 1 M round trips/s, as on loopback), UDP throughput 64 B. Variants (both ends):
-#   kernel          no preload
-#   goxio-xdp       LD_PRELOAD + GOXIO_XDP=<the namespace's veth end>, default parameters
-#   goxio-xdp-poll  the same with VMA_SPEC=latency (receives and selects poll forever)
+#   kernel             no preload
+#   goxio-xdp          LD_PRELOAD + GOXIO_XDP=<the namespace's veth end>, default parameters (the
+#                      steering program in native mode: veth has native XDP)
+#   goxio-xdp-generic  the same with GOXIO_XDP_MODE=generic: on a veth this saves the copy of each
+#                      frame into the receiving veth's page pool that native mode makes
+#   goxio-xdp-poll     (only when named in BENCH_VETH_VARIANTS) the same with VMA_SPEC=latency
 # The server runs on one CPU and the client on another (BENCH_VETH_PIN, every variant alike): a
 # polling receiver and its peer on the same CPU take turns through time slices.
 #
@@ -38,7 +41,7 @@ PIN=${BENCH_VETH_PIN-}
 if [[ -z ${BENCH_VETH_PIN+x} ]] && (($(nproc) >= 2)); then
 	PIN=0,1
 fi
-WANT=${BENCH_VETH_VARIANTS:-kernel goxio-xdp goxio-xdp-poll}
+WANT=${BENCH_VETH_VARIANTS:-kernel goxio-xdp goxio-xdp-generic}
 
 vlog() {
 	printf 'bench: veth: [%3ds] %s\n' "$SECONDS" "$*" >&2
@@ -104,6 +107,7 @@ variant_env_of() {
 	case $1 in
 	kernel) ;;
 	goxio-xdp) echo "LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OFFLOAD_CONF GOXIO_XDP=$3" ;;
+	goxio-xdp-generic) echo "LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OFFLOAD_CONF GOXIO_XDP=$3 GOXIO_XDP_MODE=generic" ;;
 	goxio-xdp-poll) echo "LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OFFLOAD_CONF GOXIO_XDP=$3 VMA_SPEC=latency" ;;
 	esac
 }
