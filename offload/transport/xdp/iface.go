@@ -113,7 +113,11 @@ func (e *Env) offloadLocked(ifc *iface) error {
 	if e.closed {
 		return fmt.Errorf("offload interface %d: environment closed: %w", ifc.index, ErrNotOffloaded)
 	}
-	l, err := e.nl.LinkByIndex(ifc.index)
+	nl, err := e.nlLocked()
+	if err != nil {
+		return fmt.Errorf("offload interface %d: %w", ifc.index, err)
+	}
+	l, err := nl.LinkByIndex(ifc.index)
 	if err != nil {
 		return fmt.Errorf("offload interface %d: %w", ifc.index, err)
 	}
@@ -133,11 +137,14 @@ func (e *Env) offloadLocked(ifc *iface) error {
 	if err != nil {
 		return fmt.Errorf("offload %s: %w", l.Name, noXDP(err))
 	}
+	prog.Adopt(e.adopt)
 	for q := 0; q < prog.Queues(); q++ {
 		s, err := xdp.Open(ifc.index, q, e.p.Socket)
 		if err == nil {
+			s.Adopt(e.adopt)
 			err = prog.Register(s)
 			if err != nil {
+				e.releaseFD(s.FD())
 				s.Close()
 			}
 		}
@@ -150,9 +157,13 @@ func (e *Env) offloadLocked(ifc *iface) error {
 		if err != nil {
 			for _, x := range ifc.queues {
 				e.closeStats(x)
+				e.releaseFD(x.s.FD())
 				x.s.Close()
 			}
 			ifc.queues = nil
+			for _, fd := range prog.FDs() {
+				e.releaseFD(fd)
+			}
 			prog.Close()
 			return fmt.Errorf("offload %s queue %d: %w", l.Name, q, noXDP(err))
 		}
@@ -227,7 +238,11 @@ func (e *Env) Serves(local, remote netip.AddrPort) bool {
 		if local.Addr().Is4() && !local.Addr().IsUnspecified() {
 			hint = local.Addr().As4()
 		}
-		rt, err := e.nl.RouteGet(dst.As4(), hint, 0)
+		nl, err := e.nlLocked()
+		if err != nil {
+			return false
+		}
+		rt, err := nl.RouteGet(dst.As4(), hint, 0)
 		if err != nil || rt.Type != packet.RouteUnicast && rt.Type != packet.RouteMulticast {
 			return false
 		}
