@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -167,9 +168,19 @@ func (h *xdpHarness) run(name, ns string, g goxio, extra []string, prog string, 
 	return h.start(name, testutil.Env(""), nil, "ip", argv...)
 }
 
-// py starts tests/xdp/xdpudp.py with args.
+// ackWindow is how many datagrams an xdpudp sender has in flight per socket (rx and tx
+// --ack): the receiver's queue never overflows, however long the machine's scheduler keeps
+// the receiver from running.
+const ackWindow = "16"
+
+// py starts tests/xdp/xdpudp.py with args; rx and tx get --ack ackWindow unless they set their
+// own window or pace by time (--window). A receiver has up to flows x window datagrams in
+// flight: that must stay below the transport's queue (128 datagrams per socket).
 func (h *xdpHarness) py(name, ns string, g goxio, extra []string, args ...string) *shmProc {
 	h.t.Helper()
+	if (args[0] == "rx" || args[0] == "tx") && !slices.Contains(args, "--window") && !slices.Contains(args, "--ack") {
+		args = append(args, "--ack", ackWindow)
+	}
 	return h.run(name, ns, g, extra, h.python, append([]string{h.script}, args...)...)
 }
 
@@ -430,9 +441,9 @@ func TestXDPMultiQueue(t *testing.T) {
 	h := newXDPHarness(t, 2)
 	tp := h.tp
 	const n = 800
-	rx := h.py("goxio rx", tp.nsA, underGoxio, nil, "rx", "0.0.0.0:7031", "-n", strconv.Itoa(n), "--wait")
+	rx := h.py("goxio rx", tp.nsA, underGoxio, nil, "rx", "0.0.0.0:7031", "-n", strconv.Itoa(n), "--ack", "4", "--wait")
 	rx.expect("ready", xdpWait)
-	tx := h.py("kernel tx", tp.nsB, kernelOnly, nil, "tx", tp.addrA+":7031", "-n", strconv.Itoa(n), "--flows", "16")
+	tx := h.py("kernel tx", tp.nsB, kernelOnly, nil, "tx", tp.addrA+":7031", "-n", strconv.Itoa(n), "--flows", "16", "--ack", "4")
 	tx.expect("sent", xdpWait)
 	requireAll(t, "16 flows to the goxio receiver", rxDone(t, rx, xdpWait), n, false)
 	tot, proc := h.udpOf(rx.pid())
@@ -453,9 +464,9 @@ func TestXDPMultiQueue(t *testing.T) {
 	t.Logf("rings: %s", strings.Join(per, ", "))
 	rx.exit(xdpWait)
 
-	krx := h.py("kernel rx", tp.nsB, kernelOnly, nil, "rx", "0.0.0.0:7032", "-n", strconv.Itoa(n))
+	krx := h.py("kernel rx", tp.nsB, kernelOnly, nil, "rx", "0.0.0.0:7032", "-n", strconv.Itoa(n), "--ack", "4")
 	krx.expect("ready", xdpWait)
-	gtx := h.py("goxio tx", tp.nsA, underGoxio, nil, "tx", tp.addrB+":7032", "-n", strconv.Itoa(n), "--flows", "16", "--wait")
+	gtx := h.py("goxio tx", tp.nsA, underGoxio, nil, "tx", tp.addrB+":7032", "-n", strconv.Itoa(n), "--flows", "16", "--ack", "4", "--wait")
 	gtx.expect("sent", xdpWait)
 	requireAll(t, "16 flows from the goxio sender", rxDone(t, krx, xdpWait), n, false)
 	if tot, _ := h.udpOf(gtx.pid()); tot.TxPackets+tot.TxOSPackets != n || tot.TxPackets == 0 {
@@ -641,4 +652,33 @@ func TestXDPSigkill(t *testing.T) {
 		t.Errorf("next owner: %d from the ring, %d from the kernel (%v)", tot.RxPackets, tot.RxOSPackets, tot.transports)
 	}
 	next.exit(xdpWait)
+}
+
+// TestXDPWithSHM: with both ring transports on (GOXIO_SHM=1 and GOXIO_XDP), a socket whose
+// traffic leaves through the offloaded veth gets the AF_XDP transport and a loopback receiver
+// the shared-memory one.
+func TestXDPWithSHM(t *testing.T) {
+	h := newXDPHarness(t, 1)
+	tp := h.tp
+	dir, err := os.MkdirTemp("/dev/shm", "goxio-xdptest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	both := []string{"GOXIO_SHM=1", "GOXIO_SHM_DIR=" + dir}
+	local := h.py("loopback rx", tp.nsA, underGoxio, both, "rx", "127.0.0.1:7091", "-n", "1", "--idle", "100", "--wait")
+	local.expect("got", xdpWait)
+	rx := h.py("kernel rx", tp.nsB, kernelOnly, nil, "rx", tp.addrB+":7092", "-n", "100")
+	rx.expect("ready", xdpWait)
+	tx := h.py("goxio tx", tp.nsA, underGoxio, both, "tx", tp.addrB+":7092", "-n", "100", "--wait")
+	tx.expect("sent", xdpWait)
+	requireAll(t, "to the veth peer", rxDone(t, rx, xdpWait), 100, true)
+	if lt, _ := h.udpOf(local.pid()); len(lt.transports) != 1 || lt.transports[0] != "shm/none" {
+		t.Errorf("loopback receiver: transports %v, want shm", lt.transports)
+	}
+	if tt, _ := h.udpOf(tx.pid()); len(tt.transports) != 1 || tt.transports[0] != "xdp/none" || tt.TxPackets == 0 {
+		t.Errorf("sender to the veth peer: transports %v, %d through the ring, want xdp", tt.transports, tt.TxPackets)
+	}
+	local.exit(xdpWait)
+	tx.exit(xdpWait)
 }

@@ -7,17 +7,20 @@ damaged, truncated or mixed datagram is counted as bad.
 
 Modes (stdout is line-buffered; the test waits for lines that start with a fixed word):
 
-  rx ADDR:PORT [-n N] [--idle MS] [--group G --ifaddr A] [--mux select|poll|epoll] [--wait]
+  rx ADDR:PORT [-n N] [--idle MS] [--group G --ifaddr A] [--mux select|poll|epoll] [--ack W] [--wait]
       Binds ADDR:PORT (joins G on the interface of A with --group), prints "ready PORT",
       receives (waiting in the multiplexer first with --mux) until N datagrams or MS
-      milliseconds without one (default 3000), prints
+      milliseconds without one (default 3000), acknowledging every W-th datagram of each sender
+      to its source with --ack, prints
       "got N bad B dup D reorder R from SRC...". --wait then waits for "exit" on stdin.
-  tx ADDR:PORT [-n N] [--flows F] [--bind A] [--ifaddr A] [--noloop] [--window W] [--pause MS] [--wait]
+  tx ADDR:PORT [-n N] [--flows F] [--bind A] [--ifaddr A] [--noloop] [--ack W | --window W --pause MS] [--wait]
       Sends N datagrams to ADDR:PORT from F sockets (round robin, sender ids 0..F-1), each
-      bound to A:0 (default: unbound: the first sendto binds it), pausing MS ms after every W
-      datagrams (default 32 and 3) so a slow receiver keeps up. --ifaddr/--noloop set
-      IP_MULTICAST_IF and IP_MULTICAST_LOOP=0. Prints "sent N", then with --wait waits for
-      "exit".
+      bound to A:0 (default: unbound: the first sendto binds it). With --ack W each socket waits
+      (at most 2 s) for the receiver's acknowledgement of every W-th datagram it sent, so at
+      most W are in flight per sender whatever the scheduler does to the receiver; otherwise it
+      pauses MS ms after every W datagrams (default 32 and 3). --ifaddr/--noloop set
+      IP_MULTICAST_IF and IP_MULTICAST_LOOP=0. Prints "sent N acks A", then with --wait waits
+      for "exit".
   echo ADDR:PORT [-n N]
       Answers N datagrams to their source, prints "ready PORT" first and "echoed N" last.
   ping ADDR:PORT [-n N]
@@ -129,6 +132,8 @@ def rx(a):
             reorder += 1
         last[sender] = seq
         got += 1
+        if a.ack and (seq + 1) % a.ack == 0:
+            s.sendto(struct.pack("!II", sender, seq), src)
     out("got", got, "bad", bad, "dup", dup, "reorder", reorder, "from", ",".join(sorted(sources)))
     if a.wait:
         wait_exit()
@@ -148,13 +153,18 @@ def tx(a):
         socks.append(s)
     dst = addr(a.addr)
     seqs = [0] * a.flows
+    acks = 0
     for i in range(a.n):
         f = i % a.flows
         socks[f].sendto(datagram(f, seqs[f]), dst)
         seqs[f] += 1
-        if a.window and (i + 1) % a.window == 0:
+        if a.ack:
+            if seqs[f] % a.ack == 0 and select.select([socks[f]], [], [], 2.0)[0]:
+                socks[f].recv(64)
+                acks += 1
+        elif a.window and (i + 1) % a.window == 0:
             time.sleep(a.pause / 1000)
-    out("sent", a.n)
+    out("sent", a.n, "acks", acks)
     if a.wait:
         wait_exit()
     for s in socks:
@@ -206,6 +216,7 @@ def main():
     p.add_argument("--window", type=int, default=32)
     p.add_argument("--pause", type=float, default=3)
     p.add_argument("--wait", action="store_true")
+    p.add_argument("--ack", type=int, default=0)
     p.add_argument("--mux", choices=["select", "poll", "epoll"])
     a = p.parse_args()
     {"rx": rx, "tx": tx, "echo": echo, "ping": ping}[a.mode](a)
