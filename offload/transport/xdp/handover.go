@@ -60,7 +60,10 @@ func (u *UDP) HandOver() [][2][]byte {
 	}
 	defer u.exit()
 	if !u.kernelOnly.Load() {
-		u.env.pollRx()
+		// Every frame waiting on the RX rings, not one batch: the rings are not read again
+		// for this socket once it went back to the kernel.
+		for i := 0; i < maxHandOverPolls && u.env.pollRx() > 0; i++ {
+		}
 	}
 	var out [][2][]byte
 	u.TakeQueued(func(payload []byte, src netip.AddrPort) {
@@ -70,6 +73,10 @@ func (u *UDP) HandOver() [][2][]byte {
 	})
 	return out
 }
+
+// maxHandOverPolls bounds the RX ring batches HandOver takes (a full RX ring of the default size
+// is 64 batches; the peer may keep sending meanwhile).
+const maxHandOverPolls = 256
 
 // SetSpill gives the socket the region its queued datagrams were spilled to at a fork: select,
 // poll and epoll report the socket readable while the region holds datagrams (the receives
