@@ -135,13 +135,24 @@ type xdpHarness struct {
 	tp     *xdpTopo
 	python string
 	script string
+	wrap   []string // a command that runs the program (setpriv ...), after ip netns exec
 }
 
 func newXDPHarness(t *testing.T, queues int) *xdpHarness {
 	t.Helper()
 	h := &xdpHarness{shmHarness: &shmHarness{t: t, lib: integrationLib(t)}, tp: newXDPTopo(t, queues),
 		python: testutil.Python(t), script: filepath.Join(testutil.RepoRoot(), "tests", "xdp", "xdpudp.py")}
-	h.statsDir = t.TempDir()
+	// Every user may create a segment there (a test runs a program as nobody).
+	h.statsDir = filepath.Join(t.TempDir(), "stats")
+	for p := filepath.Dir(h.statsDir); p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o755)
+	}
+	if err := os.Mkdir(h.statsDir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(h.statsDir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
 	return h
 }
 
@@ -157,7 +168,7 @@ const (
 // entries.
 func (h *xdpHarness) run(name, ns string, g goxio, extra []string, prog string, args ...string) *shmProc {
 	h.t.Helper()
-	argv := []string{"netns", "exec", ns, "env"}
+	argv := append(append([]string{"netns", "exec", ns}, h.wrap...), "env")
 	if g {
 		argv = append(argv, "LD_PRELOAD="+h.lib, "GOXIO_XDP="+h.tp.ifOf(ns),
 			"VMA_STATS_SHMEM_DIR="+h.statsDir, "GOXIO_STATS_SHMEM_DIR="+h.statsDir)
@@ -557,8 +568,8 @@ func TestXDPSocat(t *testing.T) {
 
 // TestXDPFallback: where the transport cannot steer a socket's traffic the socket uses the
 // kernel, datagrams still arrive, and the statistics say why: an interface that refuses the
-// XDP mode asked for (a veth with a jumbo MTU takes no native XDP program), and an interface
-// another process owns already.
+// XDP mode asked for (a veth with a jumbo MTU takes no native XDP program), a process without
+// the capabilities (run as nobody), and an interface another process owns already.
 func TestXDPFallback(t *testing.T) {
 	h := newXDPHarness(t, 1)
 	tp := h.tp
@@ -584,6 +595,29 @@ func TestXDPFallback(t *testing.T) {
 		}
 		if a := tp.xdpAttached(t, tp.nsA); a != "" {
 			t.Errorf("an XDP program is attached after the refusal: %s", a)
+		}
+		rx.exit(xdpWait)
+	})
+	t.Run("no-capabilities", func(t *testing.T) {
+		h.t = t
+		setpriv, err := exec.LookPath("setpriv")
+		if err != nil {
+			t.Fatalf("setpriv not found: install the Debian package util-linux")
+		}
+		h.wrap = []string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"}
+		rx := h.py("goxio rx as nobody", tp.nsA, underGoxio, nil, "rx", tp.addrA+":7074", "-n", strconv.Itoa(n), "--wait")
+		h.wrap = nil
+		rx.expect("ready", xdpWait)
+		tx := h.py("kernel tx", tp.nsB, kernelOnly, nil, "tx", tp.addrA+":7074", "-n", strconv.Itoa(n))
+		tx.expect("sent", xdpWait)
+		requireAll(t, "without capabilities: through the kernel", rxDone(t, rx, xdpWait), n, true)
+		tot, proc := h.udpOf(rx.pid())
+		if tot.RxOSPackets != n || len(tot.transports) != 1 || !strings.HasPrefix(tot.transports[0], "os/missing capabilities") {
+			t.Errorf("receiver without capabilities: %d from the kernel, %d from rings, transports %v; want all from the kernel, os/missing capabilities",
+				tot.RxOSPackets, tot.RxPackets, tot.transports)
+		}
+		if _, _, rings := xdpRings(proc); rings != 0 || tp.xdpAttached(t, tp.nsA) != "" {
+			t.Errorf("an unprivileged process attached XDP (%d rings)", rings)
 		}
 		rx.exit(xdpWait)
 	})
@@ -681,4 +715,36 @@ func TestXDPWithSHM(t *testing.T) {
 	}
 	local.exit(xdpWait)
 	tx.exit(xdpWait)
+}
+
+// TestXDPFork: datagrams waiting for a goxio socket (on its RX ring, nobody read them yet)
+// when the program forks are received once, by the child (pure C: it reads them from the
+// region they were spilled to) or by the parent; the socket is on the kernel afterwards, with
+// the reason "forked child".
+func TestXDPFork(t *testing.T) {
+	h := newXDPHarness(t, 1)
+	tp := h.tp
+	const n = 40
+	rx := h.py("goxio forkrx", tp.nsA, underGoxio, nil, "forkrx", tp.addrA+":7101")
+	rx.expect("ready", xdpWait)
+	tx := h.py("kernel tx", tp.nsB, kernelOnly, nil, "tx", tp.addrA+":7101", "-n", strconv.Itoa(n), "--window", "100", "--pause", "0")
+	tx.expect("sent", xdpWait)
+	time.Sleep(200 * time.Millisecond) // on the RX ring by now
+	d := h.stats(rx.pid())
+	if s := processSockets(d, rx.pid()); len(s) != 1 || s[0].Transport != stats.TransportXDP {
+		t.Fatalf("before the fork: %+v, want one xdp socket", s)
+	}
+	rx.say("go")
+	var c, cb, p, pb, dup int
+	if _, err := fmt.Sscanf(rx.expect("child got", xdpWait), "child got %d bad %d", &c, &cb); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Sscanf(rx.expect("parent got", xdpWait), "parent got %d bad %d dup %d", &p, &pb, &dup); err != nil {
+		t.Fatal(err)
+	}
+	if c+p != n || cb+pb != 0 || dup != 0 || c == 0 {
+		t.Errorf("child got %d, parent %d (bad %d, %d both), want %d in all, each once, the child first", c, p, cb+pb, dup, n)
+	}
+	t.Logf("after the fork: child got %d, parent %d", c, p)
+	rx.wait(xdpWait)
 }

@@ -21,6 +21,11 @@ Modes (stdout is line-buffered; the test waits for lines that start with a fixed
       pauses MS ms after every W datagrams (default 32 and 3). --ifaddr/--noloop set
       IP_MULTICAST_IF and IP_MULTICAST_LOOP=0. Prints "sent N acks A", then with --wait waits
       for "exit".
+  forkrx ADDR:PORT [-n N]
+      Binds ADDR:PORT, prints "ready PORT", waits for "go" on stdin (the datagrams are waiting
+      by then), forks: the child receives until 1 s without a datagram and prints "child got N
+      bad B", then the parent does the same and prints "parent got N bad B dup D" (D: datagrams
+      both got).
   echo ADDR:PORT [-n N]
       Answers N datagrams to their source, prints "ready PORT" first and "echoed N" last.
   ping ADDR:PORT [-n N]
@@ -171,6 +176,50 @@ def tx(a):
         s.close()
 
 
+def forkrx(a):
+    import os
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(addr(a.addr))
+    out("ready", s.getsockname()[1])
+    for line in sys.stdin:
+        if line.strip() == "go":
+            break
+
+    def drain():
+        # Non-blocking receives with pauses, no poll: a forked child's poll goes to the kernel,
+        # which does not know what was spilled at the fork (the receives take that first).
+        got, bad = set(), 0
+        s.setblocking(False)
+        idle = time.monotonic() + 1.0
+        while True:
+            try:
+                data = s.recv(4096)
+            except BlockingIOError:
+                if time.monotonic() > idle:
+                    return got, bad
+                time.sleep(0.01)
+                continue
+            idle = time.monotonic() + 1.0
+            r = check(data)
+            if r is None:
+                bad += 1
+            else:
+                got.add(r)
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        got, bad = drain()
+        os.write(w, repr(sorted(got)).encode())
+        out("child got", len(got), "bad", bad)
+        os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    child = set(tuple(x) for x in eval(os.read(r, 1 << 20).decode() or "[]"))
+    got, bad = drain()
+    out("parent got", len(got), "bad", bad, "dup", len(got & child))
+
+
 def echo(a):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(addr(a.addr))
@@ -204,7 +253,7 @@ def ping(a):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["rx", "tx", "echo", "ping"])
+    p.add_argument("mode", choices=["rx", "tx", "forkrx", "echo", "ping"])
     p.add_argument("addr")
     p.add_argument("-n", type=int, default=100)
     p.add_argument("--idle", type=int, default=3000)
@@ -219,7 +268,7 @@ def main():
     p.add_argument("--ack", type=int, default=0)
     p.add_argument("--mux", choices=["select", "poll", "epoll"])
     a = p.parse_args()
-    {"rx": rx, "tx": tx, "echo": echo, "ping": ping}[a.mode](a)
+    {"rx": rx, "tx": tx, "forkrx": forkrx, "echo": echo, "ping": ping}[a.mode](a)
 
 
 if __name__ == "__main__":
