@@ -25,6 +25,8 @@ var otherEnv = map[string]bool{
 	// semantics are incomplete); GOXIO_SHM_DIR is where it keeps its segments (/dev/shm).
 	"GOXIO_SHM":     true,
 	"GOXIO_SHM_DIR": true,
+	// GOXIO_SHM_TCP=1 (with GOXIO_SHM=1) also offloads TCP between goxio processes (experimental).
+	"GOXIO_SHM_TCP": true,
 }
 
 // renamed maps VMA's retired names to the parameter that replaced them; VMA

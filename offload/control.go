@@ -19,7 +19,18 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 			return r
 		}
 	}
+	if s.typ == sockStream {
+		if c.Op == transport.OpIoctl {
+			if r, ok := e.tcpIoctl(s, c); ok {
+				return r
+			}
+		}
+		e.tcpBefore(s, c)
+	}
 	n, errno := kernel.Do(c)
+	if s.typ == sockStream {
+		e.tcpAfter(s, c, uintptr(errno))
+	}
 	switch c.Op {
 	case transport.OpBind:
 		if errno == 0 && s.typ == sockDgram {
@@ -93,6 +104,7 @@ func (e *Engine) accepted(l *Socket, fd, flags int) {
 		local: sysc.Sockname(fd), remote: sysc.Peername(fd)}
 	l.mu.Unlock()
 	s.nonblock.Store(flags&unix.SOCK_NONBLOCK != 0)
+	e.tcpAccepted(l, s)
 	e.openStats(fd, s)
 	e.register(fd, s)
 }

@@ -27,6 +27,12 @@ func (e *Engine) transfer(s *Socket, c *transport.Call) int64 {
 			return result(-1, errno)
 		}
 	}
+	if s.typ == sockStream {
+		if t := s.shmTCP(); t != nil {
+			e.tcpEstablish(s, t, c.FD)
+			defer e.tcpFill(s, t)
+		}
+	}
 	var n int
 	var errno syscall.Errno
 	tr := s.transport()

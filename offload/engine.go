@@ -14,6 +14,7 @@ import (
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
+	"github.com/goxio/goxio/offload/transport/shmtcp"
 	xdptr "github.com/goxio/goxio/offload/transport/xdp"
 	"github.com/goxio/goxio/stats"
 )
@@ -46,6 +47,8 @@ type Config struct {
 	// SHM is the shared-memory transport's process state; nil: no shared-memory transport (every
 	// offloaded socket stays on the kernel, reason "no faster path").
 	SHM *shmtr.Env
+	// SHMTCP is the shared-memory TCP transport's process state; nil: TCP stays on the kernel.
+	SHMTCP *shmtcp.Env
 	// XDP is the AF_XDP transport's process state; nil: no AF_XDP transport (xdp.go).
 	XDP *xdptr.Env
 	// IOMux are the select/poll/epoll parameters.
@@ -161,6 +164,9 @@ func (e *Engine) register(fd int, s *Socket) {
 	if s.typ == sockDgram && e.udpRings() {
 		flags |= FlagRing
 	}
+	if s.typ == sockStream && e.cfg.SHMTCP != nil {
+		flags |= FlagRing // select and poll ask the TCP transport (iomux.go)
+	}
 	if s.passthrough {
 		flags = FlagWatch
 	}
@@ -191,6 +197,14 @@ func (e *Engine) finish(fd int, s *Socket) {
 	defer e.cfg.Stats.CloseSocket(s.st)
 	if u, ok := s.tr.(ringUDP); ok {
 		u.Close()
+		e.dropMember(s)
+	}
+	if t, ok := s.tr.(*shmtcp.TCP); ok {
+		if s.tcpEstablished.Load() {
+			t.Close(fd)
+		}
+		// The kernel drops a closed file from the epoll sets it is in; so does the engine from
+		// its own (an fd number reused by the next accept must be addable again).
 		e.dropMember(s)
 	}
 	if ce := e.log.Check(zap.DebugLevel, "socket closed"); ce != nil {
@@ -243,16 +257,29 @@ func (e *Engine) Shutdown() {
 	if e.cfg.SHM == nil {
 		return
 	}
+	type tcpEnd struct {
+		t  *shmtcp.TCP
+		fd int
+	}
 	e.reg.mu.Lock()
 	var socks []*shmtr.UDP
+	var conns []tcpEnd
 	e.reg.each(func(fd int, s *Socket) {
 		if u, ok := s.tr.(*shmtr.UDP); ok {
 			socks = append(socks, u)
+		}
+		if t, ok := s.tr.(*shmtcp.TCP); ok && s.tcpEstablished.Load() {
+			conns = append(conns, tcpEnd{t, fd})
 		}
 	})
 	e.reg.mu.Unlock()
 	for _, u := range socks {
 		u.Close()
+	}
+	// Connections end as the kernel ends them at exit (close: EOF, or a reset with unread
+	// data), and a segment nobody attached to loses its name now rather than at a later sweep.
+	for _, c := range conns {
+		c.t.Close(c.fd)
 	}
 	e.cfg.SHM.Close()
 }

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/internal/umem"
+	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -24,6 +25,10 @@ type epollSet struct {
 	members map[int]*member // by the fd the program registered
 	order   []int           // fds in registration order, for round robin
 	next    int
+	// owner is the thread that waits on the set, -1 once a second one did; awake are the marks
+	// a set with one waiting thread keeps on its shared-memory TCP members (epoll_awake.go).
+	owner int
+	marks int // members with an awake mark
 }
 
 // member is one ring socket in an epoll set, as the program registered it.
@@ -35,6 +40,12 @@ type member struct {
 	disabled bool   // EPOLLONESHOT fired; re-armed by EPOLL_CTL_MOD
 	bell     int    // the doorbell fd registered in the inner set for this member; 0: none
 	seen     uint64 // EPOLLET: the rings' Arrivals when their readiness was last reported
+	// Shared-memory TCP members (epoll_tcp.go): inner is the events the kernel fd is registered
+	// with in the inner set (they change when the connection switches); outSeen, for EPOLLET,
+	// that writability was reported and not lost since.
+	inner   uint32
+	outSeen bool
+	awake   *ring.Conn // the segment this member's awake mark is on (epoll_awake.go); nil: none
 }
 
 // epolls maps program epoll fds to their sets.
@@ -96,6 +107,9 @@ func (e *Engine) dropEpoll(epfd int) {
 	delete(e.ep.sets, epfd)
 	e.ep.mu.Unlock()
 	if set != nil {
+		set.mu.Lock()
+		set.releaseAwake()
+		set.mu.Unlock()
 		e.cfg.Table.Set(set.inner, 0)
 		unix.Close(set.inner)
 	}
@@ -150,6 +164,9 @@ func (e *Engine) dropMember(s *Socket) {
 }
 
 func (set *epollSet) remove(fd int) {
+	if m := set.members[fd]; m != nil {
+		m.releaseAwake(set)
+	}
 	delete(set.members, fd)
 	for i, f := range set.order {
 		if f == fd {
@@ -169,7 +186,8 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 	}()
 	epfd, op, fd := int(int32(c.A[0])), int(int32(c.A[1])), c.FD
 	s := e.reg.get(fd)
-	if s == nil || s.isPassthrough() {
+	if s == nil || s.isPassthrough() || s.typ == sockStream && s.shmTCP() == nil {
+		// Kernel sockets stay in the program's set: their epoll readiness is the kernel's.
 		n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
 		return result(n, errno)
 	}
@@ -208,10 +226,11 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		if m != nil {
 			return -int64(unix.EEXIST)
 		}
-		if errno := epollCtl(set.inner, op, fd, events, uint64(fd)); errno != 0 {
+		m = &member{fd: fd, s: s, events: events, data: data}
+		if errno := epollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
 			return -int64(errno)
 		}
-		set.members[fd] = &member{fd: fd, s: s, events: events, data: data}
+		set.members[fd] = m
 		set.order = append(set.order, fd)
 	case unix.EPOLL_CTL_MOD:
 		if m == nil {
@@ -221,10 +240,10 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		if events&unix.EPOLLEXCLUSIVE != 0 || m.events&unix.EPOLLEXCLUSIVE != 0 {
 			return -int64(unix.EINVAL)
 		}
-		if errno := epollCtl(set.inner, op, fd, events, uint64(fd)); errno != 0 {
+		m.events, m.data, m.disabled, m.seen, m.outSeen = events, data, false, 0, false
+		if errno := epollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
 			return -int64(errno)
 		}
-		m.events, m.data, m.disabled, m.seen = events, data, false, 0
 	case unix.EPOLL_CTL_DEL:
 		if m == nil {
 			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
@@ -281,9 +300,33 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 	for _, m := range set.members {
 		if u := m.s.ringUDP(); u != nil {
 			w.socks = append(w.socks, u)
+		} else if t := m.s.shmTCP(); t != nil && m.events&unix.EPOLLIN != 0 {
+			w.tcps = append(w.tcps, t)
 		}
 	}
+	keep := len(w.tcps) > 0 && set.waitedBy(unix.Gettid())
+	if keep {
+		set.holdAwake()
+		w.setMarks = true // the set's marks stand for the waiter's spin marks
+	}
 	set.mu.Unlock()
+	// release gives the set's marks back before a sleep in the kernel (they are taken again
+	// after it); it reports whether there were any (then the rings are looked at once more).
+	release := func() bool {
+		if !keep {
+			return false
+		}
+		set.mu.Lock()
+		defer set.mu.Unlock()
+		return set.releaseAwake()
+	}
+	hold := func() {
+		if keep {
+			set.mu.Lock()
+			set.holdAwake()
+			set.mu.Unlock()
+		}
+	}
 	defer w.spin(false)
 	zero := unix.Timespec{}
 	start := nanotime()
@@ -312,11 +355,20 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 			w.spin(false)
 			continue
 		}
+		if release() {
+			continue // one more look at the rings without the marks
+		}
+		w.sleep(true)  // before the last look at the rings
 		set.armBells() // doorbells are made when somebody first sleeps on a socket
 		if n := set.ringEvents(out, 0, max); n > 0 {
+			w.sleep(false)
+			hold()
 			return int64(n)
 		}
-		k, errno := set.kernelEvents(c.A[0], out, 0, max, w.remaining(), c.A[3])
+		sleep, bounded := boundSleep(w.remaining(), w.tcps)
+		k, errno := set.kernelEvents(c.A[0], out, 0, max, sleep, c.A[3])
+		w.sleep(false)
+		hold()
 		if errno == unix.EINTR && !w.interrupted() {
 			continue // the Go runtime's own signal (preemption), not the program's: wait on
 		}
@@ -325,6 +377,9 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 		}
 		if k > 0 {
 			return int64(k)
+		}
+		if bounded {
+			continue // marks of others: look at the rings again
 		}
 		if left := w.remaining(); left != nil && left.Sec == 0 && left.Nsec == 0 {
 			return 0
@@ -342,7 +397,20 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 	for k := 0; k < count && n < max; k++ {
 		fd := set.order[(set.next+k)%count]
 		m := set.members[fd]
-		if m.disabled || m.events&unix.EPOLLIN == 0 {
+		if m.disabled {
+			continue
+		}
+		if t := m.s.shmTCP(); t != nil {
+			if ev, ok := m.tcpEvents(t, 0); ok && ev != 0 {
+				umem.PutEpollEvent(out, n, ev, m.data)
+				n++
+				if m.events&unix.EPOLLONESHOT != 0 {
+					m.disabled = true
+				}
+			}
+			continue
+		}
+		if m.events&unix.EPOLLIN == 0 {
 			continue
 		}
 		u := m.s.ringUDP()
@@ -443,6 +511,31 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 		if m == nil {
 			continue
 		}
+		if t := m.s.shmTCP(); t != nil && !bell {
+			tev, ok := m.tcpEvents(t, uint32(ev))
+			if !ok {
+				goto plain
+			}
+			if tev == 0 {
+				continue
+			}
+			ev = tev
+			if j := indexOf(out, 0, at+added, m.data); j >= 0 {
+				old, _ := umem.EpollEvent(out, j)
+				umem.PutEpollEvent(out, j, old|ev, m.data)
+				continue
+			}
+			if m.disabled {
+				continue
+			}
+			umem.PutEpollEvent(out, at+added, ev, m.data)
+			added++
+			if m.events&unix.EPOLLONESHOT != 0 {
+				m.disabled = true
+			}
+			continue
+		}
+	plain:
 		if bell {
 			u := m.s.ringUDP()
 			if u == nil {
@@ -492,6 +585,12 @@ func (set *epollSet) armBells() {
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	for fd, m := range set.members {
+		if m.s.typ == sockStream {
+			if ev := m.wantInner(); ev != m.inner && epollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, ev, uint64(fd)) == 0 {
+				m.inner = ev
+			}
+			continue
+		}
 		u := m.s.ringUDP()
 		if u == nil {
 			continue

@@ -8,7 +8,9 @@ import (
 
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
+	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/shmtcp"
 )
 
 // IOMux are the parameters of select, poll and epoll over ring sockets (conf.Params names).
@@ -26,10 +28,14 @@ type IOMux struct {
 // sleeping socket arrives as a wake datagram on the socket's kernel fd.
 type waiter struct {
 	e        *Engine
-	socks    []ringUDP // the ring sockets involved
-	deadline int64     // nanotime; 0: none (forever); -1: do not wait
+	socks    []ringUDP     // the ring sockets involved
+	tcps     []*shmtcp.TCP // the shared-memory TCP connections waited for
+	spun     []*ring.Conn  // the connection segments marked while spinning
+	setMarks bool          // an epoll set's awake marks stand for the spin marks on tcps
+	deadline int64         // nanotime; 0: none (forever); -1: do not wait
 	spinning bool
-	polls    int // spinBudget calls, for yielding
+	sleeping bool // the waiter's ring sockets count it among their sleepers (sleep)
+	polls    int  // spinBudget calls, for yielding
 	sig      *transport.SigCounters
 	sigBase  uint32
 }
@@ -83,6 +89,36 @@ func (w *waiter) spin(on bool) {
 	for _, u := range w.socks {
 		u.Spin(on)
 	}
+	// A TCP connection's writer skips its wake byte while a reader spins on the segment.
+	if on && !w.setMarks {
+		for _, t := range w.tcps {
+			if c := t.SpinConn(); c != nil {
+				c.SpinBegin()
+				w.spun = append(w.spun, c)
+			}
+		}
+		return
+	}
+	for _, c := range w.spun {
+		c.SpinEnd()
+	}
+	w.spun = w.spun[:0]
+}
+
+// sleep marks the waiter asleep in the kernel on its ring sockets (on, before its last look at
+// the rings) or awake again: a thread of ours that stops spinning on one of them with datagrams
+// queued then rings its doorbell, since senders skipped the wake-up for the spinner.
+func (w *waiter) sleep(on bool) {
+	if w.sleeping == on {
+		return
+	}
+	w.sleeping = on
+	for _, u := range w.socks {
+		u.Sleep(on)
+	}
+	for _, t := range w.tcps {
+		t.Sleep(on)
+	}
 }
 
 // remaining is the sleep timeout: nil for forever, zero when the deadline passed.
@@ -111,6 +147,15 @@ func (e *Engine) ringSocket(fd int) ringUDP {
 		return nil
 	}
 	return s.ringUDP()
+}
+
+// tcpSocket returns fd's shared-memory TCP transport when fd is one.
+func (e *Engine) tcpSocket(fd int) *shmtcp.TCP {
+	s := e.reg.get(fd)
+	if s == nil || s.typ != sockStream {
+		return nil
+	}
+	return s.shmTCP()
 }
 
 // poll serves poll and ppoll over fds of which some are ring sockets.
@@ -153,6 +198,9 @@ func (e *Engine) anyRing(fds []unix.PollFd) bool {
 		if fds[i].Events&unix.POLLIN != 0 && e.ringSocket(int(fds[i].Fd)) != nil {
 			return true
 		}
+		if fds[i].Events&(unix.POLLIN|unix.POLLOUT) != 0 && e.tcpSocket(int(fds[i].Fd)) != nil {
+			return true
+		}
 	}
 	return false
 }
@@ -167,7 +215,22 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 	}
 	var tarr [8]target
 	targets := tarr[:0]
+	// TCP connections on rings: their readiness is the transport's (shmtcp.TCP.Poll), the
+	// kernel fd is polled for what wakes them (KernelEvents).
+	type tcpTarget struct {
+		i      int
+		t      *shmtcp.TCP
+		events int16
+	}
+	var tcparr [8]tcpTarget
+	tcps := tcparr[:0]
 	for i := range fds {
+		if fds[i].Events&(unix.POLLIN|unix.POLLOUT) != 0 {
+			if t := w.e.tcpSocket(int(fds[i].Fd)); t != nil {
+				tcps = append(tcps, tcpTarget{i: i, t: t, events: fds[i].Events})
+				w.tcps = append(w.tcps, t)
+			}
+		}
 		if fds[i].Events&unix.POLLIN == 0 {
 			continue
 		}
@@ -194,8 +257,29 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 			}
 		}
 	}
+	// kernelEvents sets what the kernel is asked for on the TCP targets (before each look: a
+	// connection switches while we wait).
+	kernelEvents := func() {
+		for _, t := range tcps {
+			all[t.i].Events = t.t.KernelEvents(t.events)
+		}
+	}
+	tcpReady := func() bool {
+		for _, t := range tcps {
+			if rev, ok := t.t.Poll(int(fds[t.i].Fd), t.events, 0); ok && rev != 0 {
+				return true
+			}
+		}
+		return false
+	}
 	defer w.spin(false)
+	defer w.sleep(false)
 	fix := func() int64 {
+		for _, t := range tcps {
+			if rev, ok := t.t.Poll(int(fds[t.i].Fd), t.events, all[t.i].Revents); ok {
+				all[t.i].Revents = rev
+			}
+		}
 		for _, t := range targets {
 			if t.bell >= 0 && all[t.bell].Revents != 0 {
 				t.u.Rang()
@@ -220,15 +304,17 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 	}
 	zero := unix.Timespec{}
 	start := nanotime()
-	for i := 0; ; i++ {
-		ringReady := false
+	ringReady := func() bool {
 		for _, t := range targets {
 			if t.u.RingReady() {
-				ringReady = true
-				break
+				return true
 			}
 		}
-		if ringReady || w.osCheckDue(i) {
+		return false
+	}
+	for i := 0; ; i++ {
+		if ringReady() || tcpReady() || w.osCheckDue(i) {
+			kernelEvents()
 			if _, errno := ppollGo(all, &zero, 0); errno != 0 {
 				if errno != unix.EINTR || w.interrupted() {
 					return -int64(errno)
@@ -256,12 +342,23 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 				return done(r)
 			}
 		}
-		k, errno := ppollGo(all, w.remaining(), mask)
+		w.sleep(true)
+		if ringReady() || tcpReady() {
+			w.sleep(false)
+			continue
+		}
+		kernelEvents()
+		sleep, bounded := boundSleep(w.remaining(), w.tcps)
+		k, errno := ppollGo(all, sleep, mask)
+		w.sleep(false)
 		if errno == unix.EINTR && !w.interrupted() {
 			continue // the Go runtime's own signal (preemption), not the program's: wait on
 		}
 		if errno != 0 {
 			return -int64(errno)
+		}
+		if k == 0 && bounded {
+			continue // marks of others on our connections: look at the rings again
 		}
 		if k == 0 {
 			return done(0)
@@ -383,7 +480,7 @@ func (e *Engine) sel(c *transport.Call) (r int64) {
 // anyRingSet reports whether a read fd_set names a ring socket.
 func (e *Engine) anyRingSet(rs []uint64, nfds int) bool {
 	for fd := 0; fd < nfds && rs != nil; fd++ {
-		if rs[fd/64]&(1<<(fd%64)) != 0 && e.ringSocket(fd) != nil {
+		if rs[fd/64]&(1<<(fd%64)) != 0 && (e.ringSocket(fd) != nil || e.tcpSocket(fd) != nil) {
 			return true
 		}
 	}

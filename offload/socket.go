@@ -7,6 +7,7 @@ import (
 
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/shmtcp"
 	"github.com/goxio/goxio/stats"
 )
 
@@ -23,6 +24,15 @@ type Socket struct {
 	fds int
 
 	nonblock atomic.Bool
+
+	// Shared-memory TCP (shmtcp.go): tcpServer is fixed at accept; tcpEstablished is set once the
+	// transport was told; tcpNoPair is set at a fork before that (the connection never pairs).
+	tcpServer      bool
+	tcpEstablished atomic.Bool
+	tcpNoPair      atomic.Bool
+	fillTick       atomic.Uint32 // data calls of a shared-memory TCP connection, for tcpFill
+	// tcp is the shared-memory TCP transport once s.tr is one (it never changes after).
+	tcp atomic.Pointer[shmtcp.TCP]
 
 	mu sync.Mutex // guards the fields below
 	// passthrough: handed to the kernel for good (a rule said os, or offload is disabled): the

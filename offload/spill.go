@@ -41,6 +41,16 @@ func (e *Engine) BeforeFork(t SpillTable) {
 	})
 	e.reg.mu.Unlock()
 	for _, s := range order {
+		if t := s.shmTCP(); t != nil {
+			// A connection not yet paired never pairs: the child shares it and cannot read
+			// rings. One already paired goes back to the kernel connection (shmtcp back.go).
+			if !s.tcpEstablished.Load() {
+				s.tcpNoPair.Store(true)
+			} else {
+				t.BeforeFork(fdsOf[s][0])
+			}
+			continue
+		}
 		u := s.ringUDP()
 		if u == nil || u.GaveUp() != transport.ReasonNone {
 			continue

@@ -14,8 +14,8 @@ import (
 // (same-host goxio peers) or the AF_XDP one (a NIC). The engine tells it what the kernel socket
 // learnt (Bound, Connected, Join, Leave, OptionSet, ShutWrite), sends it back to the kernel
 // (GiveUp), hands its datagrams over before a fork (HandOver, SetSpill), asks it for select,
-// poll and epoll (RingReady, Arrivals, Spin, Bell, Rang, Quiet) and closes it with the socket's
-// last fd.
+// poll and epoll (RingReady, Arrivals, Spin, Sleep, Bell, Rang, Quiet) and closes it with the
+// socket's last fd.
 type ringUDP interface {
 	transport.Router
 	Bound(fd int)
@@ -34,6 +34,7 @@ type ringUDP interface {
 	RingReady() bool
 	Arrivals() uint64
 	Spin(on bool)
+	Sleep(on bool)
 	Bell() int
 	Rang()
 	Quiet()

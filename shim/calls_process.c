@@ -13,13 +13,12 @@
 
 void goxio_mark_child(void);
 void goxio_go_prefork(void);
-extern volatile int goxio_ring_fds;
 
 /* prefork hands the engine's shared-memory sockets back to the kernel before a fork: the child
  * shares them and cannot read rings (it never enters Go); what the rings held is spilled where
  * both processes read it (spill.c). */
 static void prefork(void) {
-	if (__atomic_load_n(&goxio_ring_fds, __ATOMIC_RELAXED) > 0 && goxio_active() && !goxio_is_forked_child())
+	if (goxio_active() && !goxio_is_forked_child())
 		goxio_go_prefork();
 }
 

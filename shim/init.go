@@ -64,6 +64,7 @@ func start() {
 		Log:     lib.log,
 		Stats:   lib.stats,
 		SHM:     newSHM(params, lib.log, lib.stats),
+		SHMTCP:  newSHMTCP(params, lib.log),
 		IOMux:   iomuxParams(params),
 		XDP:     newXDP(params, lib.log, lib.stats),
 	})

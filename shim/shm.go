@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/goxio/goxio/stats"
 	"os"
 
 	"go.uber.org/zap"
@@ -9,6 +8,8 @@ import (
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload"
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
+	"github.com/goxio/goxio/offload/transport/shmtcp"
+	"github.com/goxio/goxio/stats"
 )
 
 // shmEnv turns the shared-memory UDP transport on ("1"); shmDirEnv names the directory of its
@@ -16,7 +17,34 @@ import (
 const (
 	shmEnv    = "GOXIO_SHM"
 	shmDirEnv = "GOXIO_SHM_DIR"
+	// shmTCPEnv also turns the shared-memory TCP transport on ("1", with GOXIO_SHM=1).
+	shmTCPEnv = "GOXIO_SHM_TCP"
 )
+
+// newSHMTCP opens the shared-memory TCP transport's process state, or returns nil (TCP stays on
+// the kernel) when it is off or cannot start.
+func newSHMTCP(p conf.Params, log *zap.Logger) *shmtcp.Env {
+	if os.Getenv(shmEnv) != "1" || os.Getenv(shmTCPEnv) != "1" || !p.OffloadedSockets {
+		return nil
+	}
+	dir := os.Getenv(shmDirEnv)
+	if dir == "" {
+		dir = "/dev/shm"
+	}
+	env, err := shmtcp.NewEnv(shmtcp.Params{
+		Dir:           dir,
+		RxPoll:        p.RxPoll,
+		RxPollOSRatio: p.RxUDPPollOSRatio,
+		Signals:       sigCounters,
+		AdoptFD:       func(fd int) int { return offload.AdoptInternal(cTable{}, fd) },
+		ReleaseFD:     func(fd int) { cTable{}.Set(fd, 0) },
+	}, log)
+	if err != nil {
+		log.Warn("shared-memory TCP transport unavailable: same-host TCP goes through the kernel", zap.Error(err))
+		return nil
+	}
+	return env
+}
 
 // newSHM opens the shared-memory transport's process state, or returns nil (every offloaded
 // socket then stays on the kernel) when it is off or cannot start.

@@ -84,10 +84,11 @@ func (c *Conn) setState(s StreamState) { atomic.OrUint64(c.myFlags, uint64(s)) }
 // peerState loads the peer's state word (hostile: unknown bits dropped).
 func (c *Conn) peerState() StreamState { return StreamState(atomic.LoadUint64(c.peer)) & stateMask }
 
-// PeerState returns the state bits the peer set (0 after Close).
+// PeerState returns the state bits the peer set (0 after Close). One of the two mutexes keeps
+// Close (which takes both) away: the reader's, which readiness checks take anyway.
 func (c *Conn) PeerState() StreamState {
-	c.lockBoth()
-	defer c.unlockBoth()
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
 	if c.mem == nil {
 		return 0
 	}

@@ -125,7 +125,7 @@ func (p *producer) put(name []byte, bufs [][]byte, total int) error {
 	binary.NativeEndian.PutUint64(hdr, recWord(n, len(name), kindData))
 	copy(hdr[recNameOff:recNameOff+MaxName], name)
 	p.tail += pad + recSize(n)
-	atomic.StoreUint64(p.tailp, p.tail)
+	atomic.SwapUint64(p.tailp, p.tail) // a full barrier before needWake's loads: wake.go
 	p.pushed++
 	atomic.StoreUint64(p.pushedp, p.pushed)
 	return nil

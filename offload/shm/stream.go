@@ -212,7 +212,7 @@ func (c *Conn) Write(iov [][]byte) (n int, wake bool, err error) {
 	m := min(total, free)
 	copyIn(t.data, t.mask, t.tail, iov, m)
 	t.tail += m
-	atomic.StoreUint64(t.tailp, t.tail)
+	atomic.SwapUint64(t.tailp, t.tail) // a full barrier before wakeReader's loads: stream_wake.go
 	return int(m), c.wakeReader(), nil
 }
 
@@ -281,7 +281,7 @@ func (c *Conn) Read(iov [][]byte) (n int, wake bool, err error) {
 	m := min(total, avail)
 	copyOut(iov, r.data, r.mask, r.head, m)
 	r.head += m
-	atomic.StoreUint64(r.headp, r.head)
+	atomic.SwapUint64(r.headp, r.head) // a full barrier before wakeWriter's loads: stream_wake.go
 	return int(m), c.wakeWriter(false), nil
 }
 

@@ -34,6 +34,14 @@ import "sync/atomic"
 // capacity, so a reader that drains the ring always wakes a sleeping writer. Clearing the word
 // in the CAS makes at most one space wake-up per direction in flight; a writer that
 // registered and then found space calls CancelWaitSpace (or gets one spurious wake-up).
+//
+// Both arguments rest on the single order of a store and the other side's word loaded after it
+// (Dekker's pattern): the writer's tail before spinners and wakePending, the reader's
+// ClearWake before tail, WaitSpace's spaceWait before head and the peer's state, the reader's
+// head before spaceWait. Each of those stores is a read-modify-write (Swap), a full barrier in
+// every build; a plain atomic Store is not enough under the race detector, whose atomics on
+// memory outside the Go heap are a plain store and load on amd64, reordered by the store
+// buffer (wake.go has the story; wake_order_test.go checks every pair).
 
 // wakeReader is the writer's half after publishing (tail or state) in our writing direction;
 // it counts the wake-ups it asks for. Called with wmu (or both mutexes) held.
@@ -94,7 +102,7 @@ func (c *Conn) ClearWake() {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	if c.mem != nil {
-		atomic.StoreUint32(c.rx.wakePending, 0)
+		atomic.SwapUint32(c.rx.wakePending, 0) // a barrier before the next Read's tail load
 	}
 }
 
@@ -120,7 +128,7 @@ func (c *Conn) WaitSpace(want int) (ready bool) {
 	}
 	w := uint64(max(want, 1))
 	w = min(w, t.cap)
-	atomic.StoreUint64(t.spaceWait, w)
+	atomic.SwapUint64(t.spaceWait, w) // a barrier before the head and state loads
 	if c.peerState()&(StateClosed|StateReset) != 0 {
 		return true
 	}

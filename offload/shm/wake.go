@@ -20,6 +20,17 @@ import "sync/atomic"
 // datagram is on its way and the receiver, after reading it, clears the flag and calls Pending,
 // which comes after our tail store (the CAS that failed read the 1 before the clear).
 // At most one wake datagram per inbox is in flight at any time.
+//
+// The argument needs the single order: a side's store must be visible before its next load of
+// the other side's word (the store-buffer, or Dekker, case). Go promises that of sync/atomic,
+// but under the race detector an atomic on memory outside the Go heap, which our mappings are,
+// is a plain store or a plain load on amd64, and the processor lets the load pass the store:
+// the sender saw a spinner while the receiver, after SpinEnd, did not see the tail yet, and
+// nobody woke the receiver (in the race-detector stress runs only, but those must hold too).
+// So every store that such a load follows is a read-modify-write (Swap, Add, CompareAndSwap):
+// a full barrier in every build, at the cost of a Store on amd64 (also an exchange there).
+// Plain stores remain only where nothing of the other side is loaded next.
+// wake_order_test.go checks each pair.
 
 // needWake is the sender's half, called after publishing.
 func needWake(spinners *int32, wakePending *uint32) bool {
@@ -53,7 +64,7 @@ func (in *Inbox) SpinEnd() {
 // calls Pending. Safe from any goroutine; a no-op after Close.
 func (in *Inbox) ClearWake() {
 	if in.enter() {
-		atomic.StoreUint32(in.wakePending, 0)
+		atomic.SwapUint32(in.wakePending, 0) // a barrier before the next Pending's loads
 		in.leave()
 	}
 }

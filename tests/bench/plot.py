@@ -59,7 +59,7 @@ def latency_plot(series, pcts, outdir, title, with_max=True):
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        from matplotlib.ticker import LogLocator, ScalarFormatter
+        from matplotlib.ticker import FuncFormatter, LogLocator
     except ImportError:
         return _svg(series, pcts, outdir, title, with_max)
     for stale in ("latency.svg",):
@@ -84,9 +84,10 @@ def latency_plot(series, pcts, outdir, title, with_max=True):
         ax.set_xticks(xs)
         ax.set_xticklabels(labels)
         ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(ScalarFormatter())
+        # "%g": 0.5 stays 0.5 (the default scalar formatter prints sub-1 ticks as 0).
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
-        ax.yaxis.set_minor_formatter(ScalarFormatter())
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.tick_params(axis="y", which="minor", labelsize=7)
         ax.set_ylabel("latency, us (half round trip)")
         ax.grid(True, which="both", alpha=0.3)

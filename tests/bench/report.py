@@ -5,7 +5,9 @@ Standard library only; the plot uses matplotlib when the interpreter has it and
 writes an SVG by hand otherwise (plot.py). Every number in the report is computed
 here from the files under the raw folder: medians across repetitions, nearest-rank
 percentiles across all samples, ratios of the variants against the kernel, verdicts
-on the goals of the foundation issue and of issue 4 (shared-memory UDP transport).
+on the goals of the foundation issue, of issue 4 (shared-memory UDP transport) and of issue 5
+(shared-memory TCP transport: sockperf TCP and the TCP programs of programs.py). A report of
+some sections only (BENCH_ONLY) says which ones did not run.
 """
 
 import argparse
@@ -17,8 +19,12 @@ import re
 import statistics
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree for the sibling modules
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402  (sibling module)
+import programs  # noqa: E402  (sibling module)
+
+SECTIONS = ["passthrough", "startup", "sockperf", "mux", "programs", "veth"]
 
 # Goals of the foundation issue.
 GOAL_PASSTHROUGH_RATIO = 1.15
@@ -39,6 +45,8 @@ PASSTHROUGH_CASES = [
 GOAL_AVG_RATIO = 20.0
 GOAL_P999_RATIO = 10.0
 GOAL_RATE_RATIO = 10.0
+# Goal of issue 5 (shared-memory TCP transport) on sockperf TCP ping-pong, kernel/variant average.
+GOAL_TCP_AVG_RATIO = 20.0
 
 # sockperf tests: name, label, kind (latency: ping-pong or under-load, rate: throughput).
 SOCKPERF_TESTS = [
@@ -309,7 +317,7 @@ def sockperf(raw):
                     pp_rows.append([label, f"*{name} speed-up*", "",
                                     *speedup_row(test, name, lat_keys)])
     pp = table(["test", "variant", "runs", "avg us", "p50 us", "p90 us", "p99 us", "p99.9 us", "p99.99 us",
-                "max us", "replies/s", "CPU us/msg"], pp_rows)
+                "max us", "replies/s", "CPU us/msg"], pp_rows) if pp_rows else "(not run)"
 
     tp_rows = []
     for test, label, kind in SOCKPERF_TESTS:
@@ -327,7 +335,7 @@ def sockperf(raw):
                         test, name, [("sent_rate", "higher"), ("recv_rate", "higher")]), "",
                         *speedup_row(test, name, [("cpu", "lower")])])
     tp = table(["test", "variant", "runs", "sent msg/s", "received msg/s", "received/sent %", "CPU us/msg"],
-               tp_rows)
+               tp_rows) if tp_rows else "(not run)"
 
     mux_rows = []
     for test, label in MUX_TESTS:
@@ -356,7 +364,7 @@ def sockperf(raw):
 def shm_goals(stats, variants):
     """The issue-4 goals table: one row per goal, one ratio and verdict per shared-memory variant."""
     base = variants[0][0]
-    shm = [n for n, e in variants if "GOXIO_SHM=1" in e]
+    shm = [n for n, e in variants if "GOXIO_SHM=1" in e and "GOXIO_SHM_TCP=1" not in e]
     goals = [
         ("average latency, UDP ping-pong 64 B", "udp-pp", "avg", "lower", GOAL_AVG_RATIO),
         ("average latency, UDP ping-pong 1400 B", "udp-pp-1400", "avg", "lower", GOAL_AVG_RATIO),
@@ -399,6 +407,133 @@ def shm_goals(stats, variants):
     return table(header, rows), shm, verdicts
 
 
+def tcp_goal_rows(stats, variants):
+    """Rows (goal, target, variant, kernel, goxio, ratio, verdict) of issue 5 on sockperf TCP, one
+    per goal and GOXIO_SHM_TCP=1 variant, and the verdicts of the rows that have a goal."""
+    base = variants[0][0]
+    goals = [
+        ("sockperf TCP ping-pong 64 B, average latency (us)", "tcp-pp", "avg", "lower", GOAL_TCP_AVG_RATIO),
+        ("sockperf TCP ping-pong 64 B, p99.9 latency (us)", "tcp-pp", "p99.900", "lower", None),
+        ("sockperf TCP throughput 64 B, msg/s received by the server", "tcp-tp", "recv_rate", "higher", None),
+    ]
+    rows, verdicts = [], []
+    for label, test, key, better, goal in goals:
+        k = stats.get((test, base), {})
+        kv = k.get(key, math.nan)
+        digits = 0 if key == "recv_rate" else 2
+        for name, env in variants:
+            if "GOXIO_SHM_TCP=1" not in env or (test, name) not in stats:
+                continue
+            s = stats[(test, name)]
+            sv = s.get(key, math.nan)
+            r = ratio(kv, sv) if better == "lower" else ratio(sv, kv)
+            failed = s["total"] - s["ok"]
+            if goal is None:
+                v = "info" + (f" ({failed} of {s['total']} runs failed)" if failed else "")
+            elif math.isnan(r):
+                v = f"**NOT MET** (no figures: {failed} of {s['total']} runs failed)"
+            elif failed:
+                v = f"**NOT MET** ({failed} of {s['total']} runs failed)"
+            elif r < goal:
+                v = f"**NOT MET** ({goal / r:.1f}x short)"
+            else:
+                v = "MET"
+            if goal is not None:
+                verdicts.append(not math.isnan(r) and r >= goal and failed == 0)
+            rows.append([label, f">= {goal:g}x" if goal else "(none)", name, fmt(kv, digits), fmt(sv, digits),
+                         "n/a" if math.isnan(r) else f"{fmt(r, 2)}x", v])
+    return rows, verdicts
+
+
+def foundation_parts(meta, raw, ran):
+    """The foundation summary, its reading, and the passthrough and start-up tables (or notes
+    that they did not run)."""
+    pt_table = st_table = "(not run in this report)"
+    summary_rows, reading = [], ""
+    if "passthrough" in ran:
+        pt_table, pt = passthrough(raw)
+        worst_pt = max(r for _, _, r, is_pt, _ in pt.values() if is_pt)
+        worst_own = max(ratio(g, t) for _, g, _, is_pt, t in pt.values() if is_pt)
+        engine = pt["sockopt-udp"]
+        summary_rows += [
+            ["passthrough call, goxio/kernel", f"<= {GOAL_PASSTHROUGH_RATIO}x", f"{worst_pt:.3f}x",
+             verdict(worst_pt <= GOAL_PASSTHROUGH_RATIO)],
+            ["passthrough call, goxio/threaded process (the library's own share)", "(none)",
+             f"{worst_own:.3f}x", "info"]]
+        # How much of the worst passthrough call's added cost a threaded process pays without the library.
+        worst_case = max((c for c in pt if pt[c][3]), key=lambda c: pt[c][2])
+        km, gm, _, _, tm = pt[worst_case]
+        reading = (f"Of the {gm - km:.0f} ns goxio adds to the worst passthrough call (`{worst_case}`), "
+                   f"{tm - km:.0f} ns are what the kernel charges any process with more than one thread "
+                   f"(the threaded baseline); the library's own share there is {gm / tm:.3f}x.")
+    if "startup" in ran:
+        st_table, st = startup(raw)
+        worst_ms = max(a for a, _ in st.values())
+        worst_mb = max(b for _, b in st.values())
+        summary_rows += [
+            ["start-up time added", f"<= +{GOAL_STARTUP_ADDED_MS:g} ms", f"+{worst_ms:.2f} ms",
+             verdict(worst_ms <= GOAL_STARTUP_ADDED_MS)],
+            ["max RSS added", f"<= +{GOAL_RSS_ADDED_MB:g} MB", f"+{worst_mb:.1f} MB",
+             verdict(worst_mb <= GOAL_RSS_ADDED_MB)]]
+    if "passthrough" in ran:
+        summary_rows.append(["call through the engine (C->Go->kernel), goxio/kernel", "(none)",
+                             f"{engine[2]:.3f}x (+{engine[1] - engine[0]:.0f} ns)", "info"])
+    summary = table(["measure", "goal", "measured (worst case)", "verdict"], summary_rows) \
+        if summary_rows else "(not run in this report)"
+    return summary, reading, pt_table, st_table
+
+
+LOAD_NOTE = """The machine has {nproc} CPUs and other jobs ran during the measure (load average
+{load_start} at start, {load_end} at end): a polling receiver holds a CPU, so
+whenever both ends and another runnable process want the 2 CPUs, one of them waits for a scheduler
+time slice (milliseconds); the tails above include such waits."""
+
+
+def compact_leftovers(text, keep=5):
+    """The leftovers file with at most keep file names per run, then how many more."""
+    out, names = [], []
+
+    def flush():
+        out.extend(names[:keep])
+        if len(names) > keep:
+            out.append(f"  ... and {len(names) - keep} more")
+        names.clear()
+
+    for line in text.splitlines():
+        if line.startswith("  "):
+            names.append(line)
+        else:
+            flush()
+            out.append(line)
+    flush()
+    return "\n".join(out)
+
+
+def shm_udp_parts(stats, variants):
+    """The issue-4 goals table, its one-line reading and the distribution-shape lines."""
+    goals_table, shm_names, shm_verdicts = shm_goals(stats, variants)
+    if not any((t, n) in stats for t, _, _ in SOCKPERF_TESTS if t.startswith("udp") for n in shm_names):
+        return "(not run in this report)", "", ""
+    shm_met = {n: all(v) and bool(v) for n, v in shm_verdicts.items()}
+    shape = []
+    for n in shm_names:
+        k, v = stats.get(("udp-pp", variants[0][0]), {}), stats.get(("udp-pp", n), {})
+        if not v.get("ok"):
+            continue
+        where = "above" if v.get("avg", 0) > v.get("p90.000", math.inf) else "below"
+        shape.append(
+            f"`{n}`, UDP ping-pong 64 B: median {fmt(v.get('p50.000'), 2)} us against the kernel's "
+            f"{fmt(k.get('p50.000'), 2)} us ({fmt(ratio(k.get('p50.000'), v.get('p50.000')), 1)}x lower), p90 "
+            f"{fmt(v.get('p90.000'), 2)} us, p99 {fmt(v.get('p99.000'), 2)} us, p99.9 {fmt(v.get('p99.900'), 2)} us "
+            f"(kernel {fmt(k.get('p99.900'), 2)} us), max {fmt(v.get('max'), 0)} us; the average "
+            f"({fmt(v.get('avg'), 2)} us) lies {where} the p90.")
+    goal_reading = " ".join(
+        f"`{n}`: {sum(shm_verdicts.get(n, []))} of {len(shm_verdicts.get(n, []))} goals met"
+        f"{' (all)' if shm_met.get(n) else ''}." for n in shm_names)
+    shape_text = chr(10).join("- " + x for x in shape) or "- (no shared-memory ping-pong figures)"
+    return goals_table, goal_reading, "Where the time goes (distribution shape):\n" + shape_text + "\n\n" + LOAD_NOTE
+
+
 # Goals of issue 6 (AF_XDP UDP transport) across the veth pair, goxio on both ends: average
 # latency at most half the kernel's, messages per second at least 3 times the kernel's.
 GOAL_VETH_AVG_RATIO = 2.0
@@ -411,7 +546,7 @@ VETH_TESTS = [
 
 
 def veth(raw):
-    """Part 5 (veth.sh): the issue-6 goals table and the section's tables, or a note why not run."""
+    """Part 6 (veth.sh): the issue-6 goals table and the section's tables, or a note why not run."""
     skipped = os.path.join(raw, "veth-skipped.txt")
     tsv = os.path.join(raw, "veth.tsv")
     if os.path.exists(skipped) or not os.path.exists(tsv) or not os.path.getsize(tsv):
@@ -509,55 +644,51 @@ Variants (`IFACE` is each namespace's veth end):
     return summary, section
 
 
-def veth_only(args):
-    """The report of veth.sh run alone: part 5 and its goals."""
-    meta = read_meta(args.raw)
-    summary, section = veth(args.raw)
-    with open(os.path.join(args.raw, "veth-commands.txt")) as f:
-        commands = f.read().rstrip("\n")
-    with open(args.report, "w") as f:
-        f.write(f"""# goxio AF_XDP transport across a veth pair
-
-Written by `tests/bench/veth.sh` run alone ({meta.get('date')}, {meta.get('nproc')} CPUs, kernel
-{meta.get('kernel')}, {meta.get('sp_reps')} runs of {meta.get('sp_time')} s per test and variant, load
-average {meta.get('loadavg_end')} at the end).
-
-## Goals of issue 6
-
-{summary}
-
-## Measures
-
-{section}
-
-## Commands
-
-```
-{commands}
-```
-""")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--raw", required=True, help="raw data folder written by run.sh")
     ap.add_argument("--report", required=True, help="Markdown report to write")
     ap.add_argument("--plot-dir", required=True, help="folder for the latency plot")
-    ap.add_argument("--veth-only", action="store_true", help="report part 5 (veth.sh) only")
     args = ap.parse_args()
-    if args.veth_only:
-        veth_only(args)
-        return
 
     meta = read_meta(args.raw)
-    pt_table, pt = passthrough(args.raw)
-    st_table, st = startup(args.raw)
+    ran = [x for x in meta.get("sections", ",".join(SECTIONS)).split(",") if x]
+    summary, reading, pt_table, st_table = foundation_parts(meta, args.raw, ran)
     pp_table, tp_table, mux_table, series, variants, stats, failures = sockperf(args.raw)
-    goals_table, shm_names, shm_verdicts = shm_goals(stats, variants)
-    plot_path = plot.latency_plot(series, [float(p) for p in PLOT_PCTS], args.plot_dir,
-                                  title=f"sockperf on loopback, latency percentiles (median of "
-                                        f"{meta['sp_reps']} runs each)")
-    plot_rel = os.path.relpath(plot_path, os.path.dirname(os.path.abspath(args.report)))
+    goals_table, goal_reading, shape_text = shm_udp_parts(stats, variants)
+    tcp_rows, tcp_verdicts = tcp_goal_rows(stats, variants)
+
+    prog_variants = programs.read_variants(args.raw)
+    prog_stats, prog_failures = programs.collect(args.raw, int(meta.get("redis_n", "100000")))
+    prog_rows, prog_verdicts = programs.goal_rows(prog_stats, prog_variants)
+    prog_tables = programs.detail_tables(prog_stats, prog_variants, table) or "(not run in this report)"
+    if prog_failures:
+        prog_failure_text = ("Failed runs are left out of the medians and counted in the \"runs\" columns; "
+                             "\"(figures kept)\" marks a run whose figures stand but whose server did not end "
+                             "as it should (`exit-0` after SIGINT, or after its single test for iperf3). Logs: "
+                             "`tests/bench/out/raw/programs/PROGRAM-VARIANT-rREP.*`.\n\n")
+        prog_failure_text += table(["program", "variant", "run", "status", "first telling log line"],
+                                   programs.failure_rows(prog_failures))
+    elif "programs" in ran:
+        prog_failure_text = "None: every program run of this report completed without errors."
+    else:
+        prog_failure_text = "(not run in this report)"
+    issue5_rows = tcp_rows + prog_rows
+    issue5_verdicts = tcp_verdicts + prog_verdicts
+    if issue5_rows:
+        issue5 = table(["goal", "target", "variant", "kernel", "goxio", "ratio", "verdict"], issue5_rows)
+        issue5 += (f"\n\n{sum(issue5_verdicts)} of {len(issue5_verdicts)} goals met. Ratios are kernel/variant "
+                   "for latencies, variant/kernel for rates; a variant with a failed run misses that goal.")
+    else:
+        issue5 = "(not run in this report)"
+
+    plot_md = ""
+    if series:
+        plot_path = plot.latency_plot(series, [float(p) for p in PLOT_PCTS], args.plot_dir,
+                                      title=f"sockperf on loopback, latency percentiles (median of "
+                                            f"{meta['sp_reps']} runs each)")
+        plot_rel = os.path.relpath(plot_path, os.path.dirname(os.path.abspath(args.report)))
+        plot_md = f"![sockperf latency percentiles per variant, log scale]({plot_rel})"
     with open(os.path.join(args.raw, "commands.txt")) as f:
         commands = f.read().rstrip("\n")
     veth_summary, veth_section = veth(args.raw)
@@ -566,38 +697,18 @@ def main():
         with open(veth_commands) as f:
             commands += "\n" + f.read().rstrip("\n")
 
-    worst_pt = max(r for _, _, r, is_pt, _ in pt.values() if is_pt)
-    worst_own = max(ratio(g, t) for _, g, _, is_pt, t in pt.values() if is_pt)
-    worst_ms = max(a for a, _ in st.values())
-    worst_mb = max(b for _, b in st.values())
-    engine = pt["sockopt-udp"]
-    summary = table(["measure", "goal", "measured (worst case)", "verdict"], [
-        ["passthrough call, goxio/kernel", f"<= {GOAL_PASSTHROUGH_RATIO}x", f"{worst_pt:.3f}x",
-         verdict(worst_pt <= GOAL_PASSTHROUGH_RATIO)],
-        ["passthrough call, goxio/threaded process (the library's own share)", "(none)",
-         f"{worst_own:.3f}x", "info"],
-        ["start-up time added", f"<= +{GOAL_STARTUP_ADDED_MS:g} ms", f"+{worst_ms:.2f} ms",
-         verdict(worst_ms <= GOAL_STARTUP_ADDED_MS)],
-        ["max RSS added", f"<= +{GOAL_RSS_ADDED_MB:g} MB", f"+{worst_mb:.1f} MB",
-         verdict(worst_mb <= GOAL_RSS_ADDED_MB)],
-        ["call through the engine (C->Go->kernel), goxio/kernel", "(none)",
-         f"{engine[2]:.3f}x (+{engine[1] - engine[0]:.0f} ns)", "info"],
-    ])
-    # How much of the worst passthrough call's added cost a threaded process pays without the library.
-    worst_case = max((c for c in pt if pt[c][3]), key=lambda c: pt[c][2])
-    km, gm, _, _, tm = pt[worst_case]
-    reading = (f"Of the {gm - km:.0f} ns goxio adds to the worst passthrough call (`{worst_case}`), "
-               f"{tm - km:.0f} ns are what the kernel charges any process with more than one thread "
-               f"(the threaded baseline); the library's own share there is {gm / tm:.3f}x.")
     variant_list = "\n".join(f"- `{n}`: `{e or '(no preload)'}`" for n, e in variants)
+    prog_variant_list = "\n".join(f"- `{n}`: `{e or '(no preload)'}`" for n, e in prog_variants) or "(not run)"
     if failures:
         failure_text = ("Runs that failed are left out of the medians above and counted in the \"runs\" "
                         "columns; the first telling line of each failed run's logs "
                         "(`tests/bench/out/raw/sockperf/TEST-VARIANT-rREP.{client,server}.log`):\n\n")
         failure_text += table(["test", "variant", "run", "status", "log"],
                               [[t, n, r, st, f"`{line}`" if line else ""] for t, n, r, st, line in failures])
-    else:
+    elif "sockperf" in ran or "mux" in ran:
         failure_text = "None: every sockperf run of this report completed."
+    else:
+        failure_text = "(not run in this report)"
     leftovers = ""
     left_path = os.path.join(args.raw, "shm-leftovers.txt")
     if os.path.exists(left_path):
@@ -605,35 +716,28 @@ def main():
             leftovers = f.read().strip()
     if leftovers:
         leftover_text = ("Segment files left in the private shared-memory folder after runs whose processes "
-                         "had all exited (removed by run.sh):\n\n```\n" + leftovers + "\n```")
+                         "had all exited (removed by run.sh; full list in `tests/bench/out/raw/shm-leftovers.txt`):"
+                         "\n\n```\n" + compact_leftovers(leftovers) + "\n```")
     else:
         leftover_text = "No segment file was left in the private shared-memory folder after any run."
-    shm_met = {n: all(v) and bool(v) for n, v in shm_verdicts.items()}
-    shape = []
-    for n in shm_names:
-        k, v = stats.get(("udp-pp", variants[0][0]), {}), stats.get(("udp-pp", n), {})
-        if not v.get("ok"):
-            continue
-        where = "above" if v.get("avg", 0) > v.get("p90.000", math.inf) else "below"
-        shape.append(
-            f"`{n}`, UDP ping-pong 64 B: median {fmt(v.get('p50.000'), 2)} us against the kernel's "
-            f"{fmt(k.get('p50.000'), 2)} us ({fmt(ratio(k.get('p50.000'), v.get('p50.000')), 1)}x lower), p90 "
-            f"{fmt(v.get('p90.000'), 2)} us, p99 {fmt(v.get('p99.000'), 2)} us, p99.9 {fmt(v.get('p99.900'), 2)} us "
-            f"(kernel {fmt(k.get('p99.900'), 2)} us), max {fmt(v.get('max'), 0)} us; the average "
-            f"({fmt(v.get('avg'), 2)} us) lies {where} the p90.")
-    goal_reading = " ".join(
-        f"`{n}`: {sum(shm_verdicts.get(n, []))} of {len(shm_verdicts.get(n, []))} goals met"
-        f"{' (all)' if shm_met.get(n) else ''}." for n in shm_names)
-    fake_note = ""
+    notes = ""
     if meta.get("fake") == "1":
-        fake_note = ("\n> **Plumbing run with a FAKE preload library** (`GOXIO_LIB=fake`): "
-                     "these numbers say nothing about goxio.\n")
+        notes += ("\n> **Plumbing run with a FAKE preload library** (`GOXIO_LIB=fake`): "
+                  "these numbers say nothing about goxio.\n")
+    skipped = [x for x in SECTIONS if x not in ran]
+    if skipped:
+        notes += (f"\n> **Partial run** (`BENCH_ONLY={','.join(ran)}`): not run: {', '.join(skipped)}. "
+                  "Run `make bench` for the full report.\n")
+    tools = [f"sockperf {meta['sockperf']}", meta["hyperfine"], "GNU time", f"gcc {meta['gcc']}"]
+    tools += [meta[k] for k in ("iperf3", "redis", "nginx", "wrk") if meta.get(k)]
+    tools = [t if not t.startswith("v=") else f"redis {t[2:]}" for t in tools]
+    tools = [t if not t.startswith("nginx/") else t.replace("/", " ") for t in tools]
 
     report = f"""# goxio benchmark report
 
 Generated by `make bench` (`tests/bench/run.sh`, then `tests/bench/report.py`); do not edit by hand,
 run `make bench` again. Raw data of the run: `tests/bench/out/raw/` (not committed).
-{fake_note}
+{notes}
 ## Machine and build
 
 | | |
@@ -647,12 +751,20 @@ run `make bench` again. Raw data of the run: `tests/bench/out/raw/` (not committ
 | glibc | {meta['glibc']} |
 | goxio version | {meta['goxio_version']} |
 | library | `{meta['goxio_lib']}` ({int(meta['goxio_lib_size']) / 1048576:.1f} MiB, sha256 {meta['goxio_lib_sha256']}...), measured as a copy in `tests/bench/out/bin/` |
-| tools | sockperf {meta['sockperf']}, {meta['hyperfine']}, GNU time, gcc {meta['gcc']} |
+| tools | {', '.join(tools)} |
+
+## Summary: shared-memory TCP transport (issue 5)
+
+Both ends under `goxio-shm-tcp` (`GOXIO_SHM=1 GOXIO_SHM_TCP=1`: a TCP connection between two goxio
+processes moves its bytes through shared-memory rings) or `goxio-shm-tcp-poll` (the same with
+`VMA_SPEC=latency`), against both ends on the kernel, in the same run; medians of {meta['sp_reps']} runs each.
+
+{issue5}
 
 ## Summary: shared-memory UDP transport (issue 4)
 
 Ratios of medians of {meta['sp_reps']} runs each; latency ratios are kernel/variant (how many times lower),
-the msg/s ratio variant/kernel (how many times higher). Goals are checked on both shared-memory
+the msg/s ratio variant/kernel (how many times higher). Goals are checked on both shared-memory UDP
 variants: `goxio-shm` with default parameters, and `goxio-shm-poll` with `VMA_SPEC=latency`
 (`VMA_RX_POLL=-1`, `VMA_SELECT_POLL=-1`: receive and select calls poll forever instead of
 sleeping after 100,000 polls). A variant with a failed run misses the goal of that test.
@@ -661,17 +773,12 @@ sleeping after 100,000 polls). A variant with a failed run misses the goal of th
 
 {goal_reading}
 
-Where the time goes (distribution shape):
-{chr(10).join("- " + x for x in shape) or "- (no shared-memory ping-pong figures)"}
-
-The machine has {meta['nproc']} CPUs and other jobs ran during the measure (load average
-{meta['loadavg_start']} at start, {meta.get('loadavg_end', 'n/a')} at end): a polling receiver holds a CPU, so
-whenever both ends and another runnable process want the 2 CPUs, one of them waits for a scheduler
-time slice (milliseconds); the tails above include such waits.
+{shape_text.format(nproc=meta['nproc'], load_start=meta['loadavg_start'],
+                   load_end=meta.get('loadavg_end', 'n/a'))}
 
 ## Summary: AF_XDP UDP transport across a veth pair (issue 6)
 
-Ratios of medians across the veth pair of part 5, goxio on both ends against the kernel on both ends.
+Ratios of medians across the veth pair of part 6, goxio on both ends against the kernel on both ends.
 
 {veth_summary}
 
@@ -701,16 +808,32 @@ Kernel and goxio runs alternate in one run (A B A B ...), so both see the same m
 - Speed-up rows: kernel figure / variant figure for latencies and CPU, variant / kernel for rates;
   above 1 means the variant is better than the kernel.
 - `goxio` offloads every socket through the engine but its transport is the kernel: its rows show the
-  engine's own overhead. The shared-memory variants (`GOXIO_SHM=1`) carry UDP only (TCP rows: kernel and
-  goxio) and keep their segments in a private folder under /dev/shm (`GOXIO_SHM_DIR`), so that other
-  goxio processes on the machine are not in their discovery table; the folder is checked after every
-  run and removed at the end.
+  engine's own overhead. `goxio-shm` and `goxio-shm-poll` (`GOXIO_SHM=1`) carry UDP through rings and
+  TCP through the kernel, so they run the UDP tests only (their TCP rows would be `goxio`'s);
+  `goxio-shm-tcp` and `goxio-shm-tcp-poll` (`GOXIO_SHM_TCP=1` as well) carry TCP through rings and run
+  the TCP tests only (their UDP path is the one of the variants without it). The shared-memory variants
+  keep their segments in a private folder under /dev/shm (`GOXIO_SHM_DIR`), so that other goxio
+  processes on the machine are not in their discovery table; the folder is checked after every run
+  and removed at the end.
 - Server multiplexers: `sockperf server -f FEED -F MUX` (two UDP sockets in the feed file, one for
   `recvfrom`, which serves a single socket), client `ping-pong -t {meta.get('mux_time', 'n/a')} -m 64` on the first
   socket; one run each.
+- TCP programs: server and client on 127.0.0.1, both under `kernel` or both under `goxio-shm-tcp`,
+  {meta['sp_reps']} runs per program and variant, interleaved; each figure is the median of the runs. iperf3:
+  `iperf3 -s -1` and `iperf3 -c -t {meta.get('prog_time', 'n/a')} --json`, one stream, Gbit/s received. redis:
+  `redis-server --save '' --appendonly no`, `redis-benchmark -t set,get -n {meta.get('redis_n', 'n/a')} --csv`
+  (50 clients). nginx: one process (`master_process off`, `daemon off`, `access_log off`) serving a
+  1 KiB file, `wrk -t1 -c50 -d{meta.get('prog_time', 'n/a')}s --latency`; a wrk run with socket errors or
+  non-2xx answers counts as failed. CPU is the user+system time of server and client over the run,
+  per GB received (iperf3) or per request. "goxio server during the run": a `goxio_stats --json`
+  snapshot of the server 1 s into the client's run, over its live TCP connections (listening socket
+  excluded): bytes through rings (fast-path counters) and through the kernel, connections on rings.
 
 sockperf variants (name: environment of both ends):
 {variant_list}
+
+TCP program variants:
+{prog_variant_list}
 
 ## 1. Passthrough cost (ns per call)
 
@@ -733,7 +856,7 @@ share of the library's own trampoline.
 
 {pp_table}
 
-![sockperf latency percentiles per variant, log scale]({plot_rel})
+{plot_md}
 
 ### Throughput
 
@@ -753,7 +876,18 @@ UDP ping-pong 64 B against `sockperf server -F MUX`, kernel and `goxio-shm`.
 
 {mux_table}
 
-## 5. sockperf across a veth pair (AF_XDP transport)
+## 5. TCP programs
+
+Both ends under the same variant; speed-up rows are goxio/kernel for rates, kernel/goxio for
+latencies and CPU (above 1: goxio better).
+
+{prog_tables}
+
+### Failed program runs
+
+{prog_failure_text}
+
+## 6. sockperf across a veth pair (AF_XDP transport)
 
 {veth_section}
 
@@ -765,6 +899,7 @@ Exactly as run (`tests/bench/out/...` relative to the repository root):
 {commands}
 ```
 """
+    report = re.sub(r"\n{3,}", "\n\n", report)
     with open(args.report, "w") as f:
         f.write(report)
 

@@ -8,38 +8,53 @@
 #   2. start-up time (hyperfine) and max RSS (/usr/bin/time) of /bin/true and onesock.c;
 #   3. sockperf on 127.0.0.1, both ends under the same variant: UDP ping-pong 64 B and 1400 B,
 #      UDP throughput 64 B, UDP under-load, TCP ping-pong and throughput 64 B; variants kernel,
-#      goxio (kernel transport), goxio-shm (shared-memory transport, GOXIO_SHM=1, default
-#      parameters) and goxio-shm-poll (the same with VMA_SPEC=latency: receive and select poll forever);
+#      goxio (kernel transport), goxio-shm (shared-memory UDP transport, GOXIO_SHM=1, default
+#      parameters), goxio-shm-poll (the same with VMA_SPEC=latency: receive and select poll forever),
+#      goxio-shm-tcp and goxio-shm-tcp-poll (the same two with GOXIO_SHM_TCP=1: TCP through rings too;
+#      they run the TCP tests only, their UDP path being goxio-shm's);
 #   4. the sockperf server's multiplexers (-F epoll, poll, select, recvfrom) under kernel and goxio-shm;
-#   5. sockperf across a veth pair between two network namespaces, kernel against the AF_XDP
+#   5. TCP programs, both ends under kernel or goxio-shm-tcp: iperf3 (Gbit/s), redis-server with
+#      redis-benchmark (SET and GET requests/s), nginx (one process, 1 KiB static file) with wrk
+#      (requests/s, latency percentiles); a goxio_stats snapshot of the goxio server during each run
+#      tells how many bytes went through rings and how many through the kernel;
+#   6. sockperf across a veth pair between two network namespaces, kernel against the AF_XDP
 #      transport (GOXIO_XDP) on both ends (tests/bench/veth.sh; needs root, skipped otherwise);
 # then writes raw data under tests/bench/out/ and the report tests/bench/REPORT.md
 # (report.py) with a latency plot (plot.py, tests/bench/latency.png).
 #
-# A sockperf run that fails (client or server exit, crash, timeout) does not stop the run: it is
-# recorded with its status and the report shows it. The shared-memory variants keep their segments
-# in a private folder under /dev/shm (GOXIO_SHM_DIR), which is checked for files left behind after
-# every run and removed at the end.
+# A run that fails (client or server exit, crash, timeout, wrk socket errors) does not stop the
+# bench: it is recorded with its status and the report shows it. The shared-memory variants keep
+# their segments in a private folder under /dev/shm (GOXIO_SHM_DIR), which is checked for files left
+# behind after every run and removed at the end.
 #
 # Knobs (environment):
 #   GOXIO_LIB              library to preload; "fake" builds a stand-in (fakepreload.c) and writes
 #                          the report to out/REPORT.md instead of the committed one
-#   GOXIO_BIN              folder holding the goxio tools (for the version string)
+#   GOXIO_BIN              folder holding the goxio tools (version string, goxio_stats snapshots)
+#   BENCH_ONLY             sections to run, comma-separated among passthrough, startup, sockperf, mux,
+#                          programs, veth (default: all); the report then has only those, and goes to
+#                          out/REPORT.md unless BENCH_REPORT says otherwise
+#   BENCH_VARIANTS         sockperf variants to run, comma-separated, kernel included (default: all)
+#   BENCH_TESTS            sockperf tests to run, comma-separated (udp-pp, udp-pp-1400, tcp-pp, udp-tp,
+#                          tcp-tp, udp-ul; default: all)
+#   BENCH_PROGRAMS         TCP programs to run, comma-separated among iperf3, redis, nginx (default: all)
 #   BENCH_REPS             repetitions of the passthrough, start-up and RSS measures (default 5)
 #   BENCH_CALLS_N          calls per passthrough run (default 1050000, 21..100000000)
 #   BENCH_CALLS_REPS       passthrough runs per case and variant (default 7)
-#   BENCH_SOCKPERF_REPS    repetitions of each sockperf test (default 3)
+#   BENCH_SOCKPERF_REPS    repetitions of each sockperf test and of each TCP program run (default 3)
 #   BENCH_SOCKPERF_TIME    seconds per sockperf client run (default 2; sockperf adds about 2 s of its own)
 #   BENCH_VARIANTS_EXTRA   more sockperf rows, "name|VAR=value VAR=value;name2|..." (for example
 #                          "goxio-shm-nopoll|LD_PRELOAD=/abs/libgoxio.so GOXIO_SHM=1 VMA_RX_POLL=0");
-#                          they run every UDP test (and the TCP tests unless they set GOXIO_SHM=1)
+#                          they run every UDP test unless they set GOXIO_SHM_TCP=1, and the TCP tests
+#                          unless they set GOXIO_SHM=1 without GOXIO_SHM_TCP=1
 #   BENCH_UL_MPS           messages per second of the under-load test (default 50000, reply every 10th)
 #   BENCH_MUX_TIME         seconds per client run of the multiplexer tests (default 1)
-#   BENCH_DEADLINE         seconds the whole run may take before it stops with an error (default 480)
-#   BENCH_PORT             first TCP/UDP port on 127.0.0.1 the sockperf servers use (default 17100)
+#   BENCH_PROG_TIME        seconds of each iperf3 (-t) and wrk (-d) client run (default 3)
+#   BENCH_REDIS_N          requests per redis-benchmark test (default 100000)
+#   BENCH_DEADLINE         seconds the whole run may take before it stops with an error (default 900)
+#   BENCH_PORT             first TCP/UDP port on 127.0.0.1 the servers use (default 17100)
+#   BENCH_VETH_REPS, BENCH_VETH_PIN, BENCH_VETH_VARIANTS: part 6, see tests/bench/veth.sh
 #   BENCH_REPORT           where to write the report (default tests/bench/REPORT.md)
-#   BENCH_VETH             0 skips part 5 (default 1); BENCH_VETH_REPS, BENCH_VETH_PIN,
-#                          BENCH_VETH_VARIANTS: see veth.sh
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -56,9 +71,13 @@ SP_REPS=${BENCH_SOCKPERF_REPS:-3}
 SP_TIME=${BENCH_SOCKPERF_TIME:-2}
 UL_MPS=${BENCH_UL_MPS:-50000}
 MUX_TIME=${BENCH_MUX_TIME:-1}
-DEADLINE=${BENCH_DEADLINE:-480}
+PROG_TIME=${BENCH_PROG_TIME:-3}
+REDIS_N=${BENCH_REDIS_N:-100000}
+DEADLINE=${BENCH_DEADLINE:-900}
 PORT=${BENCH_PORT:-17100}
 REPORT=${BENCH_REPORT:-$HERE/REPORT.md}
+SECTIONS=passthrough,startup,sockperf,mux,programs,veth
+ONLY=${BENCH_ONLY:-$SECTIONS}
 
 die() {
 	echo "bench: $*" >&2
@@ -76,11 +95,17 @@ check_deadline() {
 	fi
 }
 
-# The sockperf server of the test in progress, stopped on any exit.
+# section says whether section $1 runs (BENCH_ONLY).
+section() {
+	[[ ,$ONLY, == *,"$1",* ]]
+}
+
+# The server of the test in progress (sockperf or a TCP program), stopped on any exit.
 # SERVER_PID is the timeout process that runs it, SERVER_CHILD the server itself.
 SERVER_PID=
 SERVER_CHILD=
 SHM_DIR=
+PROG_TMP=
 cleanup() {
 	if [[ -n $SERVER_CHILD ]]; then
 		kill -KILL "$SERVER_CHILD" 2>/dev/null || true
@@ -91,6 +116,9 @@ cleanup() {
 	fi
 	if [[ -n $SHM_DIR && -d $SHM_DIR ]]; then
 		rm -rf "$SHM_DIR"
+	fi
+	if [[ -n $PROG_TMP && -d $PROG_TMP ]]; then
+		rm -rf "$PROG_TMP"
 	fi
 }
 trap cleanup EXIT
@@ -104,6 +132,27 @@ need sockperf sockperf
 need hyperfine hyperfine
 need ss iproute2
 need timeout coreutils
+for s in ${ONLY//,/ }; do
+	[[ ,$SECTIONS, == *,"$s",* ]] || die "BENCH_ONLY: unknown section $s (known: $SECTIONS)"
+done
+if [[ -n ${BENCH_ONLY:-} && -z ${BENCH_REPORT:-} ]]; then
+	REPORT=$OUT/REPORT.md
+fi
+PROGRAMS=${BENCH_PROGRAMS:-iperf3,redis,nginx}
+for p in ${PROGRAMS//,/ }; do
+	[[ $p == iperf3 || $p == redis || $p == nginx ]] || die "BENCH_PROGRAMS: unknown program $p (known: iperf3, redis, nginx)"
+done
+if section programs; then
+	[[ ,$PROGRAMS, != *,iperf3,* ]] || need iperf3 iperf3
+	if [[ ,$PROGRAMS, == *,redis,* ]]; then
+		need redis-server redis-server
+		need redis-benchmark redis-tools
+	fi
+	if [[ ,$PROGRAMS, == *,nginx,* ]]; then
+		need nginx nginx
+		need wrk wrk
+	fi
+fi
 [[ -x /usr/bin/time ]] || die "/usr/bin/time not found: install the Debian package time (apt-get install time)"
 # Debian's python3 has python3-matplotlib when installed; any python3 is enough for the report.
 PY=python3
@@ -114,14 +163,14 @@ need "$PY" python3
 [[ $PY == /usr/bin/python3 ]] ||
 	log "python3 has no matplotlib (apt-get install python3-matplotlib): the plot will be latency.svg, not latency.png"
 [[ $REPS =~ ^[1-9][0-9]*$ && $CALLS_REPS =~ ^[1-9][0-9]*$ && $SP_REPS =~ ^[1-9][0-9]*$ && $SP_TIME =~ ^[1-9][0-9]*$ &&
-	$UL_MPS =~ ^[1-9][0-9]*$ && $MUX_TIME =~ ^[1-9][0-9]*$ ]] ||
-	die "BENCH_REPS, BENCH_CALLS_REPS, BENCH_SOCKPERF_REPS, BENCH_SOCKPERF_TIME, BENCH_UL_MPS and BENCH_MUX_TIME must be positive integers"
+	$UL_MPS =~ ^[1-9][0-9]*$ && $MUX_TIME =~ ^[1-9][0-9]*$ && $PROG_TIME =~ ^[1-9][0-9]*$ && $REDIS_N =~ ^[1-9][0-9]*$ ]] ||
+	die "BENCH_REPS, BENCH_CALLS_REPS, BENCH_SOCKPERF_REPS, BENCH_SOCKPERF_TIME, BENCH_UL_MPS, BENCH_MUX_TIME, BENCH_PROG_TIME and BENCH_REDIS_N must be positive integers"
 if ! [[ $CALLS_N =~ ^[1-9][0-9]*$ ]] || ((CALLS_N < 21 || CALLS_N > 100000000)); then
 	die "BENCH_CALLS_N must be in 21..100000000"
 fi
 
 rm -rf "$OUT/raw"
-mkdir -p "$BIN" "$OUT/raw/startup" "$OUT/raw/sockperf"
+mkdir -p "$BIN" "$OUT/raw/startup" "$OUT/raw/sockperf" "$OUT/raw/programs"
 RAW=$OUT/raw
 
 CFLAGS=(-O2 -Wall -Wextra -Werror)
@@ -197,83 +246,106 @@ fi
 	echo "sp_time=$SP_TIME"
 	echo "ul_mps=$UL_MPS"
 	echo "mux_time=$MUX_TIME"
+	echo "prog_time=$PROG_TIME"
+	echo "redis_n=$REDIS_N"
+	echo "sections=$ONLY"
+	if section programs; then
+		[[ ,$PROGRAMS, != *,iperf3,* ]] || echo "iperf3=$(iperf3 --version 2>&1 | head -1)"
+		if [[ ,$PROGRAMS, == *,redis,* ]]; then
+			echo "redis=$(redis-server --version 2>&1 | head -1 | sed -n 's/.*\(v=[^ ]*\).*/\1/p')"
+		fi
+		if [[ ,$PROGRAMS, == *,nginx,* ]]; then
+			echo "nginx=$(nginx -v 2>&1 | sed 's/^nginx version: //')"
+			echo "wrk=$(wrk -v 2>&1 | head -1 | awk '{print $1, $2}')"
+		fi
+	fi
 } >"$RAW/meta.env"
 
 # Each distinct command line is recorded once, in order, for the report (repetition
 # number and port written as $REP and $PORT).
 : >"$RAW/commands.txt"
 record() {
-	local line
+	local line a words=()
+	for a in "$@"; do
+		[[ -n $a ]] || a="''"
+		words+=("$a")
+	done
 	# shellcheck disable=SC2016 # $REP and $PORT are written literally
-	line=$(printf '%s' "$*" | sed -E -e "s#$BIN/#tests/bench/out/bin/#g" -e "s#$OUT/#tests/bench/out/#g" \
+	line=$(printf '%s' "${words[*]}" | sed -E -e "s#$BIN/#tests/bench/out/bin/#g" -e "s#$OUT/#tests/bench/out/#g" \
 		-e "s#${SHM_DIR:-/nonexistent}#/dev/shm/goxio-bench.XXXXXX#g" \
-		-e 's#-r[0-9]+\.json#-r$REP.json#' -e 's#-p [0-9]+#-p $PORT#')
+		-e "s#${PROG_TMP:-/nonexistent}#/tmp/goxio-bench.XXXXXX#g" \
+		-e 's#-r[0-9]+\.json#-r$REP.json#' -e 's#-p [0-9]+#-p $PORT#' -e 's#--port [0-9]+#--port $PORT#' \
+		-e 's#127\.0\.0\.1:[0-9]+#127.0.0.1:$PORT#g')
 	grep -qxF -- "$line" "$RAW/commands.txt" || printf '%s\n' "$line" >>"$RAW/commands.txt"
 }
 
 # ---------------------------------------------------------------- 1. passthrough
 # Three variants, all with the same rule file: kernel (no preload), threaded (no preload, one idle
 # thread: the kernel's own extra cost for a multi-threaded process) and goxio.
-log "passthrough: $CALLS_REPS x 4 cases x 3 variants, $CALLS_N calls each"
-: >"$RAW/passthrough.tsv"
-for rep in $(seq 1 "$CALLS_REPS"); do
-	for case in fcntl-pipe sockopt-unix sockopt-udp-os sockopt-udp; do
-		for variant in kernel threaded goxio; do
-			check_deadline "passthrough $case"
-			cmd=(env VMA_CONFIG_FILE="$OUT/os-udp.conf")
-			case $variant in
-			threaded) cmd+=(CALLS_IDLE_THREAD=1) ;;
-			goxio) cmd+=(LD_PRELOAD="$GOXIO_LIB") ;;
-			esac
-			cmd+=("$BIN/calls" "$case" "$CALLS_N")
-			record "${cmd[@]}"
-			if ! line=$(timeout 120 "${cmd[@]}" 2>>"$RAW/passthrough.stderr"); then
-				die "passthrough $case ($variant) failed: see $RAW/passthrough.stderr"
-			fi
-			printf '%s\t%s\t%s\t%s\t%s\n' "$case" "$variant" "$rep" "$(awk '{print $3}' <<<"$line")" \
-				"$(awk '{print $4}' <<<"$line")" >>"$RAW/passthrough.tsv"
+if section passthrough; then
+	log "passthrough: $CALLS_REPS x 4 cases x 3 variants, $CALLS_N calls each"
+	: >"$RAW/passthrough.tsv"
+	for rep in $(seq 1 "$CALLS_REPS"); do
+		for case in fcntl-pipe sockopt-unix sockopt-udp-os sockopt-udp; do
+			for variant in kernel threaded goxio; do
+				check_deadline "passthrough $case"
+				cmd=(env VMA_CONFIG_FILE="$OUT/os-udp.conf")
+				case $variant in
+				threaded) cmd+=(CALLS_IDLE_THREAD=1) ;;
+				goxio) cmd+=(LD_PRELOAD="$GOXIO_LIB") ;;
+				esac
+				cmd+=("$BIN/calls" "$case" "$CALLS_N")
+				record "${cmd[@]}"
+				if ! line=$(timeout 120 "${cmd[@]}" 2>>"$RAW/passthrough.stderr"); then
+					die "passthrough $case ($variant) failed: see $RAW/passthrough.stderr"
+				fi
+				printf '%s\t%s\t%s\t%s\t%s\n' "$case" "$variant" "$rep" "$(awk '{print $3}' <<<"$line")" \
+					"$(awk '{print $4}' <<<"$line")" >>"$RAW/passthrough.tsv"
+			done
 		done
 	done
-done
+fi
 
 # ---------------------------------------------------------------- 2. start-up and RSS
-log "start-up: $REPS rounds of hyperfine x 2 programs x 2 variants"
-for rep in $(seq 1 "$REPS"); do
-	for prog in true onesock; do
-		path=/bin/true
-		[[ $prog == true ]] || path=$BIN/onesock
-		for variant in kernel goxio; do
-			check_deadline "start-up $prog"
-			cmd=(env)
-			[[ $variant == kernel ]] || cmd+=(LD_PRELOAD="$GOXIO_LIB")
-			cmd+=("$path")
-			hf=(hyperfine -N --warmup 3 --runs 20 --style basic
-				--export-json "$RAW/startup/$prog-$variant-r$rep.json" "${cmd[*]}")
-			record "${hf[@]}"
-			timeout 120 "${hf[@]}" >>"$RAW/startup.log" 2>&1 ||
-				die "hyperfine $prog ($variant) failed: see $RAW/startup.log"
+if section startup; then
+	log "start-up: $REPS rounds of hyperfine x 2 programs x 2 variants"
+	for rep in $(seq 1 "$REPS"); do
+		for prog in true onesock; do
+			path=/bin/true
+			[[ $prog == true ]] || path=$BIN/onesock
+			for variant in kernel goxio; do
+				check_deadline "start-up $prog"
+				cmd=(env)
+				[[ $variant == kernel ]] || cmd+=(LD_PRELOAD="$GOXIO_LIB")
+				cmd+=("$path")
+				hf=(hyperfine -N --warmup 3 --runs 20 --style basic
+					--export-json "$RAW/startup/$prog-$variant-r$rep.json" "${cmd[*]}")
+				record "${hf[@]}"
+				timeout 120 "${hf[@]}" >>"$RAW/startup.log" 2>&1 ||
+					die "hyperfine $prog ($variant) failed: see $RAW/startup.log"
+			done
 		done
 	done
-done
 
-log "max RSS: $REPS rounds x 2 programs x 2 variants"
-: >"$RAW/rss.tsv"
-for rep in $(seq 1 "$REPS"); do
-	for prog in true onesock; do
-		path=/bin/true
-		[[ $prog == true ]] || path=$BIN/onesock
-		for variant in kernel goxio; do
-			cmd=(/usr/bin/time -f '%M %e' -o "$RAW/rss.one" env)
-			[[ $variant == kernel ]] || cmd+=(LD_PRELOAD="$GOXIO_LIB")
-			cmd+=("$path")
-			record "${cmd[@]}"
-			timeout 30 "${cmd[@]}" >>"$RAW/rss.log" 2>&1 || die "$prog ($variant) under /usr/bin/time failed: see $RAW/rss.log"
-			read -r kb wall <"$RAW/rss.one"
-			printf '%s\t%s\t%s\t%s\t%s\n' "$prog" "$variant" "$rep" "$kb" "$wall" >>"$RAW/rss.tsv"
+	log "max RSS: $REPS rounds x 2 programs x 2 variants"
+	: >"$RAW/rss.tsv"
+	for rep in $(seq 1 "$REPS"); do
+		for prog in true onesock; do
+			path=/bin/true
+			[[ $prog == true ]] || path=$BIN/onesock
+			for variant in kernel goxio; do
+				cmd=(/usr/bin/time -f '%M %e' -o "$RAW/rss.one" env)
+				[[ $variant == kernel ]] || cmd+=(LD_PRELOAD="$GOXIO_LIB")
+				cmd+=("$path")
+				record "${cmd[@]}"
+				timeout 30 "${cmd[@]}" >>"$RAW/rss.log" 2>&1 || die "$prog ($variant) under /usr/bin/time failed: see $RAW/rss.log"
+				read -r kb wall <"$RAW/rss.one"
+				printf '%s\t%s\t%s\t%s\t%s\n' "$prog" "$variant" "$rep" "$kb" "$wall" >>"$RAW/rss.tsv"
+			done
 		done
 	done
-done
-rm -f "$RAW/rss.one"
+	rm -f "$RAW/rss.one"
+fi
 
 # ---------------------------------------------------------------- 3. sockperf
 # The shared-memory variants' segments live in a private folder: other goxio processes on the
@@ -283,15 +355,30 @@ SHM_DIR=$(mktemp -d /dev/shm/goxio-bench.XXXXXX)
 # Rows of the sockperf tables: "name|environment of both ends". A future transport is one
 # more entry here or in BENCH_VARIANTS_EXTRA.
 SHM_ENV="LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OUT/offload-all.conf GOXIO_SHM=1 GOXIO_SHM_DIR=$SHM_DIR"
-VARIANTS=(
+ALL_VARIANTS=(
 	"kernel|"
 	"goxio|LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OUT/offload-all.conf"
 	"goxio-shm|$SHM_ENV"
 	"goxio-shm-poll|$SHM_ENV VMA_SPEC=latency"
+	"goxio-shm-tcp|$SHM_ENV GOXIO_SHM_TCP=1"
+	"goxio-shm-tcp-poll|$SHM_ENV GOXIO_SHM_TCP=1 VMA_SPEC=latency"
 )
 if [[ -n ${BENCH_VARIANTS_EXTRA:-} ]]; then
 	IFS=';' read -r -a extra <<<"$BENCH_VARIANTS_EXTRA"
-	VARIANTS+=("${extra[@]}")
+	ALL_VARIANTS+=("${extra[@]}")
+fi
+# The sockperf rows (BENCH_VARIANTS), kernel first: the report's ratios are against it.
+VARIANTS=()
+for v in "${ALL_VARIANTS[@]}"; do
+	if [[ -z ${BENCH_VARIANTS:-} || ,$BENCH_VARIANTS, == *,"${v%%|*}",* ]]; then
+		VARIANTS+=("$v")
+	fi
+done
+[[ ${VARIANTS[0]%%|*} == kernel ]] || die "BENCH_VARIANTS must include kernel (the reference of every ratio)"
+if [[ -n ${BENCH_VARIANTS:-} ]]; then
+	for n in ${BENCH_VARIANTS//,/ }; do
+		printf '%s\n' "${ALL_VARIANTS[@]%%|*}" | grep -qxF -- "$n" || die "BENCH_VARIANTS: unknown variant $n"
+	done
 fi
 printf '%s\n' "${VARIANTS[@]}" | sed -e "s#$OUT/#tests/bench/out/#g" -e "s#$SHM_DIR#/dev/shm/goxio-bench.XXXXXX#g" \
 	>"$RAW/variants.txt"
@@ -299,7 +386,7 @@ printf '%s\n' "${VARIANTS[@]}" | sed -e "s#$OUT/#tests/bench/out/#g" -e "s#$SHM_
 # UDP ping-pong is paced at 1 M round trips/s: sockperf sizes its sample array for at most that
 # many per second with --mps=max and aborts ("_seqN > m_maxSequenceNo") when a transport answers
 # faster (goxio-shm-poll does, ~1.2 M/s); the kernel's ~30-150 k/s is not affected by the cap.
-TESTS=(
+ALL_TESTS=(
 	"udp-pp|ping-pong|udp|64|--mps 1000000"
 	"udp-pp-1400|ping-pong|udp|1400|--mps 1000000"
 	"tcp-pp|ping-pong|tcp|64|"
@@ -307,20 +394,33 @@ TESTS=(
 	"tcp-tp|throughput|tcp|64|"
 	"udp-ul|under-load|udp|64|--mps $UL_MPS --reply-every 10"
 )
+TESTS=()
+for t in "${ALL_TESTS[@]}"; do
+	if [[ -z ${BENCH_TESTS:-} || ,$BENCH_TESTS, == *,"${t%%|*}",* ]]; then
+		TESTS+=("$t")
+	fi
+done
+if [[ -n ${BENCH_TESTS:-} ]]; then
+	for n in ${BENCH_TESTS//,/ }; do
+		printf '%s\n' "${ALL_TESTS[@]%%|*}" | grep -qxF -- "$n" || die "BENCH_TESTS: unknown test $n"
+	done
+fi
 # Multiplexer tests: server -F with a feed file of two UDP sockets (one for recvfrom, which
 # serves a single socket); the client pings the first one.
 MUXES=(epoll poll select recvfrom)
 MUX_VARIANTS=(kernel goxio-shm)
 CLK_TCK=$(getconf CLK_TCK)
 
-# runs_test says whether variant $2 (environment $3) runs test $1: the shared-memory transport
-# carries UDP only, and the plain goxio variant (kernel transport) skips the 1400 B and under-load
-# tests for time.
+# runs_test says whether variant $2 (environment $3) runs test $1: the TCP tests run on the
+# variants whose TCP goes through the kernel (no GOXIO_SHM=1: the others would repeat the goxio
+# row) or through rings (GOXIO_SHM_TCP=1); the UDP tests skip the GOXIO_SHM_TCP=1 variants (their
+# UDP path is the one without it); the plain goxio variant (kernel transport) skips the 1400 B and
+# under-load tests for time.
 runs_test() {
 	case $1 in
-	tcp-*) [[ $3 != *GOXIO_SHM=1* ]] ;;
-	udp-pp-1400 | udp-ul) [[ $2 != goxio ]] ;;
-	*) true ;;
+	tcp-*) [[ $3 != *GOXIO_SHM=1* || $3 == *GOXIO_SHM_TCP=1* ]] ;;
+	udp-pp-1400 | udp-ul) [[ $2 != goxio && $3 != *GOXIO_SHM_TCP=1* ]] ;;
+	*) [[ $3 != *GOXIO_SHM_TCP=1* ]] ;;
 	esac
 }
 
@@ -373,17 +473,18 @@ stop_server() {
 	SERVER_CHILD=
 }
 
-# shm_leftovers prints how many segment files are in the private shm folder (none should be
-# once both ends have exited) and removes them; the names go to $RAW/shm-leftovers.txt.
+# shm_leftovers prints how many segment files (goxio.* of UDP, goxio-tcp-* of TCP) are in the
+# private shm folder (none should be once both ends have exited) and removes them; the names go to
+# $RAW/shm-leftovers.txt.
 shm_leftovers() {
 	local n
-	n=$(find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio.*' ! -name '*.dir' | wc -l)
+	n=$(find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' | wc -l)
 	if ((n > 0)); then
 		{
 			echo "after $1:"
-			find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio.*' ! -name '*.dir' -printf '  %f %s bytes\n'
+			find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' -printf '  %f %s bytes\n'
 		} >>"$RAW/shm-leftovers.txt"
-		find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio.*' ! -name '*.dir' -delete
+		find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' -delete
 	fi
 	echo "$n"
 }
@@ -446,7 +547,7 @@ sockperf_run() {
 # variant_env prints the environment of variant $1.
 variant_env() {
 	local v
-	for v in "${VARIANTS[@]}"; do
+	for v in "${ALL_VARIANTS[@]}"; do
 		if [[ ${v%%|*} == "$1" ]]; then
 			printf '%s\n' "${v#*|}"
 			return 0
@@ -457,7 +558,9 @@ variant_env() {
 
 : >"$RAW/sockperf.tsv"
 : >"$RAW/shm-leftovers.txt"
-log "sockperf: $SP_REPS reps x ${#TESTS[@]} tests x up to ${#VARIANTS[@]} variants, -t $SP_TIME (shm folder $SHM_DIR)"
+section sockperf || TESTS=()
+((${#TESTS[@]} == 0)) ||
+	log "sockperf: $SP_REPS reps x ${#TESTS[@]} tests x up to ${#VARIANTS[@]} variants, -t $SP_TIME (shm folder $SHM_DIR)"
 for rep in $(seq 1 "$SP_REPS"); do
 	for t in "${TESTS[@]}"; do
 		IFS='|' read -r test mode proto size opts <<<"$t"
@@ -480,7 +583,8 @@ for rep in $(seq 1 "$SP_REPS"); do
 done
 
 # ---------------------------------------------------------------- 4. server multiplexers
-log "multiplexers: ${#MUXES[@]} x ${#MUX_VARIANTS[@]} variants, -t $MUX_TIME"
+section mux || MUXES=()
+((${#MUXES[@]} == 0)) || log "multiplexers: ${#MUXES[@]} x ${#MUX_VARIANTS[@]} variants, -t $MUX_TIME"
 for mux in "${MUXES[@]}"; do
 	for name in "${MUX_VARIANTS[@]}"; do
 		check_deadline "multiplexer $mux $name"
@@ -495,18 +599,180 @@ for mux in "${MUXES[@]}"; do
 			ping-pong -i 127.0.0.1 -p "$PORT" -t "$MUX_TIME" -m 64
 	done
 done
+# ---------------------------------------------------------------- 5. TCP programs
+# Both ends of each program under the same variant: kernel, or goxio-shm-tcp (the connections
+# between the two goxio processes go through rings). The server runs under /usr/bin/time (its CPU
+# and how it ended) inside timeout; SERVER_CHILD is the program itself, which stop_server ends
+# with SIGINT. A goxio_stats snapshot of the goxio server PROG_STATS_AT seconds into the client
+# run gives the bytes its live connections moved through rings and through the kernel.
+PROG_VARIANTS=(kernel goxio-shm-tcp)
+STATS_TOOL=$GOXIO_BIN/goxio_stats
+PROG_STATS_AT=1
+
+# server_end prints how the server whose /usr/bin/time file is $1 ended: exit-N, signal-N or unknown.
+server_end() {
+	local n
+	if [[ ! -s $1 ]]; then
+		echo unknown
+	elif n=$(sed -n 's/^Command terminated by signal \([0-9]*\).*/\1/p' "$1" | head -1) && [[ -n $n ]]; then
+		echo "signal-$n"
+	elif n=$(sed -n 's/^Command exited with non-zero status \([0-9]*\).*/\1/p' "$1" | head -1) && [[ -n $n ]]; then
+		echo "exit-$n"
+	else
+		echo exit-0
+	fi
+}
+
+# time_cpu prints the user+system seconds of a /usr/bin/time -f '%e %U %S' file $1, nan without one.
+time_cpu() {
+	if [[ -s $1 ]] && [[ $(tail -1 "$1") =~ ^[0-9.]+\ ([0-9.]+)\ ([0-9.]+)$ ]]; then
+		awk -v u="${BASH_REMATCH[1]}" -v s="${BASH_REMATCH[2]}" 'BEGIN {printf "%.3f\n", u + s}'
+	else
+		echo nan
+	fi
+}
+
+# prog_run runs one server and one client of TCP program $1 under variant $2 (repetition $3, client
+# time limit $4 s) and appends a line to $RAW/programs.tsv: program variant rep client-wall
+# client-cpu server-cpu status leftovers server-end. Then come the server's command line, "--", and
+# the client's (both without the environment). The client's stdout goes to .client.log, its stderr
+# to .client.err.
+prog_run() {
+	local prog=$1 name=$2 rep=$3 limit=$4 env_str base status rc cpid tpid left cwall
+	shift 4
+	local srv_args=() cli_args=()
+	while [[ $# -gt 0 && $1 != -- ]]; do
+		srv_args+=("$1")
+		shift
+	done
+	shift
+	cli_args=("$@")
+	env_str=$(variant_env "$name")
+	local envs=()
+	read -r -a envs <<<"$env_str"
+	base=$RAW/programs/$prog-$name-r$rep
+	local srv=(env "${envs[@]}" "${srv_args[@]}")
+	local cli=(env "${envs[@]}" "${cli_args[@]}")
+	record "${srv[@]}" "&"
+	record "${cli[@]}"
+	status=ok
+	timeout -s KILL $((limit + 60)) /usr/bin/time -f '%e %U %S' -o "$base.server.time" "${srv[@]}" \
+		>"$base.server.log" 2>&1 &
+	SERVER_PID=$!
+	tpid=$(child_of "$SERVER_PID" || true)
+	SERVER_CHILD=
+	[[ -z $tpid ]] || SERVER_CHILD=$(child_of "$tpid" || true)
+	if ! wait_listen t "$PORT" "$SERVER_PID"; then
+		status=server-not-listening
+	else
+		rc=0
+		timeout -s KILL "$limit" /usr/bin/time -f '%e %U %S' -o "$base.client.time" "${cli[@]}" \
+			>"$base.client.log" 2>"$base.client.err" &
+		cpid=$!
+		if [[ $FAKE == 0 && $env_str == *LD_PRELOAD=* && -x $STATS_TOOL && -n $SERVER_CHILD ]]; then
+			sleep "$PROG_STATS_AT"
+			timeout 10 "$STATS_TOOL" -F -p "$SERVER_CHILD" -c 1 --json >"$base.stats.json" 2>"$base.stats.err" || true
+		fi
+		wait "$cpid" || rc=$?
+		if ((rc != 0)); then
+			status=client-exit-$rc
+		elif [[ $prog != iperf3 ]] && ! kill -0 "$SERVER_PID" 2>/dev/null; then
+			# iperf3 -s -1 ends by itself after its test; the others must still be serving.
+			status=server-died
+		fi
+	fi
+	stop_server
+	left=0
+	[[ $env_str != *GOXIO_SHM=1* ]] || left=$(shm_leftovers "$prog $name r$rep")
+	cwall=nan
+	if [[ -s $base.client.time ]] && [[ $(tail -1 "$base.client.time") =~ ^([0-9.]+)\  ]]; then
+		cwall=${BASH_REMATCH[1]}
+	fi
+	[[ $status == ok ]] || log "$prog $name r$rep: $status (see $base.*)"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$prog" "$name" "$rep" "$cwall" "$(time_cpu "$base.client.time")" \
+		"$(time_cpu "$base.server.time")" "$status" "$left" "$(server_end "$base.server.time")" >>"$RAW/programs.tsv"
+}
+
+# nginx_conf writes nginx's configuration for port $1: one process that serves (no master, no
+# daemon), everything under the private prefix, no access log.
+nginx_conf() {
+	local p=$PROG_TMP/nginx
+	cat >"$p/nginx.conf" <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $p/nginx.pid;
+error_log $p/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path $p/tmp/body;
+    proxy_temp_path $p/tmp/proxy;
+    fastcgi_temp_path $p/tmp/fastcgi;
+    uwsgi_temp_path $p/tmp/uwsgi;
+    scgi_temp_path $p/tmp/scgi;
+    default_type application/octet-stream;
+    server {
+        listen 127.0.0.1:$1;
+        root $p/html;
+    }
+}
+EOF
+}
+
+: >"$RAW/programs.tsv"
+if section programs; then
+	PROG_TMP=$(mktemp -d /tmp/goxio-bench.XXXXXX)
+	mkdir -p "$PROG_TMP/redis" "$PROG_TMP/nginx/html" "$PROG_TMP/nginx/tmp"
+	# The static file: 16 lines of 64 bytes, 1 KiB.
+	awk 'BEGIN { for (i = 0; i < 16; i++) printf "%063d\n", i }' >"$PROG_TMP/nginx/html/index.html"
+	for name in "${PROG_VARIANTS[@]}"; do
+		printf '%s|%s\n' "$name" "$(variant_env "$name")"
+	done | sed -e "s#$OUT/#tests/bench/out/#g" -e "s#$SHM_DIR#/dev/shm/goxio-bench.XXXXXX#g" >"$RAW/programs-variants.txt"
+	log "TCP programs: $SP_REPS reps x ${PROGRAMS//,/ } x ${#PROG_VARIANTS[@]} variants"
+	for rep in $(seq 1 "$SP_REPS"); do
+		for prog in ${PROGRAMS//,/ }; do
+			for name in "${PROG_VARIANTS[@]}"; do
+				check_deadline "$prog $name"
+				PORT=$((PORT + 1))
+				case $prog in
+				iperf3)
+					prog_run iperf3 "$name" "$rep" $((PROG_TIME + 30)) iperf3 -s -1 -B 127.0.0.1 -p "$PORT" -- \
+						iperf3 -c 127.0.0.1 -p "$PORT" -t "$PROG_TIME" --json
+					;;
+				redis)
+					prog_run redis "$name" "$rep" 90 redis-server --port "$PORT" --bind 127.0.0.1 --save '' \
+						--appendonly no --daemonize no --dir "$PROG_TMP/redis" --logfile '' -- \
+						redis-benchmark -h 127.0.0.1 -p "$PORT" -t set,get -n "$REDIS_N" --csv
+					;;
+				nginx)
+					nginx_conf "$PORT"
+					prog_run nginx "$name" "$rep" $((PROG_TIME + 30)) nginx -p "$PROG_TMP/nginx" \
+						-e "$PROG_TMP/nginx/error.log" -c "$PROG_TMP/nginx/nginx.conf" -- \
+						wrk -t1 -c50 -d"${PROG_TIME}s" --latency --timeout 5s "http://127.0.0.1:$PORT/index.html"
+					# The error log of this run only (nginx appends).
+					mv "$PROG_TMP/nginx/error.log" "$RAW/programs/nginx-$name-r$rep.error.log" 2>/dev/null || true
+					;;
+				esac
+			done
+		done
+	done
+	rm -rf "$PROG_TMP"
+	PROG_TMP=
+fi
+
 # The discovery table (goxio.*.dir) stays by design; anything else is a leftover.
 find "$SHM_DIR" -mindepth 1 -maxdepth 1 ! -name 'goxio.*.dir' -printf 'at the end: %f\n' >>"$RAW/shm-leftovers.txt"
 rm -rf "$SHM_DIR"
 SHM_DIR=
 
-# ---------------------------------------------------------------- 5. veth pair (AF_XDP)
-if [[ ${BENCH_VETH:-1} != 0 ]]; then
+# ---------------------------------------------------------------- 6. veth pair (AF_XDP)
+if section veth; then
 	check_deadline "veth"
 	RAW=$RAW GOXIO_LIB=$GOXIO_LIB OFFLOAD_CONF=$OUT/offload-all.conf SP_REPS=$SP_REPS SP_TIME=$SP_TIME \
 		PORT=$((PORT + 1000)) "$HERE/veth.sh" || die "veth pair measure failed"
 else
-	echo "BENCH_VETH=0" >"$RAW/veth-skipped.txt"
+	echo "not in BENCH_ONLY" >"$RAW/veth-skipped.txt"
 fi
 
 # ---------------------------------------------------------------- report

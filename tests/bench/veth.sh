@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/bench/veth.sh: sockperf across a veth pair between two network namespaces, kernel against
-# goxio's AF_XDP transport (GOXIO_XDP) on both ends, interleaved in one run (part 5 of run.sh).
+# goxio's AF_XDP transport (GOXIO_XDP) on both ends, interleaved in one run (part 6 of run.sh).
 #
 # Topology: namespaces goxio-bench-PID-a (client, 10.209.0.1) and -b (server, 10.209.0.2) joined
 # by a veth pair, neighbours resolved before the first run. Tests: UDP ping-pong 64 B and 1400 B
@@ -17,25 +17,21 @@
 # run.sh calls it with RAW (its raw folder), GOXIO_LIB, OFFLOAD_CONF, SP_REPS, SP_TIME, PORT set;
 # it appends to $RAW/veth.tsv (test variant rep client-wall client-cpu server-cpu status) and
 # writes the logs to $RAW/veth/TEST-VARIANT-rREP.{client,server}.log and the commands to
-# $RAW/veth-commands.txt. Run alone (as root), it measures into tests/bench/out/raw-veth and
-# writes tests/bench/out/REPORT-veth.md:
-#   GOXIO_LIB=$PWD/build/libgoxio.so tests/bench/veth.sh
-# Knobs: BENCH_VETH_REPS (default 3), BENCH_SOCKPERF_TIME (2), BENCH_VETH_PIN ("S,C" CPUs, default
-# "0,1" with 2 CPUs or more, "" for none), BENCH_VETH_VARIANTS (names to run, default all).
+# $RAW/veth-commands.txt. This part alone: BENCH_ONLY=veth make bench (report in out/REPORT.md).
+# Knobs: BENCH_VETH_REPS (default BENCH_SOCKPERF_REPS), BENCH_VETH_PIN ("S,C" CPUs, default "0,1"
+# with 2 CPUs or more, "" for none), BENCH_VETH_VARIANTS (names to run, space-separated, default
+# kernel goxio-xdp goxio-xdp-generic).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-STANDALONE=0
-if [[ -z ${RAW:-} ]]; then
-	STANDALONE=1
-	RAW=$HERE/out/raw-veth
-	rm -rf "$RAW"
-	mkdir -p "$RAW"
-fi
+[[ -n ${RAW:-} ]] || {
+	echo "bench: veth: run me through run.sh: BENCH_ONLY=veth make bench" >&2
+	exit 1
+}
 GOXIO_LIB=${GOXIO_LIB:-$REPO/build/libgoxio.so}
 SP_REPS=${BENCH_VETH_REPS:-${SP_REPS:-3}}
-SP_TIME=${SP_TIME:-${BENCH_SOCKPERF_TIME:-2}}
+SP_TIME=${SP_TIME:-2}
 PORT=${PORT:-17900}
 PIN=${BENCH_VETH_PIN-}
 if [[ -z ${BENCH_VETH_PIN+x} ]] && (($(nproc) >= 2)); then
@@ -63,10 +59,10 @@ done
 	echo "bench: veth: library $GOXIO_LIB not found" >&2
 	exit 1
 }
-if [[ -z ${OFFLOAD_CONF:-} ]]; then
-	OFFLOAD_CONF=$RAW/offload-all.conf
-	printf 'application-id * *\nuse vma udp_receiver *:*\nuse vma udp_sender *:*\nuse vma udp_connect *:*\n' >"$OFFLOAD_CONF"
-fi
+[[ -f ${OFFLOAD_CONF:-} ]] || {
+	echo "bench: veth: OFFLOAD_CONF (the rule file offloading every socket) not found" >&2
+	exit 1
+}
 
 NSA=goxio-bench-$$-a
 NSB=goxio-bench-$$-b
@@ -210,18 +206,3 @@ for e in "$NSA $IFA" "$NSB $IFB"; do
 		echo "xdp program left attached on $ifn" >>"$RAW/veth-leftovers.txt"
 	fi
 done
-
-if ((STANDALONE)); then
-	PY=python3
-	[[ -x /usr/bin/python3 ]] && PY=/usr/bin/python3
-	{
-		echo "date=$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-		echo "nproc=$(nproc)"
-		echo "kernel=$(uname -sr)"
-		echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)"
-		echo "sp_reps=$SP_REPS"
-		echo "sp_time=$SP_TIME"
-	} >"$RAW/meta.env"
-	"$PY" "$HERE/report.py" --raw "$RAW" --report "$HERE/out/REPORT-veth.md" --plot-dir "$HERE/out" --veth-only
-	vlog "report: $HERE/out/REPORT-veth.md"
-fi

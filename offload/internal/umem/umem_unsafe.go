@@ -68,6 +68,19 @@ func Iovecs(dst [][]byte, iov uintptr, n int) ([][]byte, int) {
 	return dst, total
 }
 
+// IovLen is the total length of an iovec array, without looking at the buffers (MSG_TRUNC on
+// TCP discards: the kernel never touches them, so they may be NULL).
+func IovLen(iov uintptr, n int) int {
+	if n <= 0 {
+		return 0
+	}
+	total := 0
+	for _, v := range unsafe.Slice((*unix.Iovec)(cptr(iov)), n) {
+		total += max(int(v.Len), 0)
+	}
+	return total
+}
+
 // IovecsOrNil is Iovecs without the panic for a NULL base: it reports one instead (nil true).
 func IovecsOrNil(dst [][]byte, iov uintptr, n int) (out [][]byte, null bool) {
 	if n <= 0 {

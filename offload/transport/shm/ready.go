@@ -39,6 +39,32 @@ func (u *UDP) Spin(on bool) {
 		in.SpinBegin()
 	} else {
 		in.SpinEnd()
+		u.wakeSleepers(in)
+	}
+}
+
+// Sleep marks (on) or unmarks a thread of this process asleep in the kernel waiting for the
+// socket (select, poll, epoll_wait); mark before the last look at the rings. Every Sleep(true)
+// is followed by one Sleep(false).
+func (u *UDP) Sleep(on bool) {
+	if on {
+		u.sleepers.Add(1)
+	} else {
+		u.sleepers.Add(-1)
+	}
+}
+
+// wakeSleepers rings the socket's own doorbell when a thread that polled the rings stops with
+// datagrams queued while other threads of ours sleep on the socket: a sender saw the spinner and
+// sent no wake-up, and the kernel would have woken every waiter (both a poll and an epoll_wait
+// on one socket report it readable). A sleeper marks itself before its last look at the rings,
+// so either it sees the datagram or we see it.
+func (u *UDP) wakeSleepers(in *ring.Inbox) {
+	if u.sleepers.Load() == 0 || !in.Pending() {
+		return
+	}
+	if r := u.env.ringerFD(); r >= 0 {
+		ringBell(r, newBellAddr(in.Name()))
 	}
 }
 

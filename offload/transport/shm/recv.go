@@ -103,6 +103,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 	defer func() {
 		if spinning {
 			in.SpinEnd()
+			u.wakeSleepers(in) // datagrams left for another thread asleep on the socket
 		}
 	}()
 	// A non-blocking call looks at the kernel socket every time (an epoll-driven program reads
@@ -163,7 +164,9 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 		if bell < 0 {
 			return u.kernelRecv(c) // no fd for a doorbell: the socket went back to the kernel
 		}
+		u.sleepers.Add(1) // before the last look: a spinner that stops with data wakes us
 		if in.Pending() {
+			u.sleepers.Add(-1)
 			continue
 		}
 		if kfd < 0 {
@@ -177,6 +180,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 		}
 		u.sleeping(in)
 		r0, r1, errno := ppoll2(c.FD, bell, w.Remaining())
+		u.sleepers.Add(-1)
 		if errno == unix.EINTR {
 			continue // w.check decides: EINTR or, with SA_RESTART, wait on
 		}

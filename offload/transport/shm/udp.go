@@ -55,6 +55,10 @@ type UDP struct {
 	kernelOnly atomic.Bool     // GiveUp happened: every call goes to the kernel socket
 	rcvTimeo   atomic.Int64    // SO_RCVTIMEO in nanoseconds; 0: none
 	waitAvg    udpcall.WaitAvg // how long blocking receives wait for data, typically (recv.go)
+	// sleepers counts this process's threads asleep in the kernel waiting for the socket (a
+	// blocking receive, select, poll, epoll_wait): senders skip the wake-up while one of our
+	// threads spins, so a spinner that stops with data queued wakes them (ready.go).
+	sleepers atomic.Int32
 
 	rings  atomic.Uint64 // datagrams received from rings (Counts)
 	osRx   atomic.Uint64 // datagrams received from the kernel socket

@@ -15,6 +15,7 @@ import (
 // signal-handler counters at its start.
 type waitState struct {
 	started  bool
+	begin    int64 // nanotime at start
 	deadline int64 // nanotime; 0: no timeout
 	sig      *transport.SigCounters
 	all      uint32
@@ -23,6 +24,7 @@ type waitState struct {
 
 func (w *waitState) start(timeout int64, signals func() *transport.SigCounters) {
 	w.started = true
+	w.begin = nanotime()
 	if timeout > 0 {
 		w.deadline = nanotime() + timeout
 	}

@@ -19,6 +19,9 @@ type dataCall struct {
 	namelenp *uint32      // recvfrom's *addrlen: TCP reports no source (0)
 	msg      *unix.Msghdr // recvmsg: msg_namelen, msg_flags and msg_controllen become 0
 	ctl      bool         // sendmsg with control data
+	// discard: a receive with MSG_TRUNC, which on TCP drops total bytes without touching the
+	// program's buffers (bufs is nil: they may be NULL).
+	discard bool
 }
 
 // parseCall reads a data call's arguments from the program's memory (umem, under the caller's
@@ -36,8 +39,12 @@ func parseCall(c *transport.Call, bufs [][]byte) (dataCall, bool) {
 		}
 		d.bufs, d.total = umem.Iovecs(bufs, c.A[0], int(c.A[1]))
 	case transport.OpRecvfrom, transport.OpSendto:
-		d.bufs = append(bufs, umem.Bytes(c.A[0], int(c.A[1])))
 		d.total, d.flags = int(c.A[1]), int(c.A[2])
+		if c.Op == transport.OpRecvfrom && d.flags&unix.MSG_TRUNC != 0 {
+			d.discard = true
+		} else {
+			d.bufs = append(bufs, umem.Bytes(c.A[0], int(c.A[1])))
+		}
 		if c.Op == transport.OpRecvfrom && c.A[3] != 0 && c.A[4] != 0 {
 			d.namelenp = umem.Uint32(c.A[4])
 		}
@@ -47,8 +54,12 @@ func parseCall(c *transport.Call, bufs [][]byte) (dataCall, bool) {
 		if n < 0 || n > umem.MaxIov {
 			return d, false
 		}
-		d.bufs, d.total = umem.Iovecs(bufs, iov, n)
 		d.flags = int(c.A[1])
+		if c.Op == transport.OpRecvmsg && d.flags&unix.MSG_TRUNC != 0 {
+			d.total, d.discard = umem.IovLen(iov, n), true
+		} else {
+			d.bufs, d.total = umem.Iovecs(bufs, iov, n)
+		}
 		if c.Op == transport.OpRecvmsg {
 			d.msg = m
 		} else {

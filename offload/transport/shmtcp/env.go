@@ -48,7 +48,7 @@ type Env struct {
 
 // envCounters are the process-wide pairing counters (EnvCounts).
 type envCounters struct {
-	opened, created, attached, failed, withdrawnData, withdrawnGrace, peerWithdrew, late atomic.Uint64
+	opened, created, attached, failed, withdrawnData, withdrawnGrace, peerWithdrew, late, back atomic.Uint64
 }
 
 // EnvCounts are the process's pairing counters.
@@ -61,6 +61,7 @@ type EnvCounts struct {
 	WithdrawnGrace uint64 // created, never attached within AttachGrace
 	PeerWithdrew   uint64 // attached, but the creator withdrew before switching
 	Late           uint64 // data calls went to the kernel before Established: never paired
+	Back           uint64 // our writes went back to the kernel (a fork, or the peer's)
 }
 
 // NewEnv prepares the transport: the network namespace, and a sweep of connection names left
@@ -98,7 +99,7 @@ func (e *Env) Counts() EnvCounts {
 	return EnvCounts{Opened: c.opened.Load(), Created: c.created.Load(), Attached: c.attached.Load(),
 		Failed: c.failed.Load(), WithdrawnData: c.withdrawnData.Load(),
 		WithdrawnGrace: c.withdrawnGrace.Load(), PeerWithdrew: c.peerWithdrew.Load(),
-		Late: c.late.Load()}
+		Late: c.late.Load(), Back: c.back.Load()}
 }
 
 // NewTCP returns the transport of one TCP socket; nonblock reports its O_NONBLOCK. It carries

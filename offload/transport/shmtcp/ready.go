@@ -24,7 +24,7 @@ func (t *TCP) Mode() (rx, tx bool) {
 	if t.conn.Load() == nil {
 		return false, false
 	}
-	return t.rxSwitched.Load(), t.txSwitched.Load()
+	return t.rxSwitched.Load() && !t.rxBack.Load(), t.txRing()
 }
 
 // Readable reports whether a receive would not block: ring data, EOF (the peer shut or closed
@@ -38,6 +38,13 @@ func (t *TCP) Readable(fd int) bool {
 	}
 	t.rxmu.Lock()
 	defer t.rxmu.Unlock()
+	if t.rxBack.Load() {
+		if len(t.rxStash) > 0 {
+			return true
+		}
+		rev, e := ppoll1(fd, unix.POLLIN|unix.POLLRDHUP, &unix.Timespec{})
+		return e == 0 && rev != 0
+	}
 	if !t.rxSwitched.Load() {
 		t.learnK(conn)
 		if !t.readerSwitched() {
@@ -60,7 +67,7 @@ func (t *TCP) Readable(fd int) bool {
 // reset, a dead peer). Before our switch, false: the kernel answers.
 func (t *TCP) Writable() bool {
 	conn := t.conn.Load()
-	if conn == nil || !t.txSwitched.Load() {
+	if conn == nil || !t.txRing() {
 		return false
 	}
 	if t.wrShut.Load() || t.gone.Load() != 0 ||
@@ -76,7 +83,7 @@ func (t *TCP) Writable() bool {
 // reports whether the space is already there (then nothing was registered).
 func (t *TCP) WantWritable() bool {
 	conn := t.conn.Load()
-	if conn == nil || !t.txSwitched.Load() {
+	if conn == nil || !t.txRing() {
 		return true
 	}
 	tx, _ := conn.Capacities()
@@ -91,7 +98,7 @@ func (t *TCP) WantWritable() bool {
 // are finished (our SHUT_WR and the peer's end of writing), or it was reset or the peer died.
 func (t *TCP) Hup() bool {
 	conn := t.conn.Load()
-	if conn == nil || !t.rxSwitched.Load() || !t.txSwitched.Load() {
+	if conn == nil || !t.rxSwitched.Load() || !t.txRing() || t.rxBack.Load() {
 		return false
 	}
 	if t.gone.Load() != 0 {
@@ -110,6 +117,13 @@ func (t *TCP) InQueue(fd int) (int, bool) {
 	}
 	t.rxmu.Lock()
 	defer t.rxmu.Unlock()
+	if t.rxBack.Load() {
+		q, e := ioctlInt(fd, unix.SIOCINQ)
+		if e != 0 {
+			return 0, false
+		}
+		return q + len(t.rxStash), true
+	}
 	if !t.rxSwitched.Load() {
 		t.learnK(conn)
 		if !t.readerSwitched() {
@@ -134,7 +148,7 @@ func (t *TCP) InQueue(fd int) (int, bool) {
 // kernel's count; after it, what the peer did not read from the ring. false: ask the kernel.
 func (t *TCP) OutQueue() (int, bool) {
 	conn := t.conn.Load()
-	if conn == nil || !t.txSwitched.Load() {
+	if conn == nil || !t.txRing() {
 		return 0, false
 	}
 	return conn.Unread(), true
@@ -165,8 +179,16 @@ func (t *TCP) Poll(fd int, events, kernel int16) (revents int16, ok bool) {
 	if conn == nil {
 		return kernel, false
 	}
+	if kernel == 0 && t.rxSwitched.Load() && t.txRing() && !t.rxBack.Load() {
+		return t.pollRings(conn, events), true
+	}
 	revents = kernel &^ (pollIn | pollOut)
-	if !t.rxSwitched.Load() && !t.peerSwitched(conn) {
+	if t.rxBack.Load() {
+		revents |= kernel & pollIn
+		if t.stashed() {
+			revents |= events & pollIn
+		}
+	} else if !t.rxSwitched.Load() && !t.peerSwitched(conn) {
 		revents |= kernel & pollIn // kernel bytes are the peer's data
 	} else {
 		in := t.Readable(fd)
@@ -180,7 +202,7 @@ func (t *TCP) Poll(fd int, events, kernel int16) (revents int16, ok bool) {
 	}
 	if events&pollOut != 0 {
 		switch {
-		case !t.txSwitched.Load():
+		case !t.txRing():
 			revents |= kernel & pollOut
 		case t.Writable() || t.WantWritable():
 			revents |= events & pollOut
@@ -192,13 +214,40 @@ func (t *TCP) Poll(fd int, events, kernel int16) (revents int16, ok bool) {
 	return revents, true
 }
 
+// pollRings is Poll's answer from the segment alone, for a look at the rings (no kernel events)
+// of a connection whose both directions are on the ring: the peer's state is read once for the
+// receive side and POLLHUP (an epoll_wait that polls spins over every member with it).
+func (t *TCP) pollRings(conn *ring.Conn, events int16) (revents int16) {
+	ps := conn.PeerState()
+	gone := t.gone.Load() != 0
+	if events&pollIn != 0 {
+		if conn.Readable() > 0 || gone || t.rdShut.Load() || ps&(ring.StateWriteShut|ring.StateReset) != 0 {
+			revents |= events & pollIn
+		}
+	}
+	if events&pollOut != 0 && (t.Writable() || t.WantWritable()) {
+		revents |= events & pollOut
+	}
+	if gone || ps&ring.StateReset != 0 || (t.wrShut.Load() && ps&ring.StateWriteShut != 0) {
+		revents |= unix.POLLHUP
+	}
+	return revents
+}
+
 // KernelEvents are the events to ask the kernel for on fd while waiting for events on the
 // connection: after our switch POLLOUT is the ring's (see Poll) and its wake-up a kernel POLLIN.
 func (t *TCP) KernelEvents(events int16) int16 {
-	if t.conn.Load() == nil || !t.txSwitched.Load() || events&pollOut == 0 {
+	if t.conn.Load() == nil || !t.txRing() || events&pollOut == 0 {
 		return events
 	}
 	return events&^pollOut | unix.POLLIN
+}
+
+// stashed reports whether kernel data taken by a wake drain waits for a receive.
+func (t *TCP) stashed() bool {
+	t.rxmu.Lock()
+	defer t.rxmu.Unlock()
+	return len(t.rxStash) > 0
 }
 
 // peerSwitched reports whether the peer's writes went to the ring (the kernel's bytes beyond its
@@ -214,6 +263,9 @@ func (t *TCP) peerSwitched(conn *ring.Conn) bool {
 func (t *TCP) drainIdle(fd int, conn *ring.Conn) {
 	t.rxmu.Lock()
 	defer t.rxmu.Unlock()
+	if t.rxBack.Load() {
+		return
+	}
 	if !t.rxSwitched.Load() {
 		t.learnK(conn)
 		if !t.readerSwitched() {
@@ -223,7 +275,7 @@ func (t *TCP) drainIdle(fd int, conn *ring.Conn) {
 	if conn.Readable() > 0 {
 		return
 	}
-	eof, e := t.drainWakes(fd)
+	eof, e := t.drainWakes(fd, conn)
 	conn.ClearWake()
 	if (eof || e != 0) && conn.PeerState()&(ring.StateWriteShut|ring.StateReset) == 0 {
 		g := int32(goneEOF)
@@ -231,5 +283,29 @@ func (t *TCP) drainIdle(fd int, conn *ring.Conn) {
 			g = goneReset
 		}
 		t.gone.CompareAndSwap(0, g)
+	}
+}
+
+// SpinConn is the segment a poller spinning on this connection (select, poll, epoll_wait) marks
+// with SpinBegin and SpinEnd, so that the peer's writer skips its wake bytes meanwhile; nil
+// when receives do not read the ring. After SpinEnd the poller looks at the connection once more
+// before it sleeps.
+func (t *TCP) SpinConn() *ring.Conn {
+	conn := t.conn.Load()
+	if conn == nil || !t.rxSwitched.Load() || t.rxBack.Load() || t.rxSleepers.Load() > 0 {
+		return nil
+	}
+	return conn
+}
+
+// Sleep marks (on) or unmarks a thread of ours asleep in the kernel waiting for the connection's
+// data (select, poll, epoll_wait); mark before the last look at the ring, and check for marks of
+// others (SpinConn().Spinners()) after marking. Every Sleep(true) is followed by one
+// Sleep(false).
+func (t *TCP) Sleep(on bool) {
+	if on {
+		t.rxSleepers.Add(1)
+	} else {
+		t.rxSleepers.Add(-1)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
@@ -58,13 +59,15 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 	peek := d.flags&unix.MSG_PEEK != 0
 	nonblock := t.nonblock() || d.flags&unix.MSG_DONTWAIT != 0
 	waitall := d.flags&unix.MSG_WAITALL != 0 && !peek && !nonblock
+	want := d.total
 	got, viaOS := 0, false
 	var w waitState
 	polls := 0
 	spinning := false
+	var spinStart int64
 	var spun *ring.Conn
 	defer func() {
-		if spinning {
+		if spinning && spun != nil {
 			spun.SpinEnd()
 		}
 	}()
@@ -72,12 +75,16 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 		if t.closed.Load() {
 			return got, 0, viaOS // woken by Close: 0 as after shutdown(SHUT_RD)
 		}
-		checkKernel := !spinning || (p.RxPollOSRatio > 0 && polls%p.RxPollOSRatio == 0)
+		// The kernel socket (wake bytes, a dead peer's EOF or reset) is looked at before a
+		// sleep and otherwise at most every kernelEvery: the peer's state is in the segment,
+		// and a receive that finds the ring empty must not cost a system call each time.
+		checkKernel := (!spinning && polls > 0) || t.kernelDue()
 		n, errno, kern, done := t.step(fd, d, checkKernel)
 		if n > 0 {
 			got += n
 			viaOS = viaOS || kern
-			if !waitall || got >= d.total {
+			if !waitall || got >= want {
+				t.waited(&w)
 				return got, 0, viaOS
 			}
 			d.bufs = advance(d.bufs, n)
@@ -102,26 +109,78 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 			}
 			return -1, e, false
 		}
-		if t.rxSwitched.Load() && (p.RxPoll < 0 || polls < p.RxPoll) {
+		if t.rxSwitched.Load() && !t.rxBack.Load() &&
+			(p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || t.waitAvg.Load() < spinWorth)) {
 			if !spinning {
-				if spun = t.conn.Load(); spun != nil {
+				// No mark while another thread of ours sleeps on the connection: the peer's
+				// wake byte is what wakes it.
+				if spun = t.SpinConn(); spun != nil {
 					spun.SpinBegin()
-					spinning = true
 				}
+				spinning = true
+				spinStart = nanotime()
 			}
 			polls++
+			if polls%sysc.YieldEvery == 0 && nanotime()-spinStart > sysc.YieldAfter {
+				sysc.Yield() // another thread of this CPU may be the one that produces the data
+			}
 			continue
 		}
 		if spinning {
-			spun.SpinEnd()
+			if spun != nil {
+				spun.SpinEnd()
+				spun = nil
+			}
 			spinning = false
 			continue // one more look before sleeping
 		}
-		_, e := t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.timeout(0))
+		// Marks of others (an epoll set's awake marks, epoll_awake.go in the engine) keep the
+		// peer's wake byte away: then look at the ring again every millisecond.
+		t.rxSleepers.Add(1)
+		limit := int64(0)
+		if c := t.conn.Load(); c != nil && t.rxSwitched.Load() && c.Spinners() > 0 {
+			limit = 1e6
+		}
+		var e syscall.Errno
+		if t.rxSwitched.Load() && t.Readable(fd) {
+			e = unix.EINTR // the last look (after marking) found something: go round
+		} else {
+			_, e = t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.timeout(limit))
+		}
+		t.rxSleepers.Add(-1)
 		if e != 0 && e != unix.EINTR {
 			return -1, e, false
 		}
 	}
+}
+
+// kernelEvery is how often a receive on the ring looks at the kernel socket while it does not
+// sleep.
+const kernelEvery = 1e6 // ns
+
+// kernelDue reports whether the kernel socket is due for a look (and then counts it as done).
+func (t *TCP) kernelDue() bool {
+	now := nanotime()
+	last := t.lastKernel.Load()
+	return now-last >= kernelEvery && t.lastKernel.CompareAndSwap(last, now)
+}
+
+// spinWorth is the typical wait beyond which a blocking receive stops spinning before it sleeps
+// (unless VMA_RX_POLL is -1): data that keeps coming this late is not worth a CPU held busy all
+// that time, which on a machine with few CPUs the peer producing the data may need. The typical
+// wait is a moving average (1/16 per wait) of waits capped at 4 x spinWorth, so one long wait
+// (the peer was descheduled) does not stop the spinning; once waits get short, spinning resumes.
+const spinWorth = 100e3 // ns
+
+// waited folds how long a blocking receive waited for its bytes into the socket's average;
+// receives that found bytes at once do not count.
+func (t *TCP) waited(w *waitState) {
+	if !w.started {
+		return
+	}
+	d := min(nanotime()-w.begin, 4*spinWorth)
+	old := t.waitAvg.Load()
+	t.waitAvg.Store(old + (d-old)/16)
 }
 
 // step makes one non-blocking attempt: n > 0 bytes, or done with the call's result (0 at EOF, or
@@ -130,6 +189,9 @@ func (t *TCP) step(fd int, d *dataCall, checkKernel bool) (n int, errno syscall.
 	t.rxmu.Lock()
 	defer t.rxmu.Unlock()
 	conn := t.conn.Load()
+	if t.rxBack.Load() {
+		return t.stepBack(fd, conn, d)
+	}
 	if !t.rxSwitched.Load() {
 		n, errno, kern, done = t.stepKernel(fd, conn, d)
 	} else {
@@ -175,11 +237,21 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 		limit = min(limit, int(t.rxK-t.kRx))
 	}
 	peek := d.flags&unix.MSG_PEEK != 0
-	n, e := recvBufs(fd, d.bufs, limit, d.flags&(unix.MSG_PEEK|unix.MSG_TRUNC)|unix.MSG_DONTWAIT)
+	flags := d.flags&(unix.MSG_PEEK|unix.MSG_TRUNC) | unix.MSG_DONTWAIT
+	var n int
+	var e syscall.Errno
+	if d.discard {
+		n, e = recvNull(fd, limit, flags)
+	} else {
+		n, e = recvBufs(fd, d.bufs, limit, flags)
+	}
 	// The peer may have switched during the receive: what lies beyond K is wake-ups.
 	t.learnK(conn)
 	switch {
 	case e == 0 && n > 0:
+		if !peek {
+			t.kConsumed += uint64(n) // wake bytes beyond K included
+		}
 		if t.rxKnown {
 			n = min(n, int(t.rxK-t.kRx))
 		}
@@ -192,8 +264,8 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 			t.readerSwitched()
 		}
 		t.kernRx.Add(uint64(n))
-		t.settle(fd, conn, t.side == 0 && !peek)
-		return n, 0, true, false
+		conn = t.settle(fd, conn, t.side == 0 && !peek)
+		return n + t.acrossK(fd, conn, d, n), 0, true, false
 	case e == unix.EAGAIN || e == unix.EINTR:
 		if t.readerSwitched() {
 			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
@@ -206,6 +278,7 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 		if t.readerSwitched() {
 			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 		}
+		t.kernEOF.Store(true)
 		return 0, 0, true, true
 	default:
 		if t.readerSwitched() {
@@ -215,6 +288,31 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 	}
 }
 
+// acrossK continues a receive that read the last kernel bytes before the peer's K into the
+// ring, as the kernel's receive takes every queued byte up to the call's length: n bytes of d
+// were taken (or peeked) from the kernel. It returns the ring bytes taken. rxmu is held.
+func (t *TCP) acrossK(fd int, conn *ring.Conn, d *dataCall, n int) int {
+	peek := d.flags&unix.MSG_PEEK != 0
+	end := t.kRx
+	if peek {
+		end += uint64(n)
+	}
+	if conn == nil || n >= d.total || !t.rxKnown || end != t.rxK {
+		return 0
+	}
+	rest := dataCall{total: d.total - n, flags: d.flags, discard: d.discard}
+	if !d.discard {
+		// advance trims the first buffer in place: work on a copy of the list, which the
+		// caller advances again by the call's whole count.
+		rest.bufs = advance(append([][]byte(nil), d.bufs...), n)
+	}
+	m, err := t.ringRead(fd, conn, &rest)
+	if err != nil || m < 0 {
+		return 0
+	}
+	return m
+}
+
 // stepRing is a step after the reader's switch: the ring, then (when it is empty and
 // checkKernel) the kernel socket's wake bytes and end. rxmu is held.
 func (t *TCP) stepRing(fd int, conn *ring.Conn, d *dataCall, checkKernel bool) (int, syscall.Errno, bool, bool) {
@@ -222,6 +320,13 @@ func (t *TCP) stepRing(fd int, conn *ring.Conn, d *dataCall, checkKernel bool) (
 		return 0, 0, false, true // closed
 	}
 	n, err := t.ringRead(fd, conn, d)
+	if err != nil && t.peerBack(fd, conn) {
+		return t.stepBack(fd, conn, d) // the peer went back to the kernel (a fork)
+	}
+	if conn.BackRequested() && t.txmu.TryLock() {
+		t.maybeBackWrite(fd, conn)
+		t.txmu.Unlock()
+	}
 	if !errors.Is(err, ring.ErrEmpty) {
 		return ringResult(n, err)
 	}
@@ -231,7 +336,7 @@ func (t *TCP) stepRing(fd int, conn *ring.Conn, d *dataCall, checkKernel bool) (
 	if !checkKernel {
 		return 0, 0, false, false
 	}
-	eof, e := t.drainWakes(fd)
+	eof, e := t.drainWakes(fd, conn)
 	conn.ClearWake()
 	if eof || e != 0 {
 		// The kernel connection ended. A peer that closed, shut down or reset set its state

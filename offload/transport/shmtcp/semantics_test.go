@@ -244,7 +244,9 @@ func TestSoLingerZeroResets(t *testing.T) {
 	}
 }
 
-// TestCloseWithoutUnreadEOF: a plain close gives the peer its data then EOF, and EPIPE on send.
+// TestCloseWithoutUnreadEOF: a plain close gives the peer its data then EOF; as with the kernel,
+// the peer's first send after that is accepted (and answered with a reset), the next fail with
+// EPIPE.
 func TestCloseWithoutUnreadEOF(t *testing.T) {
 	env := testEnv(t, nil)
 	c, s := pair(t, env, env)
@@ -257,8 +259,12 @@ func TestCloseWithoutUnreadEOF(t *testing.T) {
 	if b, errno := c.recv(10, 0); len(b) != 0 || errno != 0 {
 		t.Fatalf("after close: %q %v, want EOF", b, errno)
 	}
+	if n, errno := c.send([]byte("x"), unix.MSG_NOSIGNAL); n != 1 || errno != 0 {
+		t.Fatalf("first send to a closed peer: %d %v, want 1 as the kernel's", n, errno)
+	}
+	time.Sleep(50 * time.Millisecond) // the reset comes back
 	if _, errno := c.send([]byte("x"), unix.MSG_NOSIGNAL); errno != unix.EPIPE {
-		t.Fatalf("send to a closed peer: %v", errno)
+		t.Fatalf("send after the reset: %v, want EPIPE", errno)
 	}
 }
 
@@ -287,6 +293,9 @@ func TestCloseWakesBlocked(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatalf("close did not wake the blocked recv")
 	}
+	c.close()
+	c, s = pair(t, env, env) // a peer that stays open and does not read
+	switched(t, c, s)
 	wc := make(chan res, 1)
 	big := make([]byte, 100000)
 	go func() {

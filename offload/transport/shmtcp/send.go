@@ -18,9 +18,11 @@ import (
 
 // maxWriterSleep bounds one sleep of a writer waiting for ring space: its wake-up is a byte on
 // the kernel socket, which may already be readable with a byte meant for our reader (then it
-// backs off from 50 us up to this) and which shutdown(SHUT_WR) of another thread does not make
-// readable.
-const maxWriterSleep = 20e6
+// backs off from 50 us up to this), whose wake byte a reading thread may drain first (both
+// share the kernel socket), and which shutdown(SHUT_WR) of another thread does not make
+// readable. A writer waiting for space is in the middle of a transfer: a look every 2 ms costs
+// little.
+const maxWriterSleep = 2e6
 
 // send performs a send call on a connection with a segment.
 func (t *TCP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
@@ -42,17 +44,18 @@ func (t *TCP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	if conn != nil && !t.trySwitchWrite(c.FD, conn) {
 		conn = t.settleLocked(conn)
 	}
-	if conn == nil || !t.txSwitched.Load() {
-		n, errno = kernel.Do(c)
-		if errno == 0 && n > 0 {
-			t.kTx += uint64(n)
-			t.kernTx.Add(uint64(n))
-		}
-		return n, errno, true
+	if conn != nil {
+		t.maybeBackWrite(c.FD, conn)
+	}
+	if conn == nil || !t.txRing() || t.peerEnded(conn) {
+		return t.kernelSend(c)
 	}
 	var arr [maxBufs][]byte
 	d, ok := parseCall(c, arr[:0])
 	if !ok {
+		if c.Op == transport.OpWritev {
+			return -1, unix.EINVAL, false // a negative count or more than UIO_MAXIOV
+		}
 		return -1, unix.EMSGSIZE, false // more than UIO_MAXIOV iovecs
 	}
 	if d.flags&unix.MSG_OOB != 0 {
@@ -63,6 +66,33 @@ func (t *TCP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	}
 	n, errno = t.ringSend(c.FD, conn, &d, t.nonblock() || d.flags&unix.MSG_DONTWAIT != 0)
 	return n, errno, false
+}
+
+// kernelSend makes a send call on the kernel socket: before our switch (its bytes count in K),
+// or once the peer ended (peerEnded). txmu is held.
+func (t *TCP) kernelSend(c *transport.Call) (int, syscall.Errno, bool) {
+	n, errno := kernel.Do(c)
+	if errno == 0 && n > 0 {
+		t.kTx += uint64(n)
+		t.kernTx.Add(uint64(n))
+	}
+	return n, errno, true
+}
+
+// peerEnded reports whether the peer closed its end (without a reset) or died: then nobody reads
+// the ring any more, and a send is the kernel's, which behaves as a kernel TCP send to a closed
+// peer does (the first one is accepted and answered with a reset, the next fail with EPIPE).
+func (t *TCP) peerEnded(conn *ring.Conn) bool {
+	if g := t.gone.Load(); g != 0 {
+		return g == goneEOF
+	}
+	ps := conn.PeerState()
+	if ps&ring.StateReset != 0 {
+		return false
+	}
+	// A peer that never switched its writes ends with the kernel's EOF; whether it lives on
+	// (a half-close) or died, only its process says.
+	return ps&ring.StateClosed != 0 || (t.kernEOF.Load() && conn.PeerDead())
 }
 
 // settleLocked is settle for a sender, which holds txmu: side 0 withdraws after the grace, side

@@ -7,7 +7,6 @@ import (
 
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
-	"github.com/goxio/goxio/offload/transport/kernel"
 )
 
 // sendfileChunk is how many file bytes one step of a sendfile through the ring reads.
@@ -17,7 +16,7 @@ const sendfileChunk = 64 << 10
 // kernel's. After it, chunks are read from in_fd with pread at the current offset (*offset, or
 // in_fd's file position) and written into the ring; only what the ring accepted advances the
 // offset (or the file position), as the kernel's sendfile does. An in_fd without pread
-// (ESPIPE) fails with EINVAL.
+// (ESPIPE) fails with ESPIPE when an offset was given, EINVAL otherwise.
 func (t *TCP) sendfile(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	umem.Protect()
 	defer func() {
@@ -31,13 +30,11 @@ func (t *TCP) sendfile(c *transport.Call) (n int, errno syscall.Errno, viaOS boo
 	if conn != nil && !t.trySwitchWrite(c.FD, conn) {
 		conn = t.settleLocked(conn)
 	}
-	if conn == nil || !t.txSwitched.Load() {
-		n, errno = kernel.Do(c)
-		if errno == 0 && n > 0 {
-			t.kTx += uint64(n)
-			t.kernTx.Add(uint64(n))
-		}
-		return n, errno, true
+	if conn != nil {
+		t.maybeBackWrite(c.FD, conn)
+	}
+	if conn == nil || !t.txRing() || t.peerEnded(conn) {
+		return t.kernelSend(c)
 	}
 	if t.wrShut.Load() {
 		return -1, unix.EPIPE, false
@@ -59,8 +56,8 @@ func (t *TCP) sendfile(c *transport.Call) (n int, errno syscall.Errno, viaOS boo
 	for sent < count {
 		r, err := unix.Pread(in, buf[:min(count-sent, len(buf))], pos)
 		if err != nil {
-			if err == unix.ESPIPE {
-				err = unix.EINVAL
+			if err == unix.ESPIPE && offp == 0 {
+				err = unix.EINVAL // the kernel's ESPIPE is for an offset on an fd without pread
 			}
 			if sent > 0 {
 				break

@@ -41,6 +41,12 @@ func sendByte(fd int) syscall.Errno {
 	return unix.EINTR
 }
 
+// recvNull is recvfrom(2) with no buffer: with MSG_TRUNC a TCP socket drops up to n bytes.
+func recvNull(fd int, n int, flags int) (int, syscall.Errno) {
+	r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), 0, uintptr(n), uintptr(flags), 0, 0)
+	return errnoOf(r, e)
+}
+
 // maxKernIov is how many buffers one kernel receive of the transport passes.
 const maxKernIov = 64
 

@@ -58,10 +58,18 @@ type TCP struct {
 
 	closed   atomic.Bool
 	sleepers atomic.Int32 // calls asleep in ppoll on a duplicate of the kernel socket
+	// rxSleepers counts our threads asleep in the kernel waiting for data (a receive, select,
+	// poll, epoll_wait): while there are any nobody takes a spin mark (SpinConn), so the peer
+	// keeps sending wake bytes; a sleeper that finds marks taken before sleeps 1 ms at a time.
+	rxSleepers atomic.Int32
 
-	rcvTimeo atomic.Int64 // SO_RCVTIMEO in ns; 0: none
-	sndTimeo atomic.Int64 // SO_SNDTIMEO in ns; 0: none
-	linger0  atomic.Bool  // SO_LINGER on with 0 seconds: close resets
+	waitAvg atomic.Int64 // how long blocking receives wait for bytes, typically (ns; recv.go)
+	kernEOF atomic.Bool  // a receive before the reader's switch got the kernel's EOF
+	// lastKernel is when a receive on the ring last looked at the kernel socket (recv.go).
+	lastKernel atomic.Int64
+	rcvTimeo   atomic.Int64 // SO_RCVTIMEO in ns; 0: none
+	sndTimeo   atomic.Int64 // SO_SNDTIMEO in ns; 0: none
+	linger0    atomic.Bool  // SO_LINGER on with 0 seconds: close resets
 
 	ringTx, ringRx, kernTx, kernRx, wakesTx, wakesRx atomic.Uint64
 	withdrew                                         atomic.Bool
@@ -70,6 +78,17 @@ type TCP struct {
 	// wake byte may be sent yet (it would be data before our K); the switch sends it.
 	owed      atomic.Bool
 	resetSeen atomic.Bool // a send reported ECONNRESET: later ones EPIPE
+
+	// Going back to the kernel (back.go). txBack: our writes went back (no ring write and no
+	// wake byte after it; set under wakemu, which every wake byte is sent under, so the count
+	// published is exact). backWanted: a fork found a send in progress. noSwitch: a fork came
+	// before our switch, which then never happens. rxBack: the peer's writes went back and our
+	// receives read the kernel. kConsumed counts every byte taken from the kernel socket (data
+	// and wake bytes); rxStash holds kernel data a wake drain took after the peer went back.
+	txBack, backWanted, noSwitch, rxBack atomic.Bool
+	wakemu                               sync.Mutex
+	kConsumed                            uint64 // guarded by rxmu
+	rxStash                              []byte // guarded by rxmu
 }
 
 const (
@@ -124,7 +143,7 @@ func (t *TCP) trySwitchWrite(fd int, conn *ring.Conn) bool {
 	if t.txSwitched.Load() {
 		return true
 	}
-	if t.wrShut.Load() {
+	if t.wrShut.Load() || t.noSwitch.Load() {
 		return false // shut before the switch: the kernel's FIN ends our direction
 	}
 	if t.side == 0 {
@@ -251,7 +270,7 @@ func (t *TCP) Shutdown(fd, how int) {
 			t.txmu.Unlock()
 		}
 		t.wrShut.Store(true)
-		if conn != nil && t.txSwitched.Load() && conn.ShutdownWrite() {
+		if conn != nil && t.txRing() && conn.ShutdownWrite() {
 			t.wake(fd)
 		}
 	}
@@ -282,8 +301,10 @@ func (t *TCP) Close(fd int) {
 		if wake && t.txSwitched.Load() {
 			t.wake(fd)
 		}
-		if t.rxSwitched.Load() {
-			t.drainWakes(fd)
+		if t.rxSwitched.Load() && !t.rxBack.Load() {
+			t.rxmu.Lock()
+			t.drainWakes(fd, nil)
+			t.rxmu.Unlock()
 		}
 	}
 	if t.sleepers.Load() > 0 {
@@ -295,17 +316,37 @@ func (t *TCP) Close(fd int) {
 // signal). A full send buffer already holds wake-ups the peer has not read: dropping this one
 // loses nothing.
 func (t *TCP) wake(fd int) {
+	t.wakemu.Lock()
+	defer t.wakemu.Unlock()
+	if t.txBack.Load() {
+		return // our direction is the kernel's again: a byte would be data
+	}
 	if sendByte(fd) == 0 {
 		t.wakesTx.Add(1)
 	}
 }
 
 // drainWakes reads the wake bytes queued on the kernel socket after the peer's switch; it
-// reports what ended the drain: 0 (nothing more for now), or the kernel's EOF or error.
-func (t *TCP) drainWakes(fd int) (eof bool, errno syscall.Errno) {
+// reports what ended the drain: 0 (nothing more for now), or the kernel's EOF or error. Bytes
+// beyond the count of a peer that went back (conn, when not nil) are data: they are kept in
+// rxStash for the next receive. rxmu is held.
+func (t *TCP) drainWakes(fd int, conn *ring.Conn) (eof bool, errno syscall.Errno) {
 	var b [64]byte
 	for range 64 {
+		if t.rxStash != nil {
+			return false, 0
+		}
 		n, e := recvScratch(fd, &b, unix.MSG_DONTWAIT)
+		if e == 0 && n > 0 {
+			t.kConsumed += uint64(n)
+			if conn != nil {
+				if sent, ok := conn.PeerWriteBack(); ok && t.kConsumed > sent {
+					keep := int(min(t.kConsumed-sent, uint64(n)))
+					t.rxStash = append([]byte(nil), b[n-keep:n]...)
+					n -= keep
+				}
+			}
+		}
 		switch {
 		case e == unix.EINTR:
 			continue

@@ -47,6 +47,18 @@ func (u *UDP) Spin(on bool) {
 	}
 }
 
+// Sleep marks (on) or unmarks a thread of this process asleep in the kernel waiting for the
+// socket (select, poll, epoll_wait); mark before the last look at the queue (RingReady). While
+// marked, every frame queued for the socket writes to its wake pipe (spinning threads or not).
+// Every Sleep(true) is followed by one Sleep(false).
+func (u *UDP) Sleep(on bool) {
+	if on {
+		u.q.sleepers.Add(1)
+	} else {
+		u.q.sleepers.Add(-1)
+	}
+}
+
 // Bell is the fd select, poll and epoll sleep on for the socket besides its kernel fd (made on
 // first use, and given the AF_XDP sockets of interfaces attached since): readable means "call
 // RingReady again". -1 for a socket that went back to the kernel or has no fd left.

@@ -1,0 +1,107 @@
+package offload
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/transport/shmtcp"
+)
+
+// Awake marks. A shared-memory TCP writer sends its wake byte (a kernel send) only when no spin
+// mark is held on the reader's side of the segment. A single-threaded event loop (redis, nginx
+// workers, node) spends much of its time between two epoll_wait calls, running the program:
+// it will look at the rings at its next epoll_wait anyway, so a wake byte meanwhile is a wasted
+// system call on both ends. So an epoll set waited on by one thread only keeps a mark on every
+// shared-memory TCP member from that thread's first epoll_wait until it is about to sleep in the
+// kernel, and takes them again when it wakes up: the marks say "this process will look".
+//
+// Marks held by a set that nobody waits on any more (the thread moved on, or a second thread
+// started waiting: then the set stops keeping marks) would keep wake bytes away from another
+// sleeper on the same connection (a blocking receive, another set). So every sleeper that finds
+// marks it does not own on a connection it waits for sleeps at most awakeCheck at a time and
+// looks at the rings again in between.
+
+// awakeCheck bounds one sleep of a waiter while marks of others are held on its connections.
+const awakeCheck = 1e6 // ns
+
+// waitedBy records that thread tid waits on the set; it reports whether the set keeps awake
+// marks (one waiting thread so far). set.mu is held.
+func (set *epollSet) waitedBy(tid int) bool {
+	switch set.owner {
+	case 0:
+		set.owner = tid
+	case tid:
+	default:
+		set.owner = -1
+		set.releaseAwake()
+	}
+	return set.owner == tid
+}
+
+// holdAwake marks every shared-memory TCP member read from the ring that has no mark yet.
+// set.mu is held.
+func (set *epollSet) holdAwake() {
+	if set.marks == len(set.members) {
+		return // every member is marked
+	}
+	for _, m := range set.members {
+		if m.awake != nil || m.events&unix.EPOLLIN == 0 {
+			continue
+		}
+		t := m.s.shmTCP()
+		if t == nil {
+			continue
+		}
+		if c := t.SpinConn(); c != nil {
+			c.SpinBegin()
+			m.awake = c
+			set.marks++
+		}
+	}
+}
+
+// releaseAwake gives every mark of the set back; it reports whether there were any. set.mu
+// is held.
+func (set *epollSet) releaseAwake() bool {
+	if set.marks == 0 {
+		return false
+	}
+	for _, m := range set.members {
+		m.releaseAwake(set)
+	}
+	return true
+}
+
+// releaseAwake gives back the member's mark, if it has one (it leaves the set, or its set
+// sleeps). set.mu is held.
+func (m *member) releaseAwake(set *epollSet) {
+	if m.awake != nil {
+		m.awake.SpinEnd()
+		m.awake = nil
+		set.marks--
+	}
+}
+
+// othersAwake reports whether marks are held on a connection of tcps that the caller does not
+// hold itself (it gave its own back): a writer then skips the wake byte the caller would sleep
+// for.
+func othersAwake(tcps []*shmtcp.TCP) bool {
+	for _, t := range tcps {
+		if c := t.SpinConn(); c != nil && c.Spinners() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// boundSleep is the sleep timeout of a waiter: ts, or at most awakeCheck while others hold
+// marks on its connections (bounded reports that).
+func boundSleep(ts *unix.Timespec, tcps []*shmtcp.TCP) (out *unix.Timespec, bounded bool) {
+	if !othersAwake(tcps) {
+		return ts, false
+	}
+	if ts != nil && ts.Nano() <= awakeCheck {
+		return ts, false
+	}
+	b := unix.NsecToTimespec(awakeCheck)
+	return &b, true
+}

@@ -1,0 +1,69 @@
+package offload
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/transport/shmtcp"
+)
+
+// Shared-memory TCP connections in an epoll set: the connection's kernel fd sits in the inner
+// set with the events the transport says wake it (shmtcp.TCP.KernelEvents: after our switch the
+// ring's space comes back as a wake byte, a kernel POLLIN, since the kernel's POLLOUT is then
+// always set), level-triggered; the events reported to the program are the transport's answer
+// (shmtcp.TCP.Poll), so a wake byte left after its data was read reports nothing, and EPOLLOUT
+// follows the ring. EPOLLET is emulated: EPOLLIN is reported again only when more bytes arrived
+// since the last report, EPOLLOUT only after the connection was not writable in between.
+
+// epollPollBits are the epoll bits that are poll bits of the same value.
+const epollPollBits = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLPRI | unix.EPOLLERR | unix.EPOLLHUP | unix.EPOLLRDHUP
+
+// innerEvents are the events m's kernel fd is registered with in the inner set; the caller
+// registers them (m.inner records them).
+func (m *member) innerEvents() uint32 {
+	m.inner = m.wantInner()
+	return m.inner
+}
+
+// wantInner are the events m's kernel fd should be registered with in the inner set now (they
+// change when the connection switches).
+func (m *member) wantInner() uint32 {
+	if m.s.typ != sockStream {
+		return m.events
+	}
+	want := m.events & epollPollBits
+	if t := m.s.shmTCP(); t != nil {
+		want = uint32(uint16(t.KernelEvents(int16(want)))) | m.events&^epollPollBits&^(unix.EPOLLET|unix.EPOLLONESHOT)
+	}
+	return want
+}
+
+// tcpEvents is what m reports for the kernel's events kernel (0 for a look at the rings only);
+// ok false when the kernel's answer stands (the connection has no segment).
+func (m *member) tcpEvents(t *shmtcp.TCP, kernel uint32) (uint32, bool) {
+	want := int16(m.events & epollPollBits)
+	rev, ok := t.Poll(m.fd, want, int16(kernel&epollPollBits))
+	if !ok {
+		return kernel, false
+	}
+	ev := uint32(uint16(rev)) & (m.events | unix.EPOLLERR | unix.EPOLLHUP)
+	if m.events&unix.EPOLLET != 0 {
+		if ev&unix.EPOLLIN != 0 {
+			st := t.Stats()
+			a := st.RingRx + st.RxFill + st.KernelRx
+			if a == m.seen {
+				ev &^= unix.EPOLLIN
+			} else {
+				m.seen = a
+			}
+		}
+		if ev&unix.EPOLLOUT != 0 {
+			if m.outSeen {
+				ev &^= unix.EPOLLOUT
+			}
+			m.outSeen = true
+		} else {
+			m.outSeen = false
+		}
+	}
+	return ev, true
+}
