@@ -16,6 +16,11 @@ var otherEnv = map[string]bool{
 	ParamsFileEnv: true,
 	"GOXIO_LIB":   true, // tests and tools: path of libgoxio.so
 	"GOXIO_BIN":   true, // tests: folder of the goxio tools
+	// GOXIO_XDP=if1,if2 (or "all") turns the AF_XDP UDP transport on for those interfaces;
+	// GOXIO_XDP_MODE (native, generic) and GOXIO_XDP_BUSY_POLL (microseconds) tune it.
+	"GOXIO_XDP":           true,
+	"GOXIO_XDP_MODE":      true,
+	"GOXIO_XDP_BUSY_POLL": true,
 	// GOXIO_SHM=1 turns the shared-memory UDP transport on (off by default while its
 	// semantics are incomplete); GOXIO_SHM_DIR is where it keeps its segments (/dev/shm).
 	"GOXIO_SHM":     true,

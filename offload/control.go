@@ -59,7 +59,7 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 		}
 	case transport.OpShutdown:
 		if (errno == 0 || errno == unix.ENOTCONN) && s.typ == sockDgram && int(int32(c.A[0])) != unix.SHUT_RD {
-			if u := s.shmUDP(); u != nil {
+			if u := s.ringUDP(); u != nil {
 				u.ShutWrite()
 			}
 		}

@@ -21,7 +21,7 @@ func (e *Engine) transfer(s *Socket, c *transport.Call) int64 {
 			e.decide(s, c.FD, conf.RoleUDPSender, localAddr(c.FD), dst)
 		}
 	}
-	if c.Op.Receive() && s.typ == sockDgram && e.cfg.SHM != nil {
+	if c.Op.Receive() && s.typ == sockDgram && e.udpRings() {
 		if errno := e.udpWaitInbox(s, c); errno != 0 {
 			e.count(s, c, -1, errno, true)
 			return result(-1, errno)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload/transport"
-	shmtr "github.com/goxio/goxio/offload/transport/shm"
 )
 
 // decide matches the socket's role, known at this moment (bind, listen, connect, first send),
@@ -36,7 +35,7 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 			zap.Stringer("remote", remote), zap.Stringer("result", d))
 	}
 	if handOver {
-		if u, ok := s.transport().(*shmtr.UDP); ok {
+		if u, ok := s.transport().(ringUDP); ok {
 			u.GiveUp(transport.ReasonRule)
 		}
 		e.handOver(s)

@@ -15,6 +15,7 @@ import (
 	"github.com/goxio/goxio/offload/transport/kernel"
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
 	"github.com/goxio/goxio/offload/transport/shmtcp"
+	xdptr "github.com/goxio/goxio/offload/transport/xdp"
 	"github.com/goxio/goxio/stats"
 )
 
@@ -48,6 +49,8 @@ type Config struct {
 	SHM *shmtr.Env
 	// SHMTCP is the shared-memory TCP transport's process state; nil: TCP stays on the kernel.
 	SHMTCP *shmtcp.Env
+	// XDP is the AF_XDP transport's process state; nil: no AF_XDP transport (xdp.go).
+	XDP *xdptr.Env
 	// IOMux are the select/poll/epoll parameters.
 	IOMux IOMux
 }
@@ -158,7 +161,7 @@ func (e *Engine) register(fd int, s *Socket) {
 	s.fds++
 	e.reg.put(fd, s)
 	flags := FlagEngine
-	if s.typ == sockDgram && e.cfg.SHM != nil {
+	if s.typ == sockDgram && e.udpRings() {
 		flags |= FlagRing
 	}
 	if s.typ == sockStream && e.cfg.SHMTCP != nil {
@@ -192,7 +195,7 @@ func (e *Engine) dropLocked(fd int, s *Socket) {
 // finish is called when the last fd of s is gone.
 func (e *Engine) finish(fd int, s *Socket) {
 	defer e.cfg.Stats.CloseSocket(s.st)
-	if u, ok := s.tr.(*shmtr.UDP); ok {
+	if u, ok := s.tr.(ringUDP); ok {
 		u.Close()
 		e.dropMember(s)
 	}
@@ -250,6 +253,7 @@ func localAddr(fd int) netip.AddrPort { return sysc.Sockname(fd) }
 
 // Shutdown withdraws every shared-memory socket and closes the transport (the process exits).
 func (e *Engine) Shutdown() {
+	e.xdpShutdown()
 	if e.cfg.SHM == nil {
 		return
 	}

@@ -310,7 +310,7 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 	_ = out[len(out)-1] // fault now on a short array, before anything was consumed
 	set.mu.Lock()
 	for _, m := range set.members {
-		if u := m.s.shmUDP(); u != nil {
+		if u := m.s.ringUDP(); u != nil {
 			w.socks = append(w.socks, u)
 		} else if t := m.s.shmTCP(); t != nil && m.events&unix.EPOLLIN != 0 {
 			w.tcps = append(w.tcps, t)
@@ -425,7 +425,7 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 		if m.events&unix.EPOLLIN == 0 {
 			continue
 		}
-		u := m.s.shmUDP()
+		u := m.s.ringUDP()
 		if u == nil {
 			continue
 		}
@@ -549,7 +549,7 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 		}
 	plain:
 		if bell {
-			u := m.s.shmUDP()
+			u := m.s.ringUDP()
 			if u == nil {
 				continue
 			}
@@ -603,7 +603,7 @@ func (set *epollSet) armBells() {
 			}
 			continue
 		}
-		u := m.s.shmUDP()
+		u := m.s.ringUDP()
 		if u == nil {
 			continue
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
-	shmtr "github.com/goxio/goxio/offload/transport/shm"
 	"github.com/goxio/goxio/offload/transport/shmtcp"
 )
 
@@ -29,7 +28,7 @@ type IOMux struct {
 // sleeping socket arrives as a wake datagram on the socket's kernel fd.
 type waiter struct {
 	e        *Engine
-	socks    []*shmtr.UDP  // the ring sockets involved
+	socks    []ringUDP     // the ring sockets involved
 	tcps     []*shmtcp.TCP // the shared-memory TCP connections waited for
 	spun     []*ring.Conn  // the connection segments marked while spinning
 	setMarks bool          // an epoll set's awake marks stand for the spin marks on tcps
@@ -141,13 +140,13 @@ func (w *waiter) osCheckDue(i int) bool {
 	return i == 0 || (r > 0 && i%r == 0)
 }
 
-// ringSocket returns fd's shared-memory transport when fd is a ring socket.
-func (e *Engine) ringSocket(fd int) *shmtr.UDP {
+// ringSocket returns fd's ring transport when fd is a ring socket.
+func (e *Engine) ringSocket(fd int) ringUDP {
 	s := e.reg.get(fd)
 	if s == nil {
 		return nil
 	}
-	return s.shmUDP()
+	return s.ringUDP()
 }
 
 // tcpSocket returns fd's shared-memory TCP transport when fd is one.
@@ -212,7 +211,7 @@ func (e *Engine) anyRing(fds []unix.PollFd) bool {
 func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 	type target struct {
 		i, bell int
-		u       *shmtr.UDP
+		u       ringUDP
 	}
 	var tarr [8]target
 	targets := tarr[:0]

@@ -11,15 +11,25 @@ import (
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
+	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
-// offloadUDP gives an offloaded UDP socket the shared-memory transport (once); s.mu is held.
+// offloadUDP gives an offloaded UDP socket a ring transport (once): the AF_XDP one when
+// useXDPLocked says so (xdp.go), else the shared-memory one; s.mu is held.
 func (e *Engine) offloadUDPLocked(s *Socket) {
-	if e.cfg.SHM == nil || s.typ != sockDgram || s.domain != unix.AF_INET {
+	if !e.udpRings() || s.typ != sockDgram || s.domain != unix.AF_INET {
 		s.kind, s.reason = transport.KindOS, transport.ReasonNoFasterPath
 		return
 	}
-	if _, ok := s.tr.(*shmtr.UDP); ok {
+	if _, ok := s.tr.(ringUDP); ok {
+		return
+	}
+	if e.useXDPLocked(s) {
+		e.offloadXDPLocked(s)
+		return
+	}
+	if e.cfg.SHM == nil {
+		s.kind, s.reason = transport.KindOS, transport.ReasonNoFasterPath
 		return
 	}
 	u := e.cfg.SHM.NewUDP(s.nonblock.Load)
@@ -39,7 +49,7 @@ func (s *Socket) shmUDP() *shmtr.UDP {
 
 // udpBound tells the socket's transport that the kernel socket has an address now.
 func (e *Engine) udpBound(s *Socket, fd int) {
-	if u := s.shmUDP(); u != nil {
+	if u := s.ringUDP(); u != nil {
 		u.Bound(fd)
 	}
 }
@@ -47,7 +57,7 @@ func (e *Engine) udpBound(s *Socket, fd int) {
 // udpConnected tells the socket's transport that the kernel socket is connected to remote (or
 // disconnected: the zero value).
 func (e *Engine) udpConnected(s *Socket, fd int, remote netip.AddrPort) {
-	if u := s.shmUDP(); u != nil {
+	if u := s.ringUDP(); u != nil {
 		u.Connected(fd, remote)
 	}
 }
@@ -57,8 +67,10 @@ func (e *Engine) udpConnected(s *Socket, fd int, remote netip.AddrPort) {
 // datagram. It returns once the socket has its inbox (or never will) or the kernel socket is
 // readable, or the error that ends the receive (SO_RCVTIMEO, a signal).
 func (e *Engine) udpWaitInbox(s *Socket, c *transport.Call) syscall.Errno {
-	if u := s.shmUDP(); u != nil && u.Inbox() != nil {
-		return 0 // the common case, decided with one lock
+	if u := s.ringUDP(); u != nil {
+		if su, ok := u.(*shmtr.UDP); !ok || su.Inbox() != nil {
+			return 0 // the common case, decided with one lock (the AF_XDP transport reads both paths)
+		}
 	}
 	waiting := func() bool {
 		if !s.isDecided() {
@@ -70,7 +82,7 @@ func (e *Engine) udpWaitInbox(s *Socket, c *transport.Call) syscall.Errno {
 	if s.nonblock.Load() || recvFlags(c)&unix.MSG_DONTWAIT != 0 || !waiting() {
 		return 0
 	}
-	_, errno := e.cfg.SHM.WaitEarly(c.FD, func() bool { return !waiting() })
+	_, errno := udpcall.WaitEarly(c.FD, e.cfg.IOMux.Signals, func() bool { return !waiting() })
 	return errno
 }
 
@@ -87,12 +99,14 @@ func recvFlags(c *transport.Call) int {
 
 // giveUp sends an offloaded UDP socket back to the kernel for good, with the reason.
 func (e *Engine) giveUp(s *Socket, fd int, r transport.Reason, why string) {
-	u := s.shmUDP()
+	u := s.ringUDP()
 	if u == nil || u.GaveUp() != transport.ReasonNone {
 		return
 	}
 	u.GiveUp(r)
-	u.RestoreOptions(fd)
+	if u, ok := u.(*shmtr.UDP); ok {
+		u.RestoreOptions(fd)
+	}
 	s.mu.Lock()
 	s.kind, s.reason = transport.KindOS, r
 	s.publishLocked()
@@ -130,16 +144,20 @@ var kernelOnlyOptions = map[[2]int]string{
 
 // udpOption notes a socket option the program set successfully on an offloaded UDP socket.
 func (e *Engine) udpOption(s *Socket, fd int, level, name int, val uintptr, vlen uint32) {
-	if u := s.shmUDP(); u != nil {
+	if u := s.ringUDP(); u != nil {
 		u.OptionSet(fd, level, name)
 	}
-	if u := s.shmUDP(); u != nil && level == unix.IPPROTO_IP && val != 0 {
+	if u := s.ringUDP(); u != nil && level == unix.IPPROTO_IP && val != 0 {
 		switch act, group, source := parseMcOption(level, name, optionBytes(val, vlen)); act {
 		case mcJoin:
 			u.Join(fd, group, source)
+			s.st.JoinGroup(group)
 			return
 		case mcLeave:
 			u.Leave(group, source)
+			if !source.IsValid() {
+				s.st.LeaveGroup(group)
+			}
 			return
 		case mcOther:
 			e.giveUp(s, fd, transport.ReasonUnsupported, "multicast source filter")
@@ -187,7 +205,7 @@ func (e *Engine) udpOptionValue(s *Socket, level, name int, val, lenp uintptr) {
 // ringFionread answers FIONREAD for a socket whose rings hold a datagram: its size, as the
 // kernel answers with the size of the next queued datagram.
 func (e *Engine) ringFionread(s *Socket, arg uintptr) (r int64, ok bool) {
-	u := s.shmUDP()
+	u := s.ringUDP()
 	if u == nil {
 		return 0, false
 	}

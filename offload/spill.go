@@ -27,7 +27,7 @@ const spillMagic = 0x4c4c5053
 // spillNameLen is the name room of a spilled record (a sockaddr_in).
 const spillNameLen = 16
 
-// BeforeFork hands every shared-memory socket back to the kernel and spills its ring datagrams
+// BeforeFork hands every ring socket back to the kernel and spills its ring datagrams
 // (called in the parent just before fork or daemon).
 func (e *Engine) BeforeFork(t SpillTable) {
 	fdsOf := map[*Socket][]int{}
@@ -51,7 +51,7 @@ func (e *Engine) BeforeFork(t SpillTable) {
 			}
 			continue
 		}
-		u := s.shmUDP()
+		u := s.ringUDP()
 		if u == nil || u.GaveUp() != transport.ReasonNone {
 			continue
 		}
@@ -73,6 +73,7 @@ func (e *Engine) BeforeFork(t SpillTable) {
 		}
 		e.log.Debug("ring datagrams spilled at the fork", zap.Int("fd", fds[0]), zap.Int("datagrams", len(recs)))
 	}
+	e.xdpBeforeFork()
 }
 
 // buildSpill lays records (source sockaddr, payload) out in a shared anonymous mapping.

@@ -69,6 +69,12 @@ func statsReason(r transport.Reason) stats.Reason {
 		return stats.ReasonDisabled
 	case transport.ReasonForkedChild:
 		return stats.ReasonForkedChild
+	case transport.ReasonInterfaceBusy:
+		return stats.ReasonInterfaceBusy
+	case transport.ReasonNoCapabilities:
+		return stats.ReasonNoCapabilities
+	case transport.ReasonNoXDP:
+		return stats.ReasonNoXDP
 	}
 	return stats.ReasonNone
 }

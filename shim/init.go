@@ -66,6 +66,7 @@ func start() {
 		SHM:     newSHM(params, lib.log, lib.stats),
 		SHMTCP:  newSHMTCP(params, lib.log),
 		IOMux:   iomuxParams(params),
+		XDP:     newXDP(params, lib.log, lib.stats),
 	})
 	C.goxio_set_ready(1)
 }

@@ -132,6 +132,7 @@ const (
 	rCounters = 10 // RingCounter words
 	rRxQueue  = 20 // gauge: packets waiting in the receive ring
 	rTxQueue  = 21 // gauge: packets waiting in the transmit ring
+	rXDP      = 22 // 6 words: the RingXDP* counters
 	ringWords = 32
 	ringSlots = 16
 )

@@ -375,8 +375,8 @@ func (s *Segment) zero(keep func(fd int) bool, taken func(fd int, c Counter, v u
 	}
 	for i := range g.ringCount {
 		p := s.mem[g.ringOff+i*g.ringWords:][:ringWords]
-		for j := rCounters; j < rRxQueue; j++ {
-			atomic.SwapUint64(&p[j], 0)
+		for c := range numRingCounters {
+			atomic.SwapUint64(&p[ringWord(c)], 0)
 		}
 	}
 	for i := range g.poolCount {

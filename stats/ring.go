@@ -77,7 +77,16 @@ func (r *Ring) Add(c RingCounter, n uint64) {
 	if r == nil || c >= numRingCounters {
 		return
 	}
-	atomic.AddUint64(&r.slot.Load()[rCounters+int(c)], n)
+	atomic.AddUint64(&r.slot.Load()[ringWord(c)], n)
+}
+
+// ringWord is the slot word of ring counter c: the first ones from rCounters, the AF_XDP
+// kernel statistics from rXDP.
+func ringWord(c RingCounter) int {
+	if c < RingXDPRxDropped {
+		return rCounters + int(c)
+	}
+	return rXDP + int(c-RingXDPRxDropped)
 }
 
 // CountRx counts a packet of the given size taken from the receive ring.

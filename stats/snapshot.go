@@ -189,11 +189,21 @@ type RingSnapshot struct {
 	Retransmits uint64    `json:"retransmits"`
 	RxQueue     uint64    `json:"rx_queue"`
 	TxQueue     uint64    `json:"tx_queue"`
+	// AF_XDP rings: the kernel's statistics (XDP_STATISTICS); zero for other rings.
+	XDPRxDropped      uint64 `json:"xdp_rx_dropped"`
+	XDPRxInvalidDescs uint64 `json:"xdp_rx_invalid_descs"`
+	XDPTxInvalidDescs uint64 `json:"xdp_tx_invalid_descs"`
+	XDPRxRingFull     uint64 `json:"xdp_rx_ring_full"`
+	XDPFillRingEmpty  uint64 `json:"xdp_fill_ring_empty"`
+	XDPTxRingEmpty    uint64 `json:"xdp_tx_ring_empty"`
 }
 
+// counterFields lists the counters in RingCounter order.
 func (r *RingSnapshot) counterFields() []*uint64 {
 	return []*uint64{&r.RxPackets, &r.RxBytes, &r.TxPackets, &r.TxBytes, &r.RxDrops,
-		&r.TxDrops, &r.WakeRequest, &r.WakeSent, &r.Retransmits}
+		&r.TxDrops, &r.WakeRequest, &r.WakeSent, &r.Retransmits,
+		&r.XDPRxDropped, &r.XDPRxInvalidDescs, &r.XDPTxInvalidDescs, &r.XDPRxRingFull,
+		&r.XDPFillRingEmpty, &r.XDPTxRingEmpty}
 }
 
 // Delta returns r minus prev for the counters (gauges are taken from r).
@@ -220,7 +230,7 @@ func decodeRing(idx int, p []uint64) (RingSnapshot, bool) {
 		Name: loadString(p[rName:rNameEnd]), RxQueue: p[rRxQueue], TxQueue: p[rTxQueue]}
 	f := r.counterFields()
 	for i := range f {
-		*f[i] = p[rCounters+i]
+		*f[i] = p[ringWord(RingCounter(i))]
 	}
 	return r, true
 }

@@ -43,10 +43,14 @@ const (
 	ReasonForkedChild                       // the socket lives in a forked child (pure passthrough)
 	ReasonDisabled                          // VMA_OFFLOADED_SOCKETS=0 (and no rule enabled it)
 	ReasonUnsupportedProtocol               // a protocol or socket type goxio does not offload
+	ReasonInterfaceBusy                     // the interface has another XDP program (another process owns it)
+	ReasonNoCapabilities                    // the process lacks CAP_NET_ADMIN, CAP_NET_RAW or CAP_BPF for AF_XDP
+	ReasonNoXDP                             // the interface or the kernel supports no XDP or AF_XDP mode
 )
 
 var reasonNames = [...]string{"none", "rule", "no faster path", "unsupported option",
-	"resources", "forked child", "disabled by VMA_OFFLOADED_SOCKETS", "unsupported protocol"}
+	"resources", "forked child", "disabled by VMA_OFFLOADED_SOCKETS", "unsupported protocol",
+	"interface busy (another XDP program)", "missing capabilities for AF_XDP", "no XDP support"}
 
 // String returns a short human-readable reason, or "reason(N)" for a value
 // this version does not know.
@@ -142,6 +146,14 @@ const (
 	RingWakeRequests                    // a consumer armed the doorbell before sleeping
 	RingWakeSent                        // a producer rang the doorbell (one wake syscall)
 	RingRetransmits                     // a TCP segment was retransmitted through this ring
+	// The kernel's statistics of an AF_XDP socket (getsockopt XDP_STATISTICS), added as they
+	// grow; they live in their own words of the slot (after the queue gauges).
+	RingXDPRxDropped      // the kernel dropped a received frame (for another reason than the ones below)
+	RingXDPRxInvalidDescs // the kernel found an invalid descriptor on the fill ring
+	RingXDPTxInvalidDescs // the kernel found an invalid descriptor on the TX ring
+	RingXDPRxRingFull     // the kernel dropped a received frame: the RX ring was full
+	RingXDPFillRingEmpty  // a frame arrived while the fill ring was empty
+	RingXDPTxRingEmpty    // the kernel was asked to send and found the TX ring empty
 	numRingCounters
 )
 

@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 
-	"net/netip"
+	"github.com/goxio/goxio/stats"
 )
 
 // Prometheus text exposition format (version 0.0.4): one HELP and TYPE line
@@ -142,6 +143,19 @@ func addProcess(r *registry, v procView) {
 		r.add("goxio_ring_drops_total", "counter", "", l("tx"), rg.TxDrops)
 		r.add("goxio_ring_wakeups_total", "counter", "Doorbell requests by sleepers (rx) and wake calls by producers (tx).", l("rx"), rg.WakeRequest)
 		r.add("goxio_ring_wakeups_total", "counter", "", l("tx"), rg.WakeSent)
+		if rg.Transport != stats.TransportXDP {
+			continue
+		}
+		x := func(what string) string {
+			return pl("ring", strconv.Itoa(rg.Slot), "name", rg.Name, "counter", what)
+		}
+		const help = "The kernel's statistics of an AF_XDP socket (XDP_STATISTICS)."
+		r.add("goxio_ring_xdp_kernel_total", "counter", help, x("rx_dropped"), rg.XDPRxDropped)
+		r.add("goxio_ring_xdp_kernel_total", "counter", "", x("rx_invalid_descs"), rg.XDPRxInvalidDescs)
+		r.add("goxio_ring_xdp_kernel_total", "counter", "", x("tx_invalid_descs"), rg.XDPTxInvalidDescs)
+		r.add("goxio_ring_xdp_kernel_total", "counter", "", x("rx_ring_full"), rg.XDPRxRingFull)
+		r.add("goxio_ring_xdp_kernel_total", "counter", "", x("rx_fill_ring_empty_descs"), rg.XDPFillRingEmpty)
+		r.add("goxio_ring_xdp_kernel_total", "counter", "", x("tx_ring_empty_descs"), rg.XDPTxRingEmpty)
 	}
 	for _, p := range snap.Pools {
 		l := pl("pool", p.Name)

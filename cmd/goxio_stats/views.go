@@ -198,6 +198,12 @@ func (p *textPrinter) printFull(snap *stats.Snapshot) {
 		if r.Retransmits != 0 {
 			p.printf("%-20s %d %s\n", "Retransmissions:", r.Retransmits, sfx)
 		}
+		if r.Transport == stats.TransportXDP {
+			p.printf("%-20s %d / %d / %d [dropped/ring full/fill ring empty]%s\n", "XDP kernel rx:",
+				r.XDPRxDropped, r.XDPRxRingFull, r.XDPFillRingEmpty, sfx)
+			p.printf("%-20s %d / %d / %d [rx invalid/tx invalid/tx ring empty]%s\n", "XDP kernel desc:",
+				r.XDPRxInvalidDescs, r.XDPTxInvalidDescs, r.XDPTxRingEmpty, sfx)
+		}
 	}
 	for _, pl := range snap.Pools {
 		p.printf("%s\n\tBUFFER_POOL(%s)=[%d]\n", stats.Separator, pl.Name, pl.Slot)

@@ -123,13 +123,16 @@ type Reason uint8
 
 // The reasons.
 const (
-	ReasonNone         Reason = iota // not on the kernel, or no decision yet
-	ReasonRule                       // a libvma.conf rule says os
-	ReasonNoFasterPath               // offload allowed, but no transport faster than the kernel reaches the peer
-	ReasonUnsupported                // the socket uses something the fast paths do not support
-	ReasonResources                  // a resource limit (rings, memory, slots) was reached
-	ReasonDisabled                   // VMA_OFFLOADED_SOCKETS=0
-	ReasonForkedChild                // the process is a forked child of the one that started goxio
+	ReasonNone           Reason = iota // not on the kernel, or no decision yet
+	ReasonRule                         // a libvma.conf rule says os
+	ReasonNoFasterPath                 // offload allowed, but no transport faster than the kernel reaches the peer
+	ReasonUnsupported                  // the socket uses something the fast paths do not support
+	ReasonResources                    // a resource limit (rings, memory, slots) was reached
+	ReasonDisabled                     // VMA_OFFLOADED_SOCKETS=0
+	ReasonForkedChild                  // the process is a forked child of the one that started goxio
+	ReasonInterfaceBusy                // the interface has another XDP program (another process owns it)
+	ReasonNoCapabilities               // the process lacks the capabilities AF_XDP needs
+	ReasonNoXDP                        // the interface or the kernel supports no XDP or AF_XDP mode
 )
 
 func (r Reason) String() string {
@@ -148,6 +151,12 @@ func (r Reason) String() string {
 		return "disabled"
 	case ReasonForkedChild:
 		return "forked child"
+	case ReasonInterfaceBusy:
+		return "interface busy"
+	case ReasonNoCapabilities:
+		return "missing capabilities"
+	case ReasonNoXDP:
+		return "no XDP support"
 	}
 	return "reason(" + itoa(int(r)) + ")"
 }

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402  (sibling module)
 import programs  # noqa: E402  (sibling module)
 
-SECTIONS = ["passthrough", "startup", "sockperf", "mux", "programs"]
+SECTIONS = ["passthrough", "startup", "sockperf", "mux", "programs", "veth"]
 
 # Goals of the foundation issue.
 GOAL_PASSTHROUGH_RATIO = 1.15
@@ -210,9 +210,9 @@ def parse_server(path):
     return int(m.group(1)) if m else None
 
 
-def read_variants(raw):
+def read_variants(raw, name="variants.txt"):
     variants = []
-    with open(os.path.join(raw, "variants.txt")) as f:
+    with open(os.path.join(raw, name)) as f:
         for line in f:
             name, _, env = line.rstrip("\n").partition("|")
             variants.append((name, env))
@@ -232,10 +232,10 @@ def first_failure_line(base):
     return ""
 
 
-def sockperf_stats(raw, tests):
+def sockperf_stats(raw, tests, tsv="sockperf.tsv", logs="sockperf"):
     """Per (test, variant): medians over the runs that succeeded, run and failure counts."""
     runs_tsv = {}
-    for row in read_tsv(os.path.join(raw, "sockperf.tsv")):
+    for row in read_tsv(os.path.join(raw, tsv)):
         test, name, rep, _cwall, ccpu, scpu = row[:6]
         status = row[6] if len(row) > 6 else "ok"
         left = int(row[7]) if len(row) > 7 else 0
@@ -247,7 +247,7 @@ def sockperf_stats(raw, tests):
                 continue
             runs = []
             for rep, cpu, status, left in rows:
-                base = os.path.join(raw, "sockperf", f"{test}-{name}-r{rep}")
+                base = os.path.join(raw, logs, f"{test}-{name}-r{rep}")
                 if status != "ok":
                     failures.append((test, name, rep, status, first_failure_line(base)))
                     continue
@@ -534,6 +534,116 @@ def shm_udp_parts(stats, variants):
     return goals_table, goal_reading, "Where the time goes (distribution shape):\n" + shape_text + "\n\n" + LOAD_NOTE
 
 
+# Goals of issue 6 (AF_XDP UDP transport) across the veth pair, goxio on both ends: average
+# latency at most half the kernel's, messages per second at least 3 times the kernel's.
+GOAL_VETH_AVG_RATIO = 2.0
+GOAL_VETH_RATE_RATIO = 3.0
+VETH_TESTS = [
+    ("udp-pp", "UDP ping-pong 64 B", "latency"),
+    ("udp-pp-1400", "UDP ping-pong 1400 B", "latency"),
+    ("udp-tp", "UDP throughput 64 B", "rate"),
+]
+
+
+def veth(raw):
+    """Part 6 (veth.sh): the issue-6 goals table and the section's tables, or a note why not run."""
+    skipped = os.path.join(raw, "veth-skipped.txt")
+    tsv = os.path.join(raw, "veth.tsv")
+    if os.path.exists(skipped) or not os.path.exists(tsv) or not os.path.getsize(tsv):
+        why = open(skipped).read().strip() if os.path.exists(skipped) else "no data"
+        note = f"(not run: {why})"
+        return note, note
+    variants = read_variants(raw, "veth-variants.txt")
+    base = variants[0][0]
+    stats, failures = sockperf_stats(raw, [(t, k) for t, _, k in VETH_TESTS], "veth.tsv", "veth")
+    lat_rows, tp_rows = [], []
+    for test, label, kind in VETH_TESTS:
+        for name, _ in variants:
+            s = stats.get((test, name))
+            if not s:
+                continue
+            if kind == "latency":
+                lat_rows.append([label, name, runs_cell(s), *(fmt(s.get(k), 2) for k in
+                                 ("avg", "p50.000", "p90.000", "p99.000", "p99.900", "p99.990")),
+                                 fmt(s.get("max"), 1), fmt(s.get("rate"), 0), fmt(s["cpu"], 2)])
+            else:
+                tp_rows.append([label, name, runs_cell(s), fmt(s.get("sent_rate"), 0), fmt(s.get("recv_rate"), 0),
+                                fmt(ratio(s.get("recv_rate"), s.get("sent_rate")) * 100, 1), fmt(s["cpu"], 2)])
+    lat = table(["test", "variant", "runs", "avg us", "p50 us", "p90 us", "p99 us", "p99.9 us", "p99.99 us",
+                 "max us", "replies/s", "CPU us/msg"], lat_rows)
+    tp = table(["test", "variant", "runs", "sent msg/s", "received msg/s", "received/sent %", "CPU us/msg"], tp_rows)
+    goals = [
+        ("average latency, UDP ping-pong 64 B", "udp-pp", "avg", "lower", GOAL_VETH_AVG_RATIO),
+        ("average latency, UDP ping-pong 1400 B", "udp-pp-1400", "avg", "lower", GOAL_VETH_AVG_RATIO),
+        ("msg/s received by the server, UDP throughput 64 B", "udp-tp", "recv_rate", "higher", GOAL_VETH_RATE_RATIO),
+        ("msg/s sent by the client, UDP throughput 64 B", "udp-tp", "sent_rate", "higher", None),
+        ("median latency, UDP ping-pong 64 B", "udp-pp", "p50.000", "lower", None),
+        ("p99.9 latency, UDP ping-pong 64 B", "udp-pp", "p99.900", "lower", None),
+    ]
+    others = [n for n, _ in variants if n != base]
+    rows = []
+    for label, test, key, better, goal in goals:
+        k = stats.get((test, base), {})
+        kv = k.get(key, math.nan)
+        digits = 0 if "rate" in key else 2
+        row = [label, f">= {goal:g}x" if goal else "(none)", fmt(kv, digits)]
+        for name in others:
+            s = stats.get((test, name))
+            if not s:
+                row += ["not run", "", "n/a"]
+                continue
+            sv = s.get(key, math.nan)
+            r = ratio(kv, sv) if better == "lower" else ratio(sv, kv)
+            failed = s["total"] - s["ok"]
+            if goal is None:
+                v = "info"
+            elif math.isnan(r):
+                v = f"**missed** (no figures: {failed} of {s['total']} runs failed)"
+            else:
+                v = verdict(r >= goal and failed == 0)
+                if failed:
+                    v += f" ({failed} of {s['total']} runs failed)"
+                elif r < goal:
+                    v += f" ({goal / r:.1f}x short)"
+            row += [fmt(sv, digits), f"{fmt(r, 2)}x", v]
+        rows.append(row)
+    header = ["goal", "target", base]
+    for name in others:
+        header += [name, "ratio", "verdict"]
+    summary = table(header, rows)
+    fail = ""
+    if failures:
+        fail = "\n\nFailed runs (left out of the medians):\n\n" + table(
+            ["test", "variant", "run", "status", "log"],
+            [[t, n, r, st, f"`{line}`" if line else ""] for t, n, r, st, line in failures])
+    left = ""
+    left_path = os.path.join(raw, "veth-leftovers.txt")
+    if os.path.exists(left_path):
+        left = "\n\n**Left behind:** " + open(left_path).read().strip()
+    variant_list = "\n".join(f"- `{n}`: `{e or '(no preload)'}`" for n, e in variants)
+    section = f"""Two network namespaces joined by a veth pair (`tests/bench/veth.sh`): sockperf server in one,
+client in the other, both ends under the same variant; neighbours resolved beforehand. The server is
+pinned to one CPU and the client to another for every variant alike (`BENCH_VETH_PIN`). Same method
+as part 3 (medians of the runs' own figures; latency is the half round trip). The msg/s goal is
+checked on what the server received, as issue 4's; what the client sent is shown for information. On
+a veth pair the sending system call does the receiving side's work too (the peer's XDP program and,
+for an AF_XDP socket in copy mode, the copy into its UMEM), and an AF_XDP socket in copy mode needs one
+`sendto` kick per frame: a goxio sender costs about as much CPU per message as a kernel one there,
+unlike on a NIC with zero-copy AF_XDP.
+
+Variants (`IFACE` is each namespace's veth end):
+{variant_list}
+
+### Latency (us, half round trip)
+
+{lat}
+
+### Throughput
+
+{tp}{fail}{left}"""
+    return summary, section
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--raw", required=True, help="raw data folder written by run.sh")
@@ -581,6 +691,11 @@ def main():
         plot_md = f"![sockperf latency percentiles per variant, log scale]({plot_rel})"
     with open(os.path.join(args.raw, "commands.txt")) as f:
         commands = f.read().rstrip("\n")
+    veth_summary, veth_section = veth(args.raw)
+    veth_commands = os.path.join(args.raw, "veth-commands.txt")
+    if os.path.exists(veth_commands):
+        with open(veth_commands) as f:
+            commands += "\n" + f.read().rstrip("\n")
 
     variant_list = "\n".join(f"- `{n}`: `{e or '(no preload)'}`" for n, e in variants)
     prog_variant_list = "\n".join(f"- `{n}`: `{e or '(no preload)'}`" for n, e in prog_variants) or "(not run)"
@@ -660,6 +775,12 @@ sleeping after 100,000 polls). A variant with a failed run misses the goal of th
 
 {shape_text.format(nproc=meta['nproc'], load_start=meta['loadavg_start'],
                    load_end=meta.get('loadavg_end', 'n/a'))}
+
+## Summary: AF_XDP UDP transport across a veth pair (issue 6)
+
+Ratios of medians across the veth pair of part 6, goxio on both ends against the kernel on both ends.
+
+{veth_summary}
 
 ## Summary: foundation (passthrough, start-up, RSS)
 
@@ -765,6 +886,10 @@ latencies and CPU (above 1: goxio better).
 ### Failed program runs
 
 {prog_failure_text}
+
+## 6. sockperf across a veth pair (AF_XDP transport)
+
+{veth_section}
 
 ## Commands
 

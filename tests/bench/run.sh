@@ -17,6 +17,8 @@
 #      redis-benchmark (SET and GET requests/s), nginx (one process, 1 KiB static file) with wrk
 #      (requests/s, latency percentiles); a goxio_stats snapshot of the goxio server during each run
 #      tells how many bytes went through rings and how many through the kernel;
+#   6. sockperf across a veth pair between two network namespaces, kernel against the AF_XDP
+#      transport (GOXIO_XDP) on both ends (tests/bench/veth.sh; needs root, skipped otherwise);
 # then writes raw data under tests/bench/out/ and the report tests/bench/REPORT.md
 # (report.py) with a latency plot (plot.py, tests/bench/latency.png).
 #
@@ -30,7 +32,7 @@
 #                          the report to out/REPORT.md instead of the committed one
 #   GOXIO_BIN              folder holding the goxio tools (version string, goxio_stats snapshots)
 #   BENCH_ONLY             sections to run, comma-separated among passthrough, startup, sockperf, mux,
-#                          programs (default: all); the report then has only those, and goes to
+#                          programs, veth (default: all); the report then has only those, and goes to
 #                          out/REPORT.md unless BENCH_REPORT says otherwise
 #   BENCH_VARIANTS         sockperf variants to run, comma-separated, kernel included (default: all)
 #   BENCH_TESTS            sockperf tests to run, comma-separated (udp-pp, udp-pp-1400, tcp-pp, udp-tp,
@@ -51,6 +53,7 @@
 #   BENCH_REDIS_N          requests per redis-benchmark test (default 100000)
 #   BENCH_DEADLINE         seconds the whole run may take before it stops with an error (default 900)
 #   BENCH_PORT             first TCP/UDP port on 127.0.0.1 the servers use (default 17100)
+#   BENCH_VETH_REPS, BENCH_VETH_PIN, BENCH_VETH_VARIANTS: part 6, see tests/bench/veth.sh
 #   BENCH_REPORT           where to write the report (default tests/bench/REPORT.md)
 set -euo pipefail
 
@@ -73,7 +76,7 @@ REDIS_N=${BENCH_REDIS_N:-100000}
 DEADLINE=${BENCH_DEADLINE:-900}
 PORT=${BENCH_PORT:-17100}
 REPORT=${BENCH_REPORT:-$HERE/REPORT.md}
-SECTIONS=passthrough,startup,sockperf,mux,programs
+SECTIONS=passthrough,startup,sockperf,mux,programs,veth
 ONLY=${BENCH_ONLY:-$SECTIONS}
 
 die() {
@@ -762,6 +765,15 @@ fi
 find "$SHM_DIR" -mindepth 1 -maxdepth 1 ! -name 'goxio.*.dir' -printf 'at the end: %f\n' >>"$RAW/shm-leftovers.txt"
 rm -rf "$SHM_DIR"
 SHM_DIR=
+
+# ---------------------------------------------------------------- 6. veth pair (AF_XDP)
+if section veth; then
+	check_deadline "veth"
+	RAW=$RAW GOXIO_LIB=$GOXIO_LIB OFFLOAD_CONF=$OUT/offload-all.conf SP_REPS=$SP_REPS SP_TIME=$SP_TIME \
+		PORT=$((PORT + 1000)) "$HERE/veth.sh" || die "veth pair measure failed"
+else
+	echo "not in BENCH_ONLY" >"$RAW/veth-skipped.txt"
+fi
 
 # ---------------------------------------------------------------- report
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RAW/meta.env"

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
 // HandOver takes every datagram waiting in the socket's rings, in the order a receive would
@@ -51,5 +53,5 @@ func (u *UDP) SetSpill(region []byte) { u.spill.Store(&region) }
 // spilled reports whether the spill region still holds a datagram.
 func (u *UDP) spilled() bool {
 	p := u.spill.Load()
-	return p != nil && spillLeft(*p)
+	return p != nil && udpcall.SpillLeft(*p)
 }

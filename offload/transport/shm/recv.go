@@ -114,7 +114,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 	for {
 		if n, ok := u.fromRing(in, rc); ok {
 			u.rings.Add(1)
-			u.waited(&w)
+			u.waitAvg.Waited(&w)
 			return n, 0, false
 		}
 		if checkOS || (p.RxUDPPollOSRatio > 0 && polls > 0 && polls%p.RxUDPPollOSRatio == 0) {
@@ -122,7 +122,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 			if n, errno, done := u.kernelNow(c); done {
 				if errno == 0 {
 					u.osRx.Add(1)
-					u.waited(&w)
+					u.waitAvg.Waited(&w)
 				}
 				return n, errno, true
 			}
@@ -141,7 +141,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 		if errno := w.Check(); errno != 0 {
 			return -1, errno, false
 		}
-		if p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || u.waitAvg.Load() < spinWorth) {
+		if p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || u.waitAvg.SpinWorth()) {
 			if !spinning {
 				in.SpinBegin()
 				spinning = true
@@ -195,25 +195,6 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 		}
 		checkOS = r0 != 0 // a doorbell means ring data: fromRing takes it
 	}
-}
-
-// spinWorth is the typical wait beyond which a blocking receive stops spinning before it sleeps
-// (unless VMA_RX_POLL is -1): data that keeps coming this late is not worth a CPU held busy all
-// that time (the wake-up costs a few microseconds), and on a machine with few CPUs the spinning
-// would take them from the threads that produce the data. Once the waits get shorter again, the
-// receive spins again. The typical wait is a moving average (1/16 per wait) of waits capped at
-// 4 x spinWorth, so a lone long wait (the peer was descheduled) does not stop the spinning.
-const spinWorth = 100e3 // ns
-
-// waited folds how long a blocking receive waited for its datagram into the socket's average;
-// receives that found data at once do not count.
-func (u *UDP) waited(w *udpcall.Wait) {
-	if !w.Started {
-		return
-	}
-	d := min(nanotime()-w.Begin, 4*spinWorth)
-	old := u.waitAvg.Load()
-	u.waitAvg.Store(old + (d-old)/16)
 }
 
 // highFD is where a receive's own copy of its socket goes: away from the low numbers the program

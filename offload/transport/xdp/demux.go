@@ -29,6 +29,13 @@ func (e *Env) pollOneLocked(x *xsk) int {
 	if n == 0 {
 		return 0
 	}
+	if x.rs.st != nil {
+		bytes := 0
+		for _, f := range x.batch[:n] {
+			bytes += len(f.Data)
+		}
+		x.countRx(n, bytes)
+	}
 	t := e.demux.Load()
 	var drop [rxBatch]xdp.Frame
 	nd := 0
@@ -72,6 +79,9 @@ func (e *Env) deliverLocked(x *xsk, t *demuxTable, f xdp.Frame) bool {
 			continue
 		}
 		u.rxDrops.Add(1)
+		if u.OnRxDrop != nil {
+			u.OnRxDrop(len(payload))
+		}
 		if b.refs.Add(-1) == 0 {
 			b.f, b.payload = xdp.Frame{}, nil
 			x.free = append(x.free, b.idx)

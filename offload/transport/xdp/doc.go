@@ -26,6 +26,15 @@
 // sockets (frames on an RX ring) and the socket's own wake pipe: a thread that puts a frame in
 // the queue of a socket somebody sleeps on writes one byte to it.
 //
+// # Select, poll, epoll, fork, statistics (ready.go, handover.go, ringstats.go)
+//
+// The socket offers the engine the same readiness methods as the shared-memory transport's:
+// RingReady, Arrivals, Spin, and Bell (an epoll fd of the library's own holding the wake pipe
+// and every AF_XDP socket) with Rang and Quiet to empty it. Before a fork HandOver takes the
+// queued datagrams for the engine's spill region and GiveUp sends the socket back to the kernel.
+// Each AF_XDP socket has a ring in the statistics segment (Params.Stats) with its frames, bytes
+// and the kernel's XDP_STATISTICS.
+//
 // # Transmit (send.go, route.go)
 //
 // A send looks its destination up (RouteGet, then the neighbour cache; the answer is cached per

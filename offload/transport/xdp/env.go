@@ -35,6 +35,9 @@ type Params struct {
 	Program xdp.Options
 	// Signals returns the calling thread's signal-handler counters; nil: none.
 	Signals func() *transport.SigCounters
+	// Stats, when set, gets one ring slot per AF_XDP socket (frames, bytes, the kernel's XDP
+	// statistics), shown by goxio_stats.
+	Stats RingSlots
 	// AdoptFD makes one of the transport's own fds internal (invisible to the program) and
 	// returns its number; ReleaseFD undoes it before the fd is closed. nil: fds stay as they are.
 	AdoptFD   func(fd int) int
@@ -86,8 +89,10 @@ const (
 	unresolvedTTL = time.Millisecond
 )
 
-// NewEnv opens the netlink connection (in the calling thread's network namespace, which all
-// interfaces the Env uses must be in). Interfaces are attached when a socket first needs them.
+// NewEnv makes the transport's process state. It opens nothing: the netlink connection is
+// opened at the first socket that needs it (in that thread's network namespace, which all
+// interfaces the Env uses must be in), and interfaces are attached when a socket first needs
+// them, so a program that uses no offloaded UDP socket sees none of the transport's fds.
 func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 	if log == nil {
 		log = zap.NewNop()
@@ -95,16 +100,30 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 	if p.QueueLen <= 0 {
 		p.QueueLen = 128
 	}
-	nl, err := packet.Open()
-	if err != nil {
-		return nil, fmt.Errorf("xdp transport: %w", err)
-	}
-	e := &Env{p: p, log: log, ifaces: map[int]*iface{}, said: map[string]bool{}, nl: nl,
+	e := &Env{p: p, log: log, ifaces: map[int]*iface{}, said: map[string]bool{},
 		neigh: packet.NewNeighCache(neighTTL, unresolvedTTL, true), flows: map[flowKey]int{},
 		groups: map[groupKey]int{}, socks: map[*UDP]struct{}{}}
 	e.demux.Store(&demuxTable{})
 	e.xsks.Store(&[]*xsk{})
 	return e, nil
+}
+
+// nlLocked returns the netlink connection, opening it (as one of the library's own fds) the
+// first time; e.mu is held.
+func (e *Env) nlLocked() (*packet.Conn, error) {
+	if e.nl != nil {
+		return e.nl, nil
+	}
+	if e.closed {
+		return nil, fmt.Errorf("xdp transport: netlink: environment closed: %w", ErrNotOffloaded)
+	}
+	nl, err := packet.Open()
+	if err != nil {
+		return nil, fmt.Errorf("xdp transport: %w", err)
+	}
+	nl.Adopt(e.adopt)
+	e.nl = nl
+	return nl, nil
 }
 
 // Invalidate drops every cached route and neighbour: the engine calls it when it learns that
@@ -128,12 +147,24 @@ func (e *Env) Close() error {
 	e.xsks.Store(&[]*xsk{})
 	var first error
 	for _, ifc := range e.ifaces {
+		for _, x := range ifc.queues {
+			e.closeStats(x)
+			e.releaseFD(x.s.FD())
+		}
+		if ifc.prog != nil {
+			for _, fd := range ifc.prog.FDs() {
+				e.releaseFD(fd)
+			}
+		}
 		if err := ifc.close(); err != nil && first == nil {
 			first = err
 		}
 	}
-	if err := e.nl.Close(); err != nil && first == nil {
-		first = err
+	if e.nl != nil {
+		e.releaseFD(e.nl.FD())
+		if err := e.nl.Close(); err != nil && first == nil {
+			first = err
+		}
 	}
 	if first != nil {
 		return fmt.Errorf("xdp transport: close: %w", first)
@@ -141,12 +172,17 @@ func (e *Env) Close() error {
 	return nil
 }
 
-// sayOnce logs an interface's fallback reason the first time it is seen.
-func (e *Env) sayOnceLocked(key string, msg string, fields ...zap.Field) {
+// sayOnceLocked logs an interface's fallback reason the first time it is seen, at INFO, or at
+// DEBUG when nothing asked for the interface (not configured, not Ethernet).
+func (e *Env) sayOnceLocked(key string, quiet bool, msg string, fields ...zap.Field) {
 	if e.said[key] {
 		return
 	}
 	e.said[key] = true
+	if quiet {
+		e.log.Debug(msg, fields...)
+		return
+	}
 	e.log.Info(msg, fields...)
 }
 

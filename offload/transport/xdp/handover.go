@@ -1,11 +1,17 @@
 package xdp
 
-import "net/netip"
+import (
+	"net/netip"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/transport"
+)
 
 // BeforeFork sends every socket of the Env back to the kernel (GiveUp) before the process
 // forks: a child cannot run Go, so it reads its inherited sockets through the kernel only, and
 // frames steered to this process's AF_XDP sockets would never reach it. The engine spills each
-// socket's queued datagrams (TakeQueued) afterwards, as it does for the shared-memory rings.
+// socket's queued datagrams (HandOver) first, as it does for the shared-memory rings.
 func (e *Env) BeforeFork() {
 	e.mu.Lock()
 	socks := make([]*UDP, 0, len(e.socks))
@@ -14,7 +20,7 @@ func (e *Env) BeforeFork() {
 	}
 	e.mu.Unlock()
 	for _, u := range socks {
-		u.GiveUp()
+		u.GiveUp(transport.ReasonForkedChild)
 	}
 }
 
@@ -44,3 +50,35 @@ func (u *UDP) TakeQueued(fn func(payload []byte, src netip.AddrPort)) int {
 		n++
 	}
 }
+
+// HandOver takes every datagram waiting for the socket (on the RX rings too), in the order a
+// receive would return them, as (source sockaddr_in, payload) pairs the caller owns: the engine
+// spills them before a fork, then sends the socket back to the kernel (GiveUp).
+func (u *UDP) HandOver() [][2][]byte {
+	if !u.enter() {
+		return nil
+	}
+	defer u.exit()
+	if !u.kernelOnly.Load() {
+		// Every frame waiting on the RX rings, not one batch: the rings are not read again
+		// for this socket once it went back to the kernel.
+		for i := 0; i < maxHandOverPolls && u.env.pollRx() > 0; i++ {
+		}
+	}
+	var out [][2][]byte
+	u.TakeQueued(func(payload []byte, src netip.AddrPort) {
+		name := make([]byte, unix.SizeofSockaddrInet4)
+		putSockaddr4(name, src)
+		out = append(out, [2][]byte{name, append([]byte(nil), payload...)})
+	})
+	return out
+}
+
+// maxHandOverPolls bounds the RX ring batches HandOver takes (a full RX ring of the default size
+// is 64 batches; the peer may keep sending meanwhile).
+const maxHandOverPolls = 256
+
+// SetSpill gives the socket the region its queued datagrams were spilled to at a fork: select,
+// poll and epoll report the socket readable while the region holds datagrams (the receives
+// themselves are served from it by the C side).
+func (u *UDP) SetSpill(region []byte) { u.spill.Store(&region) }

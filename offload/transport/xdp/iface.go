@@ -3,6 +3,7 @@ package xdp
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/xdp"
 	"github.com/goxio/goxio/offload/xdp/packet"
 )
@@ -17,6 +19,41 @@ import (
 // ErrNotOffloaded is wrapped by the reasons an interface stays with the kernel that are not the
 // xdp package's own errors (not in Params.Interfaces, not Ethernet, missing capabilities).
 var ErrNotOffloaded = errors.New("interface not offloaded")
+
+// ErrNoCapabilities is wrapped (with ErrNotOffloaded) when the process lacks a capability the
+// AF_XDP path needs.
+var ErrNoCapabilities = errors.New("missing capabilities")
+
+// ErrNoXDP is wrapped when the interface or the kernel refused the steering program or the
+// AF_XDP sockets for another reason than another program on the interface or missing
+// privileges: no XDP or AF_XDP mode works there (or not the one GOXIO_XDP_MODE asked for).
+var ErrNoXDP = errors.New("no XDP support")
+
+// noXDP wraps an attach or bind error with ErrNoXDP unless it is about another program on the
+// interface or privileges.
+func noXDP(err error) error {
+	if errors.Is(err, xdp.ErrBusy) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrNoXDP, err)
+}
+
+// FallbackReason is the transport.Reason of an error of Fallback or InterfaceState: another XDP
+// program on the interface, missing capabilities, no XDP support, or (anything else) no faster
+// path.
+func FallbackReason(err error) transport.Reason {
+	switch {
+	case err == nil:
+		return transport.ReasonNone
+	case errors.Is(err, xdp.ErrBusy):
+		return transport.ReasonInterfaceBusy
+	case errors.Is(err, ErrNoCapabilities) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES):
+		return transport.ReasonNoCapabilities
+	case errors.Is(err, ErrNoXDP) || errors.Is(err, xdp.ErrNotSupported):
+		return transport.ReasonNoXDP
+	}
+	return transport.ReasonNoFasterPath
+}
 
 // iface is one interface the Env looked at: offloaded (prog and queues set) or not (err says
 // why). Its fields do not change once ifaceLocked returned it, until Env.Close.
@@ -42,6 +79,8 @@ type xsk struct {
 
 	txmu sync.Mutex // the transmit side: Alloc, Transmit, Free, Complete
 	tx   [1]xdp.Frame
+
+	rs ringStats // its ring in the statistics segment
 }
 
 // rxBatch is how many frames one poll takes from an RX ring.
@@ -57,7 +96,8 @@ func (e *Env) ifaceLocked(ifindex int) *iface {
 	e.ifaces[ifindex] = ifc
 	ifc.err = e.offloadLocked(ifc)
 	if ifc.err != nil {
-		e.sayOnceLocked(fmt.Sprint("if", ifindex), "xdp: interface stays with the kernel",
+		quiet := errors.Is(ifc.err, ErrNotOffloaded) && !errors.Is(ifc.err, ErrNoCapabilities)
+		e.sayOnceLocked(fmt.Sprint("if", ifindex), quiet, "xdp: interface stays with the kernel",
 			zap.Int("ifindex", ifindex), zap.String("ifname", ifc.name), zap.Error(ifc.err))
 		return ifc
 	}
@@ -73,7 +113,11 @@ func (e *Env) offloadLocked(ifc *iface) error {
 	if e.closed {
 		return fmt.Errorf("offload interface %d: environment closed: %w", ifc.index, ErrNotOffloaded)
 	}
-	l, err := e.nl.LinkByIndex(ifc.index)
+	nl, err := e.nlLocked()
+	if err != nil {
+		return fmt.Errorf("offload interface %d: %w", ifc.index, err)
+	}
+	l, err := nl.LinkByIndex(ifc.index)
 	if err != nil {
 		return fmt.Errorf("offload interface %d: %w", ifc.index, err)
 	}
@@ -87,17 +131,20 @@ func (e *Env) offloadLocked(ifc *iface) error {
 	if missing, err := xdp.MissingCapabilities(); err != nil {
 		return fmt.Errorf("offload %s: %w", l.Name, err)
 	} else if len(missing) > 0 {
-		return fmt.Errorf("offload %s: missing capabilities %s: %w", l.Name, strings.Join(missing, ", "), ErrNotOffloaded)
+		return fmt.Errorf("offload %s: %w %s: %w", l.Name, ErrNoCapabilities, strings.Join(missing, ", "), ErrNotOffloaded)
 	}
 	prog, err := xdp.Attach(ifc.index, e.p.Program)
 	if err != nil {
-		return fmt.Errorf("offload %s: %w", l.Name, err)
+		return fmt.Errorf("offload %s: %w", l.Name, noXDP(err))
 	}
+	prog.Adopt(e.adopt)
 	for q := 0; q < prog.Queues(); q++ {
 		s, err := xdp.Open(ifc.index, q, e.p.Socket)
 		if err == nil {
+			s.Adopt(e.adopt)
 			err = prog.Register(s)
 			if err != nil {
+				e.releaseFD(s.FD())
 				s.Close()
 			}
 		}
@@ -109,13 +156,20 @@ func (e *Env) offloadLocked(ifc *iface) error {
 		}
 		if err != nil {
 			for _, x := range ifc.queues {
+				e.closeStats(x)
+				e.releaseFD(x.s.FD())
 				x.s.Close()
 			}
 			ifc.queues = nil
+			for _, fd := range prog.FDs() {
+				e.releaseFD(fd)
+			}
 			prog.Close()
-			return fmt.Errorf("offload %s queue %d: %w", l.Name, q, err)
+			return fmt.Errorf("offload %s queue %d: %w", l.Name, q, noXDP(err))
 		}
-		ifc.queues = append(ifc.queues, newXsk(s, ifc, q, e.p.Socket))
+		x := newXsk(s, ifc, q, e.p.Socket)
+		e.openStats(x)
+		ifc.queues = append(ifc.queues, x)
 	}
 	ifc.prog = prog
 	return nil
@@ -163,4 +217,49 @@ func (e *Env) InterfaceState(ifindex int) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.ifaceLocked(ifindex).err
+}
+
+// Serves reports whether a socket with local address local and peer remote (the zero value:
+// none yet) belongs on this transport when another ring transport could take it too: its
+// traffic leaves through an interface the Env offloads (the route to remote; without a remote,
+// the interface that has the bound address). Wildcard and loopback receivers are not served:
+// their peers may be on this host.
+func (e *Env) Serves(local, remote netip.AddrPort) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	if dst := remote.Addr(); remote.IsValid() && !dst.IsUnspecified() {
+		if !dst.Is4() || dst.IsLoopback() {
+			return false
+		}
+		var hint [4]byte
+		if local.Addr().Is4() && !local.Addr().IsUnspecified() {
+			hint = local.Addr().As4()
+		}
+		nl, err := e.nlLocked()
+		if err != nil {
+			return false
+		}
+		rt, err := nl.RouteGet(dst.As4(), hint, 0)
+		if err != nil || rt.Type != packet.RouteUnicast && rt.Type != packet.RouteMulticast {
+			return false
+		}
+		return e.ifaceLocked(rt.Ifindex).err == nil
+	}
+	a := local.Addr()
+	if !a.Is4() || a.IsUnspecified() || a.IsLoopback() {
+		return false
+	}
+	addrs, err := e.addrsLocked()
+	if err != nil {
+		return false
+	}
+	for _, ia := range addrs {
+		if ia.addr == a {
+			return e.ifaceLocked(ia.ifindex).err == nil
+		}
+	}
+	return false
 }

@@ -17,6 +17,10 @@ type ifAddr struct {
 // addrsLocked lists the IPv4 addresses of this network namespace with their interfaces
 // (SIOCGIFCONF, then the interface of each label); e.mu is held (for the netlink connection).
 func (e *Env) addrsLocked() ([]ifAddr, error) {
+	nl, err := e.nlLocked()
+	if err != nil {
+		return nil, fmt.Errorf("list addresses: %w", err)
+	}
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("list addresses: %w", err)
@@ -32,7 +36,7 @@ func (e *Env) addrsLocked() ([]ifAddr, error) {
 		name, _, _ := strings.Cut(en.label, ":") // an alias label names its interface first
 		idx, ok := index[name]
 		if !ok {
-			l, err := e.nl.LinkByName(name)
+			l, err := nl.LinkByName(name)
 			if err != nil {
 				continue // gone meanwhile
 			}

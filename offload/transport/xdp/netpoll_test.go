@@ -156,7 +156,14 @@ func transportPath(tp *topo) error {
 	}
 	u.Join(fd, netip.MustParseAddr("239.9.9.9"), netip.Addr{})
 	u.RingReady()
-	u.WakeFDs(nil)
+	u.Spin(true)
+	u.Spin(false)
+	if u.Bell() < 0 {
+		return fmt.Errorf("no bell")
+	}
+	u.Rang()
+	u.Quiet()
+	u.HandOver()
 	e.RingStats()
 	e.Invalidate()
 	_ = transport.KindXDP

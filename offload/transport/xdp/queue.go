@@ -26,9 +26,17 @@ type rxQueue struct {
 	buf  []*rxBuf
 	head int
 	n    int
-	// sleepers counts threads about to sleep or sleeping on the socket: a thread that queues a
-	// frame for the socket wakes them through its wake pipe.
+	// sleepers counts threads about to sleep or sleeping on the socket in a receive: a thread
+	// that queues a frame for the socket wakes them through its wake pipe.
 	sleepers atomic.Int32
+	// watched is set once select, poll or epoll asked for the socket's bell (Bell): from then on
+	// a queued frame writes to the wake pipe whenever no iomux thread polls the socket (spinners
+	// is zero), since a sleeping select, poll or epoll (also one nested in another) is not marked.
+	watched  atomic.Bool
+	spinners atomic.Int32
+	// pending is set when a byte was written to the wake pipe and not drained yet: one byte is
+	// enough to wake every sleeper, so further frames do not write again (drainBell clears it).
+	pending atomic.Bool
 	// arrivals grows with every queued frame (edge-triggered epoll).
 	arrivals atomic.Uint64
 	// depth mirrors n for lock-free readers.
@@ -57,8 +65,8 @@ func (q *rxQueue) push(b *rxBuf) bool {
 	q.n++
 	q.depth.Store(int32(q.n))
 	q.arrivals.Add(1)
-	if q.sleepers.Load() > 0 {
-		if w := q.bellW.Load(); w >= 0 {
+	if q.sleepers.Load() > 0 || q.watched.Load() && q.spinners.Load() == 0 {
+		if w := q.bellW.Load(); w >= 0 && !q.pending.Load() && !q.pending.Swap(true) {
 			q.wakes.Add(1)
 			writeByte(int(w)) // a full pipe is awake already
 		}

@@ -64,7 +64,12 @@ func (e *Env) lookup(dst, bound netip.Addr, mcLoop bool, mcIf uint32, txq int, n
 		r.why = WhyNotOffloaded
 		return r
 	}
-	rt, err := e.nl.RouteGet(dst.As4(), hint, 0)
+	nl, err := e.nlLocked()
+	if err != nil {
+		r.why, r.expires = WhyRouteError, now+int64(unresolvedTTL)
+		return r
+	}
+	rt, err := nl.RouteGet(dst.As4(), hint, 0)
 	if err != nil {
 		r.why, r.expires = WhyRouteError, now+int64(unresolvedTTL)
 		return r
@@ -99,7 +104,7 @@ func (e *Env) lookup(dst, bound netip.Addr, mcLoop bool, mcIf uint32, txq int, n
 		mac = packet.MulticastMAC(dst.As4())
 		r.mcast = true
 	} else {
-		m, res, err := e.neigh.Lookup(e.nl, rt.Ifindex, rt.NextHop(), now)
+		m, res, err := e.neigh.Lookup(nl, rt.Ifindex, rt.NextHop(), now)
 		if err != nil && !errors.Is(err, packet.ErrNoNeighbour) || res == packet.Unresolved {
 			r.why, r.expires = WhyUnresolved, now+int64(unresolvedTTL)
 			return r

@@ -128,7 +128,7 @@ func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total
 			u.txEagain.Add(1)
 			return -1, unix.EAGAIN, true
 		}
-		u.txDrops.Add(1)
+		u.dropTx()
 		return total, 0, true // dropped, as by a full NIC queue: the send still succeeds
 	}
 	held = true
@@ -148,10 +148,11 @@ func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total
 	x.tx[0].Data = x.tx[0].Data[:k]
 	sent, _ := x.s.Transmit(x.tx[:])
 	if sent == 0 {
-		u.txDrops.Add(1) // the TX ring has room for every TX frame: not expected
+		u.dropTx() // the TX ring has room for every TX frame: not expected
 		return total, 0, true
 	}
 	held = false
+	x.countTx(k)
 	u.xdpTx.Add(1)
 	u.xdpTxBytes.Add(uint64(total))
 	return total, 0, true
@@ -224,4 +225,12 @@ func sockaddr4(b []byte) netip.AddrPort {
 		return netip.AddrPort{}
 	}
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), binary.BigEndian.Uint16(b[2:4]))
+}
+
+// dropTx counts a datagram the send accepted and the full TX ring dropped.
+func (u *UDP) dropTx() {
+	u.txDrops.Add(1)
+	if u.OnTxDrop != nil {
+		u.OnTxDrop()
+	}
 }

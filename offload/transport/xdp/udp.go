@@ -11,6 +11,7 @@ import (
 
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
 // UDP is one offloaded UDP socket on the AF_XDP transport. The engine makes it when a rule
@@ -38,14 +39,29 @@ type UDP struct {
 
 	bellMu sync.Mutex
 	bellR  atomic.Int32 // the wake pipe's read end, made at the first sleep; -1 before (write end: q.bellW)
+	watch  atomic.Int32 // the bell of select, poll and epoll (ready.go); -1 before the first Bell
+	watchN atomic.Int32 // how many of the Env's AF_XDP sockets the bell watches
+
+	// OnFallback, when set, is told (outside the socket's locks) when the socket comes to
+	// receive through the kernel only: Fallback's reason, the first time it appears.
+	OnFallback func(err error)
+	// OnRxDrop and OnTxDrop, when set, count a steered datagram dropped because the socket's
+	// queue was full (its payload size) and a sent datagram dropped because the TX ring stayed
+	// full (the send still succeeded, as with a full NIC queue).
+	OnRxDrop func(bytes int)
+	OnTxDrop func()
+
+	spill atomic.Pointer[[]byte] // datagrams spilled at a fork (handover.go)
 
 	users    atomic.Int64 // calls inside the transport
 	shut     atomic.Bool  // Close happened
 	finalize sync.Once
 
-	kernelOnly atomic.Bool  // GiveUp happened
-	wrShut     atomic.Bool  // shutdown(SHUT_WR): sends go to the kernel, which fails them
-	rcvTimeo   atomic.Int64 // SO_RCVTIMEO in nanoseconds; 0: none
+	kernelOnly atomic.Bool     // GiveUp happened
+	gaveUp     atomic.Uint32   // the transport.Reason GiveUp was given
+	wrShut     atomic.Bool     // shutdown(SHUT_WR): sends go to the kernel, which fails them
+	rcvTimeo   atomic.Int64    // SO_RCVTIMEO in nanoseconds; 0: none
+	waitAvg    udpcall.WaitAvg // how long blocking receives wait for data, typically (recv.go)
 	tos        atomic.Uint32
 	ttl        atomic.Uint32
 	mcTTL      atomic.Uint32
@@ -63,6 +79,7 @@ type UDP struct {
 func (e *Env) NewUDP(nonblock func() bool) *UDP {
 	u := &UDP{env: e, nonblock: nonblock, q: newRxQueue(e.p.QueueLen), mcAll: true}
 	u.bellR.Store(-1)
+	u.watch.Store(-1)
 	u.ttl.Store(64)
 	u.mcTTL.Store(1)
 	u.mcLoop.Store(true)
@@ -98,16 +115,17 @@ func (u *UDP) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
 func (u *UDP) Bound(fd int) {
 	u.readOptions(fd)
 	u.mu.Lock()
-	defer u.mu.Unlock()
 	if u.closed || u.kernelOnly.Load() {
+		u.mu.Unlock()
 		return
 	}
 	local := sysc.Sockname(fd)
 	if !local.IsValid() || local.Port() == 0 || !local.Addr().Is4() {
+		u.mu.Unlock()
 		return
 	}
 	u.local = local
-	u.publishLocked(fd)
+	u.publishUnlock()
 }
 
 // Connected tells the socket that its kernel socket is connected to peer (or disconnected,
@@ -126,45 +144,57 @@ func (u *UDP) Connected(fd int, peer netip.AddrPort) {
 // the membership through it).
 func (u *UDP) Join(fd int, group, source netip.Addr) {
 	u.mu.Lock()
-	defer u.mu.Unlock()
 	j := join{group: group, source: source}
 	for _, have := range u.joins {
 		if have == j {
+			u.mu.Unlock()
 			return
 		}
 	}
 	u.joins = append(u.joins, j)
-	if u.local.IsValid() {
-		u.publishLocked(fd)
-	}
+	u.republishUnlock()
 }
 
-// Leave undoes Join.
-func (u *UDP) Leave(fd int, group, source netip.Addr) {
+// Leave undoes Join: it drops the membership for source, or every membership of group when
+// source is the zero value (IP_DROP_MEMBERSHIP and MCAST_LEAVE_GROUP leave the group
+// altogether, source filters included).
+func (u *UDP) Leave(group, source netip.Addr) {
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	j := join{group: group, source: source}
-	for i, have := range u.joins {
-		if have == j {
-			u.joins = append(u.joins[:i:i], u.joins[i+1:]...)
-			break
+	kept := u.joins[:0:0]
+	for _, have := range u.joins {
+		if have.group != group || source.IsValid() && have.source != source {
+			kept = append(kept, have)
 		}
 	}
-	if u.local.IsValid() {
-		u.publishLocked(fd)
-	}
+	u.joins = kept
+	u.republishUnlock()
 }
 
-// publishLocked hands the socket's binding to the Env; u.mu is held.
-func (u *UDP) publishLocked(fd int) {
+// republishUnlock publishes the socket's binding again when it has one; it releases u.mu.
+func (u *UDP) republishUnlock() {
+	if !u.local.IsValid() || u.closed || u.kernelOnly.Load() {
+		u.mu.Unlock()
+		return
+	}
+	u.publishUnlock()
+}
+
+// publishUnlock hands the socket's binding to the Env and releases u.mu; the reason the socket
+// receives through the kernel only, when it just appeared, goes to OnFallback.
+func (u *UDP) publishUnlock() {
 	b := &binding{local: u.local, peer: u.peer, joins: append([]join(nil), u.joins...), mcAll: u.mcAll}
 	u.env.mu.Lock()
 	why := u.env.publishLocked(u, b)
 	u.env.mu.Unlock()
-	if why != nil && u.fallback == nil {
-		u.env.log.Debug("xdp: socket receives through the kernel", zap.Int("fd", fd), zap.Stringer("local", u.local), zap.Error(why))
+	fresh := why != nil && u.fallback == nil
+	if fresh {
+		u.env.log.Debug("xdp: socket receives through the kernel", zap.Stringer("local", u.local), zap.Error(why))
 	}
 	u.fallback = why
+	u.mu.Unlock()
+	if fresh && u.OnFallback != nil {
+		u.OnFallback(why)
+	}
 }
 
 // Fallback returns why the socket receives only through the kernel (no flow of it is steered:
@@ -214,10 +244,7 @@ func (u *UDP) OptionSet(fd, level, name int) {
 	u.route.Store(nil)
 	if level == unix.IPPROTO_IP && name == unix.IP_MULTICAST_ALL {
 		u.mu.Lock()
-		if u.local.IsValid() && !u.closed && !u.kernelOnly.Load() {
-			u.publishLocked(fd)
-		}
-		u.mu.Unlock()
+		u.republishUnlock()
 	}
 }
 
@@ -225,14 +252,27 @@ func (u *UDP) OptionSet(fd, level, name int) {
 func (u *UDP) ShutWrite() { u.wrShut.Store(true) }
 
 // GiveUp sends the socket back to the kernel for good (an option the rings cannot honour, a
-// fork): its flows are no longer steered, datagrams already queued are still read first.
-func (u *UDP) GiveUp() {
+// fork, an interface it cannot use), r saying why: its flows are no longer steered, datagrams
+// already queued are still read first.
+func (u *UDP) GiveUp(r transport.Reason) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.kernelOnly.Load() {
+		return
+	}
+	u.gaveUp.Store(uint32(r))
 	u.kernelOnly.Store(true)
 	u.env.mu.Lock()
 	u.env.publishLocked(u, nil)
 	u.env.mu.Unlock()
+}
+
+// GaveUp reports why the socket went back to the kernel (GiveUp), or transport.ReasonNone.
+func (u *UDP) GaveUp() transport.Reason {
+	if !u.kernelOnly.Load() {
+		return transport.ReasonNone
+	}
+	return transport.Reason(u.gaveUp.Load())
 }
 
 // Close withdraws the socket's flows; its queued frames go back to the fill rings when the last
@@ -278,7 +318,7 @@ func (u *UDP) release() {
 		}
 		u.bellMu.Lock()
 		u.q.mu.Lock()
-		for _, p := range []*atomic.Int32{&u.bellR, &u.q.bellW} {
+		for _, p := range []*atomic.Int32{&u.watch, &u.bellR, &u.q.bellW} {
 			if fd := int(p.Swap(-1)); fd >= 0 {
 				u.env.releaseFD(fd)
 				unix.Close(fd)
@@ -298,6 +338,11 @@ func (u *UDP) ensureBell() int {
 	}
 	u.bellMu.Lock()
 	defer u.bellMu.Unlock()
+	return u.ensureBellLocked()
+}
+
+// ensureBellLocked is ensureBell with bellMu held.
+func (u *UDP) ensureBellLocked() int {
 	if b := u.bellR.Load(); b >= 0 || u.shut.Load() {
 		return int(b)
 	}

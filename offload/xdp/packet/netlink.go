@@ -75,6 +75,18 @@ func (c *Conn) setup() error {
 	return nil
 }
 
+// Adopt hands the socket's descriptor to place, which returns the descriptor to use from now on:
+// the same one, or a duplicate it made (closing the old one), for example out of the numbers the
+// program the library is preloaded into expects to get. Call it right after Open.
+func (c *Conn) Adopt(place func(fd int) int) {
+	if c.fd >= 0 {
+		c.fd = place(c.fd)
+	}
+}
+
+// FD returns the socket's descriptor (-1 once closed).
+func (c *Conn) FD() int { return c.fd }
+
 // Close closes the socket. The Conn must not be used afterwards.
 func (c *Conn) Close() error {
 	if c.fd < 0 {

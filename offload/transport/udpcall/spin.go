@@ -1,0 +1,29 @@
+package udpcall
+
+import "sync/atomic"
+
+// spinWorth is the typical wait beyond which a blocking receive stops spinning before it sleeps
+// (unless VMA_RX_POLL is -1): data that keeps coming this late is not worth a CPU held busy all
+// that time (the wake-up costs a few microseconds), and on a machine with few CPUs the spinning
+// would take them from the threads that produce the data. Once the waits get shorter again, the
+// receive spins again. The typical wait is a moving average (1/16 per wait) of waits capped at
+// 4 x spinWorth, so a lone long wait (the peer was descheduled) does not stop the spinning.
+const spinWorth = 100e3 // ns
+
+// WaitAvg is how long a socket's blocking receives typically wait for their datagram. The zero
+// value is ready (no wait yet: spinning is worth it).
+type WaitAvg struct{ ns atomic.Int64 }
+
+// Waited folds how long the blocking receive of w waited into the average; receives that found
+// data at once (w not started) do not count.
+func (a *WaitAvg) Waited(w *Wait) {
+	if !w.Started {
+		return
+	}
+	d := min(Nanotime()-w.Begin, 4*spinWorth)
+	old := a.ns.Load()
+	a.ns.Store(old + (d-old)/16)
+}
+
+// SpinWorth reports whether a blocking receive should spin before it sleeps.
+func (a *WaitAvg) SpinWorth() bool { return a.ns.Load() < spinWorth }

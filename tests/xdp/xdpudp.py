@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""xdpudp: UDP traffic generator and checker for the AF_XDP transport tests (tests/xdp_test.go).
+
+Every datagram carries a header (magic, sender id, sequence number, payload length, CRC-32 of
+the rest) and a payload that is a function of (sender, seq): the receiver recomputes both, so a
+damaged, truncated or mixed datagram is counted as bad.
+
+Modes (stdout is line-buffered; the test waits for lines that start with a fixed word):
+
+  rx ADDR:PORT [-n N] [--idle MS] [--group G --ifaddr A] [--mux select|poll|epoll] [--ack W] [--wait]
+      Binds ADDR:PORT (joins G on the interface of A with --group), prints "ready PORT",
+      receives (waiting in the multiplexer first with --mux) until N datagrams or MS
+      milliseconds without one (default 3000), acknowledging every W-th datagram of each sender
+      to its source with --ack, prints
+      "got N bad B dup D reorder R from SRC...". --wait then waits for "exit" on stdin.
+  tx ADDR:PORT [-n N] [--flows F] [--bind A] [--ifaddr A] [--noloop] [--ack W | --window W --pause MS] [--wait]
+      Sends N datagrams to ADDR:PORT from F sockets (round robin, sender ids 0..F-1), each
+      bound to A:0 (default: unbound: the first sendto binds it). With --ack W each socket waits
+      (at most 2 s) for the receiver's acknowledgement of every W-th datagram it sent, so at
+      most W are in flight per sender whatever the scheduler does to the receiver; otherwise it
+      pauses MS ms after every W datagrams (default 32 and 3). --ifaddr/--noloop set
+      IP_MULTICAST_IF and IP_MULTICAST_LOOP=0. Prints "sent N acks A", then with --wait waits
+      for "exit".
+  forkrx ADDR:PORT [-n N]
+      Binds ADDR:PORT, prints "ready PORT", waits for "go" on stdin (the datagrams are waiting
+      by then), forks: the child receives until 1 s without a datagram and prints "child got N
+      bad B", then the parent does the same and prints "parent got N bad B dup D" (D: datagrams
+      both got).
+  echo ADDR:PORT [-n N]
+      Answers N datagrams to their source, prints "ready PORT" first and "echoed N" last.
+  ping ADDR:PORT [-n N]
+      Sends N datagrams one at a time, each waiting (1 s) for its echo, which must be equal.
+      Prints "ping ok N bad B lost L".
+"""
+import argparse
+import select
+import socket
+import struct
+import sys
+import time
+import zlib
+
+MAGIC = 0x58445054  # "XDPT"
+HDR = struct.Struct("!IIIII")  # magic, sender, seq, length, crc
+
+
+def out(*words):
+    print(*words, flush=True)
+
+
+def payload(sender, seq):
+    n = 16 + (seq * 7919 + sender * 31) % 1300
+    pattern = struct.pack("!II", sender, seq) * (n // 8 + 1)
+    return pattern[:n]
+
+
+def datagram(sender, seq):
+    body = payload(sender, seq)
+    return HDR.pack(MAGIC, sender, seq, len(body), zlib.crc32(body)) + body
+
+
+def check(data):
+    """Returns (sender, seq) of a good datagram, None for a bad one."""
+    if len(data) < HDR.size:
+        return None
+    magic, sender, seq, n, crc = HDR.unpack_from(data)
+    body = data[HDR.size:]
+    if magic != MAGIC or n != len(body) or zlib.crc32(body) != crc or body != payload(sender, seq):
+        return None
+    return sender, seq
+
+
+def addr(s):
+    host, port = s.rsplit(":", 1)
+    return host, int(port)
+
+
+def wait_exit():
+    for line in sys.stdin:
+        if line.strip() == "exit":
+            return
+
+
+def join(sock, group, ifaddr):
+    mreq = socket.inet_aton(group) + socket.inet_aton(ifaddr)
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+
+
+def waiter(s, mux, timeout):
+    """Returns a function that waits until s is readable (False: timeout) with the multiplexer
+    mux (select, poll, epoll), or one that lets the blocking receive wait (SO_RCVTIMEO-like
+    socket timeout: CPython polls the socket itself)."""
+    if mux == "select":
+        return lambda: bool(select.select([s], [], [], timeout)[0])
+    if mux == "poll":
+        p = select.poll()
+        p.register(s, select.POLLIN)
+        return lambda: bool(p.poll(timeout * 1000))
+    if mux == "epoll":
+        e = select.epoll()
+        e.register(s, select.EPOLLIN)
+        return lambda: bool(e.poll(timeout))
+    s.settimeout(timeout)
+    return lambda: True
+
+
+def rx(a):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(addr(a.addr))
+    if a.group:
+        join(s, a.group, a.ifaddr)
+    out("ready", s.getsockname()[1])
+    got = bad = dup = reorder = 0
+    seen = set()
+    last = {}
+    sources = set()
+    wait = waiter(s, a.mux, a.idle / 1000)
+    while a.n == 0 or got + bad + dup < a.n:
+        try:
+            if not wait():
+                break
+            data, src = s.recvfrom(4096)
+        except socket.timeout:
+            break
+        sources.add("%s:%d" % src)
+        r = check(data)
+        if r is None:
+            bad += 1
+            continue
+        if r in seen:
+            dup += 1
+            continue
+        seen.add(r)
+        sender, seq = r
+        if seq < last.get(sender, -1):
+            reorder += 1
+        last[sender] = seq
+        got += 1
+        if a.ack and (seq + 1) % a.ack == 0:
+            s.sendto(struct.pack("!II", sender, seq), src)
+    out("got", got, "bad", bad, "dup", dup, "reorder", reorder, "from", ",".join(sorted(sources)))
+    if a.wait:
+        wait_exit()
+    s.close()
+
+
+def tx(a):
+    socks = []
+    for _ in range(a.flows):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        if a.bind:
+            s.bind((a.bind, 0))
+        if a.ifaddr:
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(a.ifaddr))
+        if a.noloop:
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)
+        socks.append(s)
+    dst = addr(a.addr)
+    seqs = [0] * a.flows
+    acks = 0
+    for i in range(a.n):
+        f = i % a.flows
+        socks[f].sendto(datagram(f, seqs[f]), dst)
+        seqs[f] += 1
+        if a.ack:
+            if seqs[f] % a.ack == 0 and select.select([socks[f]], [], [], 2.0)[0]:
+                socks[f].recv(64)
+                acks += 1
+        elif a.window and (i + 1) % a.window == 0:
+            time.sleep(a.pause / 1000)
+    out("sent", a.n, "acks", acks)
+    if a.wait:
+        wait_exit()
+    for s in socks:
+        s.close()
+
+
+def forkrx(a):
+    import os
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(addr(a.addr))
+    out("ready", s.getsockname()[1])
+    for line in sys.stdin:
+        if line.strip() == "go":
+            break
+
+    def drain():
+        # Non-blocking receives with pauses, no poll: a forked child's poll goes to the kernel,
+        # which does not know what was spilled at the fork (the receives take that first).
+        got, bad = set(), 0
+        s.setblocking(False)
+        idle = time.monotonic() + 1.0
+        while True:
+            try:
+                data = s.recv(4096)
+            except BlockingIOError:
+                if time.monotonic() > idle:
+                    return got, bad
+                time.sleep(0.01)
+                continue
+            idle = time.monotonic() + 1.0
+            r = check(data)
+            if r is None:
+                bad += 1
+            else:
+                got.add(r)
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        got, bad = drain()
+        os.write(w, repr(sorted(got)).encode())
+        out("child got", len(got), "bad", bad)
+        os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    child = set(tuple(x) for x in eval(os.read(r, 1 << 20).decode() or "[]"))
+    got, bad = drain()
+    out("parent got", len(got), "bad", bad, "dup", len(got & child))
+
+
+def echo(a):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(addr(a.addr))
+    out("ready", s.getsockname()[1])
+    n = 0
+    while a.n == 0 or n < a.n:
+        data, src = s.recvfrom(4096)
+        s.sendto(data, src)
+        n += 1
+    out("echoed", n)
+
+
+def ping(a):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    dst = addr(a.addr)
+    ok = bad = lost = 0
+    for seq in range(a.n):
+        d = datagram(0, seq)
+        s.sendto(d, dst)
+        r, _, _ = select.select([s], [], [], 1.0)
+        if not r:
+            lost += 1
+            continue
+        data, _ = s.recvfrom(4096)
+        if data == d:
+            ok += 1
+        else:
+            bad += 1
+    out("ping ok", ok, "bad", bad, "lost", lost)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("mode", choices=["rx", "tx", "forkrx", "echo", "ping"])
+    p.add_argument("addr")
+    p.add_argument("-n", type=int, default=100)
+    p.add_argument("--idle", type=int, default=3000)
+    p.add_argument("--group")
+    p.add_argument("--ifaddr")
+    p.add_argument("--bind")
+    p.add_argument("--flows", type=int, default=1)
+    p.add_argument("--noloop", action="store_true")
+    p.add_argument("--window", type=int, default=32)
+    p.add_argument("--pause", type=float, default=3)
+    p.add_argument("--wait", action="store_true")
+    p.add_argument("--ack", type=int, default=0)
+    p.add_argument("--mux", choices=["select", "poll", "epoll"])
+    a = p.parse_args()
+    {"rx": rx, "tx": tx, "forkrx": forkrx, "echo": echo, "ping": ping}[a.mode](a)
+
+
+if __name__ == "__main__":
+    main()
