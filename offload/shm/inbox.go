@@ -434,3 +434,26 @@ func (in *Inbox) Close() error {
 	}
 	return nil
 }
+
+// Seal closes the inbox to senders without unmapping it: their next Send fails with ErrClosed
+// (they then use the kernel), and a Send already past its closed check has published when Seal
+// returns, so the rings hold every datagram that will ever come through them and the owner can
+// take them all (a socket that goes back to the kernel at a fork). A sender that died in the
+// middle of a Send is waited for at most sealWait.
+func (in *Inbox) Seal() {
+	if !in.enter() {
+		return
+	}
+	defer in.leave()
+	atomic.SwapUint64(in.closedp, 1)
+	in.Refresh()
+	deadline := time.Now().Add(sealWait)
+	for _, r := range in.rings {
+		for atomic.LoadUint64(word64(r.mem, rgBusy)) != 0 && time.Now().Before(deadline) {
+			runtime.Gosched()
+		}
+	}
+}
+
+// sealWait bounds Seal's wait for senders in the middle of a Send.
+const sealWait = 10 * time.Millisecond

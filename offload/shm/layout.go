@@ -79,6 +79,7 @@ const (
 	rgDrops  = 144 // u64 datagrams refused with ErrFull
 	rgWakes  = 152 // u64 wake-ups requested
 	rgClosed = 160 // u64 1 once the sender closed its Outlet
+	rgBusy   = 168 // u64 1 while a Send is between its check of the inbox's closed word and its publish
 
 	rgHead     = 256 // u64 consumer position (consumer line)
 	rgDetached = 264 // u64 1 once the receiver detached the ring (the sender gets ErrClosed)

@@ -173,7 +173,14 @@ func (o *Outlet) Send(name []byte, bufs [][]byte, total int) (wake bool, err err
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	p := o.p
-	if p == nil || atomic.LoadUint64(o.ibClosed) != 0 || atomic.LoadUint64(p.detachedp) != 0 {
+	if p == nil {
+		return false, ErrClosed
+	}
+	// busy brackets the closed check and the publish (Swap: a full barrier before the load),
+	// so a receiver that seals the inbox (Inbox.Seal) either is seen here or sees us and waits.
+	atomic.SwapUint64(p.busyp, 1)
+	defer atomic.SwapUint64(p.busyp, 0)
+	if atomic.LoadUint64(o.ibClosed) != 0 || atomic.LoadUint64(p.detachedp) != 0 {
 		return false, ErrClosed
 	}
 	if limit := atomic.LoadUint64(word64(o.ibMem, ibLimit)); limit != 0 && !p.fits(total, limit) {

@@ -47,7 +47,7 @@ type producer struct {
 	drops     uint64
 	wakes     uint64
 
-	tailp, headp, pushedp, dropsp, wakesp, closedp, detachedp *uint64
+	tailp, headp, pushedp, dropsp, wakesp, closedp, detachedp, busyp *uint64
 }
 
 func newProducer(mem []byte, capacity uint64) *producer {
@@ -62,6 +62,7 @@ func newProducer(mem []byte, capacity uint64) *producer {
 		wakesp:    word64(mem, rgWakes),
 		closedp:   word64(mem, rgClosed),
 		detachedp: word64(mem, rgDetached),
+		busyp:     word64(mem, rgBusy),
 	}
 }
 

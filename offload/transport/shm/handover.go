@@ -10,7 +10,9 @@ import (
 
 // HandOver takes every datagram waiting in the socket's rings, in the order a receive would
 // return them, as (source sockaddr, payload) pairs the caller owns: the engine spills them before
-// a fork, then sends the socket back to the kernel.
+// a fork, then sends the socket back to the kernel. The inbox is sealed first: senders use the
+// kernel from then on, and one in the middle of a send has published before the rings are read
+// (a datagram put into a ring after the hand-over would never be read).
 func (u *UDP) HandOver() [][2][]byte {
 	if !u.enter() {
 		return nil
@@ -23,6 +25,7 @@ func (u *UDP) HandOver() [][2][]byte {
 	u.rxmu.Lock()
 	defer u.rxmu.Unlock()
 	var out [][2][]byte
+	in.Seal()
 	in.Refresh()
 	for len(out) < maxHandOver {
 		name, data, err := in.Peek()
