@@ -40,14 +40,8 @@ func (t *TCP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	}()
 	t.txmu.Lock()
 	defer t.txmu.Unlock()
-	conn := t.conn.Load()
-	if conn != nil && !t.trySwitchWrite(c.FD, conn) {
-		conn = t.settleLocked(conn)
-	}
-	if conn != nil {
-		t.maybeBackWrite(c.FD, conn)
-	}
-	if conn == nil || !t.txRing() || t.peerEnded(conn) {
+	conn := t.sendRing(c.FD)
+	if conn == nil {
 		return t.kernelSend(c)
 	}
 	var arr [maxBufs][]byte
@@ -66,6 +60,23 @@ func (t *TCP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	}
 	n, errno = t.ringSend(c.FD, conn, &d, t.nonblock() || d.flags&unix.MSG_DONTWAIT != 0)
 	return n, errno, false
+}
+
+// sendRing is the pairing step of a send: switch our writes when we may, withdraw or follow a
+// withdrawal, go back to the kernel when asked. It returns the segment when the send goes into
+// the ring, nil when it goes to the kernel. txmu is held.
+func (t *TCP) sendRing(fd int) *ring.Conn {
+	conn := t.conn.Load()
+	if conn != nil && !t.trySwitchWrite(fd, conn) {
+		conn = t.settleLocked(conn)
+	}
+	if conn != nil {
+		t.maybeBackWrite(fd, conn)
+	}
+	if conn == nil || !t.txRing() || t.peerEnded(conn) {
+		return nil
+	}
+	return conn
 }
 
 // kernelSend makes a send call on the kernel socket: before our switch (its bytes count in K),

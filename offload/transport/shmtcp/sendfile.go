@@ -26,14 +26,8 @@ func (t *TCP) sendfile(c *transport.Call) (n int, errno syscall.Errno, viaOS boo
 	}()
 	t.txmu.Lock()
 	defer t.txmu.Unlock()
-	conn := t.conn.Load()
-	if conn != nil && !t.trySwitchWrite(c.FD, conn) {
-		conn = t.settleLocked(conn)
-	}
-	if conn != nil {
-		t.maybeBackWrite(c.FD, conn)
-	}
-	if conn == nil || !t.txRing() || t.peerEnded(conn) {
+	conn := t.sendRing(c.FD)
+	if conn == nil {
 		return t.kernelSend(c)
 	}
 	if t.wrShut.Load() {
