@@ -27,7 +27,7 @@ type epollSet struct {
 	next    int
 	// owner is the thread that waits on the set, -1 once a second one did; awake are the marks
 	// a set with one waiting thread keeps on its shared-memory TCP members (epoll_awake.go).
-	owner  int
+	owner  uintptr      // threadKey of the waiting thread; manyWaiters once a second one waited
 	marks  int          // members with an awake mark
 	linger []lingerMark // marks of deleted members (epoll_awake.go)
 }
@@ -316,7 +316,7 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 			w.tcps = append(w.tcps, t)
 		}
 	}
-	keep := len(w.tcps) > 0 && set.waitedBy(unix.Gettid())
+	keep := len(w.tcps) > 0 && set.waitedBy(threadKey(c.A[4]))
 	if keep {
 		set.holdAwake()
 		w.setMarks = true // the set's marks stand for the waiter's spin marks
@@ -524,31 +524,12 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 			continue
 		}
 		if t := m.s.shmTCP(); t != nil && !bell {
-			tev, ok := m.tcpEvents(t, uint32(ev))
-			if !ok {
-				goto plain
+			// The transport's answer (already within the member's events, ERR and HUP); the
+			// kernel's stands for a connection without a segment.
+			if tev, ok := m.tcpEvents(t, uint32(ev)); ok {
+				ev = tev
 			}
-			if tev == 0 {
-				continue
-			}
-			ev = tev
-			if j := indexOf(out, 0, at+added, m.data); j >= 0 {
-				old, _ := umem.EpollEvent(out, j)
-				umem.PutEpollEvent(out, j, old|ev, m.data)
-				continue
-			}
-			if m.disabled {
-				continue
-			}
-			umem.PutEpollEvent(out, at+added, ev, m.data)
-			added++
-			if m.events&unix.EPOLLONESHOT != 0 {
-				m.disabled = true
-			}
-			continue
-		}
-	plain:
-		if bell {
+		} else if bell {
 			u := m.s.ringUDP()
 			if u == nil {
 				continue

@@ -67,18 +67,31 @@ func (set *epollSet) dropLinger(t *shmtcp.TCP) {
 	}
 }
 
-// waitedBy records that thread tid waits on the set; it reports whether the set keeps awake
-// marks (one waiting thread so far). set.mu is held.
-func (set *epollSet) waitedBy(tid int) bool {
+// waitedBy records that thread (a threadKey) waits on the set; it reports whether the set keeps
+// awake marks (one waiting thread so far). set.mu is held.
+func (set *epollSet) waitedBy(thread uintptr) bool {
 	switch set.owner {
 	case 0:
-		set.owner = tid
-	case tid:
+		set.owner = thread
+	case thread:
 	default:
-		set.owner = -1
+		set.owner = manyWaiters
 		set.releaseAwake()
 	}
-	return set.owner == tid
+	return set.owner == thread
+}
+
+// manyWaiters is a set's owner once more than one thread waited on it.
+const manyWaiters = ^uintptr(0)
+
+// threadKey identifies the calling thread without a system call: the address of its signal
+// counters (shim/signal.c, in the thread's TLS), which the trampoline passes with every wait;
+// its thread id when there are none.
+func threadKey(sigCounters uintptr) uintptr {
+	if sigCounters != 0 {
+		return sigCounters
+	}
+	return uintptr(unix.Gettid())
 }
 
 // holdAwake marks every shared-memory TCP member read from the ring that has no mark yet.
