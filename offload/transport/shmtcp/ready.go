@@ -56,10 +56,19 @@ func (t *TCP) Readable(fd int) bool {
 			return e == 0 && rev&(unix.POLLRDHUP|unix.POLLERR|unix.POLLHUP) != 0
 		}
 	}
-	if conn.Readable() > 0 || t.gone.Load() != 0 || t.rdShut.Load() {
-		return true
-	}
-	return conn.PeerState()&(ring.StateWriteShut|ring.StateReset) != 0
+	return t.ringReadable(conn, conn.PeerState())
+}
+
+// ringReadable is Readable after the reader's switch, with the peer's state ps: ring data, or a
+// receive that ends at once (EOF after the peer's shutdown or our SHUT_RD, a reset, a dead peer).
+func (t *TCP) ringReadable(conn *ring.Conn, ps ring.StreamState) bool {
+	return conn.Readable() > 0 || t.gone.Load() != 0 || t.rdShut.Load() ||
+		ps&(ring.StateWriteShut|ring.StateReset) != 0
+}
+
+// ringHup is Hup once both directions are on the ring, with the peer's state ps.
+func (t *TCP) ringHup(ps ring.StreamState) bool {
+	return t.gone.Load() != 0 || ps&ring.StateReset != 0 || (t.wrShut.Load() && ps&ring.StateWriteShut != 0)
 }
 
 // Writable reports whether a send would not block after our switch: a third of the ring free
@@ -101,11 +110,7 @@ func (t *TCP) Hup() bool {
 	if conn == nil || !t.rxSwitched.Load() || !t.txRing() || t.rxBack.Load() {
 		return false
 	}
-	if t.gone.Load() != 0 {
-		return true
-	}
-	ps := conn.PeerState()
-	return ps&ring.StateReset != 0 || (t.wrShut.Load() && ps&ring.StateWriteShut != 0)
+	return t.ringHup(conn.PeerState())
 }
 
 // InQueue answers FIONREAD (SIOCINQ): the bytes a receive would get now. false: ask the kernel
@@ -219,16 +224,13 @@ func (t *TCP) Poll(fd int, events, kernel int16) (revents int16, ok bool) {
 // receive side and POLLHUP (an epoll_wait that polls spins over every member with it).
 func (t *TCP) pollRings(conn *ring.Conn, events int16) (revents int16) {
 	ps := conn.PeerState()
-	gone := t.gone.Load() != 0
-	if events&pollIn != 0 {
-		if conn.Readable() > 0 || gone || t.rdShut.Load() || ps&(ring.StateWriteShut|ring.StateReset) != 0 {
-			revents |= events & pollIn
-		}
+	if events&pollIn != 0 && t.ringReadable(conn, ps) {
+		revents |= events & pollIn
 	}
 	if events&pollOut != 0 && (t.Writable() || t.WantWritable()) {
 		revents |= events & pollOut
 	}
-	if gone || ps&ring.StateReset != 0 || (t.wrShut.Load() && ps&ring.StateWriteShut != 0) {
+	if t.ringHup(ps) {
 		revents |= unix.POLLHUP
 	}
 	return revents

@@ -136,7 +136,7 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 		}
 		// Marks of others (an epoll set's awake marks, epoll_awake.go in the engine) keep the
 		// peer's wake byte away: then look at the ring again every millisecond.
-		t.rxSleepers.Add(1)
+		t.Sleep(true)
 		limit := int64(0)
 		if c := t.conn.Load(); c != nil && t.rxSwitched.Load() && c.Spinners() > 0 {
 			limit = 1e6
@@ -147,7 +147,7 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 		} else {
 			_, e = t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.timeout(limit))
 		}
-		t.rxSleepers.Add(-1)
+		t.Sleep(false)
 		if e != 0 && e != unix.EINTR {
 			return -1, e, false
 		}
