@@ -47,47 +47,9 @@ func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 // datagram after the first non-blocking; the timeout is checked after each datagram, as the
 // kernel does.
 func (u *UDP) recvmmsg(c *transport.Call, in *ring.Inbox) (int, syscall.Errno, bool) {
-	vlen, flags := int(uint32(c.A[1])), int(int32(c.A[2]))
-	if flags&udpcall.KernelRecvFlags != 0 || vlen > umem.MaxIov {
-		return u.kernel(c)
-	}
-	var deadline int64
-	if c.A[3] != 0 {
-		ts := umem.Timespec(c.A[3])
-		if ts.Sec < 0 || ts.Nsec < 0 || ts.Nsec >= 1e9 {
-			return -1, unix.EINVAL, false
-		}
-		deadline = nanotime() + ts.Sec*1e9 + ts.Nsec
-	}
-	nonblock := u.nonblock() || flags&unix.MSG_DONTWAIT != 0
-	var arr [udpcall.MaxBufs][]byte
-	count := 0
-	viaOS := false
-	for i := 0; i < vlen; i++ {
-		mp, lenp := umem.Mmsghdr(c.A[0], i)
-		rc, ok := udpcall.ParseMsg(mp, flags&^unix.MSG_WAITFORONE, arr[:0])
-		if !ok {
-			if count == 0 {
-				return u.kernel(c)
-			}
-			break
-		}
-		sub := transport.Call{Op: transport.OpRecvmsg, FD: c.FD, A: [5]uintptr{mp, uintptr(rc.Flags)}}
-		n, errno, os := u.receive(&sub, in, &rc, nonblock || (count > 0 && flags&unix.MSG_WAITFORONE != 0))
-		if errno != 0 {
-			if count > 0 {
-				break
-			}
-			return -1, errno, os
-		}
-		viaOS = viaOS || os
-		*lenp = uint32(n)
-		count++
-		if deadline != 0 && nanotime() >= deadline {
-			break
-		}
-	}
-	return count, 0, viaOS
+	return udpcall.Recvmmsg(c, u.nonblock(), func(sub *transport.Call, rc *udpcall.Rx, nonblock bool) (int, syscall.Errno, bool) {
+		return u.receive(sub, in, rc, nonblock)
+	}, u.kernel)
 }
 
 // receive waits for one datagram from the rings or the kernel socket: polls both (the kernel
