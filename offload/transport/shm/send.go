@@ -42,50 +42,18 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 			n, errno, viaOS = -1, unix.EFAULT, false
 		}
 	}()
-	var arr [udpcall.MaxBufs][]byte
-	bufs := arr[:0]
-	total, flags := 0, 0
-	var namep uintptr
-	var namelen uint32
-	ctl := false
-	switch c.Op {
-	case transport.OpWrite:
-		bufs = append(bufs, umem.Bytes(c.A[0], int(c.A[1])))
-		total = int(c.A[1])
-	case transport.OpWritev:
-		if int(c.A[1]) < 0 || int(c.A[1]) > umem.MaxIov {
-			return u.kernel(c)
-		}
-		bufs, total = umem.Iovecs(bufs, c.A[0], int(c.A[1]))
-	case transport.OpSendto:
-		bufs = append(bufs, umem.Bytes(c.A[0], int(c.A[1])))
-		total, flags = int(c.A[1]), int(c.A[2])
-		namep, namelen = c.A[3], uint32(c.A[4])
-	case transport.OpSendmsg:
-		m := umem.Msghdr(c.A[0])
-		iov, iovlen := umem.MsgIov(m)
-		if iovlen < 0 || iovlen > umem.MaxIov {
-			return u.kernel(c)
-		}
-		ctl = m.Controllen != 0
-		bufs, total = umem.Iovecs(bufs, iov, iovlen)
-		flags = int(c.A[1])
-		namep, namelen = umem.MsgName(m)
-	case transport.OpSendmmsg:
+	if c.Op == transport.OpSendmmsg {
 		return u.sendmmsg(c)
-	default:
+	}
+	var arr [udpcall.MaxBufs][]byte
+	tx, ok := udpcall.ParseTx(c, arr[:0])
+	if !ok {
 		return u.kernel(c)
 	}
-	var dst netip.AddrPort
-	if namep != 0 {
-		if namelen > unix.SizeofSockaddrAny || int32(namelen) < 0 {
-			return u.kernel(c) // EINVAL
-		}
-		if dst = sockaddr4(umem.Bytes(namep, int(namelen))); !dst.IsValid() {
-			return u.kernel(c)
-		}
-	} else if dst = u.Peer(); !dst.IsValid() {
-		return u.kernel(c)
+	bufs, total, flags, ctl := tx.Bufs, tx.Total, tx.Flags, tx.Ctl
+	dst, ok := tx.Dest(u.Peer)
+	if !ok {
+		return u.kernel(c) // EINVAL, another family, no destination: the kernel's answer
 	}
 	if dst.Addr().IsMulticast() {
 		if total < 0 || total > maxUDPPayload {
@@ -206,12 +174,7 @@ const maxUDPPayload = 65507
 const wakeLen = 16
 
 // sockaddr4 parses a sockaddr_in; the zero value for anything else.
-func sockaddr4(b []byte) netip.AddrPort {
-	if len(b) < unix.SizeofSockaddrInet4 || binary.NativeEndian.Uint16(b) != unix.AF_INET {
-		return netip.AddrPort{}
-	}
-	return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), binary.BigEndian.Uint16(b[2:4]))
-}
+func sockaddr4(b []byte) netip.AddrPort { return udpcall.Sockaddr4(b) }
 
 // putSockaddr4 writes a as a sockaddr_in into b (16 bytes).
 func putSockaddr4(b []byte, a netip.AddrPort) {

@@ -13,7 +13,6 @@ package xdp
 //     the headers and the payload into it and posts it on the TX ring.
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"syscall"
 
@@ -44,50 +43,17 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 		}
 	}()
 	var arr [udpcall.MaxBufs][]byte
-	bufs := arr[:0]
-	total, flags := 0, 0
-	var namep uintptr
-	var namelen uint32
-	ctl := false
-	switch c.Op {
-	case transport.OpWrite:
-		bufs = append(bufs, umem.Bytes(c.A[0], int(c.A[1])))
-		total = int(c.A[1])
-	case transport.OpWritev:
-		if int(c.A[1]) < 0 || int(c.A[1]) > umem.MaxIov {
-			return u.kernelSend(c, WhyUnsupported)
-		}
-		bufs, total = umem.Iovecs(bufs, c.A[0], int(c.A[1]))
-	case transport.OpSendto:
-		bufs = append(bufs, umem.Bytes(c.A[0], int(c.A[1])))
-		total, flags = int(c.A[1]), int(c.A[2])
-		namep, namelen = c.A[3], uint32(c.A[4])
-	case transport.OpSendmsg:
-		m := umem.Msghdr(c.A[0])
-		iov, iovlen := umem.MsgIov(m)
-		if iovlen < 0 || iovlen > umem.MaxIov {
-			return u.kernelSend(c, WhyUnsupported)
-		}
-		ctl = m.Controllen != 0
-		bufs, total = umem.Iovecs(bufs, iov, iovlen)
-		flags = int(c.A[1])
-		namep, namelen = umem.MsgName(m)
-	default:
+	tx, ok := udpcall.ParseTx(c, arr[:0])
+	if !ok {
 		return u.kernelSend(c, WhyUnsupported)
 	}
-	if ctl || flags&^sendFlags != 0 || total < 0 || total > packet.MaxPayload {
+	bufs, total, flags := tx.Bufs, tx.Total, tx.Flags
+	if tx.Ctl || flags&^sendFlags != 0 || total < 0 || total > packet.MaxPayload {
 		return u.kernelSend(c, WhyUnsupported)
 	}
-	var dst netip.AddrPort
-	if namep != 0 {
-		if namelen > unix.SizeofSockaddrAny || int32(namelen) < 0 {
-			return u.kernelSend(c, WhyUnsupported) // EINVAL
-		}
-		if dst = sockaddr4(umem.Bytes(namep, int(namelen))); !dst.IsValid() {
-			return u.kernelSend(c, WhyUnsupported)
-		}
-	} else if dst = u.peerAddr(); !dst.IsValid() {
-		return u.kernelSend(c, WhyUnsupported) // ENOTCONN or EDESTADDRREQ from the kernel
+	dst, ok := tx.Dest(u.peerAddr)
+	if !ok {
+		return u.kernelSend(c, WhyUnsupported) // EINVAL, ENOTCONN or EDESTADDRREQ from the kernel
 	}
 	if dst.Port() == 0 || dst.Addr().IsUnspecified() {
 		return u.kernelSend(c, WhyUnsupported)
@@ -220,12 +186,7 @@ func (u *UDP) peerAddr() netip.AddrPort {
 }
 
 // sockaddr4 parses a sockaddr_in; the zero value for anything else.
-func sockaddr4(b []byte) netip.AddrPort {
-	if len(b) < unix.SizeofSockaddrInet4 || binary.NativeEndian.Uint16(b) != unix.AF_INET {
-		return netip.AddrPort{}
-	}
-	return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), binary.BigEndian.Uint16(b[2:4]))
-}
+func sockaddr4(b []byte) netip.AddrPort { return udpcall.Sockaddr4(b) }
 
 // dropTx counts a datagram the send accepted and the full TX ring dropped.
 func (u *UDP) dropTx() {
