@@ -178,6 +178,9 @@ func (e *Engine) forget(fd int) {
 	e.reg.mu.Lock()
 	defer e.reg.mu.Unlock()
 	if s := e.reg.get(fd); s != nil {
+		if s.typ == sockStream && s.shmTCP() != nil {
+			e.dropGhosts(fd)
+		}
 		e.dropLocked(fd, s)
 	}
 	e.cfg.Table.Set(fd, 0)

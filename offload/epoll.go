@@ -30,6 +30,9 @@ type epollSet struct {
 	owner  uintptr      // threadKey of the waiting thread; manyWaiters once a second one waited
 	marks  int          // members with an awake mark
 	linger []lingerMark // marks of deleted members (epoll_awake.go)
+	// ghosts are deleted shared-memory TCP members whose kernel fd is still registered in the
+	// inner set (epoll_ghost.go), by fd.
+	ghosts map[int]*member
 }
 
 // member is one ring socket in an epoll set, as the program registered it.
@@ -146,6 +149,7 @@ func (e *Engine) handMembersOver(s *Socket) {
 			}
 			set.remove(fd)
 		}
+		set.exorciseSocket(s)
 		set.mu.Unlock()
 	}
 }
@@ -163,6 +167,7 @@ func (e *Engine) dropMember(s *Socket) {
 		if t := s.shmTCP(); t != nil {
 			set.dropLinger(t)
 		}
+		set.exorciseSocket(s)
 		set.mu.Unlock()
 	}
 }
@@ -232,9 +237,11 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		if m != nil {
 			return -int64(unix.EEXIST)
 		}
-		m = &member{fd: fd, s: s, events: events, data: data}
-		if errno := epollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
-			return -int64(errno)
+		if m = set.revive(fd, s, events, data); m == nil {
+			m = &member{fd: fd, s: s, events: events, data: data}
+			if errno := epollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
+				return -int64(errno)
+			}
 		}
 		set.members[fd] = m
 		set.order = append(set.order, fd)
@@ -260,12 +267,14 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
 			return result(n, errno)
 		}
-		_ = epollCtl(set.inner, op, fd, 0, 0)
-		if m.bell > 0 {
-			_ = epollCtl(set.inner, op, m.bell, 0, 0)
-		}
 		set.lingerAwake(m)
 		set.remove(fd)
+		if !set.haunt(m) {
+			_ = epollCtl(set.inner, op, fd, 0, 0)
+			if m.bell > 0 {
+				_ = epollCtl(set.inner, op, m.bell, 0, 0)
+			}
+		}
 	default:
 		return -int64(unix.EINVAL)
 	}
@@ -490,7 +499,7 @@ const bellData = 1 << 62
 // kernel's bits added instead).
 func (set *epollSet) innerEvents(out []byte, n, max int) int {
 	set.mu.Lock()
-	regs := 2*len(set.members) + 1 // each member and its doorbell
+	regs := 2*len(set.members) + len(set.ghosts) + 1 // each member and its doorbell, ghosts
 	set.mu.Unlock()
 	lim := min(max-n, regs)
 	if lim <= 0 {
@@ -521,6 +530,9 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 		fd := int(data &^ bellData)
 		m := set.members[fd]
 		if m == nil {
+			if !bell {
+				set.exorcise(fd)
+			}
 			continue
 		}
 		if t := m.s.shmTCP(); t != nil && !bell {
