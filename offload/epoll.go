@@ -23,7 +23,7 @@ type epollSet struct {
 
 	mu      sync.Mutex
 	members map[int]*member // by the fd the program registered
-	order   []int           // fds in registration order, for round robin
+	order   []*member       // members in registration order, for round robin
 	next    int
 	// owner is the thread that waits on the set, -1 once a second one did; awake are the marks
 	// a set with one waiting thread keeps on its shared-memory TCP members (epoll_awake.go).
@@ -177,8 +177,8 @@ func (set *epollSet) remove(fd int) {
 		m.releaseAwake(set)
 	}
 	delete(set.members, fd)
-	for i, f := range set.order {
-		if f == fd {
+	for i, m := range set.order {
+		if m.fd == fd {
 			set.order = append(set.order[:i], set.order[i+1:]...)
 			break
 		}
@@ -244,7 +244,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 			}
 		}
 		set.members[fd] = m
-		set.order = append(set.order, fd)
+		set.order = append(set.order, m)
 	case unix.EPOLL_CTL_MOD:
 		if m == nil {
 			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
@@ -319,10 +319,12 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 	_ = out[len(out)-1] // fault now on a short array, before anything was consumed
 	set.mu.Lock()
 	for _, m := range set.members {
-		if u := m.s.ringUDP(); u != nil {
+		if m.s.typ == sockStream {
+			if t := m.s.shmTCP(); t != nil && m.events&unix.EPOLLIN != 0 {
+				w.tcps = append(w.tcps, t)
+			}
+		} else if u := m.s.ringUDP(); u != nil {
 			w.socks = append(w.socks, u)
-		} else if t := m.s.shmTCP(); t != nil && m.events&unix.EPOLLIN != 0 {
-			w.tcps = append(w.tcps, t)
 		}
 	}
 	keep := len(w.tcps) > 0 && set.waitedBy(threadKey(c.A[4]))
@@ -416,8 +418,7 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 	n := from
 	count := len(set.order)
 	for k := 0; k < count && n < max; k++ {
-		fd := set.order[(set.next+k)%count]
-		m := set.members[fd]
+		m := set.order[(set.next+k)%count]
 		if m.disabled {
 			continue
 		}

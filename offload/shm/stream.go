@@ -333,6 +333,22 @@ func (c *Conn) Readable() int {
 	return int(avail)
 }
 
+// RxPoll returns what Readable and PeerState return, under one lock: readiness checks of event
+// loops with many connections make both for every connection at every look.
+func (c *Conn) RxPoll() (avail int, ps StreamState) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.mem == nil {
+		return 0, 0
+	}
+	ps = c.peerState()
+	if c.rx.broken || ps&StateReset != 0 {
+		return 0, ps
+	}
+	a, _ := c.rx.available(^uint64(0))
+	return int(a), ps
+}
+
 // unread returns how many of our written bytes the peer has not consumed (validated).
 func (t *txDir) unread() uint64 {
 	h := atomic.LoadUint64(t.headp)
@@ -362,6 +378,19 @@ func (c *Conn) Space() int {
 		return 0
 	}
 	return int(c.tx.cap - c.tx.unread())
+}
+
+// TxSpace returns what Space returns and the capacity of our writing ring, under one lock.
+func (c *Conn) TxSpace() (space, capacity int) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.mem == nil {
+		return 0, 0
+	}
+	if c.tx.shut || c.tx.broken {
+		return 0, int(c.tx.cap)
+	}
+	return int(c.tx.cap - c.tx.unread()), int(c.tx.cap)
 }
 
 // Capacities returns the ring sizes of our writing and our reading direction.

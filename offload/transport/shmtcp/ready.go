@@ -56,13 +56,14 @@ func (t *TCP) Readable(fd int) bool {
 			return e == 0 && rev&(unix.POLLRDHUP|unix.POLLERR|unix.POLLHUP) != 0
 		}
 	}
-	return t.ringReadable(conn, conn.PeerState())
+	return t.ringReadable(conn.RxPoll())
 }
 
 // ringReadable is Readable after the reader's switch, with the peer's state ps: ring data, or a
 // receive that ends at once (EOF after the peer's shutdown or our SHUT_RD, a reset, a dead peer).
-func (t *TCP) ringReadable(conn *ring.Conn, ps ring.StreamState) bool {
-	return conn.Readable() > 0 || t.gone.Load() != 0 || t.rdShut.Load() ||
+// avail is the ring's unread bytes (ring.Conn.RxPoll gives both).
+func (t *TCP) ringReadable(avail int, ps ring.StreamState) bool {
+	return avail > 0 || t.gone.Load() != 0 || t.rdShut.Load() ||
 		ps&(ring.StateWriteShut|ring.StateReset) != 0
 }
 
@@ -79,12 +80,16 @@ func (t *TCP) Writable() bool {
 	if conn == nil || !t.txRing() {
 		return false
 	}
-	if t.wrShut.Load() || t.gone.Load() != 0 ||
-		conn.PeerState()&(ring.StateClosed|ring.StateReset) != 0 {
+	return t.writableWith(conn, conn.PeerState())
+}
+
+// writableWith is Writable after our switch, with the peer's state ps.
+func (t *TCP) writableWith(conn *ring.Conn, ps ring.StreamState) bool {
+	if t.wrShut.Load() || t.gone.Load() != 0 || ps&(ring.StateClosed|ring.StateReset) != 0 {
 		return true
 	}
-	tx, _ := conn.Capacities()
-	return conn.Space() >= max(tx/3, 1)
+	space, capacity := conn.TxSpace()
+	return space >= max(capacity/3, 1)
 }
 
 // WantWritable registers a poller waiting for POLLOUT after our switch: when the ring has a third
@@ -223,11 +228,11 @@ func (t *TCP) Poll(fd int, events, kernel int16) (revents int16, ok bool) {
 // of a connection whose both directions are on the ring: the peer's state is read once for the
 // receive side and POLLHUP (an epoll_wait that polls spins over every member with it).
 func (t *TCP) pollRings(conn *ring.Conn, events int16) (revents int16) {
-	ps := conn.PeerState()
-	if events&pollIn != 0 && t.ringReadable(conn, ps) {
+	avail, ps := conn.RxPoll()
+	if events&pollIn != 0 && t.ringReadable(avail, ps) {
 		revents |= events & pollIn
 	}
-	if events&pollOut != 0 && (t.Writable() || t.WantWritable()) {
+	if events&pollOut != 0 && (t.writableWith(conn, ps) || t.WantWritable()) {
 		revents |= events & pollOut
 	}
 	if t.ringHup(ps) {
