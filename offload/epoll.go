@@ -10,6 +10,7 @@ import (
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/shmtcp"
 )
 
 // epollSet is the engine's side of a program's epoll fd that has ring sockets in it. The ring
@@ -33,6 +34,11 @@ type epollSet struct {
 	// ghosts are deleted shared-memory TCP members whose kernel fd is still registered in the
 	// inner set (epoll_ghost.go), by fd.
 	ghosts map[int]*member
+	// gen counts changes of the members and their events; waitGen is the gen waitTCPs and
+	// waitUDP were made at (waitLists).
+	gen, waitGen uint64
+	waitTCPs     []*shmtcp.TCP // TCP members waited on for input (never appended to: shared)
+	waitUDP      []*member     // UDP members (their ring transport comes with their port)
 }
 
 // member is one ring socket in an epoll set, as the program registered it.
@@ -177,6 +183,7 @@ func (set *epollSet) remove(fd int) {
 		m.releaseAwake(set)
 	}
 	delete(set.members, fd)
+	set.gen++
 	for i, m := range set.order {
 		if m.fd == fd {
 			set.order = append(set.order[:i], set.order[i+1:]...)
@@ -245,6 +252,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		}
 		set.members[fd] = m
 		set.order = append(set.order, m)
+		set.gen++
 	case unix.EPOLL_CTL_MOD:
 		if m == nil {
 			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
@@ -254,6 +262,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 			return -int64(unix.EINVAL)
 		}
 		m.events, m.data, m.disabled, m.seen, m.outSeen = events, data, false, 0, false
+		set.gen++
 		if want := m.wantInner(); want != m.inner || s.typ != sockStream {
 			// A TCP member whose kernel events stay the same (after the switch EPOLLOUT is a
 			// kernel EPOLLIN) costs no system call: event loops switch EPOLLOUT on and off
@@ -318,12 +327,9 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 	out := umem.EpollEvents(c.A[0], max)
 	_ = out[len(out)-1] // fault now on a short array, before anything was consumed
 	set.mu.Lock()
-	for _, m := range set.members {
-		if m.s.typ == sockStream {
-			if t := m.s.shmTCP(); t != nil && m.events&unix.EPOLLIN != 0 {
-				w.tcps = append(w.tcps, t)
-			}
-		} else if u := m.s.ringUDP(); u != nil {
+	w.tcps = set.waitLists()
+	for _, m := range set.waitUDP {
+		if u := m.s.ringUDP(); u != nil {
 			w.socks = append(w.socks, u)
 		}
 	}
@@ -408,6 +414,26 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 			return 0
 		}
 	}
+}
+
+// waitLists returns the shared-memory TCP members a waiter waits on for input, and makes
+// set.waitUDP current; set.mu is held. Both are made again only when the members changed (a TCP
+// member has its transport from before it was added: one without is left to the kernel).
+func (set *epollSet) waitLists() []*shmtcp.TCP {
+	if set.waitGen == set.gen && set.waitTCPs != nil {
+		return set.waitTCPs
+	}
+	tcps := make([]*shmtcp.TCP, 0, len(set.order))
+	set.waitUDP = set.waitUDP[:0:0]
+	for _, m := range set.order {
+		if m.s.typ != sockStream {
+			set.waitUDP = append(set.waitUDP, m)
+		} else if t := m.s.shmTCP(); t != nil && m.events&unix.EPOLLIN != 0 {
+			tcps = append(tcps, t)
+		}
+	}
+	set.waitTCPs, set.waitGen = tcps, set.gen
+	return tcps
 }
 
 // ringEvents writes the events of members whose rings hold data into out[from:max] and returns
