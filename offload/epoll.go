@@ -53,9 +53,11 @@ type member struct {
 	// Shared-memory TCP members (epoll_tcp.go): inner is the events the kernel fd is registered
 	// with in the inner set (they change when the connection switches); outSeen, for EPOLLET,
 	// that writability was reported and not lost since.
-	inner   uint32
-	outSeen bool
-	awake   *ring.Conn // the segment this member's awake mark is on (epoll_awake.go); nil: none
+	inner    uint32
+	outSeen  bool
+	hangSeen uint32     // EPOLLET: the ERR, HUP and RDHUP bits last reported
+	endSeen  bool       // EPOLLET: the end of input was reported
+	awake    *ring.Conn // the segment this member's awake mark is on (epoll_awake.go); nil: none
 }
 
 // epolls maps program epoll fds to their sets.
@@ -261,7 +263,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		if events&unix.EPOLLEXCLUSIVE != 0 || m.events&unix.EPOLLEXCLUSIVE != 0 {
 			return -int64(unix.EINVAL)
 		}
-		m.events, m.data, m.disabled, m.seen, m.outSeen = events, data, false, 0, false
+		m.events, m.data, m.disabled, m.seen, m.outSeen, m.hangSeen, m.endSeen = events, data, false, 0, false, 0, false
 		set.gen++
 		if want := m.wantInner(); want != m.inner || s.typ != sockStream {
 			// A TCP member whose kernel events stay the same (after the switch EPOLLOUT is a

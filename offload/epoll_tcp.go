@@ -12,7 +12,8 @@ import (
 // always set), level-triggered; the events reported to the program are the transport's answer
 // (shmtcp.TCP.Poll), so a wake byte left after its data was read reports nothing, and EPOLLOUT
 // follows the ring. EPOLLET is emulated: EPOLLIN is reported again only when more bytes arrived
-// since the last report, EPOLLOUT only after the connection was not writable in between.
+// since the last report, EPOLLOUT only after the connection was not writable in between, and a
+// report carries every ready event, as the kernel's does.
 
 // epollPollBits are the epoll bits that are poll bits of the same value.
 const epollPollBits = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLPRI | unix.EPOLLERR | unix.EPOLLHUP | unix.EPOLLRDHUP
@@ -47,22 +48,35 @@ func (m *member) tcpEvents(t *shmtcp.TCP, kernel uint32) (uint32, bool) {
 	}
 	ev := uint32(uint16(rev)) & (m.events | unix.EPOLLERR | unix.EPOLLHUP)
 	if m.events&unix.EPOLLET != 0 {
+		// The kernel reports, at each wake-up of the file, every event that is ready then: an
+		// edge is bytes that arrived since the last report, the end of input (a FIN), writability that was lost in
+		// between, or a hang-up or error bit that was not reported yet; without one nothing is
+		// reported.
+		edge := false
 		if ev&unix.EPOLLIN != 0 {
 			st := t.Stats()
-			a := st.RingRx + st.RxFill + st.KernelRx
-			if a == m.seen {
-				ev &^= unix.EPOLLIN
-			} else {
+			if a := st.RingRx + st.RxFill + st.KernelRx; a != m.seen {
 				m.seen = a
+				edge = true
+			}
+			if !m.endSeen && t.Ended() {
+				m.endSeen = true
+				edge = true
 			}
 		}
 		if ev&unix.EPOLLOUT != 0 {
-			if m.outSeen {
-				ev &^= unix.EPOLLOUT
-			}
+			edge = edge || !m.outSeen
 			m.outSeen = true
 		} else {
 			m.outSeen = false
+		}
+		const hangs = unix.EPOLLERR | unix.EPOLLHUP | unix.EPOLLRDHUP
+		if ev&hangs&^m.hangSeen != 0 {
+			edge = true
+		}
+		m.hangSeen = ev & hangs
+		if !edge {
+			ev = 0
 		}
 	}
 	return ev, true

@@ -2,7 +2,8 @@
  * around every request): a deleted connection reports nothing whatever arrives, MOD and DEL of it
  * fail with ENOENT, adding it back reports what is pending with the new data, an fd closed after
  * its delete and a new connection on the same number, a dup added after the original was deleted
- * and closed, a peer that closes while the connection is out of the set. */
+ * and closed, a peer that closes while the connection is out of the set; edge-triggered reports
+ * with every ready event, the FIN and the reset as edges. */
 #include "epoll_show.h"
 
 static int add(int ep, int fd, uint32_t events, uint64_t tag)
@@ -116,6 +117,28 @@ int main(void)
 	epoll_wait_show("added back after EOF", ep, 1000);
 	V("recv EOF", recv(d, buf, sizeof buf, 0));
 	close(d);
+
+	out("-- edge-triggered reports carry every ready event; FIN and reset are edges\n");
+	int c3, s3;
+	tcp_pair(&c3, &s3);
+	warm(c3, s3);
+	E("add in|out edge", add(ep, s3, EPOLLIN | EPOLLOUT | EPOLLET, 8), 0, 0);
+	epoll_wait_show("first", ep, 1000);
+	epoll_wait_show("again", ep, 0);
+	V("send f", send(c3, "f", 1, 0));
+	epoll_wait_show("data", ep, 1000);
+	epoll_wait_show("again", ep, 0);
+	V("recv", recv_all(s3, buf, 1));
+	V("send to the peer", send(s3, "g", 1, 0));
+	epoll_wait_show("after own send", ep, 100);
+	E("peer shut wr", shutdown(c3, SHUT_WR), 0, 0);
+	epoll_wait_show("peer shut", ep, 1000);
+	epoll_wait_show("again", ep, 0);
+	V("recv EOF", recv(s3, buf, sizeof buf, 0));
+	E("peer close with unread data", close(c3), 0, 0);
+	epoll_wait_show("peer reset", ep, 1000);
+	epoll_wait_show("again", ep, 0);
+	close(s3);
 	close(ep);
 	return finish();
 }

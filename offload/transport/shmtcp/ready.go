@@ -221,6 +221,9 @@ func (t *TCP) Poll(fd int, events, kernel int16) (revents int16, ok bool) {
 	if t.Hup() {
 		revents |= unix.POLLHUP
 	}
+	if t.rxSwitched.Load() && t.resetPending(conn.PeerState()) {
+		revents |= unix.POLLERR
+	}
 	return revents, true
 }
 
@@ -238,7 +241,28 @@ func (t *TCP) pollRings(conn *ring.Conn, events int16) (revents int16) {
 	if t.ringHup(ps) {
 		revents |= unix.POLLHUP
 	}
+	if t.resetPending(ps) {
+		revents |= unix.POLLERR
+	}
 	return revents
+}
+
+// resetPending reports, with the peer's state ps, a reset (the peer closed with unread data,
+// aborted, or died with a reset) that no receive or send has reported yet: the kernel's pending
+// socket error, POLLERR.
+func (t *TCP) resetPending(ps ring.StreamState) bool {
+	return !t.resetSeen.Load() && (ps&ring.StateReset != 0 || t.gone.Load() == goneReset)
+}
+
+// Ended reports whether a receive would end at once after the switch, with no byte: the peer
+// shut its writing side, reset or died, or our reading side was shut (edge-triggered epoll
+// reports that once, as the kernel's wake-up for the FIN).
+func (t *TCP) Ended() bool {
+	conn := t.conn.Load()
+	if conn == nil || !t.rxSwitched.Load() {
+		return false
+	}
+	return t.gone.Load() != 0 || t.rdShut.Load() || conn.PeerState()&(ring.StateWriteShut|ring.StateReset) != 0
 }
 
 // KernelEvents are the events to ask the kernel for on fd while waiting for events on the
