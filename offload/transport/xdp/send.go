@@ -112,12 +112,15 @@ func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total
 		return 0, 0, false
 	}
 	x.tx[0].Data = x.tx[0].Data[:k]
-	sent, _ := x.s.Transmit(x.tx[:])
+	now := nanotime()
+	deferKick := u.env.streaming(x, now)
+	sent, _ := x.s.Post(x.tx[:])
 	if sent == 0 {
 		u.dropTx() // the TX ring has room for every TX frame: not expected
 		return total, 0, true
 	}
 	held = false
+	u.env.postedLocked(x, now, deferKick)
 	x.countTx(k)
 	u.xdpTx.Add(1)
 	u.xdpTxBytes.Add(uint64(total))
@@ -129,7 +132,7 @@ func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total
 func (u *UDP) waitTx(x *xsk, nonblock bool) bool {
 	start := nanotime()
 	for i := 0; ; i++ {
-		x.s.Transmit(nil)
+		u.env.kickLocked(x)
 		if x.s.Alloc(x.tx[:]) == 1 {
 			return true
 		}
@@ -145,6 +148,7 @@ func (u *UDP) waitTx(x *xsk, nonblock bool) bool {
 // kernelSend sends through the kernel; a socket the kernel bound at this send gets its flows
 // steered, so that replies come through the rings.
 func (u *UDP) kernelSend(c *transport.Call, why KernelWhy) (int, syscall.Errno, bool) {
+	u.env.Flush() // datagrams this process sent through the rings leave first
 	unbound := u.localAddr().Port() == 0
 	n, errno := kernelDo(c)
 	if errno == 0 {
