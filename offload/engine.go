@@ -96,6 +96,7 @@ func result(n int, e syscall.Errno) int64 {
 
 // Call performs one intercepted call and returns its result, or -errno.
 func (e *Engine) Call(c *transport.Call) int64 {
+	e.xdpFlush(c)
 	switch c.Op {
 	case transport.OpSocket:
 		e.open(c.FD, int(int32(c.A[0])), int(int32(c.A[1])), int(int32(c.A[2])))

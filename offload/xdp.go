@@ -101,19 +101,30 @@ func (e *Engine) xdpFallback(s *Socket, u *xdptr.UDP, err error) {
 	e.log.Debug("socket back to the kernel", zap.Stringer("reason", r), zap.Error(err))
 }
 
+// xdpFlush makes the kernel send the datagrams the AF_XDP transport's sends left on TX rings to
+// share a kick, before any call other than a send: a receive (ping-pong), a wait, a close.
+func (e *Engine) xdpFlush(c *transport.Call) {
+	if e.cfg.XDP != nil && !c.Op.Send() {
+		e.cfg.XDP.Flush()
+	}
+}
+
 // xdpBeforeFork sends the AF_XDP transport's sockets the engine did not reach back to the
 // kernel (the engine's BeforeFork handed its own over already).
 func (e *Engine) xdpBeforeFork() {
 	if e.cfg.XDP != nil {
+		e.cfg.XDP.Flush()
 		e.cfg.XDP.BeforeFork()
 	}
 }
 
-// xdpShutdown publishes the AF_XDP rings' statistics a last time at exit. The steering
+// xdpShutdown makes the kernel send the datagrams left on TX rings to share a kick and publishes
+// the AF_XDP rings' statistics a last time at exit. The steering
 // programs and AF_XDP sockets are left to the kernel, which releases them when the process's
 // fds close (as after SIGKILL): other threads may still be using the rings.
 func (e *Engine) xdpShutdown() {
 	if e.cfg.XDP != nil {
+		e.cfg.XDP.Flush()
 		e.cfg.XDP.PublishStats()
 	}
 }

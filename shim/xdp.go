@@ -26,6 +26,11 @@ const (
 	// xdpBusyPollEnv: microseconds of kernel busy polling asked for on the AF_XDP sockets
 	// (SO_PREFER_BUSY_POLL, SO_BUSY_POLL); 0 or unset: none.
 	xdpBusyPollEnv = "GOXIO_XDP_BUSY_POLL"
+	// xdpTxDelayEnv: microseconds a datagram of a stream of sends may wait on a TX ring for a
+	// kick shared with the next datagrams (offload/transport/xdp/kick.go) before the kicker
+	// thread sends it; 0: every send kicks at once (no kicker thread). Default xdpTxDelay.
+	xdpTxDelayEnv = "GOXIO_XDP_TX_DELAY"
+	xdpTxDelay    = 50
 )
 
 // xdpParams turns the environment into the transport's parameters; ok is false when the
@@ -62,6 +67,19 @@ func xdpParams(p conf.Params, getenv func(string) string, log *zap.Logger) (xp x
 		} else {
 			xp.Socket.BusyPollMicros = n
 		}
+	}
+	delay := xdpTxDelay
+	if d := getenv(xdpTxDelayEnv); d != "" {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 || n > 1000000 {
+			log.Warn("GOXIO_XDP_TX_DELAY is microseconds (0..1000000): using the default", zap.String("value", d),
+				zap.Int("default", xdpTxDelay))
+		} else {
+			delay = n
+		}
+	}
+	if delay > 0 {
+		xp.Kicker = &cKicker{delay: int64(delay) * 1000}
 	}
 	xp.RxPoll = p.RxPoll
 	xp.RxUDPPollOSRatio = p.RxUDPPollOSRatio

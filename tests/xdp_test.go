@@ -748,3 +748,140 @@ func TestXDPFork(t *testing.T) {
 	t.Logf("after the fork: child got %d, parent %d", c, p)
 	rx.wait(xdpWait)
 }
+
+// burstScript sends argv[3] xdpudp datagrams back to back from one socket to argv[1]:argv[2],
+// prints "sent N", then, as argv[4] says, sleeps 60 s (no call of any kind), blocks reading
+// stdin, or exits at once (exit(), the library's destructor runs). The datagrams are made before
+// the first send, so the sends follow each other with nothing in between: after the first they
+// form a stream whose kicks goxio defers (offload/transport/xdp/kick.go).
+const burstScript = `
+import socket, sys, time
+sys.path.insert(0, sys.argv[5])
+import xdpudp
+dst, n, then = (sys.argv[1], int(sys.argv[2])), int(sys.argv[3]), sys.argv[4]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+dgs = [xdpudp.datagram(0, i) for i in range(n)]
+for d in dgs:
+    s.sendto(d, dst)
+print("sent", n, flush=True)
+if then == "sleep":
+    time.sleep(60)
+elif then == "stdin":
+    sys.stdin.readline()
+`
+
+// TestXDPDeferredKick: a goxio sender's datagrams reach the peer without any further call of
+// the program, whatever it does after its last send, counts exact. In copy mode (veth) the
+// sends of a stream share kicks of the TX ring; the last ones of a burst are kicked by the
+// library's kicker thread within GOXIO_XDP_TX_DELAY, or at exit.
+func TestXDPDeferredKick(t *testing.T) {
+	h := newXDPHarness(t, 1)
+	tp := h.tp
+	tp.resolve(t)
+	dir := filepath.Dir(h.script)
+	port := 7300
+	// burst sends n datagrams under the given delay (extra environment) and then does then; it
+	// returns how long after "sent" the kernel receiver had them all, and the sender.
+	burst := func(t *testing.T, n int, then string, extra []string) (time.Duration, *shmProc) {
+		t.Helper()
+		h.t = t
+		port++
+		addr := tp.addrB + ":" + strconv.Itoa(port)
+		full0 := rcvbufErrors(t, tp.nsB)
+		rx := h.py("kernel rx", tp.nsB, kernelOnly, nil, "rx", addr, "-n", strconv.Itoa(n), "--idle", "10000", "--ack", "0")
+		rx.expect("ready", xdpWait)
+		tx := h.run("goxio tx", tp.nsA, underGoxio, extra, h.python, "-c", burstScript, tp.addrB, strconv.Itoa(port),
+			strconv.Itoa(n), then, dir)
+		tx.expect("sent", xdpWait)
+		sent := time.Now()
+		r := rxDone(t, rx, xdpWait)
+		took := time.Since(sent)
+		if full := rcvbufErrors(t, tp.nsB) - full0; full != 0 {
+			t.Errorf("the kernel receiver's buffer overflowed %d times: the test's burst is too large", full)
+		}
+		requireAll(t, "burst then "+then, r, n, true)
+		return took, tx
+	}
+	// A sleeping or blocked sender: the datagrams arrive while it still sleeps, through its ring.
+	for _, c := range []struct {
+		name, then string
+		n          int
+	}{{"one-then-sleep", "sleep", 1}, {"burst-then-sleep", "sleep", 100}, {"burst-then-read-stdin", "stdin", 100}} {
+		t.Run(c.name, func(t *testing.T) {
+			took, tx := burst(t, c.n, c.then, nil)
+			if took > 2*time.Second {
+				t.Errorf("the last datagram arrived %v after the send returned, want promptly (kicker delay 50 us)", took)
+			}
+			if tx.exited() {
+				t.Fatalf("the sender ended before the check:\n%s", testutil.Tail(tx.out.String(), 2000))
+			}
+			tot, _ := h.udpOf(tx.pid())
+			if tot.TxPackets != uint64(c.n) || tot.TxOSPackets != 0 {
+				t.Errorf("sender: %d datagrams through the ring, %d through the kernel, want all %d through the ring (%v)",
+					tot.TxPackets, tot.TxOSPackets, c.n, tot.transports)
+			}
+			t.Logf("%d datagrams, all received %v after the last send returned", c.n, took)
+			tx.kill()
+		})
+	}
+	// A long kicker delay shows who delivers the end of a burst: the kicker, after the delay,
+	// while the sender sleeps.
+	t.Run("burst-then-sleep-long-delay", func(t *testing.T) {
+		const delay = 800 * time.Millisecond
+		took, tx := burst(t, 100, "sleep", []string{"GOXIO_XDP_TX_DELAY=" + strconv.Itoa(int(delay/time.Microsecond))})
+		if took < delay/4 || took > delay+3*time.Second {
+			t.Errorf("with GOXIO_XDP_TX_DELAY=%v the last datagrams arrived %v after the send returned, want about the delay "+
+				"(the kicker sends them)", delay, took)
+		}
+		if tx.exited() {
+			t.Fatalf("the sender ended before the check")
+		}
+		t.Logf("delay %v: all received %v after the last send returned", delay, took)
+		tx.kill()
+	})
+	// A sender that exits right after its burst: exit (the library's destructor) sends what
+	// waits, even with a kicker delay far longer than the test.
+	for _, extra := range [][]string{nil, {"GOXIO_XDP_TX_DELAY=1000000"}} {
+		t.Run(fmt.Sprintf("burst-then-exit%v", extra), func(t *testing.T) {
+			const n = 100
+			took, tx := burst(t, n, "exit", extra)
+			tx.wait(xdpWait)
+			if len(extra) > 0 && took > 900*time.Millisecond {
+				t.Errorf("the datagrams arrived %v after the send returned: the exit did not send them, the kicker did", took)
+			}
+			t.Logf("%d datagrams, all received %v after the last send returned", n, took)
+		})
+	}
+}
+
+// rcvbufErrors is the UDP RcvbufErrors counter of namespace ns (datagrams the kernel dropped
+// because a socket's receive buffer was full).
+func rcvbufErrors(t *testing.T, ns string) uint64 {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "exec", ns, "cat", "/proc/net/snmp").Output()
+	if err != nil {
+		t.Fatalf("read /proc/net/snmp in %s: %v", ns, err)
+	}
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || f[0] != "Udp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, name := range names {
+			if name == "RcvbufErrors" && i < len(f) {
+				v, err := strconv.ParseUint(f[i], 10, 64)
+				if err != nil {
+					t.Fatalf("/proc/net/snmp in %s: bad RcvbufErrors %q", ns, f[i])
+				}
+				return v
+			}
+		}
+	}
+	t.Fatalf("/proc/net/snmp in %s: no Udp RcvbufErrors", ns)
+	return 0
+}

@@ -56,6 +56,20 @@ func (s *Socket) Free(frames []Frame) int {
 // other than the kernel's "try again" answers (EAGAIN, EBUSY, ENOBUFS, ENETDOWN),
 // after the frames were posted.
 func (s *Socket) Transmit(frames []Frame) (int, error) {
+	n, bad := s.Post(frames)
+	err := s.kick()
+	s.Complete()
+	if bad != nil {
+		return n, bad
+	}
+	return n, err
+}
+
+// Post posts frames on the TX ring as Transmit does, without the system call that
+// makes the kernel send them: in copy mode (and with need_wakeup) they wait on the
+// ring until Kick, Transmit, or a completion reap that finds them left behind. The
+// caller batches several frames into one kick this way; it must kick them soon.
+func (s *Socket) Post(frames []Frame) (int, error) {
 	u := s.umem
 	room := s.tx.free(uint32(min(len(frames), int(s.tx.size))))
 	n := uint32(0)
@@ -84,12 +98,16 @@ func (s *Socket) Transmit(frames []Frame) (int, error) {
 		s.counters.txPackets.Add(uint64(n))
 		s.counters.txBytes.Add(bytes)
 	}
+	return int(n), bad
+}
+
+// Kick makes the kernel send the frames Post left on the TX ring (one sendto for up to
+// the kernel's budget of 32 frames in copy mode) and reaps completions. It fails only
+// as Transmit's kick does.
+func (s *Socket) Kick() error {
 	err := s.kick()
 	s.Complete()
-	if bad != nil {
-		return int(n), bad
-	}
-	return int(n), err
+	return err
 }
 
 // maxKicks bounds the sendto calls of one kick (copy mode sends a budget of frames per

@@ -11,6 +11,8 @@
 #   goxio-xdp-generic  the same with GOXIO_XDP_MODE=generic: on a veth this saves the copy of each
 #                      frame into the receiving veth's page pool that native mode makes
 #   goxio-xdp-poll     (only when named in BENCH_VETH_VARIANTS) the same with VMA_SPEC=latency
+#   goxio-xdp-kick1    (only when named in BENCH_VETH_VARIANTS) goxio-xdp with GOXIO_XDP_TX_DELAY=0:
+#                      every send kicks its TX ring at once (no shared kicks, no kicker thread)
 # The server runs on one CPU and the client on another (BENCH_VETH_PIN, every variant alike): a
 # polling receiver and its peer on the same CPU take turns through time slices.
 #
@@ -105,6 +107,7 @@ variant_env_of() {
 	goxio-xdp) echo "LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OFFLOAD_CONF GOXIO_XDP=$3" ;;
 	goxio-xdp-generic) echo "LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OFFLOAD_CONF GOXIO_XDP=$3 GOXIO_XDP_MODE=generic" ;;
 	goxio-xdp-poll) echo "LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OFFLOAD_CONF GOXIO_XDP=$3 VMA_SPEC=latency" ;;
+	goxio-xdp-kick1) echo "LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OFFLOAD_CONF GOXIO_XDP=$3 GOXIO_XDP_TX_DELAY=0" ;;
 	esac
 }
 : >"$RAW/veth-variants.txt"

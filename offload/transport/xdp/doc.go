@@ -35,11 +35,15 @@
 // Each AF_XDP socket has a ring in the statistics segment (Params.Stats) with its frames, bytes
 // and the kernel's XDP_STATISTICS.
 //
-// # Transmit (send.go, route.go)
+// # Transmit (send.go, route.go, kick.go)
 //
 // A send looks its destination up (RouteGet, then the neighbour cache; the answer is cached per
 // socket while the Env's generation holds and for at most routeTTL), builds the Ethernet, IPv4
-// and UDP headers in a TX frame and posts it on the TX ring of the interface. Destinations the
+// and UDP headers in a TX frame and posts it on the TX ring of the interface. In copy mode the
+// kernel sends only inside a system call on the AF_XDP socket (a kick): a lone send kicks at
+// once, the sends of a stream (back to back, nothing else in between) share one kick per 32
+// frames, and whatever the program does next, its next call, exit, fork or the Kicker thread
+// (after Params.Kicker's delay) kicks what waits (kick.go). sendmmsg kicks once per call. Destinations the
 // rings cannot serve go through the kernel: a neighbour not yet resolved (the kernel resolves it
 // and the cache is asked again at the next send), local and broadcast destinations, routes out
 // of an interface this process does not own, datagrams larger than the path MTU, control

@@ -42,6 +42,9 @@ type Params struct {
 	// returns its number; ReleaseFD undoes it before the fd is closed. nil: fds stay as they are.
 	AdoptFD   func(fd int) int
 	ReleaseFD func(fd int)
+	// Kicker, when set, lets sends of a stream share kicks of the TX rings (kick.go); nil:
+	// every send kicks its TX ring at once.
+	Kicker Kicker
 }
 
 // Env is the transport's process-wide state: per interface the steering program and the AF_XDP
@@ -66,6 +69,9 @@ type Env struct {
 	xsks  atomic.Pointer[[]*xsk]     // every AF_XDP socket, for the receive path
 
 	nextTxq atomic.Uint32 // spreads sockets over the TX queues
+
+	dirty  atomic.Int32 // AF_XDP sockets with frames posted and not kicked (kick.go)
+	streak atomic.Bool  // the last call into the transport was a ring send (kick.go)
 
 	rxUnmatched atomic.Uint64 // steered frames no socket of this process wanted
 	rxBad       atomic.Uint64 // steered frames that did not parse
@@ -148,6 +154,12 @@ func (e *Env) Close() error {
 	var first error
 	for _, ifc := range e.ifaces {
 		for _, x := range ifc.queues {
+			x.txmu.Lock()
+			if x.dirty {
+				e.kickLocked(x)
+			}
+			e.releaseKickSlot(x)
+			x.txmu.Unlock()
 			e.closeStats(x)
 			e.releaseFD(x.s.FD())
 		}

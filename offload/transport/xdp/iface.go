@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -77,8 +78,15 @@ type xsk struct {
 	bufs  []rxBuf     // one per RX frame: a held frame waiting in a socket's queue
 	free  []int32     // indices of unused bufs
 
-	txmu sync.Mutex // the transmit side: Alloc, Transmit, Free, Complete
+	txmu sync.Mutex // the transmit side: Alloc, Transmit, Free, Complete, and the fields below
 	tx   [1]xdp.Frame
+	// Batched kicks (kick.go): frames posted since the last kick, whether the Env counts x in
+	// its dirty sockets, when the last ring send ended (Nanotime), and x's Kicker slot (nil:
+	// every send kicks at once).
+	unkicked int
+	dirty    bool
+	lastEnd  int64
+	slot     *atomic.Int64
 
 	rs ringStats // its ring in the statistics segment
 }
@@ -156,6 +164,7 @@ func (e *Env) offloadLocked(ifc *iface) error {
 		}
 		if err != nil {
 			for _, x := range ifc.queues {
+				e.releaseKickSlot(x)
 				e.closeStats(x)
 				e.releaseFD(x.s.FD())
 				x.s.Close()
@@ -169,6 +178,7 @@ func (e *Env) offloadLocked(ifc *iface) error {
 		}
 		x := newXsk(s, ifc, q, e.p.Socket)
 		e.openStats(x)
+		e.kickSlot(x)
 		ifc.queues = append(ifc.queues, x)
 	}
 	ifc.prog = prog

@@ -3,14 +3,16 @@ package xdp
 // The outbound flow of one datagram, stage by stage:
 //
 //  1. send parses the call (buffers from program memory, destination, flags); anything the ring
-//     cannot carry (control messages, unusual flags, sendmmsg, a payload too large for any
-//     IPv4 packet) goes to the kernel.
+//     cannot carry (control messages, unusual flags, a payload too large for any IPv4 packet)
+//     goes to the kernel. sendmmsg sends each message so, then kicks once.
 //  2. ensureBound gives an unbound socket its port, as the kernel does at a first send, so the
 //     frame carries the port replies come back to (and those replies are steered).
 //  3. routeTo finds the route: through the kernel (with the reason, counted per reason) or a
 //     TX ring with the Ethernet and IPv4 addresses.
 //  4. transmit takes a TX frame (waiting briefly for completions when none is free), builds
-//     the headers and the payload into it and posts it on the TX ring.
+//     the headers and the payload into it and posts it on the TX ring; it kicks the ring (the
+//     system call that makes the kernel send in copy mode) now, or a stream of sends shares
+//     one kick (kick.go).
 
 import (
 	"net/netip"
@@ -42,6 +44,46 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 			n, errno, viaOS = -1, unix.EFAULT, false
 		}
 	}()
+	if c.Op == transport.OpSendmmsg {
+		return u.sendmmsg(c)
+	}
+	return u.sendOne(c, false)
+}
+
+// maxMmsg is the kernel's limit on sendmmsg's vlen (UIO_MAXIOV).
+const maxMmsg = 1024
+
+// sendmmsg sends each message as sendmsg would (through the ring or the kernel) and kicks the
+// TX rings once at the end: the frames of the whole batch share the kicks. As the kernel's, it
+// returns how many messages went, or the first message's error when none did, and sets each
+// sent message's msg_len.
+func (u *UDP) sendmmsg(c *transport.Call) (int, syscall.Errno, bool) {
+	vlen := int(uint32(c.A[1]))
+	if vlen <= 0 || vlen > maxMmsg {
+		return u.kernelSend(c, WhyUnsupported)
+	}
+	defer u.env.Flush()
+	sent, viaOS := 0, false
+	for i := range vlen {
+		mp, lenp := umem.Mmsghdr(c.A[0], i)
+		one := transport.Call{Op: transport.OpSendmsg, FD: c.FD, A: [5]uintptr{mp, c.A[2]}}
+		n, errno, os := u.sendOne(&one, true)
+		if errno != 0 {
+			if sent == 0 {
+				return -1, errno, os
+			}
+			break
+		}
+		*lenp = uint32(n)
+		sent++
+		viaOS = viaOS || os
+	}
+	return sent, 0, viaOS
+}
+
+// sendOne sends one datagram (write, writev, sendto, sendmsg); batch: it is part of a sendmmsg
+// batch, whose caller kicks the TX rings at its end.
+func (u *UDP) sendOne(c *transport.Call, batch bool) (n int, errno syscall.Errno, viaOS bool) {
 	var arr [udpcall.MaxBufs][]byte
 	tx, ok := udpcall.ParseTx(c, arr[:0])
 	if !ok {
@@ -70,16 +112,17 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 		return u.kernelSend(c, WhyTooBig)
 	}
 	nonblock := u.nonblock() || flags&unix.MSG_DONTWAIT != 0
-	n, errno, built := u.transmit(r, local, dst, bufs, total, nonblock)
+	n, errno, built := u.transmit(r, local, dst, bufs, total, nonblock, batch)
 	if !built {
 		return u.kernelSend(c, WhyTooBig)
 	}
 	return n, errno, false
 }
 
-// transmit builds the datagram into a TX frame of r's socket and posts it. built is false when
-// Build refused the datagram (the caller sends it through the kernel).
-func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total int, nonblock bool) (n int, errno syscall.Errno, built bool) {
+// transmit builds the datagram into a TX frame of r's socket and posts it, kicking the TX ring
+// now or leaving the kick to a later call (kick.go; batch: a sendmmsg batch, which kicks at its
+// end). built is false when Build refused the datagram (the caller sends it through the kernel).
+func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total int, nonblock, batch bool) (n int, errno syscall.Errno, built bool) {
 	x := r.x
 	x.txmu.Lock()
 	held := false
@@ -112,12 +155,15 @@ func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total
 		return 0, 0, false
 	}
 	x.tx[0].Data = x.tx[0].Data[:k]
-	sent, _ := x.s.Transmit(x.tx[:])
+	now := nanotime()
+	deferKick := x.slot != nil && batch || u.env.streaming(x, now)
+	sent, _ := x.s.Post(x.tx[:])
 	if sent == 0 {
 		u.dropTx() // the TX ring has room for every TX frame: not expected
 		return total, 0, true
 	}
 	held = false
+	u.env.postedLocked(x, now, deferKick)
 	x.countTx(k)
 	u.xdpTx.Add(1)
 	u.xdpTxBytes.Add(uint64(total))
@@ -129,7 +175,7 @@ func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total
 func (u *UDP) waitTx(x *xsk, nonblock bool) bool {
 	start := nanotime()
 	for i := 0; ; i++ {
-		x.s.Transmit(nil)
+		u.env.kickLocked(x)
 		if x.s.Alloc(x.tx[:]) == 1 {
 			return true
 		}
@@ -145,6 +191,7 @@ func (u *UDP) waitTx(x *xsk, nonblock bool) bool {
 // kernelSend sends through the kernel; a socket the kernel bound at this send gets its flows
 // steered, so that replies come through the rings.
 func (u *UDP) kernelSend(c *transport.Call, why KernelWhy) (int, syscall.Errno, bool) {
+	u.env.Flush() // datagrams this process sent through the rings leave first
 	unbound := u.localAddr().Port() == 0
 	n, errno := kernelDo(c)
 	if errno == 0 {
