@@ -28,9 +28,12 @@ const (
 	xdpBusyPollEnv = "GOXIO_XDP_BUSY_POLL"
 	// xdpTxDelayEnv: microseconds a datagram of a stream of sends may wait on a TX ring for a
 	// kick shared with the next datagrams (offload/transport/xdp/kick.go) before the kicker
-	// thread sends it; 0: every send kicks at once (no kicker thread). Default xdpTxDelay.
+	// thread sends it; 0: every send kicks at once (no kicker thread). Default xdpTxDelay: 0,
+	// opt-in, since a datagram that waits for a shared kick is lost if the program then calls
+	// _exit or is killed within the delay, and a message on another socket may overtake it,
+	// neither of which a kernel send allows.
 	xdpTxDelayEnv = "GOXIO_XDP_TX_DELAY"
-	xdpTxDelay    = 50
+	xdpTxDelay    = 0
 )
 
 // xdpParams turns the environment into the transport's parameters; ok is false when the

@@ -627,9 +627,11 @@ pinned to one CPU and the client to another for every variant alike (`BENCH_VETH
 as part 3 (medians of the runs' own figures; latency is the half round trip). The msg/s goal is
 checked on what the server received, as issue 4's; what the client sent is shown for information. On
 a veth pair the sending system call does the receiving side's work too (the peer's XDP program and,
-for an AF_XDP socket in copy mode, the copy into its UMEM), and an AF_XDP socket in copy mode needs one
-`sendto` kick per frame: a goxio sender costs about as much CPU per message as a kernel one there,
-unlike on a NIC with zero-copy AF_XDP.
+for an AF_XDP socket in copy mode, the copy into its UMEM), and an AF_XDP socket in copy mode needs a
+`sendto` kick to transmit: by default one per frame, so a goxio sender costs about as much CPU per
+message as a kernel one there, unlike on a NIC with zero-copy AF_XDP. `goxio-xdp-batch` opts in to
+kicks shared by the sends of a stream (`GOXIO_XDP_TX_DELAY`), which still leaves the receiving side's
+work in every kick.
 
 Variants (`IFACE` is each namespace's veth end):
 {variant_list}

@@ -11,8 +11,8 @@
 #   goxio-xdp-generic  the same with GOXIO_XDP_MODE=generic: on a veth this saves the copy of each
 #                      frame into the receiving veth's page pool that native mode makes
 #   goxio-xdp-poll     (only when named in BENCH_VETH_VARIANTS) the same with VMA_SPEC=latency
-#   goxio-xdp-kick1    (only when named in BENCH_VETH_VARIANTS) goxio-xdp with GOXIO_XDP_TX_DELAY=0:
-#                      every send kicks its TX ring at once (no shared kicks, no kicker thread)
+#   goxio-xdp-batch    goxio-xdp with GOXIO_XDP_TX_DELAY=50 (opt-in): the sends of a stream share
+#                      kicks of the TX ring, and a kicker thread sends what waited 50 us
 # The server runs on one CPU and the client on another (BENCH_VETH_PIN, every variant alike): a
 # polling receiver and its peer on the same CPU take turns through time slices.
 #
@@ -22,7 +22,7 @@
 # $RAW/veth-commands.txt. This part alone: BENCH_ONLY=veth make bench (report in out/REPORT.md).
 # Knobs: BENCH_VETH_REPS (default BENCH_SOCKPERF_REPS), BENCH_VETH_PIN ("S,C" CPUs, default "0,1"
 # with 2 CPUs or more, "" for none), BENCH_VETH_VARIANTS (names to run, space-separated, default
-# kernel goxio-xdp goxio-xdp-generic).
+# kernel goxio-xdp goxio-xdp-generic goxio-xdp-batch).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -39,7 +39,7 @@ PIN=${BENCH_VETH_PIN-}
 if [[ -z ${BENCH_VETH_PIN+x} ]] && (($(nproc) >= 2)); then
 	PIN=0,1
 fi
-WANT=${BENCH_VETH_VARIANTS:-kernel goxio-xdp goxio-xdp-generic}
+WANT=${BENCH_VETH_VARIANTS:-kernel goxio-xdp goxio-xdp-generic goxio-xdp-batch}
 
 vlog() {
 	printf 'bench: veth: [%3ds] %s\n' "$SECONDS" "$*" >&2
@@ -107,7 +107,7 @@ variant_env_of() {
 	goxio-xdp) echo "LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OFFLOAD_CONF GOXIO_XDP=$3" ;;
 	goxio-xdp-generic) echo "LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OFFLOAD_CONF GOXIO_XDP=$3 GOXIO_XDP_MODE=generic" ;;
 	goxio-xdp-poll) echo "LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OFFLOAD_CONF GOXIO_XDP=$3 VMA_SPEC=latency" ;;
-	goxio-xdp-kick1) echo "LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OFFLOAD_CONF GOXIO_XDP=$3 GOXIO_XDP_TX_DELAY=0" ;;
+	goxio-xdp-batch) echo "LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OFFLOAD_CONF GOXIO_XDP=$3 GOXIO_XDP_TX_DELAY=50" ;;
 	esac
 }
 : >"$RAW/veth-variants.txt"
