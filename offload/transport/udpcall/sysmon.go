@@ -23,18 +23,20 @@ import (
 // nanosleep(2) (the runtime's usleep), which it does nearly all the time while the process runs
 // Go code; sysmonGap is the pause between two looks.
 const (
-	sysmonScans = 20
-	sysmonGap   = 50e3 // ns
+	sysmonScans = 100
+	sysmonGap   = 100e3 // ns
+	sysmonSeen  = 3     // looks in a row that must agree
 )
 
 // QuietSysmon gives the Go runtime's monitor thread of this process the SCHED_IDLE scheduling
 // policy (allowed without privileges: it only lowers the thread's priority) and returns its
 // thread id. It recognises the thread as the only one of the process, other than the main
-// thread and the caller, found sleeping in nanosleep(2) in two looks in a row; when it cannot
+// thread and the caller, found sleeping in nanosleep(2) in three looks in a row (100 µs apart,
+// longer than any other sleep of the runtime's threads); when it cannot
 // tell (no such thread, or several) it changes nothing and returns an error.
 func QuietSysmon() (int, error) {
 	self, main := unix.Gettid(), unix.Getpid()
-	last := -1
+	last, agree := -1, 0
 	for i := 0; i < sysmonScans; i++ {
 		if i > 0 {
 			ts := unix.NsecToTimespec(sysmonGap)
@@ -42,17 +44,19 @@ func QuietSysmon() (int, error) {
 		}
 		tid, n := nanosleeper(self, main)
 		if n != 1 {
-			last = -1
+			last, agree = -1, 0
 			continue
 		}
-		if tid == last {
+		if tid != last {
+			last, agree = tid, 0
+		}
+		if agree++; agree == sysmonSeen {
 			attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}
 			if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
 				return 0, fmt.Errorf("sched_setattr %d SCHED_IDLE: %w", tid, err)
 			}
 			return tid, nil
 		}
-		last = tid
 	}
 	return 0, fmt.Errorf("quiet sysmon: the runtime's monitor thread not found among /proc/self/task")
 }
