@@ -393,6 +393,22 @@ func (in *Inbox) Stats() []RingStats {
 	return out
 }
 
+// SumStats adds up the drops, wake-ups and depth (records) of every ring the inbox has, as
+// Stats reports them, without allocating (the receive path calls it now and then); zeros once
+// the inbox is closed.
+func (in *Inbox) SumStats() (drops, wakes, depthRecords uint64) {
+	if in.closed.Load() {
+		return 0, 0, 0
+	}
+	for _, r := range in.rings {
+		st := r.stats()
+		drops += st.Drops
+		wakes += st.Wakes
+		depthRecords += st.DepthRecords
+	}
+	return drops, wakes, depthRecords
+}
+
 // Close marks the inbox closed (senders see it and get ErrClosed), waits for the concurrent
 // methods in flight, unmaps everything, and unlinks the inbox and every ring registered in it.
 func (in *Inbox) Close() error {

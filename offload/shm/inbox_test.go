@@ -473,3 +473,32 @@ func TestNoSpace(t *testing.T) {
 		t.Fatalf("files after failed dial: %v", f)
 	}
 }
+
+// TestInboxSumStats: SumStats is the sum of Stats over the rings, without allocating.
+func TestInboxSumStats(t *testing.T) {
+	dir := testDir(t)
+	in := mustInbox(t, dir, "sum", 4)
+	buf := make([]byte, 64)
+	for s := range 3 {
+		o := mustDial(t, dir, "sum", 0)
+		for seq := range uint64(s + 1) {
+			if _, err := o.Send(nil, [][]byte{makeRecord(buf, uint32(s), seq, 32)}, 32); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	in.Refresh()
+	var want [3]uint64
+	for _, st := range in.Stats() {
+		want[0] += st.Drops
+		want[1] += st.Wakes
+		want[2] += st.DepthRecords
+	}
+	d, w, r := in.SumStats()
+	if [3]uint64{d, w, r} != want || r != 6 {
+		t.Fatalf("SumStats = %d %d %d, Stats sum %v (want depth 6)", d, w, r, want)
+	}
+	if a := testing.AllocsPerRun(100, func() { in.SumStats() }); a != 0 {
+		t.Fatalf("SumStats: %.1f allocations", a)
+	}
+}

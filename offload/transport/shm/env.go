@@ -3,6 +3,7 @@ package shm
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/goxio/goxio/offload/discovery"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/udpcall"
 	"github.com/goxio/goxio/stats"
 )
 
@@ -34,6 +36,9 @@ type Params struct {
 	// Stats, when set, gets one ring slot per inbox and per outlet (counters, depth, drops,
 	// wake-ups), shown by goxio_stats.
 	Stats RingSlots
+	// KeepSysmon leaves the Go runtime's monitor thread at its normal priority; otherwise
+	// NewEnv gives it SCHED_IDLE (udpcall.QuietSysmon), unless GOXIO_SHM_SYSMON=normal.
+	KeepSysmon bool
 }
 
 // Env is the transport's process-wide state: the discovery directory, the outlets this process
@@ -55,6 +60,12 @@ type Env struct {
 	sources map[netip.Addr]netip.Addr
 }
 
+// sysmonEnv set to "normal" keeps the Go runtime's monitor thread at its normal priority.
+const sysmonEnv = "GOXIO_SHM_SYSMON"
+
+// quietSysmonOnce: the monitor thread is looked for once per process.
+var quietSysmonOnce sync.Once
+
 // NewEnv opens the discovery directory of this user and network namespace.
 func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 	if log == nil {
@@ -73,6 +84,15 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 	}
 	if n := sweepStale(p.Dir, unix.Geteuid()); n > 0 {
 		log.Debug("shm: removed segments of dead processes", zap.Int("files", n))
+	}
+	if !p.KeepSysmon && os.Getenv(sysmonEnv) != "normal" {
+		quietSysmonOnce.Do(func() {
+			if tid, err := udpcall.QuietSysmon(); err != nil {
+				log.Debug("shm: the Go runtime's monitor thread keeps its priority", zap.Error(err))
+			} else {
+				log.Debug("shm: the Go runtime's monitor thread runs SCHED_IDLE", zap.Int("tid", tid))
+			}
+		})
 	}
 	rb := 1 << 18
 	for rb < p.RxBytesMin {

@@ -58,12 +58,7 @@ func (u *UDP) refreshRxStats(in *ring.Inbox) {
 		return
 	}
 	u.rx.since = 0
-	var drops, wakes, depth uint64
-	for _, r := range in.Stats() {
-		drops += r.Drops
-		wakes += r.Wakes
-		depth += r.DepthRecords
-	}
+	drops, wakes, depth := in.SumStats()
 	// A ring detached (its sender left): its counts leave the sums; start again from here.
 	if drops >= u.rx.drops {
 		u.rx.st.Add(stats.RingRxDrops, drops-u.rx.drops)
