@@ -36,9 +36,12 @@ type Params struct {
 	// Stats, when set, gets one ring slot per inbox and per outlet (counters, depth, drops,
 	// wake-ups), shown by goxio_stats.
 	Stats RingSlots
-	// KeepSysmon leaves the Go runtime's monitor thread at its normal priority; otherwise
-	// NewEnv gives it SCHED_IDLE (udpcall.QuietSysmon), unless GOXIO_SHM_SYSMON=normal.
-	KeepSysmon bool
+	// QuietSysmon gives the Go runtime's monitor thread SCHED_IDLE (udpcall.QuietSysmon): its
+	// wake-ups preempt polling threads and make the p99.9 of a ping-pong. It is a trade-off (on
+	// a saturated machine an idle-class monitor is slow to hand a processor to a third thread
+	// calling into the library), so the caller asks for it only for processes whose receives
+	// poll forever (VMA_SPEC=latency, VMA_RX_POLL=-1). GOXIO_SHM_SYSMON=idle or normal overrides.
+	QuietSysmon bool
 }
 
 // Env is the transport's process-wide state: the discovery directory, the outlets this process
@@ -60,7 +63,8 @@ type Env struct {
 	sources map[netip.Addr]netip.Addr
 }
 
-// sysmonEnv set to "normal" keeps the Go runtime's monitor thread at its normal priority.
+// sysmonEnv set to "normal" keeps the Go runtime's monitor thread at its normal priority, set to
+// "idle" gives it SCHED_IDLE, whatever Params.QuietSysmon says.
 const sysmonEnv = "GOXIO_SHM_SYSMON"
 
 // quietSysmonOnce: the monitor thread is looked for once per process.
@@ -85,7 +89,7 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 	if n := sweepStale(p.Dir, unix.Geteuid()); n > 0 {
 		log.Debug("shm: removed segments of dead processes", zap.Int("files", n))
 	}
-	if !p.KeepSysmon && os.Getenv(sysmonEnv) != "normal" {
+	if quiet := os.Getenv(sysmonEnv); quiet == "idle" || p.QuietSysmon && quiet != "normal" {
 		quietSysmonOnce.Do(func() {
 			if tid, err := udpcall.QuietSysmon(); err != nil {
 				log.Debug("shm: the Go runtime's monitor thread keeps its priority", zap.Error(err))

@@ -13,7 +13,7 @@ import (
 
 func testEnv(t *testing.T, rxPoll int) *Env {
 	t.Helper()
-	e, err := NewEnv(Params{Dir: t.TempDir(), RxPoll: rxPoll, RxUDPPollOSRatio: 10, RxBytesMin: 1 << 16, KeepSysmon: true}, zap.NewNop())
+	e, err := NewEnv(Params{Dir: t.TempDir(), RxPoll: rxPoll, RxUDPPollOSRatio: 10, RxBytesMin: 1 << 16}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
