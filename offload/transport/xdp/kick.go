@@ -48,8 +48,8 @@ func (e *Env) streaming(x *xsk, now int64) bool {
 }
 
 // postedLocked follows a frame posted on x's TX ring: it kicks now or defers the kick (see the
-// rules above); defer forces deferring (a sendmmsg batch, which kicks once at its end). x.txmu is
-// held.
+// rules above); defer forces deferring (a sendmmsg batch, which kicks once at its end, with or
+// without a Kicker). x.txmu is held.
 func (e *Env) postedLocked(x *xsk, now int64, deferKick bool) {
 	x.unkicked++
 	if !deferKick || x.unkicked >= kickBatch {
@@ -62,7 +62,7 @@ func (e *Env) postedLocked(x *xsk, now int64, deferKick bool) {
 		x.dirty = true
 		e.dirty.Add(1)
 	}
-	if x.slot.Load() == 0 {
+	if x.slot != nil && x.slot.Load() == 0 {
 		x.slot.Store(now)
 		e.p.Kicker.Arm()
 	}

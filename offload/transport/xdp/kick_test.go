@@ -55,11 +55,16 @@ func (s *tsock) sendmmsg(a *arena, payloads [][]byte, dst netip.AddrPort) (int, 
 	return n, lens
 }
 
-// TestSendmmsgOneKick: with a kicker that never runs, a sendmmsg batch goes out through the
-// ring with one kick at its end, every message's msg_len set, nothing left on the TX ring.
+// TestSendmmsgOneKick: with a kicker that never runs, and without a kicker (shared kicks off, the
+// default), a sendmmsg batch goes out through the ring with one kick at its end, every message's
+// msg_len set, nothing left on the TX ring.
 func TestSendmmsgOneKick(t *testing.T) {
+	t.Run("idle-kicker", func(t *testing.T) { sendmmsgOneKick(t, &idleKicker{}) })
+	t.Run("no-kicker", func(t *testing.T) { sendmmsgOneKick(t, nil) })
+}
+
+func sendmmsgOneKick(t *testing.T, k Kicker) {
 	inTopo(t, func(t *testing.T, tp *topo) {
-		k := &idleKicker{}
 		e := newEnv(t, Params{RxPoll: 100, Kicker: k})
 		a := newArena(t)
 		s := newTsock(t, e, netip.AddrPortFrom(tp.addrA, 0))

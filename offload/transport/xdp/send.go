@@ -156,7 +156,7 @@ func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total
 	}
 	x.tx[0].Data = x.tx[0].Data[:k]
 	now := nanotime()
-	deferKick := x.slot != nil && batch || u.env.streaming(x, now)
+	deferKick := batch || u.env.streaming(x, now)
 	sent, _ := x.s.Post(x.tx[:])
 	if sent == 0 {
 		u.dropTx() // the TX ring has room for every TX frame: not expected
