@@ -47,17 +47,21 @@ type member struct {
 	s        *Socket
 	events   uint32
 	data     uint64
-	disabled bool   // EPOLLONESHOT fired; re-armed by EPOLL_CTL_MOD
-	bell     int    // the doorbell fd registered in the inner set for this member; 0: none
-	seen     uint64 // EPOLLET: the rings' Arrivals when their readiness was last reported
+	disabled bool // EPOLLONESHOT fired; re-armed by EPOLL_CTL_MOD
+	bell     int  // the doorbell fd registered in the inner set for this member; 0: none
+	et       edgeState
 	// Shared-memory TCP members (epoll_tcp.go): inner is the events the kernel fd is registered
-	// with in the inner set (they change when the connection switches); outSeen, for EPOLLET,
-	// that writability was reported and not lost since.
-	inner    uint32
-	outSeen  bool
-	hangSeen uint32     // EPOLLET: the ERR, HUP and RDHUP bits last reported
-	endSeen  bool       // EPOLLET: the end of input was reported
-	awake    *ring.Conn // the segment this member's awake mark is on (epoll_awake.go); nil: none
+	// with in the inner set (they change when the connection switches).
+	inner uint32
+	awake *ring.Conn // the segment this member's awake mark is on (epoll_awake.go); nil: none
+}
+
+// edgeState is what an EPOLLET member reported last (EPOLL_CTL_MOD starts it afresh).
+type edgeState struct {
+	seen    uint64 // the rings' Arrivals (TCP: bytes received) when input was last reported
+	outSeen bool   // TCP: writability was reported and not lost since
+	hang    uint32 // TCP: the ERR, HUP and RDHUP bits last reported
+	end     bool   // TCP: the end of input was reported
 }
 
 // epolls maps program epoll fds to their sets.
@@ -263,7 +267,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		if events&unix.EPOLLEXCLUSIVE != 0 || m.events&unix.EPOLLEXCLUSIVE != 0 {
 			return -int64(unix.EINVAL)
 		}
-		m.events, m.data, m.disabled, m.seen, m.outSeen, m.hangSeen, m.endSeen = events, data, false, 0, false, 0, false
+		m.events, m.data, m.disabled, m.et = events, data, false, edgeState{}
 		set.gen++
 		if want := m.wantInner(); want != m.inner || s.typ != sockStream {
 			// A TCP member whose kernel events stay the same (after the switch EPOLLOUT is a
@@ -473,10 +477,10 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 		if m.events&unix.EPOLLET != 0 {
 			// An edge is a datagram that arrived since the last report.
 			a := u.Arrivals()
-			if a == m.seen {
+			if a == m.et.seen {
 				continue
 			}
-			m.seen = a
+			m.et.seen = a
 		}
 		ev := uint32(unix.EPOLLIN)
 		if m.events&unix.EPOLLOUT != 0 {
@@ -580,10 +584,10 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 				// again; it reports data that arrived since the last report only.
 				u.Quiet()
 				a := u.Arrivals()
-				if !u.RingReady() || a == m.seen || m.events&unix.EPOLLIN == 0 {
+				if !u.RingReady() || a == m.et.seen || m.events&unix.EPOLLIN == 0 {
 					continue
 				}
-				m.seen = a
+				m.et.seen = a
 			} else {
 				u.Rang()
 				if !u.RingReady() || m.events&unix.EPOLLIN == 0 {

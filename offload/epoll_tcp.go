@@ -49,32 +49,32 @@ func (m *member) tcpEvents(t *shmtcp.TCP, kernel uint32) (uint32, bool) {
 	ev := uint32(uint16(rev)) & (m.events | unix.EPOLLERR | unix.EPOLLHUP)
 	if m.events&unix.EPOLLET != 0 {
 		// The kernel reports, at each wake-up of the file, every event that is ready then: an
-		// edge is bytes that arrived since the last report, the end of input (a FIN), writability that was lost in
-		// between, or a hang-up or error bit that was not reported yet; without one nothing is
-		// reported.
+		// edge is bytes that arrived since the last report, the end of input (a FIN),
+		// writability that was lost in between, or a hang-up or error bit that was not reported
+		// yet; without one nothing is reported.
 		edge := false
 		if ev&unix.EPOLLIN != 0 {
 			st := t.Stats()
-			if a := st.RingRx + st.RxFill + st.KernelRx; a != m.seen {
-				m.seen = a
+			if a := st.RingRx + st.RxFill + st.KernelRx; a != m.et.seen {
+				m.et.seen = a
 				edge = true
 			}
-			if !m.endSeen && t.Ended() {
-				m.endSeen = true
+			if !m.et.end && t.Ended() {
+				m.et.end = true
 				edge = true
 			}
 		}
 		if ev&unix.EPOLLOUT != 0 {
-			edge = edge || !m.outSeen
-			m.outSeen = true
+			edge = edge || !m.et.outSeen
+			m.et.outSeen = true
 		} else {
-			m.outSeen = false
+			m.et.outSeen = false
 		}
 		const hangs = unix.EPOLLERR | unix.EPOLLHUP | unix.EPOLLRDHUP
-		if ev&hangs&^m.hangSeen != 0 {
+		if ev&hangs&^m.et.hang != 0 {
 			edge = true
 		}
-		m.hangSeen = ev & hangs
+		m.et.hang = ev & hangs
 		if !edge {
 			ev = 0
 		}

@@ -324,13 +324,8 @@ func (c *Conn) Peek(iov [][]byte, off int) (n int, err error) {
 // Readable returns the number of unread bytes (FIONREAD); 0 after the peer's Abort, after
 // Close, or when the peer's tail does not validate.
 func (c *Conn) Readable() int {
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	if c.mem == nil || c.rx.broken || c.peerState()&StateReset != 0 {
-		return 0
-	}
-	avail, _ := c.rx.available(^uint64(0))
-	return int(avail)
+	avail, _ := c.RxPoll()
+	return avail
 }
 
 // RxPoll returns what Readable and PeerState return, under one lock: readiness checks of event
@@ -372,12 +367,8 @@ func (c *Conn) Unread() int {
 
 // Space returns the bytes Write can take now (0 after Close, shutdown, or a corrupt head).
 func (c *Conn) Space() int {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.mem == nil || c.tx.shut || c.tx.broken {
-		return 0
-	}
-	return int(c.tx.cap - c.tx.unread())
+	space, _ := c.TxSpace()
+	return space
 }
 
 // TxSpace returns what Space returns and the capacity of our writing ring, under one lock.

@@ -63,8 +63,13 @@ func (t *TCP) Readable(fd int) bool {
 // receive that ends at once (EOF after the peer's shutdown or our SHUT_RD, a reset, a dead peer).
 // avail is the ring's unread bytes (ring.Conn.RxPoll gives both).
 func (t *TCP) ringReadable(avail int, ps ring.StreamState) bool {
-	return avail > 0 || t.gone.Load() != 0 || t.rdShut.Load() ||
-		ps&(ring.StateWriteShut|ring.StateReset) != 0
+	return avail > 0 || t.ended(ps)
+}
+
+// ended reports, with the peer's state ps, that a receive after the switch ends at once with no
+// byte: the peer shut its writing side, reset or died, or our reading side was shut.
+func (t *TCP) ended(ps ring.StreamState) bool {
+	return t.gone.Load() != 0 || t.rdShut.Load() || ps&(ring.StateWriteShut|ring.StateReset) != 0
 }
 
 // ringHup is Hup once both directions are on the ring, with the peer's state ps.
@@ -254,15 +259,11 @@ func (t *TCP) resetPending(ps ring.StreamState) bool {
 	return !t.resetSeen.Load() && (ps&ring.StateReset != 0 || t.gone.Load() == goneReset)
 }
 
-// Ended reports whether a receive would end at once after the switch, with no byte: the peer
-// shut its writing side, reset or died, or our reading side was shut (edge-triggered epoll
-// reports that once, as the kernel's wake-up for the FIN).
+// Ended reports ended after the reader's switch (edge-triggered epoll reports it once, as the
+// kernel's wake-up for the FIN).
 func (t *TCP) Ended() bool {
 	conn := t.conn.Load()
-	if conn == nil || !t.rxSwitched.Load() {
-		return false
-	}
-	return t.gone.Load() != 0 || t.rdShut.Load() || conn.PeerState()&(ring.StateWriteShut|ring.StateReset) != 0
+	return conn != nil && t.rxSwitched.Load() && t.ended(conn.PeerState())
 }
 
 // KernelEvents are the events to ask the kernel for on fd while waiting for events on the
