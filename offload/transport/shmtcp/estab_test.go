@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -162,7 +163,10 @@ func lazyRound(t *testing.T, env *Env, l, port int, bufs [2]*lazyBufs, every boo
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):
-		t.Fatalf("round %d hung: client %+v server %+v", seed, ends[0].tr.Stats(), ends[1].tr.Stats())
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("round %d hung: client %+v server %+v\nclient %s\nserver %s\ngoroutines:\n%s", seed, ends[0].tr.Stats(), ends[1].tr.Stats(),
+			ends[0].tr.debugState(), ends[1].tr.debugState(), buf)
 	}
 	st := [2]Stats{ends[0].tr.Stats(), ends[1].tr.Stats()}
 	for _, e := range ends {

@@ -1,6 +1,7 @@
 package shmtcp
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -244,3 +245,19 @@ func call(op transport.Op, fd int, a ...uintptr) transport.Call {
 }
 
 func unixClose(fd int) { unix.Close(fd) }
+
+// debugState describes a socket's receive-side bookkeeping (for a hung test's message).
+func (t *TCP) debugState() string {
+	if !t.rxmu.TryLock() {
+		return "rxmu held"
+	}
+	defer t.rxmu.Unlock()
+	s := fmt.Sprintf("rxKnown %v rxK %d kRx %d kConsumed %d rxSwitched %v rxBack %v gone %d kernEOF %v est %v estDone %v early %d",
+		t.rxKnown, t.rxK, t.kRx, t.kConsumed, t.rxSwitched.Load(), t.rxBack.Load(), t.gone.Load(), t.kernEOF.Load(),
+		t.est.Load(), t.estDone.Load(), t.early.Load())
+	if c := t.conn.Load(); c != nil {
+		k, ok := c.ReaderSwitch()
+		s += fmt.Sprintf(" peerK %d,%v wakePending %v", k, ok, c.WakePending())
+	}
+	return s
+}

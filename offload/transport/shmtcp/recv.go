@@ -253,7 +253,17 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 			t.kConsumed += uint64(n) // wake bytes beyond K included
 		}
 		if t.rxKnown {
-			n = min(n, int(t.rxK-t.kRx))
+			data := min(n, int(t.rxK-t.kRx))
+			if wakes := n - data; wakes > 0 && !peek {
+				// The peer's data wake-ups, taken here rather than by drainWakes: clear the
+				// flag as drainWakes does, or the peer, seeing a wake-up still pending, never
+				// sends another and a later sleep on the empty ring never ends.
+				t.wakesRx.Add(uint64(wakes))
+				if conn != nil {
+					conn.ClearWake()
+				}
+			}
+			n = data
 		}
 		if n == 0 {
 			t.readerSwitched() // everything received lay beyond K: wake-ups
