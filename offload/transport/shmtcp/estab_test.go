@@ -169,6 +169,7 @@ func lazyRound(t *testing.T, env *Env, l, port int, bufs [2]*lazyBufs, every boo
 			ends[0].tr.debugState(), ends[1].tr.debugState(), buf)
 	}
 	st := [2]Stats{ends[0].tr.Stats(), ends[1].tr.Stats()}
+	ds := [2]string{ends[0].tr.debugState(), ends[1].tr.debugState()}
 	for _, e := range ends {
 		e.tr.Close(e.fd)
 		unix.Close(e.fd)
@@ -180,9 +181,9 @@ func lazyRound(t *testing.T, env *Env, l, port int, bufs [2]*lazyBufs, every boo
 	}
 	for i := range 2 {
 		if counts[i] != len(data[i]) || sums[i] != sha256.Sum256(data[i]) {
-			t.Fatalf("round %d, %s: received %d of %d bytes, same hash %v; client %+v server %+v",
+			t.Fatalf("round %d, %s: received %d of %d bytes, same hash %v; client %+v server %+v\nclient %s\nserver %s",
 				seed, [2]string{"client->server", "server->client"}[i], counts[i], len(data[i]),
-				sums[i] == sha256.Sum256(data[i]), st[0], st[1])
+				sums[i] == sha256.Sum256(data[i]), st[0], st[1], ds[0], ds[1])
 		}
 	}
 	return st[0].TxRing && st[0].RxRing && st[1].TxRing && st[1].RxRing

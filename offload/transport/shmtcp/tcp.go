@@ -114,6 +114,12 @@ func (t *TCP) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
 		if !t.estDone.Load() {
 			return t.transferEarly(c)
 		}
+		// Established stores the segment before estDone: a call that loaded conn before the
+		// store and estDone after it looks again, or it would make a kernel call on a paired
+		// connection (a receive taking the peer's wake bytes as data, a send missing from K).
+		if t.conn.Load() != nil {
+			return t.TransferVia(c)
+		}
 		n, errno := kernel.Do(&c)
 		t.countKernel(&c, n, errno)
 		return n, errno, true
