@@ -9,6 +9,7 @@ import "C"
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -40,6 +41,7 @@ var lib library
 // here the engine is ready before main(). It never fails: whatever goes wrong is logged, and the library
 // then passes every call through.
 func start() {
+	procs := raiseProcs()
 	params, warnings := conf.Load(os.Environ())
 	params = params.WithPID(os.Getpid())
 	lib.params = params
@@ -52,6 +54,7 @@ func start() {
 		return
 	}
 	banner(params)
+	lib.log.Debug("Go runtime", zap.Int("GOMAXPROCS", procs), zap.Int("CPUs", runtime.NumCPU()))
 
 	rules := loadRules(params)
 	lib.stats = openStats(params)
