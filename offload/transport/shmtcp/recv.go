@@ -51,7 +51,11 @@ func (t *TCP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 // MSG_WAITALL), 0 at EOF; EAGAIN without blocking or when SO_RCVTIMEO expires; EINTR after a
 // signal handler (SA_RESTART restarts unless a timeout is set); a partial count when interrupted
 // after some bytes.
-func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
+func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
+	// A local copy advanced in place: a store through the pointer would move the caller's
+	// buffer list to the heap (an allocation per call).
+	dl := *call
+	d := &dl
 	if d.total == 0 {
 		return 0, 0, false
 	}
@@ -87,8 +91,8 @@ func (t *TCP) receive(fd int, d *dataCall) (int, syscall.Errno, bool) {
 				t.waited(&w)
 				return got, 0, viaOS
 			}
-			d.bufs = advance(d.bufs, n)
-			d.total -= n
+			dl.bufs = advance(dl.bufs, n)
+			dl.total -= n
 			continue
 		}
 		if done {
@@ -314,7 +318,8 @@ func (t *TCP) acrossK(fd int, conn *ring.Conn, d *dataCall, n int) int {
 	if !d.discard {
 		// advance trims the first buffer in place: work on a copy of the list, which the
 		// caller advances again by the call's whole count.
-		rest.bufs = advance(append([][]byte(nil), d.bufs...), n)
+		var arr [maxBufs][]byte
+		rest.bufs = advance(append(arr[:0], d.bufs...), n)
 	}
 	m, err := t.ringRead(fd, conn, &rest)
 	if err != nil || m < 0 {

@@ -130,7 +130,10 @@ func (t *TCP) settleLocked(conn *ring.Conn) *ring.Conn {
 // ringSend writes the call's bytes into the ring as the kernel's TCP send does: all of them when
 // blocking (waiting for space), what fits when not (EAGAIN for none); a partial count when a
 // signal or SO_SNDTIMEO ends the wait after some bytes.
-func (t *TCP) ringSend(fd int, conn *ring.Conn, d *dataCall, nonblock bool) (int, syscall.Errno) {
+func (t *TCP) ringSend(fd int, conn *ring.Conn, call *dataCall, nonblock bool) (int, syscall.Errno) {
+	// A local copy advanced in place (see receive).
+	dl := *call
+	d := &dl
 	if d.total == 0 {
 		return 0, 0
 	}
@@ -152,7 +155,7 @@ func (t *TCP) ringSend(fd int, conn *ring.Conn, d *dataCall, nonblock bool) (int
 			if sent >= d.total {
 				return sent, 0
 			}
-			d.bufs = advance(d.bufs, n)
+			dl.bufs = advance(dl.bufs, n)
 			backoff = 0
 		}
 		switch {
