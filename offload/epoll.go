@@ -34,7 +34,7 @@ type epollSet struct {
 	// ghosts are deleted shared-memory TCP members whose kernel fd is still registered in the
 	// inner set (epoll_ghost.go), by fd.
 	ghosts map[int]*member
-	// gen counts changes of the members and their events; waitGen is the gen waitTCPs and
+	// gen counts changes of the members and of their EPOLLIN; waitGen is the gen waitTCPs and
 	// waitUDP were made at (waitLists).
 	gen, waitGen uint64
 	waitTCPs     []*shmtcp.TCP // TCP members waited on for input (never appended to: shared)
@@ -267,8 +267,10 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		if events&unix.EPOLLEXCLUSIVE != 0 || m.events&unix.EPOLLEXCLUSIVE != 0 {
 			return -int64(unix.EINVAL)
 		}
+		if (events^m.events)&unix.EPOLLIN != 0 {
+			set.gen++ // the wait lists hold the TCP members waited for input
+		}
 		m.events, m.data, m.disabled, m.et = events, data, false, edgeState{}
-		set.gen++
 		if want := m.wantInner(); want != m.inner || s.typ != sockStream {
 			// A TCP member whose kernel events stay the same (after the switch EPOLLOUT is a
 			// kernel EPOLLIN) costs no system call: event loops switch EPOLLOUT on and off
@@ -311,7 +313,8 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 		ts = umem.Timespec(c.A[2])
 	}
 	if set == nil {
-		w, errno := e.newWaiter(ts, c.A[4])
+		var w waiter
+		errno := w.init(e, ts, c.A[4])
 		if errno != 0 {
 			return -int64(errno)
 		}
@@ -326,7 +329,8 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 	if max <= 0 || max > 1<<24 {
 		return -int64(unix.EINVAL)
 	}
-	w, errno := e.newWaiter(ts, c.A[4])
+	var w waiter
+	errno := w.init(e, ts, c.A[4])
 	if errno != 0 {
 		return -int64(errno)
 	}

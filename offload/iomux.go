@@ -40,15 +40,17 @@ type waiter struct {
 	sigBase  uint32
 }
 
-func (e *Engine) newWaiter(ts *unix.Timespec, sig uintptr) (*waiter, syscall.Errno) {
-	w := &waiter{e: e}
+// init prepares a waiter the caller declared (a value on its stack: a waiter made per call on
+// the heap was most of the garbage an event loop made); EINVAL for a bad timeout.
+func (w *waiter) init(e *Engine, ts *unix.Timespec, sig uintptr) syscall.Errno {
+	*w = waiter{e: e}
 	if c := umem.SigCounters(sig); c != nil {
 		w.sig = (*transport.SigCounters)(unsafePointer(c))
 		w.sigBase = atomic.LoadUint32(&w.sig.All)
 	}
 	if ts != nil {
 		if ts.Sec < 0 || ts.Nsec < 0 || ts.Nsec >= 1e9 {
-			return nil, unix.EINVAL
+			return unix.EINVAL
 		}
 		d := ts.Sec*1e9 + ts.Nsec
 		if d == 0 {
@@ -57,7 +59,7 @@ func (e *Engine) newWaiter(ts *unix.Timespec, sig uintptr) (*waiter, syscall.Err
 			w.deadline = nanotime() + d
 		}
 	}
-	return w, 0
+	return 0
 }
 
 // spinBudget reports whether the waiter may still poll instead of sleeping.
@@ -175,7 +177,8 @@ func (e *Engine) poll(c *transport.Call) (r int64) {
 		ts = umem.Timespec(c.A[2])
 	}
 	fds := umem.Pollfds(c.A[0], n)
-	w, errno := e.newWaiter(ts, c.A[4])
+	var w waiter
+	errno := w.init(e, ts, c.A[4])
 	if errno != 0 {
 		return -int64(errno)
 	}
@@ -399,7 +402,8 @@ func (e *Engine) sel(c *transport.Call) (r int64) {
 		t := unix.NsecToTimespec(args.TV.Sec*1e9 + args.TV.Usec*1000)
 		ts = &t
 	}
-	w, errno := e.newWaiter(ts, args.Sig)
+	var w waiter
+	errno := w.init(e, ts, args.Sig)
 	if errno != 0 {
 		return -int64(errno)
 	}
