@@ -2,8 +2,11 @@ package udpcall
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,13 +31,37 @@ const (
 	sysmonSeen  = 3     // looks in a row that must agree
 )
 
+// sysmon is the process-wide state of the monitor thread's scheduling class.
+var sysmon struct {
+	mu   sync.Mutex
+	tid  int  // the thread given SCHED_IDLE, 0 while none is
+	loud bool // LoudSysmon ran: the monitor keeps its normal priority for the process's life
+}
+
+// ErrSysmonLoud is returned by QuietSysmon once LoudSysmon has run.
+var ErrSysmonLoud = errors.New("quiet sysmon: the monitor thread keeps its normal priority (too many threads call into the library)")
+
 // QuietSysmon gives the Go runtime's monitor thread of this process the SCHED_IDLE scheduling
 // policy (allowed without privileges: it only lowers the thread's priority) and returns its
 // thread id. It recognises the thread as the only one of the process, other than the main
-// thread and the caller, found sleeping in nanosleep(2) in three looks in a row (100 µs apart,
-// longer than any other sleep of the runtime's threads); when it cannot
-// tell (no such thread, or several) it changes nothing and returns an error.
+// thread and the caller, found sleeping in nanosleep(2) called from the Go code's own text
+// (never a thread of the program's, which sleeps through libc), in three looks in a row (100 µs
+// apart, longer than any other sleep of the runtime's threads); when it cannot tell (no such
+// thread, or several) it changes nothing and returns an error. A second call returns the
+// thread found by the first; after LoudSysmon it returns ErrSysmonLoud.
 func QuietSysmon() (int, error) {
+	sysmon.mu.Lock()
+	defer sysmon.mu.Unlock()
+	if sysmon.loud {
+		return 0, ErrSysmonLoud
+	}
+	if sysmon.tid != 0 {
+		return sysmon.tid, nil
+	}
+	lo, hi, err := goText()
+	if err != nil {
+		return 0, fmt.Errorf("quiet sysmon: %w", err)
+	}
 	self, main := unix.Gettid(), unix.Getpid()
 	last, agree := -1, 0
 	for i := 0; i < sysmonScans; i++ {
@@ -42,7 +69,7 @@ func QuietSysmon() (int, error) {
 			ts := unix.NsecToTimespec(sysmonGap)
 			_ = unix.Nanosleep(&ts, nil)
 		}
-		tid, n := nanosleeper(self, main)
+		tid, n := nanosleeper(self, main, lo, hi)
 		if n != 1 {
 			last, agree = -1, 0
 			continue
@@ -51,19 +78,98 @@ func QuietSysmon() (int, error) {
 			last, agree = tid, 0
 		}
 		if agree++; agree == sysmonSeen {
-			attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}
-			if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
-				return 0, fmt.Errorf("sched_setattr %d SCHED_IDLE: %w", tid, err)
+			if err := setPolicy(tid, unix.SCHED_IDLE); err != nil {
+				return 0, fmt.Errorf("quiet sysmon: %w", err)
 			}
+			sysmon.tid = tid
 			return tid, nil
 		}
 	}
 	return 0, fmt.Errorf("quiet sysmon: the runtime's monitor thread not found among /proc/self/task")
 }
 
+// LoudSysmon gives the monitor thread back its normal scheduling policy, for good: QuietSysmon
+// refuses afterwards. The caller decides when: an idle-class monitor starves on a saturated
+// machine, and a program thread that calls into the library while every P is held by other
+// threads waits for the monitor to take one back (seconds, measured with 48 threads on 2 busy
+// CPUs and 32 Ps). It returns the thread it changed, 0 if none was quiet.
+func LoudSysmon() (int, error) {
+	sysmon.mu.Lock()
+	defer sysmon.mu.Unlock()
+	sysmon.loud = true
+	tid := sysmon.tid
+	if tid == 0 {
+		return 0, nil
+	}
+	if err := setPolicy(tid, unix.SCHED_NORMAL); err != nil {
+		return tid, fmt.Errorf("loud sysmon: %w", err)
+	}
+	sysmon.tid = 0
+	return tid, nil
+}
+
+// setPolicy gives thread tid the scheduling policy (nice value and flags as the defaults).
+func setPolicy(tid int, policy uint32) error {
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: policy}
+	if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
+		return fmt.Errorf("sched_setattr %d policy %d: %w", tid, policy, err)
+	}
+	return nil
+}
+
+// goText returns the bounds of the mapping of /proc/self/maps that holds this function's code:
+// the Go code's text, runtime included (one text segment per executable or shared library).
+func goText() (lo, hi uintptr, err error) {
+	pc := reflect.ValueOf(goText).Pointer()
+	maps, err := readProc("/proc/self/maps")
+	if err != nil {
+		return 0, 0, err
+	}
+	for len(maps) > 0 {
+		var line []byte
+		line, maps, _ = bytes.Cut(maps, []byte{'\n'})
+		rng, _, _ := bytes.Cut(line, []byte{' '})
+		a, b, ok := bytes.Cut(rng, []byte{'-'})
+		if !ok {
+			continue
+		}
+		start, err1 := strconv.ParseUint(string(a), 16, 64)
+		end, err2 := strconv.ParseUint(string(b), 16, 64)
+		if err1 == nil && err2 == nil && uint64(pc) >= start && uint64(pc) < end {
+			return uintptr(start), uintptr(end), nil
+		}
+	}
+	return 0, 0, fmt.Errorf("the Go code's text (pc %#x) not found in /proc/self/maps", pc)
+}
+
+// readProc reads a whole /proc file through system calls only (an os.File would start the Go
+// network poller in the program's process).
+func readProc(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	var out []byte
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := unix.Read(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		if k == 0 {
+			return out, nil
+		}
+		out = append(out, buf[:k]...)
+	}
+}
+
 // nanosleeper looks at every thread of the process except self and main and returns one found
-// in nanosleep(2) and how many were.
-func nanosleeper(self, main int) (tid, n int) {
+// in nanosleep(2) called from code in [lo, hi), and how many were.
+func nanosleeper(self, main int, lo, hi uintptr) (tid, n int) {
 	fd, err := unix.Open("/proc/self/task", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, 0
@@ -86,7 +192,7 @@ func nanosleeper(self, main int) (tid, n int) {
 		if err != nil || t == self || t == main {
 			continue
 		}
-		if inNanosleep(fd, name) {
+		if inNanosleep(fd, name, lo, hi) {
 			tid = t
 			n++
 		}
@@ -95,19 +201,38 @@ func nanosleeper(self, main int) (tid, n int) {
 }
 
 // inNanosleep reports whether the thread whose /proc/self/task entry is name (relative to the
-// open directory dir) is blocked in nanosleep(2): /proc/self/task/<tid>/syscall starts with the
-// system call's number.
-func inNanosleep(dir int, name string) bool {
+// open directory dir) is blocked in nanosleep(2) called from code in [lo, hi).
+func inNanosleep(dir int, name string, lo, hi uintptr) bool {
 	fd, err := unix.Openat(dir, name+"/syscall", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}
 	defer unix.Close(fd)
-	var b [32]byte
+	var b [256]byte
 	k, err := unix.Read(fd, b[:])
 	if err != nil || k <= 0 {
 		return false
 	}
-	nr, _, _ := bytes.Cut(b[:k], []byte{' '})
-	return string(nr) == strconv.Itoa(unix.SYS_NANOSLEEP)
+	nr, pc, ok := parseSyscall(b[:k])
+	return ok && nr == unix.SYS_NANOSLEEP && pc >= lo && pc < hi
+}
+
+// parseSyscall reads a /proc/<pid>/task/<tid>/syscall line of a thread blocked in a system call:
+// the call's number, six arguments, the stack pointer and the program counter, all but the
+// number in hex ("35 0x7ffd8a1c 0x0 0x0 0x0 0x0 0x0 0x7ffd8a10 0x46d1e3"). A running thread
+// ("running") or one not in a call ("-1 0x... 0x...") gives ok false.
+func parseSyscall(line []byte) (nr int, pc uintptr, ok bool) {
+	f := bytes.Fields(line)
+	if len(f) != 9 {
+		return 0, 0, false
+	}
+	n, err := strconv.Atoi(string(f[0]))
+	if err != nil || n < 0 {
+		return 0, 0, false
+	}
+	p, err := strconv.ParseUint(string(bytes.TrimPrefix(f[8], []byte("0x"))), 16, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	return n, uintptr(p), true
 }
