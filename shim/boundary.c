@@ -10,7 +10,9 @@
  */
 #include "goxio.h"
 
+#include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define GOXIO_ERR_SIGPIPE 0x10000
 
@@ -26,9 +28,36 @@ static void sigpipe_again(void) {
 }
 
 extern long goxio_go_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4);
+extern void goxio_go_threads(int n);
+
+/*
+ * Threads that ever called into the engine, counted at each thread's first call (threads that
+ * ended stay counted: a thread that ends in C may leave its P held until the runtime takes it
+ * back). When the count first exceeds goxio_quiet_threads (set by Go before the engine is ready:
+ * half the Go runtime's Ps), the thread that passed it tells Go (goxio_go_threads, threads.go),
+ * which gives the runtime's monitor thread back its normal priority; it can still find a free P,
+ * as half of them are not held by program threads.
+ */
+int goxio_quiet_threads = INT_MAX;
+static atomic_int threads_seen;
+static __thread __attribute__((tls_model("initial-exec"))) char thread_seen;
+
+static __attribute__((noinline)) void count_thread(void) {
+	thread_seen = 1;
+	int n = atomic_fetch_add_explicit(&threads_seen, 1, memory_order_relaxed) + 1;
+	if (n == goxio_quiet_threads + 1)
+		goxio_go_threads(n);
+}
+
+/* goxio_threads_seen returns how many threads have called into the engine. */
+int goxio_threads_seen(void) {
+	return atomic_load_explicit(&threads_seen, memory_order_relaxed);
+}
 
 long goxio_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4) {
 	int saved = errno;
+	if (GOXIO_UNLIKELY(!thread_seen))
+		count_thread();
 	long r = goxio_go_call(op, fd, a0, a1, a2, a3, a4);
 	if (GOXIO_LIKELY(r >= 0)) {
 		errno = saved;

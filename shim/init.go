@@ -42,6 +42,7 @@ var lib library
 // then passes every call through.
 func start() {
 	procs := raiseProcs()
+	watchThreads(procs)
 	params, warnings := conf.Load(os.Environ())
 	params = params.WithPID(os.Getpid())
 	lib.params = params

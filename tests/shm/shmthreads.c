@@ -1,0 +1,75 @@
+/*
+ * shmthreads: N threads each send one checked datagram to themselves over loopback UDP (through
+ * goxio's rings under GOXIO_SHM=1), then the program prints how many of its threads run with the
+ * SCHED_IDLE policy: "threads=N idle=K". Used by TestShmSysmonThreads: the library gives the Go
+ * runtime's monitor thread SCHED_IDLE only while few threads call into it.
+ *
+ * usage: shmthreads N
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#ifndef SCHED_IDLE
+#define SCHED_IDLE 5
+#endif
+
+static void die(const char *what) {
+	perror(what);
+	exit(2);
+}
+
+static void *one(void *arg) {
+	long id = (long)arg;
+	int r = socket(AF_INET, SOCK_DGRAM, 0), s = socket(AF_INET, SOCK_DGRAM, 0);
+	if (r < 0 || s < 0)
+		die("socket");
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof a;
+	if (bind(r, (void *)&a, sizeof a) != 0 || getsockname(r, (void *)&a, &al) != 0)
+		die("bind");
+	char out[32], in[32] = {0};
+	int n = snprintf(out, sizeof out, "thread %ld", id);
+	if (sendto(s, out, n, 0, (void *)&a, sizeof a) != n)
+		die("sendto");
+	if (recv(r, in, sizeof in, 0) != n || memcmp(in, out, n) != 0) {
+		fprintf(stderr, "thread %ld: wrong datagram \"%s\"\n", id, in);
+		exit(3);
+	}
+	close(r);
+	close(s);
+	return NULL;
+}
+
+int main(int argc, char **argv) {
+	int n = argc > 1 ? atoi(argv[1]) : 1;
+	if (n < 1 || n > 256) {
+		fprintf(stderr, "usage: shmthreads N (1..256)\n");
+		return 2;
+	}
+	pthread_t t[256];
+	for (long i = 0; i < n; i++)
+		if (pthread_create(&t[i], NULL, one, (void *)i) != 0)
+			die("pthread_create");
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		die("/proc/self/task");
+	int idle = 0;
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		int tid = atoi(e->d_name);
+		if (tid > 0 && sched_getscheduler(tid) == SCHED_IDLE)
+			idle++;
+	}
+	closedir(d);
+	printf("threads=%d idle=%d\n", n, idle);
+	return 0;
+}
