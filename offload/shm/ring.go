@@ -126,9 +126,11 @@ func (p *producer) put(name []byte, bufs [][]byte, total int) error {
 	binary.NativeEndian.PutUint64(hdr, recWord(n, len(name), kindData))
 	copy(hdr[recNameOff:recNameOff+MaxName], name)
 	p.tail += pad + recSize(n)
-	atomic.SwapUint64(p.tailp, p.tail) // a full barrier before needWake's loads: wake.go
+	// pushed before tail, in the same cache line: one transfer of the line to the receiver,
+	// which polls tail, instead of two (the count may lead the tail by a record in statistics).
 	p.pushed++
 	atomic.StoreUint64(p.pushedp, p.pushed)
+	atomic.SwapUint64(p.tailp, p.tail) // a full barrier before needWake's loads: wake.go
 	return nil
 }
 
