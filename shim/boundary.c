@@ -33,10 +33,11 @@ extern void goxio_go_threads(int n);
 /*
  * Threads that ever called into the engine, counted at each thread's first call (threads that
  * ended stay counted: a thread that ends in C may leave its P held until the runtime takes it
- * back). When the count first exceeds goxio_quiet_threads (set by Go before the engine is ready:
- * half the Go runtime's Ps), the thread that passed it tells Go (goxio_go_threads, threads.go),
- * which gives the runtime's monitor thread back its normal priority; it can still find a free P,
- * as half of them are not held by program threads.
+ * back). The second thread tells Go (goxio_go_threads, threads.go), which gives the runtime its
+ * Ps (procs.go). When the count first exceeds goxio_quiet_threads (set by Go before the engine
+ * is ready: half those Ps), the thread that passed it tells Go, which gives the runtime's
+ * monitor thread back its normal priority; it can still find a free P, as half of them are not
+ * held by program threads.
  */
 int goxio_quiet_threads = INT_MAX;
 static atomic_int threads_seen;
@@ -45,7 +46,7 @@ static __thread __attribute__((tls_model("initial-exec"))) char thread_seen;
 static __attribute__((noinline)) void count_thread(void) {
 	thread_seen = 1;
 	int n = atomic_fetch_add_explicit(&threads_seen, 1, memory_order_relaxed) + 1;
-	if (n == goxio_quiet_threads + 1)
+	if (n == 2 || n == goxio_quiet_threads + 1)
 		goxio_go_threads(n);
 }
 

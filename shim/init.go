@@ -41,7 +41,7 @@ var lib library
 // here the engine is ready before main(). It never fails: whatever goes wrong is logged, and the library
 // then passes every call through.
 func start() {
-	procs := raiseProcs()
+	procs := procsTarget()
 	watchThreads(procs)
 	params, warnings := conf.Load(os.Environ())
 	params = params.WithPID(os.Getpid())
@@ -55,7 +55,8 @@ func start() {
 		return
 	}
 	banner(params)
-	lib.log.Debug("Go runtime", zap.Int("GOMAXPROCS", procs), zap.Int("CPUs", runtime.NumCPU()))
+	lib.log.Debug("Go runtime", zap.Int("GOMAXPROCS", runtime.GOMAXPROCS(0)), zap.Int("CPUs", runtime.NumCPU()),
+		zap.Int("from the second thread", procs))
 
 	rules := loadRules(params)
 	lib.stats = openStats(params)

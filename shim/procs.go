@@ -3,25 +3,47 @@ package main
 import (
 	"os"
 	"runtime"
+
+	"go.uber.org/zap"
 )
 
-// minProcs is the fewest processors (Ps) the library's Go runtime gets, whatever the CPU count.
+// minProcs is the fewest processors (Ps) the library's Go runtime gets once a second thread calls
+// into it, whatever the CPU count.
 //
 // A program thread that calls into the library runs Go code on a P, and when it returns to C it
 // keeps that P in the "system call" state: the runtime's monitor thread (sysmon) takes it back
 // only after 20 µs to 10 ms, and only while the monitor gets a CPU. With as many Ps as CPUs, a
 // third thread calling in on a 2-CPU machine waits for that hand-back; measured with 12 threads
 // calling sendto and recvfrom on 2 busy CPUs (GOMAXPROCS 2): p99 of a call 18 ms, 1,137 of 60,000
-// calls over 1 ms. With 16 Ps: p99 7 µs, p99.9 117 µs, 30 over 1 ms (most of them the first
-// call of a thread). An idle P costs little: ~20 KB, and no thread until a goroutine needs one
-// (the library starts none per call); a garbage collection may start a few more worker threads.
+// calls over 1 ms. With 32 Ps: p99 7.8 µs, 16-19 over 1 ms (most of them the first call of a
+// thread). An idle P costs ~20 KB and no thread until a goroutine needs one (the library starts
+// none per call); a garbage collection may start a few more worker threads.
+//
+// The Ps are added when a second thread first calls into the engine (goxio_go_threads), not at
+// start: making them costs ~0.5 ms (memory for 30 Ps, one stop of the world), 5-8% of the
+// start-up of a program like /bin/true, which a single-threaded program never needs.
 const minProcs = 32
 
-// raiseProcs gives the runtime max(CPUs, minProcs) Ps unless the environment sets GOMAXPROCS
-// (the runtime then honours it). It returns the count in effect.
-func raiseProcs() int {
-	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < minProcs {
-		runtime.GOMAXPROCS(max(runtime.NumCPU(), minProcs))
+// procsTarget returns how many Ps the runtime should have once several threads call in:
+// max(CPUs, minProcs), or what GOMAXPROCS in the environment says (the runtime honours it and
+// the library never changes it then).
+func procsTarget() int {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return runtime.GOMAXPROCS(0)
 	}
-	return runtime.GOMAXPROCS(0)
+	return max(runtime.NumCPU(), minProcs)
+}
+
+// raiseProcs gives the runtime target Ps if it has fewer, logging the change; it returns the
+// count in effect.
+func raiseProcs(target int, log *zap.Logger) int {
+	cur := runtime.GOMAXPROCS(0)
+	if cur >= target {
+		return cur
+	}
+	runtime.GOMAXPROCS(target)
+	if log != nil {
+		log.Debug("Go runtime: a second thread calls into goxio", zap.Int("GOMAXPROCS", target), zap.Int("was", cur))
+	}
+	return target
 }

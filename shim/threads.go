@@ -19,19 +19,31 @@ import (
 // busy CPUs, 32 Ps: max 3.7 s, against 0.2 s with a normal monitor). So the monitor is quiet only
 // while few threads use the library: boundary.c counts the threads that call in, and once more
 // than half the Ps' worth have, the monitor gets its normal priority back for the process's life.
-// GOMAXPROCS set higher keeps it quiet for more threads.
+// GOMAXPROCS set higher keeps it quiet for more threads. The same count gives the runtime its Ps
+// when a second thread calls in (procs.go).
 
-// watchThreads arms the thread count for a runtime with procs Ps; it runs before the engine is
-// ready, so before any thread is counted.
+// procsWanted is the Ps the runtime gets at the second thread's first call (procsTarget).
+var procsWanted int
+
+// watchThreads arms the thread count for a runtime that gets procs Ps from the second thread on;
+// it runs before the engine is ready, so before any thread is counted.
 func watchThreads(procs int) {
+	procsWanted = procs
 	C.goxio_quiet_threads = C.int(max(procs/2, 1))
 }
 
-// goxio_go_threads is called once, by the thread whose first call into the engine made the
-// count exceed goxio_quiet_threads.
+// goxio_go_threads is called by the thread whose first call into the engine made the count n
+// reach 2 (the runtime gets its Ps) or exceed goxio_quiet_threads (the monitor gets its priority
+// back); each happens once per process.
 //
 //export goxio_go_threads
 func goxio_go_threads(n C.int) {
+	if n == 2 {
+		raiseProcs(procsWanted, lib.log)
+	}
+	if n <= C.goxio_quiet_threads {
+		return
+	}
 	tid, err := udpcall.LoudSysmon()
 	log := lib.log
 	if log == nil {

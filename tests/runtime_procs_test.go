@@ -9,20 +9,21 @@ import (
 	"time"
 )
 
-// TestRuntimeProcs checks how many processors (Ps) the library's Go runtime gets: at least 32
-// whatever the CPU count, so that threads calling in do not wait for the runtime's monitor to
-// hand one back (shim/procs.go), and exactly what GOMAXPROCS says when the program's environment
-// sets it.
+// TestRuntimeProcs checks how many processors (Ps) the library's Go runtime starts with and
+// gets once a second thread calls in: one per CPU, then at least 32 whatever the CPU count, so
+// that threads calling in do not wait for the runtime's monitor to hand one back (shim/procs.go);
+// exactly what GOMAXPROCS says, from the start, when the program's environment sets it. The raise
+// itself is checked by TestShmSysmonThreads.
 func TestRuntimeProcs(t *testing.T) {
 	lib := integrationLib(t)
-	line := regexp.MustCompile(`Go runtime \{"GOMAXPROCS": (\d+), "CPUs": (\d+)\}`)
+	line := regexp.MustCompile(`Go runtime \{"GOMAXPROCS": (\d+), "CPUs": (\d+), "from the second thread": (\d+)\}`)
 	for _, c := range []struct {
-		env  string
-		want int
+		env         string
+		start, want int
 	}{
-		{"", max(runtime.NumCPU(), 32)},
-		{"3", 3},
-		{"40", 40},
+		{"", runtime.NumCPU(), max(runtime.NumCPU(), 32)},
+		{"3", 3, 3},
+		{"40", 40, 40},
 	} {
 		t.Run("GOMAXPROCS="+c.env, func(t *testing.T) {
 			env := append(os.Environ(), "LD_PRELOAD="+lib, "VMA_TRACELEVEL=DEBUG")
@@ -34,12 +35,14 @@ func TestRuntimeProcs(t *testing.T) {
 			if m == nil {
 				t.Fatalf("no \"Go runtime\" line in the library's log:\n%s", res.Stderr)
 			}
-			got, _ := strconv.Atoi(string(m[1]))
+			start, _ := strconv.Atoi(string(m[1]))
 			cpus, _ := strconv.Atoi(string(m[2]))
-			if got != c.want || cpus != runtime.NumCPU() {
-				t.Fatalf("library reports GOMAXPROCS %d with %d CPUs, want %d with %d", got, cpus, c.want, runtime.NumCPU())
+			later, _ := strconv.Atoi(string(m[3]))
+			if start != c.start || later != c.want || cpus != runtime.NumCPU() {
+				t.Fatalf("library reports GOMAXPROCS %d (%d from the second thread) with %d CPUs, want %d (%d) with %d",
+					start, later, cpus, c.start, c.want, runtime.NumCPU())
 			}
-			t.Logf("GOMAXPROCS %d", got)
+			t.Logf("GOMAXPROCS %d, %d from the second thread", start, later)
 		})
 	}
 }

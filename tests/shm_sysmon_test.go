@@ -3,6 +3,7 @@ package tests
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ func TestShmSysmonThreads(t *testing.T) {
 		idle    int
 	}{
 		{"one thread", 1, nil, 1},
+		{"two threads", 2, nil, 1},
 		{"GOXIO_SHM_SYSMON=normal", 1, []string{"GOXIO_SHM_SYSMON=normal"}, 0},
 		{"16 threads (half of 32 Ps)", 16, []string{"GOMAXPROCS=32"}, 1},
 		{"17 threads (more than half of 32 Ps)", 17, []string{"GOMAXPROCS=32"}, 0},
@@ -42,6 +44,14 @@ func TestShmSysmonThreads(t *testing.T) {
 			want := fmt.Sprintf("threads=%d idle=%d", c.threads, c.idle)
 			if got := strings.TrimSpace(string(res.Stdout)); got != want {
 				t.Fatalf("shmthreads printed %q, want %q; library log:\n%s", got, want, res.Stderr)
+			}
+			// Without GOMAXPROCS in the environment the runtime gets its Ps when the second
+			// thread calls in, and only then (shim/procs.go).
+			raise := fmt.Sprintf(`a second thread calls into goxio {"GOMAXPROCS": %d, "was": %d}`,
+				max(runtime.NumCPU(), 32), runtime.NumCPU())
+			wantRaise := c.threads >= 2 && len(c.env) == 0 && runtime.NumCPU() < 32
+			if got := strings.Contains(string(res.Stderr), raise); got != wantRaise {
+				t.Fatalf("library log has %q: %v, want %v; log:\n%s", raise, got, wantRaise, res.Stderr)
 			}
 		})
 	}
