@@ -50,11 +50,6 @@ static __attribute__((noinline)) void count_thread(void) {
 		goxio_go_threads(n);
 }
 
-/* goxio_threads_seen returns how many threads have called into the engine. */
-int goxio_threads_seen(void) {
-	return atomic_load_explicit(&threads_seen, memory_order_relaxed);
-}
-
 long goxio_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4) {
 	int saved = errno;
 	if (GOXIO_UNLIKELY(!thread_seen))

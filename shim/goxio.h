@@ -232,9 +232,8 @@ struct goxio_select_args {
 GOXIO_HIDDEN long goxio_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3,
 			     uintptr_t a4);
 
-/* goxio_quiet_threads: how many threads may call into the engine before goxio_go_threads is
- * called (boundary.c); goxio_threads_seen: how many have. */
+/* goxio_quiet_threads: how many threads may call into the engine before goxio_go_threads gives
+ * the runtime's monitor thread its normal priority back (boundary.c). */
 GOXIO_HIDDEN extern int goxio_quiet_threads;
-GOXIO_HIDDEN int goxio_threads_seen(void);
 
 #endif

@@ -34,16 +34,14 @@ func procsTarget() int {
 	return max(runtime.NumCPU(), minProcs)
 }
 
-// raiseProcs gives the runtime target Ps if it has fewer, logging the change; it returns the
-// count in effect.
-func raiseProcs(target int, log *zap.Logger) int {
+// raiseProcs gives the runtime target Ps if it has fewer, logging the change.
+func raiseProcs(target int, log *zap.Logger) {
 	cur := runtime.GOMAXPROCS(0)
 	if cur >= target {
-		return cur
+		return
 	}
 	runtime.GOMAXPROCS(target)
 	if log != nil {
 		log.Debug("Go runtime: a second thread calls into goxio", zap.Int("GOMAXPROCS", target), zap.Int("was", cur))
 	}
-	return target
 }
