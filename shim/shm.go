@@ -67,7 +67,7 @@ func newSHM(p conf.Params, log *zap.Logger, st *stats.Writer) *shmtr.Env {
 		RxUDPPollOSRatio:    p.RxUDPPollOSRatio,
 		RxBytesMin:          p.RxBytesMin,
 		TxNonblockedEagains: p.TxNonblockedEagains,
-		QuietSysmon:         true,
+		QuietSysmon:         p.RxPoll < 0,
 		Signals:             sigCounters,
 		AdoptFD:             func(fd int) int { return offload.AdoptInternal(cTable{}, fd) },
 		ReleaseFD:           func(fd int) { cTable{}.Set(fd, 0) },

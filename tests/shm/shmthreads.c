@@ -1,7 +1,7 @@
 /*
  * shmthreads: N threads each send one checked datagram to themselves over loopback UDP (through
- * goxio's rings under GOXIO_SHM=1), then the program prints how many of its threads run with the
- * SCHED_IDLE policy: "threads=N idle=K". Used by TestShmSysmonThreads: the library gives the Go
+ * goxio's rings under GOXIO_SHM=1), then the program prints which of its threads run with the
+ * SCHED_IDLE policy: "threads=N idle= TID TID...". Used by TestShmSysmonThreads: the library gives the Go
  * runtime's monitor thread SCHED_IDLE only while few threads call into it.
  *
  * usage: shmthreads N
@@ -63,13 +63,13 @@ int main(int argc, char **argv) {
 	DIR *d = opendir("/proc/self/task");
 	if (!d)
 		die("/proc/self/task");
-	int idle = 0;
+	printf("threads=%d idle=", n);
 	for (struct dirent *e; (e = readdir(d)) != NULL;) {
 		int tid = atoi(e->d_name);
 		if (tid > 0 && sched_getscheduler(tid) == SCHED_IDLE)
-			idle++;
+			printf(" %d", tid);
 	}
 	closedir(d);
-	printf("threads=%d idle=%d\n", n, idle);
+	printf("\n");
 	return 0;
 }

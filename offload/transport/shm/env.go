@@ -39,9 +39,10 @@ type Params struct {
 	// QuietSysmon gives the Go runtime's monitor thread SCHED_IDLE (udpcall.QuietSysmon): its
 	// wake-ups preempt polling threads and make the p99.9 of a ping-pong. It is a trade-off (on
 	// a saturated machine an idle-class monitor is slow to hand a processor to a thread calling
-	// into the library when every P is held), so the library also gives it its priority back
-	// once many threads call in (udpcall.LoudSysmon, shim/threads.go). GOXIO_SHM_SYSMON=idle or
-	// normal overrides.
+	// into the library when every P is held, and runtime threads it starts inherit its class),
+	// so the caller asks for it only for processes whose receives poll forever (VMA_SPEC=latency,
+	// VMA_RX_POLL=-1), and the library gives it its priority back once many threads call in
+	// (udpcall.LoudSysmon, shim/threads.go). GOXIO_SHM_SYSMON=idle or normal overrides.
 	QuietSysmon bool
 }
 
