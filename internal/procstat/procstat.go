@@ -100,3 +100,34 @@ func Alive(pid int, start uint64) bool {
 	}
 	return start == 0 || got == start
 }
+
+// ReadFile reads up to max bytes of a file (a /proc file: read until end of file) with raw system
+// calls only: the library may not use package os inside the program's process.
+func ReadFile(path string, max int) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 0, 1024)
+	for len(buf) < max {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		if n == 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+	}
+	if len(buf) > max {
+		buf = buf[:max]
+	}
+	return buf, nil
+}

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/internal/procstat"
 )
 
 // The Go runtime's monitor thread (sysmon) wakes up every 20 µs to 10 ms while any goroutine
@@ -117,11 +119,14 @@ func setPolicy(tid int, policy uint32) error {
 	return nil
 }
 
+// maxMaps bounds what goText reads of /proc/self/maps (a line is ~100 bytes).
+const maxMaps = 16 << 20
+
 // goText returns the bounds of the mapping of /proc/self/maps that holds this function's code:
 // the Go code's text, runtime included (one text segment per executable or shared library).
 func goText() (lo, hi uintptr, err error) {
 	pc := reflect.ValueOf(goText).Pointer()
-	maps, err := readProc("/proc/self/maps")
+	maps, err := procstat.ReadFile("/proc/self/maps", maxMaps)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -140,31 +145,6 @@ func goText() (lo, hi uintptr, err error) {
 		}
 	}
 	return 0, 0, fmt.Errorf("the Go code's text (pc %#x) not found in /proc/self/maps", pc)
-}
-
-// readProc reads a whole /proc file through system calls only (an os.File would start the Go
-// network poller in the program's process).
-func readProc(path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer unix.Close(fd)
-	var out []byte
-	buf := make([]byte, 64<<10)
-	for {
-		k, err := unix.Read(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
-		}
-		if k == 0 {
-			return out, nil
-		}
-		out = append(out, buf[:k]...)
-	}
 }
 
 // nanosleeper looks at every thread of the process except self and main and returns one found
