@@ -13,7 +13,7 @@ package main
 
 /*
 #cgo CFLAGS: -D_GNU_SOURCE -O2 -Wall -Wno-unused-function
-#cgo LDFLAGS: -ldl -lpthread
+#cgo LDFLAGS: -ldl -lpthread -Wl,--wrap=pthread_create
 #include "goxio.h"
 */
 import "C"

@@ -116,6 +116,10 @@ func (commands) DumpFD(fd int, level int) {
 //
 //export goxio_go_exit
 func goxio_go_exit() {
+	if g, i := sysmonStarted(); g+i > 0 && lib.log != nil {
+		lib.log.Debug("threads the idle monitor thread started", zap.Int("with its former class", g),
+			zap.Int("idle (the system refused the former class)", i))
+	}
 	if lib.engine != nil {
 		lib.engine.Shutdown()
 	}

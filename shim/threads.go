@@ -11,8 +11,8 @@ import (
 	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
-// The shared-memory transport can give the Go runtime's monitor thread (sysmon) SCHED_IDLE
-// (VMA_SPEC=latency, GOXIO_SHM_SYSMON=idle): its
+// The shared-memory transport gives the Go runtime's monitor thread (sysmon) SCHED_IDLE (unless
+// GOXIO_SHM_SYSMON=normal, or the process could not give it its class back: sysmon.c): its
 // wake-ups otherwise preempt the program's polling threads and make the p99.9 latency. An
 // idle-class monitor runs only when a CPU has nothing else to do, and one of its jobs is to take
 // back the P (Go processor) a thread keeps while it is back in C: a program thread that calls in

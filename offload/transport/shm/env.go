@@ -37,13 +37,14 @@ type Params struct {
 	// wake-ups), shown by goxio_stats.
 	Stats RingSlots
 	// QuietSysmon gives the Go runtime's monitor thread SCHED_IDLE (udpcall.QuietSysmon): its
-	// wake-ups preempt polling threads and make the p99.9 of a ping-pong. It is a trade-off (on
-	// a saturated machine an idle-class monitor is slow to hand a processor to a thread calling
-	// into the library when every P is held, and runtime threads it starts inherit its class),
-	// so the caller asks for it only for processes whose receives poll forever (VMA_SPEC=latency,
-	// VMA_RX_POLL=-1), and the library gives it its priority back once many threads call in
-	// (udpcall.LoudSysmon, shim/threads.go). GOXIO_SHM_SYSMON=idle or normal overrides.
+	// wake-ups preempt polling threads and make the p99.9 of a ping-pong. On a saturated
+	// machine an idle-class monitor is slow to hand a processor to a thread calling into the
+	// library when every P is held, so the library gives it its class back once many threads
+	// call in (udpcall.LoudSysmon, shim/threads.go). GOXIO_SHM_SYSMON=idle or normal overrides.
 	QuietSysmon bool
+	// SysmonGuard keeps the idle class to the monitor (threads it starts get its former class)
+	// and says whether it can be given back; nil: neither (tests).
+	SysmonGuard udpcall.Guard
 }
 
 // Env is the transport's process-wide state: the discovery directory, the outlets this process
@@ -93,8 +94,8 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 	}
 	if quiet := os.Getenv(sysmonEnv); quiet == "idle" || p.QuietSysmon && quiet != "normal" {
 		quietSysmonOnce.Do(func() {
-			if tid, err := udpcall.QuietSysmon(); err != nil {
-				log.Debug("shm: the Go runtime's monitor thread keeps its priority", zap.Error(err))
+			if tid, err := udpcall.QuietSysmon(p.SysmonGuard); err != nil {
+				log.Info("shm: the Go runtime's monitor thread keeps its priority (its wake-ups raise polling threads' tail latency)", zap.Error(err))
 			} else {
 				log.Debug("shm: the Go runtime's monitor thread runs SCHED_IDLE", zap.Int("tid", tid))
 			}

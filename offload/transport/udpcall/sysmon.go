@@ -35,23 +35,40 @@ const (
 
 // sysmon is the process-wide state of the monitor thread's scheduling class.
 var sysmon struct {
-	mu   sync.Mutex
-	tid  int  // the thread given SCHED_IDLE, 0 while none is
-	loud bool // LoudSysmon ran: the monitor keeps its normal priority for the process's life
+	mu     sync.Mutex
+	tid    int            // the thread given SCHED_IDLE, 0 while none is
+	former unix.SchedAttr // its class before
+	guard  Guard          // told of tid and former; nil: none
+	loud   bool           // LoudSysmon ran: the monitor keeps its normal priority for the process's life
+}
+
+// Guard confines the monitor's idle class to the monitor. Linux gives a new thread the class of
+// its creator, and the monitor starts runtime threads; the cgo layer implements Guard
+// (shim/sysmon.c): threads the idle monitor starts get its former class.
+type Guard interface {
+	// Restorable returns nil when a thread of this process may go from SCHED_IDLE back to the
+	// class former (CAP_SYS_NICE, or an RLIMIT_NICE of at least 20 for SCHED_OTHER): without
+	// that, neither the monitor (LoudSysmon) nor a thread it starts could get it back, and
+	// QuietSysmon changes nothing.
+	Restorable(former unix.SchedAttr) error
+	// Guard is told the monitor's thread id and former class before the monitor becomes idle,
+	// and tid 0 once it is back to that class.
+	Guard(tid int, former unix.SchedAttr)
 }
 
 // ErrSysmonLoud is returned by QuietSysmon once LoudSysmon has run.
 var ErrSysmonLoud = errors.New("quiet sysmon: the monitor thread keeps its normal priority (too many threads call into the library)")
 
 // QuietSysmon gives the Go runtime's monitor thread of this process the SCHED_IDLE scheduling
-// policy (allowed without privileges: it only lowers the thread's priority) and returns its
-// thread id. It recognises the thread as the only one of the process, other than the main
+// policy (its nice value kept) and returns its thread id. With a guard, it first checks that the
+// class can be given back (g.Restorable) and tells g of the thread (g.Guard); a nil guard skips
+// both (tests). It recognises the thread as the only one of the process, other than the main
 // thread and the caller, found sleeping in nanosleep(2) called from the Go code's own text
 // (never a thread of the program's, which sleeps through libc), in three looks in a row (100 µs
 // apart, longer than any other sleep of the runtime's threads); when it cannot tell (no such
 // thread, or several) it changes nothing and returns an error. A second call returns the
 // thread found by the first; after LoudSysmon it returns ErrSysmonLoud.
-func QuietSysmon() (int, error) {
+func QuietSysmon(g Guard) (int, error) {
 	sysmon.mu.Lock()
 	defer sysmon.mu.Unlock()
 	if sysmon.loud {
@@ -80,17 +97,13 @@ func QuietSysmon() (int, error) {
 			last, agree = tid, 0
 		}
 		if agree++; agree == sysmonSeen {
-			if err := setPolicy(tid, unix.SCHED_IDLE); err != nil {
-				return 0, fmt.Errorf("quiet sysmon: %w", err)
-			}
-			sysmon.tid = tid
-			return tid, nil
+			return quiet(tid, g)
 		}
 	}
 	return 0, fmt.Errorf("quiet sysmon: the runtime's monitor thread not found among /proc/self/task")
 }
 
-// LoudSysmon gives the monitor thread back its normal scheduling policy, for good: QuietSysmon
+// LoudSysmon gives the monitor thread back its former scheduling class, for good: QuietSysmon
 // refuses afterwards. The caller decides when: an idle-class monitor starves on a saturated
 // machine, and a program thread that calls into the library while every P is held by other
 // threads waits for the monitor to take one back (seconds, measured with 48 threads on 2 busy
@@ -103,18 +116,49 @@ func LoudSysmon() (int, error) {
 	if tid == 0 {
 		return 0, nil
 	}
-	if err := setPolicy(tid, unix.SCHED_NORMAL); err != nil {
+	if err := setAttr(tid, sysmon.former); err != nil {
 		return tid, fmt.Errorf("loud sysmon: %w", err)
 	}
 	sysmon.tid = 0
+	if sysmon.guard != nil {
+		sysmon.guard.Guard(0, sysmon.former)
+	}
 	return tid, nil
 }
 
-// setPolicy gives thread tid the scheduling policy (nice value and flags as the defaults).
-func setPolicy(tid int, policy uint32) error {
-	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: policy}
+// quiet gives thread tid SCHED_IDLE, with sysmon.mu held.
+func quiet(tid int, g Guard) (int, error) {
+	former, err := unix.SchedGetAttr(tid, 0)
+	if err != nil {
+		return 0, fmt.Errorf("quiet sysmon: sched_getattr %d: %w", tid, err)
+	}
+	if former.Policy == unix.SCHED_IDLE {
+		return 0, fmt.Errorf("quiet sysmon: thread %d already runs SCHED_IDLE (the program's class)", tid)
+	}
+	if g != nil {
+		if err := g.Restorable(*former); err != nil {
+			return 0, fmt.Errorf("quiet sysmon: an idle thread could not get the monitor's class back "+
+				"(policy %d; CAP_SYS_NICE or RLIMIT_NICE >= 20 allows it): %w", former.Policy, err)
+		}
+		g.Guard(tid, *former)
+	}
+	idle := *former
+	idle.Policy, idle.Priority = unix.SCHED_IDLE, 0
+	if err := setAttr(tid, idle); err != nil {
+		if g != nil {
+			g.Guard(0, *former)
+		}
+		return 0, fmt.Errorf("quiet sysmon: %w", err)
+	}
+	sysmon.tid, sysmon.former, sysmon.guard = tid, *former, g
+	return tid, nil
+}
+
+// setAttr gives thread tid the scheduling attributes attr (size filled in).
+func setAttr(tid int, attr unix.SchedAttr) error {
+	attr.Size = unix.SizeofSchedAttr
 	if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
-		return fmt.Errorf("sched_setattr %d policy %d: %w", tid, policy, err)
+		return fmt.Errorf("sched_setattr %d policy %d: %w", tid, attr.Policy, err)
 	}
 	return nil
 }

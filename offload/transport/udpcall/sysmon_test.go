@@ -8,15 +8,48 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestQuietSysmon: the thread found is another thread of the process than the caller and the
-// main thread, and it runs SCHED_IDLE afterwards while the caller's policy is unchanged; a second
-// call finds the same thread; LoudSysmon gives it SCHED_NORMAL back and QuietSysmon then refuses.
-// (One test: the state is the process's.)
-func TestQuietSysmon(t *testing.T) {
+// fakeGuard records what QuietSysmon and LoudSysmon tell a Guard; Restorable returns refuse.
+type fakeGuard struct {
+	t          *testing.T
+	refuse     error
+	restorable []unix.SchedAttr
+	guards     []int  // tids in call order
+	idleAt     []bool // whether the guarded thread was already idle when told
+}
+
+func (g *fakeGuard) Restorable(former unix.SchedAttr) error {
+	g.restorable = append(g.restorable, former)
+	return g.refuse
+}
+
+func (g *fakeGuard) Guard(tid int, _ unix.SchedAttr) {
+	g.guards = append(g.guards, tid)
+	if tid != 0 {
+		g.idleAt = append(g.idleAt, policy(g.t, tid) == unix.SCHED_IDLE)
+	}
+}
+
+// resetSysmon undoes an earlier QuietSysmon/LoudSysmon of this process (tests run with -count).
+func resetSysmon(t *testing.T) {
 	sysmon.mu.Lock()
-	sysmon.loud = false // an earlier run of this test (-count) ended loud
-	sysmon.mu.Unlock()
-	tid, err := QuietSysmon()
+	defer sysmon.mu.Unlock()
+	if sysmon.tid != 0 {
+		if err := setAttr(sysmon.tid, sysmon.former); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sysmon.tid, sysmon.guard, sysmon.loud = 0, nil, false
+}
+
+// TestQuietSysmon: the thread found is another thread of the process than the caller and the
+// main thread, and it runs SCHED_IDLE afterwards while the caller's policy is unchanged; the
+// guard is asked first with the thread's former class and told of the thread before it becomes
+// idle; a second call finds the same thread; LoudSysmon gives it its former class back, tells
+// the guard, and QuietSysmon then refuses. (One test: the state is the process's.)
+func TestQuietSysmon(t *testing.T) {
+	resetSysmon(t)
+	g := &fakeGuard{t: t}
+	tid, err := QuietSysmon(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +62,13 @@ func TestQuietSysmon(t *testing.T) {
 	if p := policy(t, 0); p != unix.SCHED_NORMAL {
 		t.Fatalf("caller's policy became %d", p)
 	}
-	again, err := QuietSysmon()
+	if len(g.restorable) != 1 || g.restorable[0].Policy != unix.SCHED_NORMAL {
+		t.Fatalf("Restorable calls %+v, want one with SCHED_NORMAL", g.restorable)
+	}
+	if len(g.guards) != 1 || g.guards[0] != tid || g.idleAt[0] {
+		t.Fatalf("Guard calls %v (already idle: %v), want [%d] before the thread became idle", g.guards, g.idleAt, tid)
+	}
+	again, err := QuietSysmon(g)
 	if err != nil || again != tid {
 		t.Fatalf("second QuietSysmon = %d, %v; want %d", again, err, tid)
 	}
@@ -44,7 +83,10 @@ func TestQuietSysmon(t *testing.T) {
 	if p := policy(t, tid); p != unix.SCHED_NORMAL {
 		t.Fatalf("after LoudSysmon thread %d policy %d, want SCHED_NORMAL", tid, p)
 	}
-	if _, err := QuietSysmon(); !errors.Is(err, ErrSysmonLoud) {
+	if len(g.guards) != 2 || g.guards[1] != 0 {
+		t.Fatalf("Guard calls %v, want [%d 0]", g.guards, tid)
+	}
+	if _, err := QuietSysmon(g); !errors.Is(err, ErrSysmonLoud) {
 		t.Fatalf("QuietSysmon after LoudSysmon: %v, want ErrSysmonLoud", err)
 	}
 	if p := policy(t, tid); p != unix.SCHED_NORMAL {
@@ -53,6 +95,53 @@ func TestQuietSysmon(t *testing.T) {
 	if again, err := LoudSysmon(); again != 0 || err != nil {
 		t.Fatalf("second LoudSysmon = %d, %v; want 0, nil", again, err)
 	}
+}
+
+// TestQuietSysmonNotRestorable: when the guard says an idle thread could not get its class back,
+// QuietSysmon changes nothing, tells the guard of no thread, and says why.
+func TestQuietSysmonNotRestorable(t *testing.T) {
+	resetSysmon(t)
+	g := &fakeGuard{t: t, refuse: unix.EPERM}
+	tid, err := QuietSysmon(g)
+	if !errors.Is(err, unix.EPERM) || tid != 0 {
+		t.Fatalf("QuietSysmon = %d, %v; want 0 and an error wrapping EPERM", tid, err)
+	}
+	if len(g.restorable) != 1 || len(g.guards) != 0 {
+		t.Fatalf("Restorable calls %d, Guard calls %v; want 1 and none", len(g.restorable), g.guards)
+	}
+	if idle := idleThreads(t); len(idle) != 0 {
+		t.Fatalf("threads %v run SCHED_IDLE after a refused QuietSysmon", idle)
+	}
+}
+
+// idleThreads lists the threads of this process that run SCHED_IDLE.
+func idleThreads(t *testing.T) []int {
+	t.Helper()
+	fd, err := unix.Open("/proc/self/task", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	var buf [4096]byte
+	var names []string
+	for {
+		k, err := unix.Getdents(fd, buf[:])
+		if err != nil || k <= 0 {
+			break
+		}
+		_, _, names = unix.ParseDirent(buf[:k], -1, names)
+	}
+	var idle []int
+	for _, n := range names {
+		var tid int
+		for _, c := range n {
+			tid = tid*10 + int(c-'0')
+		}
+		if a, err := unix.SchedGetAttr(tid, 0); err == nil && a.Policy == unix.SCHED_IDLE {
+			idle = append(idle, tid)
+		}
+	}
+	return idle
 }
 
 func policy(t *testing.T, tid int) uint32 {
