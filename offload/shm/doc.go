@@ -21,16 +21,22 @@
 //
 // A single-producer single-consumer byte ring. head (consumer) and tail (producer) are
 // monotonically increasing byte positions on separate cache lines; the capacity is a power of
-// two; records are 8-byte aligned and never wrap: when a record does not fit before the end of
-// the data area, the producer first writes a padding record covering the rest. A record is
+// two; records start on a cache line (64 bytes) and never wrap: when a record does not fit before
+// the end of the data area, the producer first writes a padding record covering the rest. A
+// record is
 //
-//	u32 payload length | u8 name length | u8 kind | u16 zero | name[28] | u32 zero | payload
+//	u64 word | name[28] | u32 zero | payload, padded to 64 bytes
 //
-// (40-byte header, payload 8-byte aligned). The producer writes the record, then stores tail;
-// the consumer loads tail, validates every field against its own private copy of the capacity
-// and head (a producer may write anything, at any time), and stores head after the caller copied
-// the record out. A producer killed mid-write never published the tail, so the consumer never
-// sees half a record and never waits for one.
+// where the word packs the payload length, the name length, the kind and the record's position
+// (layout.go). The producer writes name and payload, stores the word, then stores tail. The
+// consumer polls the word at its head, not the tail: a record whose word carries the head's
+// position is published, and the datagram's first bytes share its cache line, so a datagram
+// costs the consumer the lines of its record only. It validates every field against its own
+// private copy of the capacity and head (a producer may write anything, at any time), looks at
+// the tail every 64 empty polls (a tail beyond a head with no published record there is a
+// corrupt ring), and stores head after the caller copied the record out. A producer killed
+// mid-write never stored the word, so the consumer never sees half a record and never waits
+// for one.
 //
 // # Wake-ups
 //

@@ -189,7 +189,7 @@ func (in *Inbox) Pending() bool {
 	p := atomic.LoadUint64(in.genp) != in.seenGen.Load()
 	if !p {
 		for _, r := range *in.list.Load() {
-			if r.pending() {
+			if r.published() {
 				p = true
 				break
 			}

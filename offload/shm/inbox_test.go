@@ -16,7 +16,7 @@ func TestRoundRobin(t *testing.T) {
 	in := mustInbox(t, dir, "rr", 4)
 	buf := make([]byte, 64)
 	for s := range 3 {
-		o := mustDial(t, dir, "rr", 0)
+		o := mustDial(t, dir, "rr", 8192) // 40 records of 64 bytes and more
 		n := 10
 		if s == 0 {
 			n = 40
@@ -313,7 +313,7 @@ func TestCorruptRingDetached(t *testing.T) {
 	}
 	atomic.StoreUint64(bad.p.tailp, 3*bad.p.cap)
 	seen := false
-	for range 3 {
+	for range tailCheck + 3 { // the consumer looks at a tail every tailCheck empty polls
 		_, d, err := drainOne(in)
 		if err == nil && string(d) == "fine" {
 			seen = true

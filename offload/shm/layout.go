@@ -18,7 +18,7 @@ const (
 	// MaxSlots bounds the slot table of an inbox (senders at once).
 	MaxSlots = 4096
 
-	layoutVersion = 2
+	layoutVersion = 3
 )
 
 // Inbox segment: one header page, then slots of slotSize bytes.
@@ -92,18 +92,36 @@ const (
 	ringDataOff = pageSize
 )
 
-// Records.
+// Records. A record starts on a cache line (recAlign) and begins with one 64-bit word, stored
+// last and atomically by the producer: it publishes the record. The consumer polls that word
+// (the line it then reads the payload from) instead of the producer's tail, so a datagram costs
+// the receiver no miss on the tail's line. The word carries the record's position (seq), so a
+// word left from an earlier lap of the ring, or the zeroed area, never reads as published.
+//
+//	bits  0-23: length: payload bytes (data), or the record's length in recAlign units (pad)
+//	bits 24-29: namelen
+//	bits 30-31: kind
+//	bits 32-63: seq: uint32(position / recAlign)
 const (
 	recHdr     = 40 // header bytes before the payload
 	recNameOff = 8  // name bytes start
+	recAlign   = 64 // a record's start and size are multiples of it
 	kindData   = 1
 	kindPad    = 2
 )
 
 // recSize is the ring space taken by a record with n payload bytes.
-func recSize(n int) uint64 { return uint64(recHdr+n+7) &^ 7 }
+func recSize(n int) uint64 { return uint64(recHdr+n+recAlign-1) &^ (recAlign - 1) }
 
-// recWord packs the first 8 bytes of a record header.
-func recWord(length int, namelen int, kind byte) uint64 {
-	return uint64(uint32(length)) | uint64(byte(namelen))<<32 | uint64(kind)<<40
+// recWord packs the first 8 bytes of the record at position pos.
+func recWord(length int, namelen int, kind byte, pos uint64) uint64 {
+	return uint64(uint32(length)&(1<<24-1)) | uint64(namelen&63)<<24 | uint64(kind&3)<<30 | recSeq(pos)<<32
+}
+
+// recSeq is the seq field of the record at position pos.
+func recSeq(pos uint64) uint64 { return uint64(uint32(pos / recAlign)) }
+
+// recFields unpacks a record word.
+func recFields(w uint64) (length, namelen uint64, kind byte, seq uint64) {
+	return w & (1<<24 - 1), (w >> 24) & 63, byte(w>>30) & 3, w >> 32
 }

@@ -1,7 +1,6 @@
 package shm
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"sync/atomic"
@@ -99,7 +98,7 @@ func (p *producer) put(name []byte, bufs [][]byte, total int) error {
 	}
 	if need > p.cap-(p.tail-p.headCache) {
 		h := atomic.LoadUint64(p.headp)
-		if h > p.tail || p.tail-h > p.cap || h&7 != 0 || h < p.headCache {
+		if h > p.tail || p.tail-h > p.cap || h&(recAlign-1) != 0 || h < p.headCache {
 			return fmt.Errorf("send: consumer head %d against tail %d: %w", h, p.tail, ErrCorrupt)
 		}
 		p.headCache = h
@@ -110,7 +109,7 @@ func (p *producer) put(name []byte, bufs [][]byte, total int) error {
 		}
 	}
 	if pad != 0 {
-		binary.NativeEndian.PutUint64(p.data[off:], recWord(int(pad), 0, kindPad))
+		atomic.StoreUint64(word64(p.data, int(off)), recWord(int(pad/recAlign), 0, kindPad, p.tail))
 		off = 0
 	}
 	// Payload first, header last; nothing is visible before the tail store.
@@ -122,9 +121,9 @@ func (p *producer) put(name []byte, bufs [][]byte, total int) error {
 		}
 		n += copy(dst[n:], b)
 	}
-	hdr := p.data[off : off+recHdr]
-	binary.NativeEndian.PutUint64(hdr, recWord(n, len(name), kindData))
-	copy(hdr[recNameOff:recNameOff+MaxName], name)
+	copy(p.data[off+recNameOff:off+recNameOff+MaxName], name)
+	// The word last: it publishes the record to a consumer polling it (peek).
+	atomic.StoreUint64(word64(p.data, int(off)), recWord(n, len(name), kindData, p.tail+pad))
 	p.tail += pad + recSize(n)
 	// pushed before tail, in the same cache line: one transfer of the line to the receiver,
 	// which polls tail, instead of two (the count may lead the tail by a record in statistics).
@@ -142,7 +141,7 @@ type ring struct {
 	tailp     *uint64
 	headp     *uint64
 	head      atomic.Uint64 // authoritative head (Pending reads it from other goroutines)
-	tailCache uint64        // last validated tail
+	empties   uint32        // peeks that found no published record (tailCheck)
 	popped    uint64
 
 	// Identity and lifetime, owned by the Inbox.
@@ -183,35 +182,29 @@ func newRing(mem []byte) (*ring, error) {
 }
 
 // peek validates and returns the oldest record: name and payload alias the data area; next is
-// the head after it. ErrEmpty when the ring is empty, ErrCorrupt when anything does not validate.
-// Every loop is bounded: at most one padding record precedes a data record.
+// the head after it. ErrEmpty when no record is published at the head, ErrCorrupt when anything
+// does not validate. Every loop is bounded: at most one padding record precedes a data record.
 func (r *ring) peek() (name, data []byte, next uint64, err error) {
 	h := r.head.Load()
 	for range 2 {
-		if h == r.tailCache {
-			t := atomic.LoadUint64(r.tailp)
-			if t-h > r.cap || t&7 != 0 {
-				return nil, nil, 0, ErrCorrupt
-			}
-			if t == h {
-				return nil, nil, 0, ErrEmpty
-			}
-			r.tailCache = t
-		}
-		avail := r.tailCache - h
 		off := h & r.mask
-		w := binary.NativeEndian.Uint64(r.data[off : off+8])
-		length, namelen, kind := uint64(uint32(w)), uint64(byte(w>>32)), byte(w>>40)
+		length, namelen, kind, seq := recFields(atomic.LoadUint64(word64(r.data, int(off))))
+		if seq != recSeq(h) || kind == 0 {
+			if err := r.unpublished(h); err != nil {
+				return nil, nil, 0, err
+			}
+			return nil, nil, 0, ErrEmpty
+		}
 		switch kind {
 		case kindPad:
 			skip := r.cap - off
-			if off == 0 || skip > avail || length != skip {
+			if off == 0 || length*recAlign != skip {
 				return nil, nil, 0, ErrCorrupt
 			}
 			h += skip
 		case kindData:
 			rec := recSize(int(length))
-			if length > MaxPayload || namelen > MaxName || off+rec > r.cap || rec > avail {
+			if length > MaxPayload || namelen > MaxName || off+rec > r.cap {
 				return nil, nil, 0, ErrCorrupt
 			}
 			return r.data[off+recNameOff : off+recNameOff+namelen : off+recNameOff+namelen],
@@ -223,11 +216,65 @@ func (r *ring) peek() (name, data []byte, next uint64, err error) {
 	return nil, nil, 0, ErrCorrupt
 }
 
+// tailCheck is how many peeks that find no record at the head pass between two looks at the
+// producer's tail: a peer that scribbled on a record word (the tail then says published, the
+// word does not) is found within that many polls, and a polling consumer reads the tail's line
+// only once in that many.
+const tailCheck = 64
+
+// unpublished is peek's check when no record is published at h: ErrCorrupt when the producer's
+// tail says there is one. The producer stores a record's word before the tail that covers it,
+// and the tail trails the words, so a tail below h is no corruption (the consumer took a
+// record whose tail the producer has not stored yet) unless it is more than a ring behind.
+func (r *ring) unpublished(h uint64) error {
+	if r.empties++; r.empties%tailCheck != 0 {
+		return nil
+	}
+	t := atomic.LoadUint64(r.tailp)
+	switch {
+	case t&(recAlign-1) != 0 || t > h && t-h > r.cap || t < h && h-t > r.cap:
+		return ErrCorrupt
+	case t <= h:
+		return nil
+	}
+	// Loaded after the tail, the word must be the record's now.
+	_, _, kind, seq := recFields(atomic.LoadUint64(word64(r.data, int(h&r.mask))))
+	if seq != recSeq(h) || kind == 0 {
+		return ErrCorrupt
+	}
+	return nil
+}
+
 // pop consumes up to next (a value peek returned) and tells the producer.
 func (r *ring) pop(next uint64) {
 	r.head.Store(next)
 	r.popped++
 	atomic.StoreUint64(r.headp, next)
+}
+
+// published reports whether peek would find a record (or detach a corrupt ring) at the head,
+// from the record words, atomic loads only, safe from any goroutine: the consumer's polls read
+// the lines its next record comes in, never the producer's tail. After a padding record it
+// looks at the word at the start of the next lap (a producer that died between the two leaves
+// nothing published). A head that moved meanwhile (another consumer thread) answers true: the
+// caller then peeks under the consumer's lock, where the answer is exact.
+//
+// The wake protocol holds with it as with the tail: the producer stores the word before its
+// tail swap, a full barrier before it loads the spinners (wake.go).
+func (r *ring) published() bool {
+	h := r.head.Load()
+	pos := h
+	for range 2 {
+		_, _, kind, seq := recFields(atomic.LoadUint64(word64(r.data, int(pos&r.mask))))
+		if seq != recSeq(pos) || kind == 0 {
+			return r.head.Load() != h
+		}
+		if kind != kindPad {
+			return true
+		}
+		pos += r.cap - pos&r.mask
+	}
+	return true // two padding records: corrupt, peek detaches the ring
 }
 
 // pending reports whether the producer published beyond our head (atomic loads only).

@@ -21,8 +21,8 @@ func TestRingCapacity(t *testing.T) {
 }
 
 func TestRecordLayout(t *testing.T) {
-	if recSize(0) != 40 || recSize(1) != 48 || recSize(8) != 48 || recSize(64) != 104 {
-		t.Fatalf("recSize: %d %d %d %d", recSize(0), recSize(1), recSize(8), recSize(64))
+	if recSize(0) != 64 || recSize(24) != 64 || recSize(25) != 128 || recSize(64) != 128 {
+		t.Fatalf("recSize: %d %d %d %d", recSize(0), recSize(24), recSize(25), recSize(64))
 	}
 	if tagPID(claimTag(1234, 0)) != 1234 || tagSeq(claimTag(1234, 0)) != 1 || tagIsReady(claimTag(1234, 0)) {
 		t.Fatalf("claimTag: %x", claimTag(1234, 0))
