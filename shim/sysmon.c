@@ -11,7 +11,9 @@
  *    the calls made by this library's own code, the runtime's thread start (runtime/cgo) and
  *    ours; the program's calls go to libc as before. When the caller is the quiet monitor, the
  *    new thread gets the monitor's former policy and priority explicitly
- *    (PTHREAD_EXPLICIT_SCHED; its nice value is inherited, and QuietSysmon keeps the monitor's).
+ *    (PTHREAD_EXPLICIT_SCHED; its nice value is inherited, and QuietSysmon keeps the monitor's),
+ *    and, when QuietSysmon also widened the monitor's timer slack, sets its own slack back to the
+ *    monitor's former one first thing (a thread may always set its own).
  *  - Moving a thread out of SCHED_IDLE needs CAP_SYS_NICE or an RLIMIT_NICE of at least 20 (the
  *    kernel checks the target thread's limit), and without it the explicit policy would fail the
  *    runtime's thread start. goxio_sysmon_probe tries the round trip on a short-lived thread of
@@ -29,6 +31,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -41,14 +45,16 @@ int __real_pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void *)
 static volatile int quiet_tid;  /* the monitor's thread id while it is idle, else 0 */
 static int quiet_policy;        /* its policy before (SCHED_OTHER, SCHED_FIFO, ...) */
 static int quiet_priority;      /* its static priority before (0 unless real-time) */
+static long quiet_slack;        /* its timer slack before, in ns (0: unknown, leave children's) */
 static volatile long n_guarded; /* threads the idle monitor started with its former class */
 static volatile long n_idle;    /* ... that had to inherit the idle class (EPERM) */
 
 /* goxio_sysmon_guard publishes the monitor's thread id and former class (tid 0: none is idle). */
-GOXIO_HIDDEN void goxio_sysmon_guard(int tid, int policy, int priority) {
+GOXIO_HIDDEN void goxio_sysmon_guard(int tid, int policy, int priority, long slack) {
 	if (tid != 0) {
 		quiet_policy = policy;
 		quiet_priority = priority;
+		quiet_slack = slack;
 	}
 	__atomic_store_n(&quiet_tid, tid, __ATOMIC_RELEASE);
 }
@@ -105,6 +111,21 @@ GOXIO_HIDDEN int goxio_sysmon_probe(int policy, int priority, int nice) {
 	return p.err;
 }
 
+/* A thread the quiet monitor starts runs start() first: the monitor's former timer slack, then
+ * the runtime's start routine. */
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+	long slack;
+};
+
+static void *start(void *p) {
+	struct start s = *(struct start *)p;
+	free(p);
+	prctl(PR_SET_TIMERSLACK, (unsigned long)s.slack, 0, 0, 0);
+	return s.fn(s.arg);
+}
+
 GOXIO_HIDDEN int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *cattr, void *(*fn)(void *), void *arg) {
 	int tid = __atomic_load_n(&quiet_tid, __ATOMIC_ACQUIRE);
 	if (GOXIO_LIKELY(tid == 0) || (pid_t)syscall(SYS_gettid) != tid)
@@ -121,6 +142,12 @@ GOXIO_HIDDEN int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *
 	pthread_attr_getinheritsched(attr, &inherit);
 	pthread_attr_getschedpolicy(attr, &policy);
 	pthread_attr_getschedparam(attr, &param);
+	struct start *st = NULL;
+	if (quiet_slack > 0 && (st = malloc(sizeof *st)) != NULL) {
+		*st = (struct start){.fn = fn, .arg = arg, .slack = quiet_slack};
+		fn = start;
+		arg = st;
+	}
 	int rc = EINVAL;
 	if (pthread_attr_setinheritsched(attr, PTHREAD_EXPLICIT_SCHED) == 0 &&
 	    pthread_attr_setschedpolicy(attr, quiet_policy) == 0 && pthread_attr_setschedparam(attr, &want) == 0)
@@ -135,6 +162,8 @@ GOXIO_HIDDEN int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *
 		if (rc == 0)
 			__atomic_add_fetch(&n_idle, 1, __ATOMIC_RELAXED);
 	}
+	if (rc != 0)
+		free(st);
 	if (attr == &local)
 		pthread_attr_destroy(&local);
 	return rc;

@@ -3,7 +3,7 @@ package main
 /*
 #include "goxio.h"
 
-void goxio_sysmon_guard(int tid, int policy, int priority);
+void goxio_sysmon_guard(int tid, int policy, int priority, long slack);
 int goxio_sysmon_probe(int policy, int priority, int nice);
 void goxio_sysmon_started(long *guarded, long *idle);
 */
@@ -28,9 +28,10 @@ func (sysmonGuard) Restorable(former unix.SchedAttr) error {
 	return nil
 }
 
-// Guard publishes the idle monitor's thread id and former class to the pthread_create wrapper.
-func (sysmonGuard) Guard(tid int, former unix.SchedAttr) {
-	C.goxio_sysmon_guard(C.int(tid), C.int(former.Policy), C.int(former.Priority))
+// Guard publishes the idle monitor's thread id, former class and timer slack to the
+// pthread_create wrapper.
+func (sysmonGuard) Guard(tid int, former unix.SchedAttr, formerSlack int64) {
+	C.goxio_sysmon_guard(C.int(tid), C.int(former.Policy), C.int(former.Priority), C.long(formerSlack))
 }
 
 // sysmonStarted returns how many threads the idle monitor started with its former class, and

@@ -1,8 +1,11 @@
 /*
  * shmthreads: N threads each send one checked datagram to themselves over loopback UDP (through
  * goxio's rings under GOXIO_SHM=1), then the program prints which of its threads run with the
- * SCHED_IDLE policy: "threads=N idle= TID TID...". Used by TestShmSysmonThreads: the library gives the Go
- * runtime's monitor thread SCHED_IDLE only while few threads call into it.
+ * SCHED_IDLE policy and which have another timer slack than the main thread (as far as the
+ * process may read them):
+ * "threads=N idle= TID TID... slack= TID...". Used by TestShmSysmonThreads: the library gives the
+ * Go runtime's monitor thread SCHED_IDLE (and, with CAP_SYS_NICE, a wide timer slack) only while
+ * few threads call into it.
  *
  * usage: shmthreads N
  */
@@ -24,6 +27,20 @@
 static void die(const char *what) {
 	perror(what);
 	exit(2);
+}
+
+/* slack returns thread tid's timer slack in ns (/proc/<tid>/timerslack_ns), -1 if unreadable. */
+static long slack(int tid) {
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/timerslack_ns", tid);
+	FILE *f = fopen(path, "r");
+	long v = -1;
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
 }
 
 static void *one(void *arg) {
@@ -60,16 +77,27 @@ int main(int argc, char **argv) {
 			die("pthread_create");
 	for (int i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
+	long own = slack(getpid());
 	DIR *d = opendir("/proc/self/task");
 	if (!d)
 		die("/proc/self/task");
-	printf("threads=%d idle=", n);
-	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+	int tids[1024], nt = 0;
+	for (struct dirent *e; (e = readdir(d)) != NULL && nt < 1024;) {
 		int tid = atoi(e->d_name);
-		if (tid > 0 && sched_getscheduler(tid) == SCHED_IDLE)
-			printf(" %d", tid);
+		if (tid > 0)
+			tids[nt++] = tid;
 	}
 	closedir(d);
+	printf("threads=%d idle=", n);
+	for (int i = 0; i < nt; i++)
+		if (sched_getscheduler(tids[i]) == SCHED_IDLE)
+			printf(" %d", tids[i]);
+	printf(" slack=");
+	for (int i = 0; i < nt; i++) {
+		long v = slack(tids[i]); /* another thread's needs CAP_SYS_NICE to read: -1 */
+		if (v >= 0 && v != own)
+			printf(" %d", tids[i]);
+	}
 	printf("\n");
 	return 0;
 }

@@ -98,6 +98,10 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 				log.Info("shm: the Go runtime's monitor thread keeps its priority (its wake-ups raise polling threads' tail latency)", zap.Error(err))
 			} else {
 				log.Debug("shm: the Go runtime's monitor thread runs SCHED_IDLE", zap.Int("tid", tid))
+				if udpcall.SysmonSlackSet() {
+					log.Debug("shm: the monitor thread's sleeps end with the next interrupt of its CPU",
+						zap.Duration("timer slack", udpcall.SysmonSlack))
+				}
 			}
 		})
 	}

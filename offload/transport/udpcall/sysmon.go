@@ -38,6 +38,7 @@ var sysmon struct {
 	mu     sync.Mutex
 	tid    int            // the thread given SCHED_IDLE, 0 while none is
 	former unix.SchedAttr // its class before
+	slack  int64          // its timer slack before, when QuietSysmon changed it to SysmonSlack; else 0
 	guard  Guard          // told of tid and former; nil: none
 	loud   bool           // LoudSysmon ran: the monitor keeps its normal priority for the process's life
 }
@@ -51,9 +52,10 @@ type Guard interface {
 	// that, neither the monitor (LoudSysmon) nor a thread it starts could get it back, and
 	// QuietSysmon changes nothing.
 	Restorable(former unix.SchedAttr) error
-	// Guard is told the monitor's thread id and former class before the monitor becomes idle,
-	// and tid 0 once it is back to that class.
-	Guard(tid int, former unix.SchedAttr)
+	// Guard is told the monitor's thread id, former class and former timer slack before the
+	// monitor becomes idle, and tid 0 once it is back to that class: threads it starts meanwhile
+	// get that class and slack.
+	Guard(tid int, former unix.SchedAttr, formerSlack int64)
 }
 
 // ErrSysmonLoud is returned by QuietSysmon once LoudSysmon has run.
@@ -119,11 +121,23 @@ func LoudSysmon() (int, error) {
 	if err := setAttr(tid, sysmon.former); err != nil {
 		return tid, fmt.Errorf("loud sysmon: %w", err)
 	}
+	if sysmon.slack != 0 {
+		_ = writeSlack(tid, sysmon.slack) // it only delays the monitor's sleeps by up to SysmonSlack
+		sysmon.slack = 0
+	}
 	sysmon.tid = 0
 	if sysmon.guard != nil {
-		sysmon.guard.Guard(0, sysmon.former)
+		sysmon.guard.Guard(0, sysmon.former, 0)
 	}
 	return tid, nil
+}
+
+// SysmonSlackSet reports whether the quiet monitor thread got SysmonSlack as its timer slack
+// (that needs CAP_SYS_NICE: without it only its class changed).
+func SysmonSlackSet() bool {
+	sysmon.mu.Lock()
+	defer sysmon.mu.Unlock()
+	return sysmon.slack != 0
 }
 
 // quiet gives thread tid SCHED_IDLE, with sysmon.mu held.
@@ -140,17 +154,26 @@ func quiet(tid int, g Guard) (int, error) {
 			return 0, fmt.Errorf("quiet sysmon: an idle thread could not get the monitor's class back "+
 				"(policy %d; CAP_SYS_NICE or RLIMIT_NICE >= 20 allows it): %w", former.Policy, err)
 		}
-		g.Guard(tid, *former)
+	}
+	slack, err := readSlack(tid)
+	if err != nil {
+		slack = 0 // the class still changes
+	}
+	if g != nil {
+		g.Guard(tid, *former, slack)
 	}
 	idle := *former
 	idle.Policy, idle.Priority = unix.SCHED_IDLE, 0
 	if err := setAttr(tid, idle); err != nil {
 		if g != nil {
-			g.Guard(0, *former)
+			g.Guard(0, *former, 0)
 		}
 		return 0, fmt.Errorf("quiet sysmon: %w", err)
 	}
-	sysmon.tid, sysmon.former, sysmon.guard = tid, *former, g
+	sysmon.tid, sysmon.former, sysmon.guard, sysmon.slack = tid, *former, g, 0
+	if slack != 0 && writeSlack(tid, SysmonSlack) == nil {
+		sysmon.slack = slack
+	}
 	return tid, nil
 }
 

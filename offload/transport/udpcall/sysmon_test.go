@@ -22,7 +22,7 @@ func (g *fakeGuard) Restorable(former unix.SchedAttr) error {
 	return g.refuse
 }
 
-func (g *fakeGuard) Guard(tid int, _ unix.SchedAttr) {
+func (g *fakeGuard) Guard(tid int, _ unix.SchedAttr, _ int64) {
 	g.guards = append(g.guards, tid)
 	if tid != 0 {
 		g.idleAt = append(g.idleAt, policy(g.t, tid) == unix.SCHED_IDLE)
@@ -37,8 +37,13 @@ func resetSysmon(t *testing.T) {
 		if err := setAttr(sysmon.tid, sysmon.former); err != nil {
 			t.Fatal(err)
 		}
+		if sysmon.slack != 0 {
+			if err := writeSlack(sysmon.tid, sysmon.slack); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	sysmon.tid, sysmon.guard, sysmon.loud = 0, nil, false
+	sysmon.tid, sysmon.guard, sysmon.loud, sysmon.slack = 0, nil, false, 0
 }
 
 // TestQuietSysmon: the thread found is another thread of the process than the caller and the
@@ -62,6 +67,17 @@ func TestQuietSysmon(t *testing.T) {
 	if p := policy(t, 0); p != unix.SCHED_NORMAL {
 		t.Fatalf("caller's policy became %d", p)
 	}
+	formerSlack, err := readSlack(unix.Gettid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if SysmonSlackSet() {
+		if s, err := readSlack(tid); err != nil || s != SysmonSlack {
+			t.Fatalf("quiet monitor's timer slack %d, %v; want %d", s, err, int64(SysmonSlack))
+		}
+	} else if unix.Geteuid() == 0 {
+		t.Fatalf("as root the quiet monitor's timer slack was not set")
+	}
 	if len(g.restorable) != 1 || g.restorable[0].Policy != unix.SCHED_NORMAL {
 		t.Fatalf("Restorable calls %+v, want one with SCHED_NORMAL", g.restorable)
 	}
@@ -82,6 +98,9 @@ func TestQuietSysmon(t *testing.T) {
 	}
 	if p := policy(t, tid); p != unix.SCHED_NORMAL {
 		t.Fatalf("after LoudSysmon thread %d policy %d, want SCHED_NORMAL", tid, p)
+	}
+	if s, err := readSlack(tid); err != nil || s != formerSlack {
+		t.Fatalf("after LoudSysmon thread %d timer slack %d, %v; want %d (the caller's)", tid, s, err, formerSlack)
 	}
 	if len(g.guards) != 2 || g.guards[1] != 0 {
 		t.Fatalf("Guard calls %v, want [%d 0]", g.guards, tid)
