@@ -244,7 +244,9 @@ func (in *Inbox) Refresh() {
 	if in.lingering > 0 {
 		for i := 0; i < len(in.rings); {
 			r := in.rings[i]
-			if r.lingering && !r.pending() {
+			// Drained: nothing published at the head. Not the tail: a sender killed between a
+			// record's word and its tail store leaves a tail behind the head for good.
+			if r.lingering && !r.published() {
 				in.detach(r)
 				changed = true
 				continue

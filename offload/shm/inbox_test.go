@@ -167,6 +167,31 @@ func TestOutletCloseDetaches(t *testing.T) {
 	}
 }
 
+// TestClosedMidPublishDetaches: a sender that stopped between a record's word and its tail
+// store (killed there) leaves the tail behind the head once the record is read; its ring is
+// still detached once drained.
+func TestClosedMidPublishDetaches(t *testing.T) {
+	dir := testDir(t)
+	in := mustInbox(t, dir, "mp", 1)
+	o := mustDial(t, dir, "mp", 0)
+	in.Refresh()
+	tail := atomic.LoadUint64(o.p.tailp)
+	if _, err := o.Send(nil, [][]byte{[]byte("last")}, 4); err != nil {
+		t.Fatal(err)
+	}
+	atomic.StoreUint64(o.p.tailp, tail) // as if killed before the tail store
+	if _, d, err := drainOne(in); err != nil || string(d) != "last" {
+		t.Fatalf("record published by its word only: %q %v", d, err)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	in.Refresh()
+	if len(in.Stats()) != 0 || len(dirFiles(t, dir)) != 1 {
+		t.Fatalf("drained ring with its tail behind the head still there: stats %v files %v", in.Stats(), dirFiles(t, dir))
+	}
+}
+
 // deadPID returns the pid of a process that has exited and been reaped.
 func deadPID(t *testing.T) int {
 	t.Helper()

@@ -277,11 +277,6 @@ func (r *ring) published() bool {
 	return true // two padding records: corrupt, peek detaches the ring
 }
 
-// pending reports whether the producer published beyond our head (atomic loads only).
-func (r *ring) pending() bool {
-	return atomic.LoadUint64(r.tailp) != r.head.Load()
-}
-
 // stats returns the ring's counters as the receiver sees them (producer counters are the
 // producer's word: clamped, never trusted for anything but display).
 func (r *ring) stats() RingStats {
