@@ -83,7 +83,7 @@ func (u *UDP) Bell() int {
 }
 
 // Rang is called when a select, poll or epoll saw the socket's doorbell ring: the doorbell is
-// emptied once the rings are (settle).
+// emptied once the rings are (rang).
 func (u *UDP) Rang() {
 	if !u.enter() {
 		return
@@ -94,10 +94,12 @@ func (u *UDP) Rang() {
 	}
 }
 
-// rang empties a doorbell a sleeper saw readable once the rings are empty, even when no wake-up
-// is pending: a sender's byte can arrive after the receiver took the wake-up back (settle saw
-// the pending flag before the byte landed), and a doorbell left readable would turn every later
-// sleep into a busy loop.
+// rang empties a doorbell a sleeper saw readable once the rings are empty, and takes the
+// pending wake-up back (senders ring again). The doorbell stays readable while ring data it
+// announced is unread, so every thread sleeping on it (several pollers, an epoll set) sees it;
+// the first one to find the rings empty empties it. It empties it even when no wake-up is
+// pending: a byte can arrive after another thread took the wake-up back, and a doorbell left
+// readable would turn every later sleep into a busy loop.
 func (u *UDP) rang(in *ring.Inbox) {
 	b := u.bell.Load()
 	if b < 0 || in.Pending() {
@@ -107,18 +109,6 @@ func (u *UDP) rang(in *ring.Inbox) {
 	if in.WakePending() && !in.Pending() {
 		in.ClearWake()
 	}
-}
-
-// settle empties the doorbell when the rings are empty. The doorbell stays readable as long as
-// ring data it announced is unread, so every thread sleeping on it (several pollers, an epoll
-// set) sees it; the first one to find the rings empty takes the ring back.
-func (u *UDP) settle(in *ring.Inbox) {
-	b := u.bell.Load()
-	if b < 0 || !in.WakePending() || in.Pending() {
-		return
-	}
-	drainBell(int(b))
-	in.ClearWake()
 }
 
 // NextSize is the size of the datagram the next receive returns from the rings (FIONREAD); false

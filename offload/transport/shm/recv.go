@@ -170,10 +170,13 @@ const highFD = 1 << 10
 // fromRing copies the next ring datagram into the call's buffers. A fault on the program's
 // memory still consumes the datagram (the kernel drops it too) and panics to the caller.
 func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx) (int, bool) {
+	// Rings found empty leave the doorbell as it is: emptying it (and taking back the pending
+	// wake-up) is for a thread about to sleep (rang). Done here, at every gap of a stream, it
+	// let the sender ring again at its next datagram: under sockperf UDP throughput 10,000 to
+	// 516,000 doorbell system calls in 2 s on each side, and a message rate down by up to half.
 	if !in.Pending() {
 		in.Refresh()
 		if !in.Pending() {
-			u.settle(in)
 			return 0, false
 		}
 	}
