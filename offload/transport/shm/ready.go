@@ -45,9 +45,15 @@ func (u *UDP) Spin(on bool) {
 
 // Sleep marks (on) or unmarks a thread of this process asleep in the kernel waiting for the
 // socket (select, poll, epoll_wait); mark before the last look at the rings. Every Sleep(true)
-// is followed by one Sleep(false).
+// is followed by one Sleep(false). Marking settles the doorbell first.
 func (u *UDP) Sleep(on bool) {
 	if on {
+		if u.enter() {
+			if in := u.inbox.Load(); in != nil {
+				u.settle(in)
+			}
+			u.exit()
+		}
 		u.sleepers.Add(1)
 	} else {
 		u.sleepers.Add(-1)
@@ -109,6 +115,20 @@ func (u *UDP) rang(in *ring.Inbox) {
 	if in.WakePending() && !in.Pending() {
 		in.ClearWake()
 	}
+}
+
+// settle takes back a pending wake-up, emptying the doorbell, when the rings are empty; a thread
+// about to sleep calls it before its last look at the rings (the wake protocol: ClearWake, then
+// Pending). Without it a wake-up taken back by nobody would leave wakePending set with an empty
+// doorbell (rang empties it but keeps the flag when data arrived meanwhile), senders would not
+// ring, and the sleep would not end.
+func (u *UDP) settle(in *ring.Inbox) {
+	b := u.bell.Load()
+	if b < 0 || !in.WakePending() || in.Pending() {
+		return
+	}
+	drainBell(int(b))
+	in.ClearWake()
 }
 
 // NextSize is the size of the datagram the next receive returns from the rings (FIONREAD); false
