@@ -188,8 +188,8 @@ func (r *ring) peek() (name, data []byte, next uint64, err error) {
 	h := r.head.Load()
 	for range 2 {
 		off := h & r.mask
-		length, namelen, kind, seq := recFields(atomic.LoadUint64(word64(r.data, int(off))))
-		if seq != recSeq(h) || kind == 0 {
+		length, namelen, kind, ok := r.record(h)
+		if !ok {
 			if err := r.unpublished(h); err != nil {
 				return nil, nil, 0, err
 			}
@@ -238,11 +238,18 @@ func (r *ring) unpublished(h uint64) error {
 		return nil
 	}
 	// Loaded after the tail, the word must be the record's now.
-	_, _, kind, seq := recFields(atomic.LoadUint64(word64(r.data, int(h&r.mask))))
-	if seq != recSeq(h) || kind == 0 {
+	if _, _, _, ok := r.record(h); !ok {
 		return ErrCorrupt
 	}
 	return nil
+}
+
+// record loads the word of the record at position pos (atomically: the producer stores it last)
+// and unpacks it; ok is false when it is not the word of a record published at pos (a word of an
+// earlier lap, or the zeroed area).
+func (r *ring) record(pos uint64) (length, namelen uint64, kind byte, ok bool) {
+	length, namelen, kind, seq := recFields(atomic.LoadUint64(word64(r.data, int(pos&r.mask))))
+	return length, namelen, kind, seq == recSeq(pos) && kind != 0
 }
 
 // pop consumes up to next (a value peek returned) and tells the producer.
@@ -265,8 +272,8 @@ func (r *ring) published() bool {
 	h := r.head.Load()
 	pos := h
 	for range 2 {
-		_, _, kind, seq := recFields(atomic.LoadUint64(word64(r.data, int(pos&r.mask))))
-		if seq != recSeq(pos) || kind == 0 {
+		_, _, kind, ok := r.record(pos)
+		if !ok {
 			return r.head.Load() != h
 		}
 		if kind != kindPad {

@@ -39,7 +39,7 @@ var sysmon struct {
 	tid    int            // the thread given SCHED_IDLE, 0 while none is
 	former unix.SchedAttr // its class before
 	slack  int64          // its timer slack before, when QuietSysmon changed it to SysmonSlack; else 0
-	guard  Guard          // told of tid and former; nil: none
+	guard  Guard          // told of tid and former while tid is set
 	loud   bool           // LoudSysmon ran: the monitor keeps its normal priority for the process's life
 }
 
@@ -126,11 +126,15 @@ func LoudSysmon() (int, error) {
 		sysmon.slack = 0
 	}
 	sysmon.tid = 0
-	if sysmon.guard != nil {
-		sysmon.guard.Guard(0, sysmon.former, 0)
-	}
+	sysmon.guard.Guard(0, sysmon.former, 0)
 	return tid, nil
 }
+
+// noGuard is the Guard of a QuietSysmon given none (tests): everything restorable, nothing told.
+type noGuard struct{}
+
+func (noGuard) Restorable(unix.SchedAttr) error  { return nil }
+func (noGuard) Guard(int, unix.SchedAttr, int64) {}
 
 // SysmonSlackSet reports whether the quiet monitor thread got SysmonSlack as its timer slack
 // (that needs CAP_SYS_NICE: without it only its class changed).
@@ -149,25 +153,22 @@ func quiet(tid int, g Guard) (int, error) {
 	if former.Policy == unix.SCHED_IDLE {
 		return 0, fmt.Errorf("quiet sysmon: thread %d already runs SCHED_IDLE (the program's class)", tid)
 	}
-	if g != nil {
-		if err := g.Restorable(*former); err != nil {
-			return 0, fmt.Errorf("quiet sysmon: an idle thread could not get the monitor's class back "+
-				"(policy %d; CAP_SYS_NICE or RLIMIT_NICE >= 20 allows it): %w", former.Policy, err)
-		}
+	if g == nil {
+		g = noGuard{}
+	}
+	if err := g.Restorable(*former); err != nil {
+		return 0, fmt.Errorf("quiet sysmon: an idle thread could not get the monitor's class back "+
+			"(policy %d; CAP_SYS_NICE or RLIMIT_NICE >= 20 allows it): %w", former.Policy, err)
 	}
 	slack, err := readSlack(tid)
 	if err != nil {
 		slack = 0 // the class still changes
 	}
-	if g != nil {
-		g.Guard(tid, *former, slack)
-	}
+	g.Guard(tid, *former, slack)
 	idle := *former
 	idle.Policy, idle.Priority = unix.SCHED_IDLE, 0
 	if err := setAttr(tid, idle); err != nil {
-		if g != nil {
-			g.Guard(0, *former, 0)
-		}
+		g.Guard(0, *former, 0)
 		return 0, fmt.Errorf("quiet sysmon: %w", err)
 	}
 	sysmon.tid, sysmon.former, sysmon.guard, sysmon.slack = tid, *former, g, 0
