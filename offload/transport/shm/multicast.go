@@ -171,7 +171,10 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 	}
 	r := &route{dst: dst, gen: gen}
 	defer u.route.Store(r)
-	if !u.mcLoop.Load() || !dst.Addr().Is4() || dst.Port() == 0 {
+	// IP_MULTICAST_LOOP and IP_MULTICAST_IF are read from the kernel socket, the one truth: the
+	// program may have set them before the socket had this transport (a sender's options come
+	// before its first send, which decides its role).
+	if !optOn(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP) || !dst.Addr().Is4() || dst.Port() == 0 {
 		return r
 	}
 	local, ok := u.ensureBound(fd)
@@ -180,10 +183,8 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 	}
 	src := local.Addr()
 	if src.IsUnspecified() {
-		if ifa := u.mcIf.Load(); ifa != 0 {
-			var b [4]byte
-			binary.BigEndian.PutUint32(b[:], ifa)
-			src = netip.AddrFrom4(b)
+		if a, err := unix.GetsockoptInet4Addr(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF); err == nil && a != [4]byte{} {
+			src = netip.AddrFrom4(a)
 		} else {
 			src = u.env.source(dst.Addr())
 		}
@@ -339,16 +340,8 @@ func pktinfoDst(ctl []byte) (dst [4]byte, ok bool) {
 // socket after the program set them.
 func (u *UDP) ipOptionSet(fd, name int) {
 	switch name {
-	case unix.IP_MULTICAST_LOOP:
-		u.mcLoop.Store(optOn(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP))
-		u.route.Store(nil)
-	case unix.IP_MULTICAST_IF:
-		var ifa uint32
-		if a, err := unix.GetsockoptInet4Addr(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF); err == nil {
-			ifa = binary.BigEndian.Uint32(a[:])
-		}
-		u.mcIf.Store(ifa)
-		u.route.Store(nil)
+	case unix.IP_MULTICAST_LOOP, unix.IP_MULTICAST_IF:
+		u.route.Store(nil) // mcRoute reads them again
 	case unix.IP_MULTICAST_ALL:
 		u.mu.Lock()
 		if in := u.inbox.Load(); in != nil && u.published {

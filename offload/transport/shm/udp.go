@@ -72,9 +72,7 @@ type UDP struct {
 	joinSnap   atomic.Pointer[[]joinKey]
 	pktinfoOn  atomic.Bool
 	pktinfoOwn bool
-	mcSender   bool          // the binding is flagged as a multicast ring sender
-	mcLoop     atomic.Bool   // IP_MULTICAST_LOOP (on by default)
-	mcIf       atomic.Uint32 // IP_MULTICAST_IF address, host order; 0: the route's
+	mcSender   bool // the binding is flagged as a multicast ring sender
 
 	spill atomic.Pointer[[]byte] // datagrams spilled at a fork (handover.go)
 }
@@ -90,7 +88,6 @@ type Counts struct{ RingRx, OSRx, RingTx, McastDups uint64 }
 func (e *Env) NewUDP(nonblock func() bool) *UDP {
 	u := &UDP{env: e, nonblock: nonblock}
 	u.bell.Store(-1)
-	u.mcLoop.Store(true)
 	return u
 }
 
