@@ -77,6 +77,9 @@ func (u *UDP) Join(fd int, group, source netip.Addr) {
 	}
 	u.joins = append(u.joins, join{group: group, source: source})
 	u.publishJoinsLocked(fd)
+	if in := u.inbox.Load(); in != nil {
+		u.applyLimit(in)
+	}
 }
 
 // Leave drops memberships the kernel socket left: the one for source, or every join of the
@@ -97,6 +100,9 @@ func (u *UDP) Leave(group, source netip.Addr) {
 	clear(u.joins[len(kept):])
 	u.joins = kept
 	u.snapJoinsLocked()
+	if in := u.inbox.Load(); in != nil {
+		u.applyLimit(in)
+	}
 }
 
 // publishJoinsLocked publishes every join not yet published, with the socket's binding; u.mu is
@@ -196,7 +202,7 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 	var buf [16]discoveryEntry
 	members := u.env.dir.LookupMembers(dst, from, buf[:0])
 	for _, m := range members {
-		out := u.env.outlet(m.Inbox)
+		out := u.env.outletSized(m.Inbox, max(u.env.ringBytes, mcRingBytes))
 		if out == nil {
 			u.dropped()
 			continue
@@ -206,6 +212,7 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 	if len(r.mc) > 0 && !u.markSender(fd) {
 		r.mc = nil // not flagged: a member would keep the kernel's copy too
 	}
+	r.from, r.hostOnly = from, hostOnly(fd)
 	putSockaddr4(r.name[:], from)
 	ip := dst.Addr().As4()
 	copy(r.name[unix.SizeofSockaddrInet4:], ip[:])
@@ -250,8 +257,14 @@ func (u *UDP) fanout(r *route, bufs [][]byte, total int) {
 }
 
 // sendMulticast sends a datagram to a group: through the kernel, then into the members' rings.
-func (u *UDP) sendMulticast(c *transport.Call, dst netip.AddrPort, bufs [][]byte, total int) (int, int, bool) {
+// A plain send (no control message, no flag the rings do not honour) that only reaches sockets
+// of this namespace, all of them ring members, skips the kernel (mchost.go).
+func (u *UDP) sendMulticast(c *transport.Call, dst netip.AddrPort, bufs [][]byte, total int, plain bool) (int, int, bool) {
 	r := u.mcRoute(c.FD, dst)
+	if plain && r != nil && r.hostOnly && len(r.mc) > 0 && r.hostServed() {
+		u.fanout(r, bufs, total)
+		return total, 0, false
+	}
 	n, errno, _ := u.kernelSend(c)
 	if errno == 0 && r != nil && len(r.mc) > 0 {
 		u.fanout(r, bufs, total)
