@@ -17,10 +17,11 @@
  *        At the end prints "sender ID got N first F last L gaps G" lines and
  *        "summary total T bad B reorder R badsrc S gaps G idle I"; -W then waits for "exit".
  *   tx   -p port [-d addr] -s id [-n count] [-a window [-A acks]] [-u pause_us] [-T duration_ms]
- *        [-c] [-N] [-l len] [-m] [-W]
+ *        [-c] [-N] [-l len] [-m [-U]] [-W]
  *        Sends count datagrams (0: until duration_ms) to addr:port (127.0.0.1), from a socket
  *        bound to 127.0.0.1:0 (-c: connect()ed instead, sending with send(); -m: multicast
- *        sender on 127.0.0.1). -a: waits for the ack of each window's last datagram (5 s), from
+ *        sender on 127.0.0.1; -U: not bound, as a feed's publisher: its options are set before
+ *        a first datagram, to addr:port+1, binds it). -a: waits for the ack of each window's last datagram (5 s), from
  *        each of -A receivers (multicast; default 1).
  *        -N: non-blocking socket; EAGAIN is counted, the datagram skipped. "exit" on stdin ends
  *        the sending early. Prints
@@ -319,11 +320,11 @@ static int rx_main(int argc, char **argv)
 static int tx_main(int argc, char **argv)
 {
 	int port = 0, id = 0, window = 0, pause_us = 0, duration = 0, conn = 0, nonblock = 0, fixed = 0;
-	int mcast = 0, waitexit = 0, nacks = 1;
+	int mcast = 0, waitexit = 0, nacks = 1, unbound = 0;
 	long count = 0;
 	const char *dst = "127.0.0.1";
 	int o;
-	while ((o = getopt(argc, argv, "p:d:s:n:a:A:u:T:cNl:mW")) != -1) {
+	while ((o = getopt(argc, argv, "p:d:s:n:a:A:u:T:cNl:mUW")) != -1) {
 		switch (o) {
 		case 'p': port = atoi(optarg); break;
 		case 'd': dst = optarg; break;
@@ -337,6 +338,7 @@ static int tx_main(int argc, char **argv)
 		case 'N': nonblock = 1; break;
 		case 'l': fixed = atoi(optarg); break;
 		case 'm': mcast = 1; break;
+		case 'U': unbound = 1; break;
 		case 'W': waitexit = 1; break;
 		default: return 2;
 		}
@@ -361,6 +363,11 @@ static int tx_main(int argc, char **argv)
 	if (conn) {
 		if (connect(fd, (struct sockaddr *)&to, sizeof to) < 0)
 			die("connect");
+	} else if (unbound) {
+		struct sockaddr_in other = to;
+		other.sin_port = htons(port + 1);
+		if (sendto(fd, "", 0, 0, (struct sockaddr *)&other, sizeof other) < 0)
+			die("first send");
 	} else {
 		struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 		if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0)

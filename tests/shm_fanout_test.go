@@ -1,0 +1,126 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/goxio/goxio/stats"
+	"github.com/goxio/goxio/tests/internal/testutil"
+)
+
+// Multicast fan-out on the loopback interface with a publisher that, like a feed's, sets its
+// options before its first send and never binds (tests/shm/shmudp.c tx -m -U).
+
+// TestShmMulticastHostOnly: with only goxio members on the host, the publisher's datagrams reach
+// every member exactly once through rings and the kernel send is skipped (the kernel's copies
+// would all have been dropped by the members).
+func TestShmMulticastHostOnly(t *testing.T) {
+	h := newShmHarness(t)
+	const n, w = 2000, 16
+	port := testutil.FreePort(t, "udp")
+	group := "239.255.77.2"
+	var rxs []*shmProc
+	var fds []int
+	for i := range 2 {
+		rx := h.start(fmt.Sprintf("member %d", i), h.env(), nil, h.udp, "rx", "-p", strconv.Itoa(port), "-m", group,
+			"-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-i", "5000", "-W")
+		_, fd := rx.ready()
+		rxs, fds = append(rxs, rx), append(fds, fd)
+	}
+	tx := h.start("publisher", h.env(), nil, h.udp, "tx", "-p", strconv.Itoa(port), "-d", group, "-m", "-U", "-s", "1",
+		"-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-A", "2", "-W")
+	_, tfd := tx.ready()
+	if ok, _ := tx.sent(60 * time.Second); ok != n {
+		t.Errorf("publisher: sent %d, want %d", ok, n)
+	}
+	for i, rx := range rxs {
+		s := rx.summary(60 * time.Second)
+		requireIntact(t, fmt.Sprintf("member %d", i), s)
+		if s.total != n || s.gaps != 0 || s.senders[1].got != n {
+			t.Errorf("member %d: %d datagrams, %d missing; want each of %d exactly once\n%s", i, s.total, s.gaps, n, s.text)
+		}
+		ss := h.socketStats(rx, fds[i])
+		if c := ss.Counters; ss.Transport != stats.TransportSHM || c.RxPackets != n || c.RxOSPackets != 0 {
+			t.Errorf("member %d socket: transport %s (%s), rx through rings %d, through the kernel %d; want shm, %d, 0",
+				i, ss.Transport, ss.Reason, c.RxPackets, c.RxOSPackets, n)
+		}
+	}
+	// The kernel sent one datagram: the publisher's first (to port+1, which binds it).
+	ts := h.socketStats(tx, tfd)
+	if c := ts.Counters; ts.Transport != stats.TransportSHM || c.TxOSPackets != 1 || c.TxPackets != n {
+		t.Errorf("publisher socket: transport %s (%s), tx through the kernel %d, through rings %d; want shm, 1 (the first, binding datagram), %d",
+			ts.Transport, ts.Reason, c.TxOSPackets, c.TxPackets, n)
+	}
+	tx.exit(30 * time.Second)
+	for _, rx := range rxs {
+		rx.exit(30 * time.Second)
+	}
+	h.requireClean()
+}
+
+// TestShmMulticastLateMember: a member without goxio joins while a goxio publisher sends to a
+// goxio member through rings alone. From the datagrams it gets, the late member's stream is
+// whole: every datagram after its first, once, in order, to the publisher's last, as the kernel
+// gives a socket that joined; and its first is one the publisher sent about when it joined (the
+// publisher counts the kernel's receivers at least every millisecond). The goxio member gets
+// every datagram once throughout, and the publisher went from rings alone to rings and kernel.
+func TestShmMulticastLateMember(t *testing.T) {
+	h := newShmHarness(t)
+	const n, w = 4000, 16
+	port := testutil.FreePort(t, "udp")
+	group := "239.255.77.3"
+	member := h.start("goxio member", h.env(), nil, h.udp, "rx", "-p", strconv.Itoa(port), "-m", group,
+		"-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-i", "10000", "-W")
+	_, mfd := member.ready()
+	// 500 µs between datagrams: two seconds of sending, the late member joins in the middle.
+	tx := h.start("publisher", h.env(), nil, h.udp, "tx", "-p", strconv.Itoa(port), "-d", group, "-m", "-U", "-s", "1",
+		"-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-A", "1", "-u", "500", "-W")
+	_, tfd := tx.ready()
+	time.Sleep(500 * time.Millisecond)
+	late := h.start("late member without goxio", os.Environ(), nil, h.udp, "rx", "-p", strconv.Itoa(port), "-m", group,
+		"-i", "3000", "-W")
+	late.ready()
+	before, _ := member.report()
+	if ok, _ := tx.sent(60 * time.Second); ok != n {
+		t.Errorf("publisher: sent %d, want %d", ok, n)
+	}
+	ms := member.summary(60 * time.Second)
+	requireIntact(t, "goxio member", ms)
+	if ms.total != n || ms.gaps != 0 {
+		t.Errorf("goxio member: %d datagrams, %d missing; want each of %d exactly once\n%s", ms.total, ms.gaps, n, ms.text)
+	}
+	ls := late.summary(60 * time.Second)
+	requireIntact(t, "late member", ls)
+	s := ls.senders[1]
+	joinedAt := before[1].last
+	if s.got == 0 || s.gaps != 0 || s.last != n-1 || s.got != s.last-s.first+1 {
+		t.Errorf("late member: got %d, first %d, last %d, gaps %d; want every datagram from its first to %d\n%s",
+			s.got, s.first, s.last, s.gaps, n-1, ls.text)
+	}
+	// The goxio member had received up to joinedAt when asked, after the late member joined;
+	// the member lags the publisher by at most a window, the publisher's count by a millisecond
+	// (two datagrams).
+	if s.first > joinedAt+w+8 {
+		t.Errorf("late member: first datagram %d, the goxio member had %d when it had joined: the kernel send came back late",
+			s.first, joinedAt)
+	}
+	ts := h.socketStats(tx, tfd)
+	// A datagram counts as sent through the kernel when the kernel sent it (its ring copies
+	// too), through rings when only rings did; the first, binding datagram went to the kernel.
+	if c := ts.Counters; c.TxPackets == 0 || c.TxOSPackets <= 1 || c.TxPackets+c.TxOSPackets != n+1 {
+		t.Errorf("publisher socket: tx through the kernel %d, through rings alone %d; want both (rings alone before the late member joined), %d in all",
+			c.TxOSPackets, c.TxPackets, n+1)
+	}
+	if c := h.socketStats(member, mfd).Counters; c.RxPackets != n || c.RxOSPackets != 0 {
+		t.Errorf("goxio member socket: rx through rings %d, through the kernel %d; want %d, 0", c.RxPackets, c.RxOSPackets, n)
+	}
+	t.Logf("late member joined at about %d, first datagram %d; publisher sent %d through the kernel", joinedAt, s.first,
+		ts.Counters.TxOSPackets)
+	tx.exit(30 * time.Second)
+	member.exit(30 * time.Second)
+	late.exit(30 * time.Second)
+	h.requireClean()
+}
