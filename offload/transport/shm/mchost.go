@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net/netip"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,18 +23,25 @@ import (
 // the directory's generation before its call returns, so the next send sees it). Sockets without
 // goxio are not in discovery: the sender counts the kernel's candidates in /proc/net/udp and
 // /proc/net/udp6 (sockets bound to the port on the wildcard or the group, not connected to
-// another peer) and looks for raw UDP sockets in /proc/net/raw; the kernel send is skipped while
-// the last count, at most hostCheckTTL old, equalled the number of ring members. A socket without
-// goxio that binds the port and joins the group while the sender skips gets the group's datagrams
-// from the sender's next count on: it may miss those of the first hostCheckTTL after its join,
-// as a subscriber on another host misses those sent before the network learned its join.
+// another peer) and looks for raw UDP sockets in /proc/net/raw, and skips the kernel send while
+// that count equals the number of ring members. The count walks the kernel's whole UDP hash
+// table (about 90 µs with 16384 buckets), so it stands for up to hostFullTTL; the number of
+// memberships of the group on every interface (/proc/net/igmp, about 8 µs, read at least every
+// hostCheckTTL while sending) tells in between whether a socket joined or left: any change
+// counts again at once. A socket without goxio that joins the group while the sender skips gets
+// the group's datagrams from the sender's next look on, at most hostCheckTTL after its join; one
+// that binds the port without joining (it gets the group's datagrams through
+// IP_MULTICAST_ALL) at most hostFullTTL after its bind. It may miss the datagrams of that
+// interval, as a subscriber on another host misses those sent before the network learned of its
+// join.
 
-// hostCheckTTL is how long a count that found only ring members stands; hostRecheck how long
-// one that found other receivers does (their datagrams go through the kernel meanwhile, which
-// is always right).
+// hostCheckTTL is how long a look at the memberships stands, hostFullTTL a count of the
+// kernel's sockets; hostRecheck is how long a count that found other receivers stands (their
+// datagrams go through the kernel meanwhile, which is always right).
 const (
-	hostCheckTTL = 1e6  // ns
-	hostRecheck  = 10e6 // ns
+	hostCheckTTL = 1e6   // ns
+	hostFullTTL  = 100e6 // ns
+	hostRecheck  = 10e6  // ns
 )
 
 // hostOnly reports whether a datagram to a group sent by the socket fd leaves through the
@@ -43,24 +52,97 @@ func hostOnly(fd int) bool {
 	return err == nil && a[0] == 127
 }
 
+// hostState is a route's view of the kernel's receivers of its group; guarded by mu.
+type hostState struct {
+	mu       sync.Mutex
+	served   bool         // the last count found only ring members
+	counted  int64        // nanotime of the last count; 0: none
+	joins    int          // memberships of the group at the last count
+	okUntil  atomic.Int64 // nanotime until which the kernel send is skipped without a look
+	checking atomic.Bool  // a thread is looking
+}
+
 // hostServed reports whether every kernel socket that would receive the route's datagrams gets
-// them through a ring, counting the kernel's sockets again when the last count is too old.
+// them through a ring, looking at the kernel again when the last look is too old. One thread
+// looks at a time; the others send through the kernel meanwhile (always right).
 func (r *route) hostServed() bool {
+	h := &r.host
 	now := nanotime()
-	if at := r.servedAt.Load(); at != 0 && now-at < hostCheckTTL {
+	if now < h.okUntil.Load() {
 		return true
 	}
-	if at := r.checkedAt.Load(); at != 0 && now-at < hostRecheck && r.servedAt.Load() == 0 {
+	if !h.checking.CompareAndSwap(false, true) {
 		return false
 	}
-	n := kernelReceivers(r.dst, r.from)
-	r.checkedAt.Store(now)
-	if n >= 0 && n == len(r.mc) {
-		r.servedAt.Store(now)
-		return true
+	defer h.checking.Store(false)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	joins := groupJoins(r.dst.Addr())
+	fresh := h.counted != 0 && now-h.counted < hostFullTTL && joins >= 0 && joins == h.joins
+	if !h.served && fresh && now-h.counted < hostRecheck {
+		return false
 	}
-	r.servedAt.Store(0)
-	return false
+	if !h.served || !fresh {
+		// Memberships first: one that comes during the count is seen at the next look.
+		n := kernelReceivers(r.dst, r.from)
+		h.served, h.counted, h.joins = n >= 0 && n == len(r.mc) && joins >= 0, now, joins
+	}
+	if h.served {
+		h.okUntil.Store(now + hostCheckTTL)
+	} else {
+		h.okUntil.Store(0)
+	}
+	return h.served
+}
+
+// groupJoins sums the memberships (users) of group on every interface in /proc/net/igmp; -1
+// when the table cannot be read.
+func groupJoins(group netip.Addr) int {
+	bp := procBufs.Get().(*[]byte)
+	defer procBufs.Put(bp)
+	b, err := readProc("/proc/net/igmp", *bp)
+	*bp = b[:0]
+	if err != nil {
+		return -1
+	}
+	return igmpUsers(b, group)
+}
+
+// igmpUsers sums the Users column of group's lines in /proc/net/igmp text (group lines start
+// with a tab: "\t\t\t\t%08X %5d ..."); -1 when such a line does not parse.
+func igmpUsers(b []byte, group netip.Addr) int {
+	g := group.As4()
+	n := 0
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if len(line) == 0 || line[0] != '\t' {
+			continue
+		}
+		f := bytes.Fields(line)
+		if len(f) < 2 {
+			return -1
+		}
+		v, ok := hexWord(f[0])
+		if !ok || len(f[0]) != 8 {
+			return -1
+		}
+		var a [4]byte
+		binary.NativeEndian.PutUint32(a[:], v)
+		if a != g {
+			continue
+		}
+		u, err := strconv.Atoi(string(f[1]))
+		if err != nil || u < 0 {
+			return -1
+		}
+		n += u
+	}
+	return n
 }
 
 // procBufs holds the buffers the /proc tables are read into: one allocation reused by every

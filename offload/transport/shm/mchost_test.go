@@ -94,3 +94,56 @@ func TestProcTables(t *testing.T) {
 		t.Error("a raw UDP socket not seen")
 	}
 }
+
+// BenchmarkKernelReceivers is the cost of one count of the kernel's sockets (a publisher makes
+// one at most every 100 ms while the memberships do not change).
+func BenchmarkKernelReceivers(b *testing.B) {
+	dst := netip.MustParseAddrPort("239.1.2.3:17000")
+	src := netip.MustParseAddrPort("127.0.0.1:40000")
+	for b.Loop() {
+		kernelReceivers(dst, src)
+	}
+}
+
+// BenchmarkGroupJoins is the cost of one look at the memberships (one a millisecond while
+// sending).
+func BenchmarkGroupJoins(b *testing.B) {
+	g := netip.MustParseAddr("239.1.2.3")
+	for b.Loop() {
+		groupJoins(g)
+	}
+}
+
+// TestIgmpUsers sums a group's memberships over interfaces and refuses a line it cannot read.
+func TestIgmpUsers(t *testing.T) {
+	const igmp = "Idx\tDevice    : Count Querier\tGroup    Users Timer\tReporter\n" +
+		"1\tlo        :     2      V3\n" +
+		"\t\t\t\t070707EF     8 0:00000000\t\t0\n" +
+		"\t\t\t\t010000E0     1 0:00000000\t\t0\n" +
+		"4\teth0      :     2      V3\n" +
+		"\t\t\t\t070707EF     1 0:00000000\t\t0\n"
+	g := netip.MustParseAddr("239.7.7.7")
+	if n := igmpUsers([]byte(igmp), g); n != 9 {
+		t.Errorf("239.7.7.7: %d memberships, want 9 (8 on lo, 1 on eth0)", n)
+	}
+	if n := igmpUsers([]byte(igmp), netip.MustParseAddr("239.7.7.8")); n != 0 {
+		t.Errorf("a group nobody joined: %d memberships", n)
+	}
+	if n := igmpUsers([]byte(igmp+"\t\t\t\tZZZ\n"), g); n != -1 {
+		t.Errorf("a bad group line: %d, want -1", n)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	real := netip.MustParseAddr("239.1.2.4")
+	before := groupJoins(real)
+	mreq := &unix.IPMreq{Multiaddr: real.As4()}
+	if err := unix.SetsockoptIPMreq(fd, unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP, mreq); err != nil {
+		t.Skipf("cannot join a group here: %v", err)
+	}
+	if after := groupJoins(real); before < 0 || after != before+1 {
+		t.Errorf("memberships of %v: %d before a join, %d after", real, before, after)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
-	"sync/atomic"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -28,10 +27,9 @@ type route struct {
 	mc   []mcTarget      // a group's goxio members
 
 	// A group's datagrams that leave through the loopback interface (mchost.go).
-	from      netip.AddrPort // the source they carry
-	hostOnly  bool           // they reach only this namespace's sockets
-	servedAt  atomic.Int64   // nanotime of the last count that found only ring members; 0: none
-	checkedAt atomic.Int64   // nanotime of the last count
+	from     netip.AddrPort // the source they carry
+	hostOnly bool           // they reach only this namespace's sockets
+	host     hostState      // whether every kernel receiver of them is a ring member
 }
 
 // sendFlags are the send flags the rings honour; any other flag sends through the kernel.
