@@ -16,8 +16,14 @@ import (
 
 // TestShmMulticastHostOnly: with only goxio members on the host, the publisher's datagrams reach
 // every member exactly once through rings and the kernel send is skipped (the kernel's copies
-// would all have been dropped by the members).
+// would all have been dropped by the members); sent with sendto, and with sendmmsg (4 a call,
+// each message's msg_len set).
 func TestShmMulticastHostOnly(t *testing.T) {
+	t.Run("sendto", func(t *testing.T) { testShmMulticastHostOnly(t, false) })
+	t.Run("sendmmsg", func(t *testing.T) { testShmMulticastHostOnly(t, true) })
+}
+
+func testShmMulticastHostOnly(t *testing.T, mmsg bool) {
 	h := newShmHarness(t)
 	const n, w = 2000, 16
 	port := testutil.FreePort(t, "udp")
@@ -30,8 +36,12 @@ func TestShmMulticastHostOnly(t *testing.T) {
 		_, fd := rx.ready()
 		rxs, fds = append(rxs, rx), append(fds, fd)
 	}
-	tx := h.start("publisher", h.env(), nil, h.udp, "tx", "-p", strconv.Itoa(port), "-d", group, "-m", "-U", "-s", "1",
-		"-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-A", "2", "-W")
+	args := []string{"tx", "-p", strconv.Itoa(port), "-d", group, "-m", "-U", "-s", "1",
+		"-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-A", "2", "-W"}
+	if mmsg {
+		args = append(args, "-M")
+	}
+	tx := h.start("publisher", h.env(), nil, h.udp, args...)
 	_, tfd := tx.ready()
 	if ok, _ := tx.sent(60 * time.Second); ok != n {
 		t.Errorf("publisher: sent %d, want %d", ok, n)

@@ -417,6 +417,9 @@ func (u *UDP) sendmmsg(c *transport.Call) (int, syscall.Errno, bool) {
 		}
 		routes[i] = u.mcRoute(c.FD, dst)
 	}
+	if routes != nil && int(c.A[2])&^sendFlags == 0 && hostServedAll(c.A[0], routes) {
+		return u.fanoutAll(c.A[0], routes), 0, false
+	}
 	n, errno, os := u.kernelSend(c)
 	if errno != 0 || routes == nil {
 		return n, errno, os
@@ -438,4 +441,48 @@ func (u *UDP) sendmmsg(c *transport.Call) (int, syscall.Errno, bool) {
 		}
 	}
 	return n, errno, os
+}
+
+// hostServedAll reports whether every message of a sendmmsg vector goes to a group whose
+// datagrams only ring members would receive (sendMulticast's test, message by message), with no
+// control message and a length the rings take.
+func hostServedAll(vec uintptr, routes []*route) bool {
+	var arr [udpcall.MaxBufs][]byte
+	for i, r := range routes {
+		if r == nil || !r.hostOnly || len(r.mc) == 0 {
+			return false
+		}
+		mp, _ := umem.Mmsghdr(vec, i)
+		m := umem.Msghdr(mp)
+		if m.Controllen != 0 {
+			return false
+		}
+		iov, iovlen := umem.MsgIov(m)
+		if iovlen < 0 || iovlen > umem.MaxIov {
+			return false
+		}
+		if _, total := umem.Iovecs(arr[:0], iov, iovlen); total < 0 || total > maxUDPPayload {
+			return false
+		}
+	}
+	for _, r := range routes {
+		if !r.hostServed() {
+			return false
+		}
+	}
+	return true
+}
+
+// fanoutAll copies every message of a sendmmsg vector into its members' rings and sets each
+// message's msg_len, as the kernel's sendmmsg does; it returns the number of messages.
+func (u *UDP) fanoutAll(vec uintptr, routes []*route) int {
+	var arr [udpcall.MaxBufs][]byte
+	for i, r := range routes {
+		mp, lenp := umem.Mmsghdr(vec, i)
+		iov, iovlen := umem.MsgIov(umem.Msghdr(mp))
+		bufs, total := umem.Iovecs(arr[:0], iov, iovlen)
+		u.fanout(r, bufs, total)
+		*lenp = uint32(total)
+	}
+	return len(routes)
 }
