@@ -26,7 +26,8 @@ import (
 // source is a flagged sender and whose destination (IP_PKTINFO, switched on internally while the
 // socket has joins) is a group it joined for that source: it has the ring copy. Ring records of
 // multicast datagrams carry the destination group and port after the source sockaddr, and a
-// member that has left the group since the sender looked it up drops them.
+// member that has left the group since the sender looked it up drops them. A send that only
+// reaches this namespace's sockets, all of them ring members, skips the kernel (mchost.go).
 //
 // Known limits: the interface of a join and IP_MULTICAST_IF are not compared (a ring copy
 // reaches a member joined on another interface than the one the datagram leaves through), and a
