@@ -59,6 +59,7 @@ type hostState struct {
 	counted  int64        // nanotime of the last count; 0: none
 	joins    int          // memberships of the group at the last count
 	okUntil  atomic.Int64 // nanotime until which the kernel send is skipped without a look
+	noUntil  atomic.Int64 // nanotime until which the kernel send is made without a look
 	checking atomic.Bool  // a thread is looking
 }
 
@@ -71,7 +72,7 @@ func (r *route) hostServed() bool {
 	if now < h.okUntil.Load() {
 		return true
 	}
-	if !h.checking.CompareAndSwap(false, true) {
+	if now < h.noUntil.Load() || !h.checking.CompareAndSwap(false, true) {
 		return false
 	}
 	defer h.checking.Store(false)
@@ -80,6 +81,7 @@ func (r *route) hostServed() bool {
 	joins := groupJoins(r.dst.Addr())
 	fresh := h.counted != 0 && now-h.counted < hostFullTTL && joins >= 0 && joins == h.joins
 	if !h.served && fresh && now-h.counted < hostRecheck {
+		h.noUntil.Store(now + hostCheckTTL)
 		return false
 	}
 	if !h.served || !fresh {
@@ -91,6 +93,7 @@ func (r *route) hostServed() bool {
 		h.okUntil.Store(now + hostCheckTTL)
 	} else {
 		h.okUntil.Store(0)
+		h.noUntil.Store(now + hostCheckTTL)
 	}
 	return h.served
 }
