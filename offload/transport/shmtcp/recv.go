@@ -285,7 +285,7 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 		if t.rxSwitch() {
 			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 		}
-		t.rx.set(flagKernEOF)
+		t.rxKernelEOF()
 		return 0, 0, true, true
 	default:
 		if t.rxSwitch() {

@@ -250,13 +250,13 @@ func (t *TCP) Shutdown(fd, how int) {
 			t.trySwitchWrite(fd, conn)
 			t.txmu.Unlock()
 		}
-		t.tx.set(flagShut)
+		t.txShut()
 		if conn != nil && t.txRing() && conn.ShutdownWrite() {
 			t.wake(fd)
 		}
 	}
 	if how == unix.SHUT_RD || how == unix.SHUT_RDWR {
-		t.rx.set(flagShut)
+		t.rxShut()
 		if conn != nil {
 			conn.ShutdownRead()
 		}
