@@ -22,17 +22,25 @@ func deadPid(t *testing.T) int {
 	return pid
 }
 
-func TestRemoveStale(t *testing.T) {
-	dir := t.TempDir()
+// liveSegment creates this process's segment in dir (closed at the end of the test) and returns
+// it with a copy of its bytes.
+func liveSegment(t *testing.T, dir string) (*Writer, []byte) {
+	t.Helper()
 	live, err := Create(dir, 4, ProcessInfo{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer live.Close()
+	t.Cleanup(func() { live.Close() })
 	good, err := os.ReadFile(live.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return live, good
+}
+
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	live, good := liveSegment(t, dir)
 
 	// A dead process's segment.
 	dead := deadPid(t)
@@ -123,15 +131,7 @@ func TestParseStat(t *testing.T) {
 // reader's RemoveStale judges those), segments being created and files that are not segments.
 func TestSweep(t *testing.T) {
 	dir := t.TempDir()
-	live, err := Create(dir, 4, ProcessInfo{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.Close()
-	good, err := os.ReadFile(live.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	live, good := liveSegment(t, dir)
 	write := func(dir, name string, b []byte) string {
 		t.Helper()
 		p := filepath.Join(dir, name)
