@@ -32,10 +32,6 @@ func openStats(p conf.Params) *stats.Writer {
 	if p.StatsShmemDir == "" {
 		return nil
 	}
-	// Segments of processes that never ran their exit path (_exit, a signal) go first.
-	if n := stats.Sweep(p.StatsShmemDir); n > 0 {
-		lib.log.Debug("removed statistics segments of processes that are gone", zap.Int("files", n))
-	}
 	var params []stats.Param
 	for _, s := range p.All() {
 		params = append(params, stats.Param{Name: s.Name, Value: s.Value})

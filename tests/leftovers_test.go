@@ -14,9 +14,9 @@ import (
 )
 
 // Nothing left behind (issue 16): a process that ends without running the library's exit path
-// (_exit, as dash's `sh -c` and every popen child do, or SIGKILL) leaves its statistics segment;
-// the next process that starts the engine removes it, and leaves the segments of live processes
-// alone.
+// (_exit, as dash's `sh -c` and every popen child do, or SIGKILL) leaves its statistics segment
+// and its shared-memory inbox; the next process that starts the engine removes them, and leaves
+// those of live processes alone.
 
 // leftoverC moves one datagram on an inet socket (the engine is loaded and publishes its
 // statistics), says "ready", then ends as argv[1] says: "_exit" with _exit(0), "exit" by
@@ -54,8 +54,16 @@ func TestNothingLeftBehind(t *testing.T) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	env := testutil.Env(lib, "VMA_STATS_SHMEM_DIR="+dir)
+	shmDir := filepath.Join(tmp, "shm")
+	if err := os.Mkdir(shmDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := testutil.Env(lib, "VMA_STATS_SHMEM_DIR="+dir, "GOXIO_SHM=1", "GOXIO_SHM_DIR="+shmDir)
 	segment := func(pid int) string { return filepath.Join(dir, "goxiostat."+strconv.Itoa(pid)) }
+	inbox := func(pid int) string {
+		m, _ := filepath.Glob(filepath.Join(shmDir, "goxio."+strconv.Itoa(os.Geteuid())+".in."+strconv.Itoa(pid)+".*"))
+		return strings.Join(m, " ")
+	}
 	exists := func(pid int) bool { _, err := os.Stat(segment(pid)); return err == nil }
 	pidOf := func(out string) int {
 		t.Helper()
@@ -107,13 +115,14 @@ func TestNothingLeftBehind(t *testing.T) {
 	killed.Wait(10 * time.Second)
 
 	for name, pid := range map[string]int{"_exit": exitPid, "SIGKILL": killedPid, "live": livePid} {
-		if !exists(pid) {
-			t.Fatalf("%s: no segment %s before the next start: the test shows nothing", name, segment(pid))
+		if !exists(pid) || inbox(pid) == "" {
+			t.Fatalf("%s: no segment %s or no inbox before the next start: the test shows nothing", name, segment(pid))
 		}
 	}
 
-	// The next start removes what the dead left, and nothing of the living.
-	res = runClient(t, env, 30*time.Second, prog, "exit")
+	// The next start removes what the dead left, and nothing of the living, even in a process
+	// that does not use the shared-memory transport.
+	res = runClient(t, append(env, "GOXIO_SHM=0"), 30*time.Second, prog, "exit")
 	if res.ExitCode != 0 {
 		t.Fatalf("next run: %s\n%s", res, res.Stderr)
 	}
@@ -122,8 +131,11 @@ func TestNothingLeftBehind(t *testing.T) {
 		if exists(pid) {
 			t.Errorf("%s: segment %s left after the next start", name, segment(pid))
 		}
+		if in := inbox(pid); in != "" {
+			t.Errorf("%s: inbox %s left after the next start", name, in)
+		}
 	}
-	if !exists(livePid) {
-		t.Errorf("the live process's segment %s was removed", segment(livePid))
+	if !exists(livePid) || inbox(livePid) == "" {
+		t.Errorf("the live process's segment %s or its inbox was removed", segment(livePid))
 	}
 }

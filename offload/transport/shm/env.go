@@ -85,9 +85,6 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shm transport: %w", err)
 	}
-	if n := sweepStale(p.Dir, unix.Geteuid()); n > 0 {
-		log.Debug("shm: removed segments of dead processes", zap.Int("files", n))
-	}
 	if p.QuietSysmon {
 		quietSysmonOnce.Do(func() {
 			if tid, err := udpcall.QuietSysmon(p.SysmonGuard); err != nil {

@@ -3,15 +3,18 @@ package shm
 import (
 	"strconv"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/goxio/goxio/internal/shmseg"
 )
 
-// sweepStale removes the inbox and ring segments of this user's processes that died without
-// closing them (SIGKILL, a crash, _exit, exec): files "goxio.<uid>.in.<pid>.<n>[...]" whose pid
-// is gone (internal/shmseg: a directory read and a kill(2) per name, no file opened). Run once
-// when a process starts the transport; a live process's inboxes are never touched (a pid reused
-// by an unrelated process keeps the dead one's files until that process exits).
-func sweepStale(dir string, uid int) int {
-	prefix := "goxio." + strconv.Itoa(uid) + ".in."
+// SweepStale removes the inbox and ring segments in dir of this user's processes that died
+// without closing them (SIGKILL, a crash, _exit, exec): files "goxio.<uid>.in.<pid>.<n>[...]"
+// whose pid is gone (internal/shmseg: a directory read and a kill(2) per name, no file opened).
+// Every engine runs it when it starts, whether or not it uses the transport; a live process's
+// inboxes are never touched (a pid reused by an unrelated process keeps the dead one's files
+// until that process exits). It returns how many files it removed.
+func SweepStale(dir string) int {
+	prefix := "goxio." + strconv.Itoa(unix.Geteuid()) + ".in."
 	return shmseg.Sweeper{Prefix: prefix, PID: shmseg.PIDField(prefix)}.Sweep(dir)
 }
