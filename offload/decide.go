@@ -35,8 +35,8 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 			zap.Stringer("remote", remote), zap.Stringer("result", d))
 	}
 	if handOver {
-		if u, ok := s.transport().(ringUDP); ok {
-			u.GiveUp(transport.ReasonRule)
+		if r := s.rings(); r != nil {
+			r.GiveUp(transport.ReasonRule)
 		}
 		e.handOver(s)
 		e.handMembersOver(s)

@@ -8,9 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/internal/umem"
-	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
-	"github.com/goxio/goxio/offload/transport/shmtcp"
 )
 
 // epollSet is the engine's side of a program's epoll fd that has ring sockets in it. The ring
@@ -37,8 +35,8 @@ type epollSet struct {
 	// gen counts changes of the members and of their EPOLLIN; waitGen is the gen waitTCPs and
 	// waitUDP were made at (waitLists).
 	gen, waitGen uint64
-	waitTCPs     []*shmtcp.TCP // TCP members waited on for input (never appended to: shared)
-	waitUDP      []*member     // UDP members (their ring transport comes with their port)
+	waitTCPs     []transport.Endpoint // TCP members waited on for input (never appended to: shared)
+	waitUDP      []*member            // UDP members (their ring transport comes with their port)
 }
 
 // member is one ring socket in an epoll set, as the program registered it.
@@ -53,7 +51,7 @@ type member struct {
 	// Shared-memory TCP members (epoll_tcp.go): inner is the events the kernel fd is registered
 	// with in the inner set (they change when the connection switches).
 	inner uint32
-	awake *ring.Conn // the segment this member's awake mark is on (epoll_awake.go); nil: none
+	awake transport.Mark // the member's awake mark (epoll_awake.go); nil: none
 }
 
 // edgeState is what an EPOLLET member reported last (EPOLL_CTL_MOD starts it afresh).
@@ -176,7 +174,7 @@ func (e *Engine) dropMember(s *Socket) {
 				set.remove(fd)
 			}
 		}
-		if t := s.shmTCP(); t != nil {
+		if t := s.rings(); t != nil && s.typ == sockStream {
 			set.dropLinger(t)
 		}
 		set.exorciseSocket(s)
@@ -208,7 +206,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 	}()
 	epfd, op, fd := int(int32(c.A[0])), int(int32(c.A[1])), c.FD
 	s := e.reg.get(fd)
-	if s == nil || s.isPassthrough() || s.typ == sockStream && s.shmTCP() == nil {
+	if s == nil || s.isPassthrough() || s.typ == sockStream && s.rings() == nil {
 		// Kernel sockets stay in the program's set: their epoll readiness is the kernel's.
 		n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
 		return result(n, errno)
@@ -339,7 +337,7 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 	set.mu.Lock()
 	w.tcps = set.waitLists()
 	for _, m := range set.waitUDP {
-		if u := m.s.ringUDP(); u != nil {
+		if u := m.s.rings(); u != nil {
 			w.socks = append(w.socks, u)
 		}
 	}
@@ -429,16 +427,16 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 // waitLists returns the shared-memory TCP members a waiter waits on for input, and makes
 // set.waitUDP current; set.mu is held. Both are made again only when the members changed (a TCP
 // member has its transport from before it was added: one without is left to the kernel).
-func (set *epollSet) waitLists() []*shmtcp.TCP {
+func (set *epollSet) waitLists() []transport.Endpoint {
 	if set.waitGen == set.gen && set.waitTCPs != nil {
 		return set.waitTCPs
 	}
-	tcps := make([]*shmtcp.TCP, 0, len(set.order))
+	tcps := make([]transport.Endpoint, 0, len(set.order))
 	set.waitUDP = set.waitUDP[:0:0]
 	for _, m := range set.order {
 		if m.s.typ != sockStream {
 			set.waitUDP = append(set.waitUDP, m)
-		} else if t := m.s.shmTCP(); t != nil && m.events&unix.EPOLLIN != 0 {
+		} else if t := m.s.rings(); t != nil && m.events&unix.EPOLLIN != 0 {
 			tcps = append(tcps, t)
 		}
 	}
@@ -458,7 +456,7 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 		if m.disabled {
 			continue
 		}
-		if t := m.s.shmTCP(); t != nil {
+		if t := m.s.rings(); t != nil && m.s.typ == sockStream {
 			if ev, ok := m.tcpEvents(t, 0); ok && ev != 0 {
 				umem.PutEpollEvent(out, n, ev, m.data)
 				n++
@@ -471,11 +469,11 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 		if m.events&unix.EPOLLIN == 0 {
 			continue
 		}
-		u := m.s.ringUDP()
+		u := m.s.rings()
 		if u == nil {
 			continue
 		}
-		if !u.RingReady() {
+		if !ringReady(u) {
 			continue
 		}
 		if m.events&unix.EPOLLET != 0 {
@@ -572,14 +570,14 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 			}
 			continue
 		}
-		if t := m.s.shmTCP(); t != nil && !bell {
+		if t := m.s.rings(); t != nil && m.s.typ == sockStream && !bell {
 			// The transport's answer (already within the member's events, ERR and HUP); the
 			// kernel's stands for a connection without a segment.
 			if tev, ok := m.tcpEvents(t, uint32(ev)); ok {
 				ev = tev
 			}
 		} else if bell {
-			u := m.s.ringUDP()
+			u := m.s.rings()
 			if u == nil {
 				continue
 			}
@@ -588,13 +586,13 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 				// again; it reports data that arrived since the last report only.
 				u.Quiet()
 				a := u.Arrivals()
-				if !u.RingReady() || a == m.et.seen || m.events&unix.EPOLLIN == 0 {
+				if !ringReady(u) || a == m.et.seen || m.events&unix.EPOLLIN == 0 {
 					continue
 				}
 				m.et.seen = a
 			} else {
 				u.Rang()
-				if !u.RingReady() || m.events&unix.EPOLLIN == 0 {
+				if !ringReady(u) || m.events&unix.EPOLLIN == 0 {
 					continue
 				}
 			}
@@ -633,7 +631,7 @@ func (set *epollSet) armBells() {
 			}
 			continue
 		}
-		u := m.s.ringUDP()
+		u := m.s.rings()
 		if u == nil {
 			continue
 		}

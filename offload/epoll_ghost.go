@@ -19,7 +19,7 @@ import "golang.org/x/sys/unix"
 // haunt keeps m's inner registration as a ghost after the program deleted m (set.mu held); false
 // when m is not a shared-memory TCP member (the caller deletes the registration).
 func (set *epollSet) haunt(m *member) bool {
-	if m.s.typ != sockStream || m.s.shmTCP() == nil || m.bell > 0 {
+	if m.s.typ != sockStream || m.s.rings() == nil || m.bell > 0 {
 		return false
 	}
 	if set.ghosts == nil {

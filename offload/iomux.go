@@ -8,9 +8,7 @@ import (
 
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
-	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
-	"github.com/goxio/goxio/offload/transport/shmtcp"
 )
 
 // IOMux are the parameters of select, poll and epoll over ring sockets (conf.Params names).
@@ -28,11 +26,11 @@ type IOMux struct {
 // sleeping socket arrives as a wake datagram on the socket's kernel fd.
 type waiter struct {
 	e        *Engine
-	socks    []ringUDP     // the ring sockets involved
-	tcps     []*shmtcp.TCP // the shared-memory TCP connections waited for
-	spun     []*ring.Conn  // the connection segments marked while spinning
-	setMarks bool          // an epoll set's awake marks stand for the spin marks on tcps
-	deadline int64         // nanotime; 0: none (forever); -1: do not wait
+	socks    []transport.Endpoint // the datagram sockets on rings involved
+	tcps     []transport.Endpoint // the stream sockets on rings waited for
+	spun     []transport.Mark     // the marks taken on tcps while spinning
+	setMarks bool                 // an epoll set's awake marks stand for the spin marks on tcps
+	deadline int64                // nanotime; 0: none (forever); -1: do not wait
 	spinning bool
 	sleeping bool // the waiter's ring sockets count it among their sleepers (sleep)
 	polls    int  // spinBudget calls, for yielding
@@ -91,18 +89,17 @@ func (w *waiter) spin(on bool) {
 	for _, u := range w.socks {
 		u.Spin(on)
 	}
-	// A TCP connection's writer skips its wake byte while a reader spins on the segment.
+	// A TCP connection's writer skips its wake byte while a reader holds a mark on it.
 	if on && !w.setMarks {
 		for _, t := range w.tcps {
-			if c := t.SpinConn(); c != nil {
-				c.SpinBegin()
-				w.spun = append(w.spun, c)
+			if m := t.Mark(); m != nil {
+				w.spun = append(w.spun, m)
 			}
 		}
 		return
 	}
-	for _, c := range w.spun {
-		c.SpinEnd()
+	for _, m := range w.spun {
+		m.SpinEnd()
 	}
 	w.spun = w.spun[:0]
 }
@@ -142,22 +139,28 @@ func (w *waiter) osCheckDue(i int) bool {
 	return i == 0 || (r > 0 && i%r == 0)
 }
 
-// ringSocket returns fd's ring transport when fd is a ring socket.
-func (e *Engine) ringSocket(fd int) ringUDP {
+// ringSocket returns fd's transport when fd is a datagram socket on rings.
+func (e *Engine) ringSocket(fd int) transport.Endpoint {
 	s := e.reg.get(fd)
-	if s == nil {
+	if s == nil || s.typ != sockDgram {
 		return nil
 	}
-	return s.ringUDP()
+	return s.rings()
 }
 
-// tcpSocket returns fd's shared-memory TCP transport when fd is one.
-func (e *Engine) tcpSocket(fd int) *shmtcp.TCP {
+// tcpSocket returns fd's transport when fd is a stream socket on rings.
+func (e *Engine) tcpSocket(fd int) transport.Endpoint {
 	s := e.reg.get(fd)
 	if s == nil || s.typ != sockStream {
 		return nil
 	}
-	return s.shmTCP()
+	return s.rings()
+}
+
+// ringReady reports whether a datagram socket's rings hold a datagram.
+func ringReady(u transport.Ready) bool {
+	rev, _ := u.Poll(-1, unix.POLLIN, 0)
+	return rev&unix.POLLIN != 0
 }
 
 // poll serves poll and ppoll over fds of which some are ring sockets.
@@ -214,15 +217,15 @@ func (e *Engine) anyRing(fds []unix.PollFd) bool {
 func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 	type target struct {
 		i, bell int
-		u       ringUDP
+		u       transport.Endpoint
 	}
 	var tarr [8]target
 	targets := tarr[:0]
-	// TCP connections on rings: their readiness is the transport's (shmtcp.TCP.Poll), the
+	// TCP connections on rings: their readiness is the transport's (Ready.Poll), the
 	// kernel fd is polled for what wakes them (KernelEvents).
 	type tcpTarget struct {
 		i      int
-		t      *shmtcp.TCP
+		t      transport.Endpoint
 		events int16
 	}
 	var tcparr [8]tcpTarget
@@ -287,7 +290,7 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 			if t.bell >= 0 && all[t.bell].Revents != 0 {
 				t.u.Rang()
 			}
-			if t.u.RingReady() {
+			if ringReady(t.u) {
 				all[t.i].Revents |= unix.POLLIN
 			}
 		}
@@ -309,7 +312,7 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 	start := nanotime()
 	ringReady := func() bool {
 		for _, t := range targets {
-			if t.u.RingReady() {
+			if ringReady(t.u) {
 				return true
 			}
 		}

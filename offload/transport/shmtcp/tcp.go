@@ -25,6 +25,7 @@ type TCP struct {
 	env      *Env
 	nonblock func() bool
 	server   bool
+	accepted bool // made by accept (Accepted, before the socket is shared): the server's end
 
 	// conn is the connection segment; nil before Established, when OpenConn failed, after a
 	// withdrawal and after Close: every call then goes to the kernel socket as it is.
@@ -95,8 +96,6 @@ const (
 	goneEOF   = 1
 	goneReset = 2
 )
-
-var _ transport.Transport = (*TCP)(nil)
 
 // Kind is transport.KindSHM.
 func (t *TCP) Kind() transport.Kind { return transport.KindSHM }
