@@ -96,6 +96,7 @@ func (e *Engine) accepted(l *Socket, fd, flags int) {
 	s := &Socket{id: e.nextID.Add(1), domain: l.domain, typ: l.typ, proto: l.proto, tr: e.os, kind: l.kind,
 		reason: l.reason, role: l.role, decided: l.decided, decision: l.decision, passthrough: l.passthrough,
 		local: sysc.Sockname(fd), remote: sysc.Peername(fd)}
+	s.mux.Stream = l.mux.Stream
 	lr := l.rings()
 	l.mu.Unlock()
 	s.nonblock.Store(flags&unix.SOCK_NONBLOCK != 0)

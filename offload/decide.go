@@ -39,7 +39,7 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 			r.GiveUp(transport.ReasonRule)
 		}
 		e.handOver(s)
-		e.handMembersOver(s)
+		e.mux.HandOver(&s.mux)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/iomux"
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -40,7 +41,7 @@ type Engine struct {
 	sectionOnce sync.Once
 	sect        *conf.Section
 
-	ep epolls
+	mux *iomux.Mux // select, poll and epoll
 }
 
 // New returns an engine for cfg.
@@ -49,6 +50,7 @@ func New(cfg Config) *Engine {
 	if e.log == nil {
 		e.log = zap.NewNop()
 	}
+	e.mux = iomux.New(cfg.IOMux, muxHost{e}, e.log)
 	return e
 }
 
@@ -77,16 +79,16 @@ func (e *Engine) Call(c *transport.Call) int64 {
 		return 0
 	case transport.OpForget:
 		e.forget(c.FD)
-		e.dropEpoll(c.FD)
+		e.mux.ClosedEpoll(c.FD)
 		return 0
 	case transport.OpPoll:
-		return e.poll(c)
+		return e.mux.Poll(c)
 	case transport.OpSelect:
-		return e.sel(c)
+		return e.mux.Select(c)
 	case transport.OpEpollCtl:
-		return e.epollCtlCall(c)
+		return e.mux.EpollCtl(c)
 	case transport.OpEpollWait:
-		return e.epollWaitCall(c)
+		return e.mux.EpollWait(c)
 	}
 	s := e.reg.get(c.FD)
 	if s == nil {
@@ -116,6 +118,7 @@ func (e *Engine) open(fd, domain, typ, proto int) {
 		return
 	}
 	s := &Socket{id: e.nextID.Add(1), domain: domain, typ: kind, proto: proto, tr: e.os, kind: transport.KindOS}
+	s.mux.Stream = kind == sockStream
 	s.nonblock.Store(typ&unix.SOCK_NONBLOCK != 0)
 	if !e.cfg.Offload {
 		s.passthrough = true
@@ -151,7 +154,7 @@ func (e *Engine) forget(fd int) {
 	defer e.reg.mu.Unlock()
 	if s := e.reg.get(fd); s != nil {
 		if s.typ == sockStream && s.rings() != nil {
-			e.dropGhosts(fd)
+			e.mux.ClosingStream(fd)
 		}
 		e.dropLocked(fd, s)
 	}
@@ -174,7 +177,7 @@ func (e *Engine) finish(fd int, s *Socket) {
 		r.Finish(fd)
 		// The kernel drops a closed file from the epoll sets it is in; so does the engine from
 		// its own (an fd number reused by the next accept must be addable again).
-		e.dropMember(s)
+		e.mux.Finished(&s.mux)
 	}
 	if ce := e.log.Check(zap.DebugLevel, "socket closed"); ce != nil {
 		snap := s.snapshot(fd)

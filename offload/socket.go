@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/goxio/goxio/conf"
+	"github.com/goxio/goxio/offload/iomux"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/stats"
 )
@@ -24,9 +25,9 @@ type Socket struct {
 
 	nonblock atomic.Bool
 
-	// ring is s.tr once it is a transport other than the kernel's (it never changes after), read
-	// without the lock: readiness checks of epoll sets look at every member while they poll.
-	ring      atomic.Pointer[ringRef]
+	// mux is what select, poll and epoll read of the socket (its transport once it is not the
+	// kernel's: s.tr, read without the lock); its address identifies the socket there.
+	mux       iomux.Socket
 	queueTick atomic.Uint32 // data calls of a stream socket on rings, for publishQueues
 
 	mu sync.Mutex // guards the fields below
@@ -100,25 +101,19 @@ func (s *Socket) snapshot(fd int) Snapshot {
 	return snap
 }
 
-// ringRef holds a socket's transport for Socket.ring.
-type ringRef struct{ transport.Endpoint }
-
 // setTransportLocked gives the socket its transport, of the kind; s.mu is held.
 func (s *Socket) setTransportLocked(t transport.Endpoint, kind transport.Kind) {
 	s.tr = t
 	s.kind, s.reason = kind, transport.ReasonNone
 	if t.Kind() != transport.KindOS {
-		s.ring.Store(&ringRef{t})
+		s.mux.SetRings(t)
 	}
 }
 
 // rings is the socket's transport when it is not the kernel's (select, poll and epoll then ask
 // it), or nil. A transport that gave up stays the socket's (its queued data is still read).
 func (s *Socket) rings() transport.Endpoint {
-	if r := s.ring.Load(); r != nil {
-		return r.Endpoint
-	}
-	return nil
+	return s.mux.Rings()
 }
 
 func (s *Socket) isPassthrough() bool {

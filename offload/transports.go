@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/conf"
+	"github.com/goxio/goxio/offload/iomux"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
@@ -178,3 +179,6 @@ func (e *Engine) shmClose() {
 		e.cfg.SHM.Close()
 	}
 }
+
+// IOMux are the parameters of select, poll and epoll over ring sockets.
+type IOMux = iomux.Params

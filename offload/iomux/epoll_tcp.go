@@ -1,4 +1,4 @@
-package offload
+package iomux
 
 import (
 	"golang.org/x/sys/unix"
@@ -28,11 +28,11 @@ func (m *member) innerEvents() uint32 {
 // wantInner are the events m's kernel fd should be registered with in the inner set now (they
 // change when the connection switches).
 func (m *member) wantInner() uint32 {
-	if m.s.typ != sockStream {
+	if !m.s.Stream {
 		return m.events
 	}
 	want := m.events & epollPollBits
-	if t := m.s.rings(); t != nil {
+	if t := m.s.Rings(); t != nil {
 		want = uint32(uint16(t.KernelEvents(int16(want)))) | m.events&^epollPollBits&^(unix.EPOLLET|unix.EPOLLONESHOT)
 	}
 	return want

@@ -1,4 +1,4 @@
-package offload
+package iomux
 
 import (
 	"sync"
@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 )
@@ -68,24 +69,14 @@ type epolls struct {
 	sets map[int]*epollSet
 }
 
-func (e *Engine) epollSetOf(epfd int) *epollSet {
+func (e *Mux) epollSetOf(epfd int) *epollSet {
 	e.ep.mu.Lock()
 	defer e.ep.mu.Unlock()
 	return e.ep.sets[epfd]
 }
 
-// TagTable is an FDTable that also gives the tag data of inner epoll fds.
-type TagTable interface {
-	FDTable
-	Tag(fd int) uint64
-}
-
 // newEpollSet makes the inner epoll fd of a program epoll fd.
-func (e *Engine) newEpollSet(epfd int) (*epollSet, syscall.Errno) {
-	tt, ok := e.cfg.Table.(TagTable)
-	if !ok {
-		return nil, unix.ENOSYS
-	}
+func (e *Mux) newEpollSet(epfd int) (*epollSet, syscall.Errno) {
 	if !isEpoll(epfd) {
 		var st unix.Stat_t
 		if unix.Fstat(epfd, &st) != nil {
@@ -97,14 +88,20 @@ func (e *Engine) newEpollSet(epfd int) (*epollSet, syscall.Errno) {
 	if err != nil {
 		return nil, err.(syscall.Errno)
 	}
-	inner := moveHigh(fd)
-	set := &epollSet{epfd: epfd, inner: inner, tag: tt.Tag(inner), members: map[int]*member{}}
+	inner := sysc.MoveHigh(fd)
+	tag, ok := e.host.Internal(inner)
+	if !ok {
+		e.host.Forget(inner)
+		unix.Close(inner)
+		return nil, unix.ENOSYS
+	}
+	set := &epollSet{epfd: epfd, inner: inner, tag: tag, members: map[int]*member{}}
 	if errno := epollCtl(epfd, unix.EPOLL_CTL_ADD, inner, unix.EPOLLIN, set.tag); errno != 0 {
+		e.host.Forget(inner)
 		unix.Close(inner)
 		return nil, errno
 	}
-	e.cfg.Table.Set(inner, FlagInternal)
-	e.cfg.Table.Set(epfd, FlagWatch|FlagEpoll)
+	e.host.Epoll(epfd)
 	e.ep.mu.Lock()
 	if e.ep.sets == nil {
 		e.ep.sets = map[int]*epollSet{}
@@ -115,7 +112,7 @@ func (e *Engine) newEpollSet(epfd int) (*epollSet, syscall.Errno) {
 }
 
 // dropEpoll forgets the set of a program epoll fd that was closed.
-func (e *Engine) dropEpoll(epfd int) {
+func (e *Mux) dropEpoll(epfd int) {
 	e.ep.mu.Lock()
 	set := e.ep.sets[epfd]
 	delete(e.ep.sets, epfd)
@@ -124,13 +121,13 @@ func (e *Engine) dropEpoll(epfd int) {
 		set.mu.Lock()
 		set.releaseAwake()
 		set.mu.Unlock()
-		e.cfg.Table.Set(set.inner, 0)
+		e.host.Forget(set.inner)
 		unix.Close(set.inner)
 	}
 }
 
 // epollSets returns the current epoll sets (each locked on its own by the caller).
-func (e *Engine) epollSets() []*epollSet {
+func (e *Mux) epollSets() []*epollSet {
 	e.ep.mu.Lock()
 	defer e.ep.mu.Unlock()
 	sets := make([]*epollSet, 0, len(e.ep.sets))
@@ -143,7 +140,7 @@ func (e *Engine) epollSets() []*epollSet {
 // handMembersOver moves a socket that goes to the kernel for good from the inner sets back into
 // the program's epoll sets, with the program's events and data: from now on its epoll_ctl calls
 // go straight to the kernel.
-func (e *Engine) handMembersOver(s *Socket) {
+func (e *Mux) handMembersOver(s *Socket) {
 	for _, set := range e.epollSets() {
 		set.mu.Lock()
 		for fd, m := range set.members {
@@ -166,7 +163,7 @@ func (e *Engine) handMembersOver(s *Socket) {
 
 // dropMember removes a finished socket from every epoll set (the kernel drops a closed file
 // from its sets by itself).
-func (e *Engine) dropMember(s *Socket) {
+func (e *Mux) dropMember(s *Socket) {
 	for _, set := range e.epollSets() {
 		set.mu.Lock()
 		for fd, m := range set.members {
@@ -174,7 +171,7 @@ func (e *Engine) dropMember(s *Socket) {
 				set.remove(fd)
 			}
 		}
-		if t := s.rings(); t != nil && s.typ == sockStream {
+		if t := s.Rings(); t != nil && s.Stream {
 			set.dropLinger(t)
 		}
 		set.exorciseSocket(s)
@@ -197,7 +194,7 @@ func (set *epollSet) remove(fd int) {
 }
 
 // epollCtlCall serves epoll_ctl for a ring socket.
-func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
+func (e *Mux) epollCtlCall(c *transport.Call) (r int64) {
 	umem.Protect()
 	defer func() {
 		if umem.Fault(recover()) {
@@ -205,8 +202,8 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		}
 	}()
 	epfd, op, fd := int(int32(c.A[0])), int(int32(c.A[1])), c.FD
-	s := e.reg.get(fd)
-	if s == nil || s.isPassthrough() || s.typ == sockStream && s.rings() == nil {
+	s := e.host.Socket(fd)
+	if s == nil || e.host.Passthrough(fd) || s.Stream && s.Rings() == nil {
 		// Kernel sockets stay in the program's set: their epoll readiness is the kernel's.
 		n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
 		return result(n, errno)
@@ -237,7 +234,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 	}
 	// A member's doorbell goes into the inner set at once (after the lock is released), so that
 	// the program's set becomes readable for ring data even when it is itself polled or nested.
-	if op == unix.EPOLL_CTL_ADD && s.typ == sockDgram {
+	if op == unix.EPOLL_CTL_ADD && !s.Stream {
 		defer set.armBells()
 	}
 	set.mu.Lock()
@@ -269,7 +266,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 			set.gen++ // the wait lists hold the TCP members waited for input
 		}
 		m.events, m.data, m.disabled, m.et = events, data, false, edgeState{}
-		if want := m.wantInner(); want != m.inner || s.typ != sockStream {
+		if want := m.wantInner(); want != m.inner || !s.Stream {
 			// A TCP member whose kernel events stay the same (after the switch EPOLLOUT is a
 			// kernel EPOLLIN) costs no system call: event loops switch EPOLLOUT on and off
 			// around every write.
@@ -297,7 +294,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 }
 
 // epollWaitCall serves epoll_wait, epoll_pwait and epoll_pwait2 on a set with ring sockets.
-func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
+func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 	umem.Protect()
 	defer func() {
 		if umem.Fault(recover()) {
@@ -337,7 +334,7 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 	set.mu.Lock()
 	w.tcps = set.waitLists()
 	for _, m := range set.waitUDP {
-		if u := m.s.rings(); u != nil {
+		if u := m.s.Rings(); u != nil {
 			w.socks = append(w.socks, u)
 		}
 	}
@@ -366,7 +363,7 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 	}
 	defer w.spin(false)
 	zero := unix.Timespec{}
-	start := nanotime()
+	start := sysc.Nanotime()
 	for i := 0; ; i++ {
 		n := set.ringEvents(out, 0, max)
 		if n > 0 || w.osCheckDue(i) {
@@ -434,9 +431,9 @@ func (set *epollSet) waitLists() []transport.Endpoint {
 	tcps := make([]transport.Endpoint, 0, len(set.order))
 	set.waitUDP = set.waitUDP[:0:0]
 	for _, m := range set.order {
-		if m.s.typ != sockStream {
+		if !m.s.Stream {
 			set.waitUDP = append(set.waitUDP, m)
-		} else if t := m.s.rings(); t != nil && m.events&unix.EPOLLIN != 0 {
+		} else if t := m.s.Rings(); t != nil && m.events&unix.EPOLLIN != 0 {
 			tcps = append(tcps, t)
 		}
 	}
@@ -456,7 +453,7 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 		if m.disabled {
 			continue
 		}
-		if t := m.s.rings(); t != nil && m.s.typ == sockStream {
+		if t := m.s.Rings(); t != nil && m.s.Stream {
 			if ev, ok := m.tcpEvents(t, 0); ok && ev != 0 {
 				umem.PutEpollEvent(out, n, ev, m.data)
 				n++
@@ -469,7 +466,7 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 		if m.events&unix.EPOLLIN == 0 {
 			continue
 		}
-		u := m.s.rings()
+		u := m.s.Rings()
 		if u == nil {
 			continue
 		}
@@ -570,14 +567,14 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 			}
 			continue
 		}
-		if t := m.s.rings(); t != nil && m.s.typ == sockStream && !bell {
+		if t := m.s.Rings(); t != nil && m.s.Stream && !bell {
 			// The transport's answer (already within the member's events, ERR and HUP); the
 			// kernel's stands for a connection without a segment.
 			if tev, ok := m.tcpEvents(t, uint32(ev)); ok {
 				ev = tev
 			}
 		} else if bell {
-			u := m.s.rings()
+			u := m.s.Rings()
 			if u == nil {
 				continue
 			}
@@ -625,13 +622,13 @@ func (set *epollSet) armBells() {
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	for fd, m := range set.members {
-		if m.s.typ == sockStream {
+		if m.s.Stream {
 			if ev := m.wantInner(); ev != m.inner && epollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, ev, uint64(fd)) == 0 {
 				m.inner = ev
 			}
 			continue
 		}
-		u := m.s.rings()
+		u := m.s.Rings()
 		if u == nil {
 			continue
 		}

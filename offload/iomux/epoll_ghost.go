@@ -1,4 +1,4 @@
-package offload
+package iomux
 
 import "golang.org/x/sys/unix"
 
@@ -19,7 +19,7 @@ import "golang.org/x/sys/unix"
 // haunt keeps m's inner registration as a ghost after the program deleted m (set.mu held); false
 // when m is not a shared-memory TCP member (the caller deletes the registration).
 func (set *epollSet) haunt(m *member) bool {
-	if m.s.typ != sockStream || m.s.rings() == nil || m.bell > 0 {
+	if !m.s.Stream || m.s.Rings() == nil || m.bell > 0 {
 		return false
 	}
 	if set.ghosts == nil {
@@ -75,7 +75,7 @@ func (set *epollSet) exorciseSocket(s *Socket) {
 }
 
 // dropGhosts deletes the ghosts of fd in every set: fd is about to be closed or replaced.
-func (e *Engine) dropGhosts(fd int) {
+func (e *Mux) dropGhosts(fd int) {
 	for _, set := range e.epollSets() {
 		set.mu.Lock()
 		set.exorcise(fd)

@@ -1,4 +1,4 @@
-package offload
+package iomux
 
 import (
 	"golang.org/x/sys/unix"
@@ -37,7 +37,7 @@ type lingerMark struct {
 
 // lingerAwake keeps m's mark after m leaves the set (EPOLL_CTL_DEL). set.mu is held.
 func (set *epollSet) lingerAwake(m *member) {
-	t := m.s.rings()
+	t := m.s.Rings()
 	if m.awake == nil || t == nil {
 		return
 	}
@@ -102,8 +102,8 @@ func (set *epollSet) holdAwake() {
 		if m.awake != nil || m.events&unix.EPOLLIN == 0 {
 			continue
 		}
-		t := m.s.rings()
-		if t == nil || m.s.typ != sockStream {
+		t := m.s.Rings()
+		if t == nil || !m.s.Stream {
 			continue
 		}
 		if c, ok := set.adoptLinger(t); ok {

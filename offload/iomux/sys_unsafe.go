@@ -1,4 +1,4 @@
-package offload
+package iomux
 
 import (
 	"encoding/binary"
