@@ -1,7 +1,6 @@
 package iomux
 
 import (
-
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/internal/sysc"
