@@ -363,7 +363,7 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 	}
 	defer w.spin(false)
 	zero := unix.Timespec{}
-	start := sysc.Nanotime()
+	w.begin()
 	for i := 0; ; i++ {
 		n := set.ringEvents(out, 0, max)
 		if n > 0 || w.osCheckDue(i) {
@@ -381,7 +381,7 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 		if w.interrupted() {
 			return -int64(unix.EINTR)
 		}
-		if w.spinBudget(start) {
+		if w.spinBudget() {
 			w.spin(true)
 			continue
 		}

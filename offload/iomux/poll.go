@@ -3,7 +3,6 @@ package iomux
 import (
 	"golang.org/x/sys/unix"
 
-	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 )
@@ -178,7 +177,7 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 		return r
 	}
 	zero := unix.Timespec{}
-	start := sysc.Nanotime()
+	w.begin()
 	ringReady := func() bool {
 		for _, t := range targets {
 			if ringReady(t.u) {
@@ -203,7 +202,7 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 		if w.interrupted() {
 			return -int64(unix.EINTR)
 		}
-		if w.spinBudget(start) {
+		if w.spinBudget() {
 			w.spin(true)
 			continue
 		}

@@ -1,12 +1,12 @@
 package iomux
 
 import (
-	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -143,17 +143,15 @@ func (e *Mux) kernelSelect(c *transport.Call, args *umem.SelectArgs) int64 {
 		t := *args.TS
 		ts = &t
 	}
-	var base uint32
-	sig := (*transport.SigCounters)(nil)
+	var w wait.Call
 	if c := umem.SigCounters(args.Sig); c != nil {
-		sig = (*transport.SigCounters)(unsafePointer(c))
-		base = atomic.LoadUint32(&sig.All)
+		w.StartWith(0, (*transport.SigCounters)(unsafePointer(c)))
 	}
 	var n int
 	var errno syscall.Errno
 	for {
 		n, errno = pselect6(int(int32(c.A[0])), c.A[1], c.A[2], c.A[3], ts, args.Mask)
-		if errno != unix.EINTR || sig == nil || atomic.LoadUint32(&sig.All) != base {
+		if errno != unix.EINTR || !w.Started || w.Interrupted() {
 			break
 		}
 		// The Go runtime's own signal, not the program's: wait on (ts holds the time left).

@@ -1,13 +1,13 @@
 package iomux
 
 import (
-	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -22,20 +22,20 @@ type waiter struct {
 	setMarks bool                 // an epoll set's awake marks stand for the spin marks on tcps
 	deadline int64                // nanotime; 0: none (forever); -1: do not wait
 	spinning bool
-	sleeping bool // the waiter's ring sockets count it among their sleepers (sleep)
-	polls    int  // spinBudget calls, for yielding
-	sig      *transport.SigCounters
-	sigBase  uint32
+	sleeping bool      // the waiter's ring sockets count it among their sleepers (sleep)
+	spinner  wait.Spin // the polling, with the engine's one yield policy
+	call     wait.Call // the signal handlers that end the call
 }
 
 // init prepares a waiter the caller declared (a value on its stack: a waiter made per call on
 // the heap was most of the garbage an event loop made); EINVAL for a bad timeout.
 func (w *waiter) init(e *Mux, ts *unix.Timespec, sig uintptr) syscall.Errno {
 	*w = waiter{e: e}
+	var counters *transport.SigCounters
 	if c := umem.SigCounters(sig); c != nil {
-		w.sig = (*transport.SigCounters)(unsafePointer(c))
-		w.sigBase = atomic.LoadUint32(&w.sig.All)
+		counters = (*transport.SigCounters)(unsafePointer(c))
 	}
+	w.call.StartWith(0, counters) // the deadline is the waiter's own (-1: do not wait)
 	if ts != nil {
 		if ts.Sec < 0 || ts.Nsec < 0 || ts.Nsec >= 1e9 {
 			return unix.EINVAL
@@ -50,25 +50,24 @@ func (w *waiter) init(e *Mux, ts *unix.Timespec, sig uintptr) syscall.Errno {
 	return 0
 }
 
-// spinBudget reports whether the waiter may still poll instead of sleeping.
-// Past sysc.YieldAfter of polling it gives the CPU away every sysc.YieldEvery polls.
-func (w *waiter) spinBudget(start int64) bool {
+// begin starts the waiter's polling (the SelectPoll budget counts from here).
+func (w *waiter) begin() { w.spinner.Begin(sysc.Nanotime()) }
+
+// spinBudget reports whether the waiter may still poll instead of sleeping; it counts the poll
+// (wait.Spin: the yield policy).
+func (w *waiter) spinBudget() bool {
 	p := w.e.p.SelectPoll
 	now := sysc.Nanotime()
-	if w.polls++; w.polls%sysc.YieldEvery == 0 && now-start > sysc.YieldAfter {
-		sysc.Yield()
-	}
+	w.spinner.Poll(now)
 	if p < 0 {
 		return w.deadline == 0 || now < w.deadline
 	}
-	return now-start < int64(p)*1000 && (w.deadline == 0 || now < w.deadline)
+	return w.spinner.Elapsed(now) < int64(p)*1000 && (w.deadline == 0 || now < w.deadline)
 }
 
-// interrupted reports whether a signal handler ran on this thread since the waiter started
-// spinning.
-func (w *waiter) interrupted() bool {
-	return w.sig != nil && atomic.LoadUint32(&w.sig.All) != w.sigBase
-}
+// interrupted reports whether a signal handler ran on this thread since the call began: select,
+// poll and epoll_wait then end with EINTR.
+func (w *waiter) interrupted() bool { return w.call.Interrupted() }
 
 // spin marks the waiter's sockets as polled (senders skip wake datagrams) or not.
 func (w *waiter) spin(on bool) {

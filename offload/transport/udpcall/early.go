@@ -1,6 +1,8 @@
 package udpcall
 
 import (
+	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -25,7 +27,7 @@ func WaitEarly(fd int, signals func() *transport.SigCounters, ready func() bool)
 	if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
 		timeo = tv.Nano()
 	}
-	var w Wait
+	var w wait.Call
 	w.Start(timeo, signals)
 	for {
 		if ready() {
@@ -36,7 +38,7 @@ func WaitEarly(fd int, signals func() *transport.SigCounters, ready func() bool)
 		}
 		ts := unix.NsecToTimespec(earlyTick)
 		if w.Deadline != 0 {
-			ts = unix.NsecToTimespec(min(earlyTick, max(w.Deadline-Nanotime(), 0)))
+			ts = unix.NsecToTimespec(min(earlyTick, max(w.Deadline-sysc.Nanotime(), 0)))
 		}
 		fds := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}}
 		_, err := unix.Ppoll(fds[:], &ts, nil)

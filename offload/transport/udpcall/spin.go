@@ -1,6 +1,11 @@
 package udpcall
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/internal/wait"
+)
 
 // spinWorth is the typical wait beyond which a blocking receive stops spinning before it sleeps
 // (unless VMA_RX_POLL is -1): data that keeps coming this late is not worth a CPU held busy all
@@ -16,11 +21,11 @@ type WaitAvg struct{ ns atomic.Int64 }
 
 // Waited folds how long the blocking receive of w waited into the average; receives that found
 // data at once (w not started) do not count.
-func (a *WaitAvg) Waited(w *Wait) {
+func (a *WaitAvg) Waited(w *wait.Call) {
 	if !w.Started {
 		return
 	}
-	d := min(Nanotime()-w.Begin, 4*spinWorth)
+	d := min(sysc.Nanotime()-w.Begin, 4*spinWorth)
 	old := a.ns.Load()
 	a.ns.Store(old + (d-old)/16)
 }

@@ -2,6 +2,7 @@ package xdp
 
 import (
 	"encoding/binary"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"net/netip"
 	"syscall"
 
@@ -67,7 +68,7 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 	p := &u.env.p
 	polls := 0
 	checkOS := nonblock
-	var w udpcall.Wait
+	var w wait.Call
 	kfd := -1
 	for {
 		if n, ok := u.fromQueue(rc); ok {
@@ -144,7 +145,7 @@ const highFD = 1 << 10
 // revents. The sleeper count goes up before the last look at the queue, and a thread that queues
 // a frame reads it after queueing: either the sleeper sees the frame or the queuer sees the
 // sleeper and writes to the wake pipe.
-func (u *UDP) sleep(fd int, w *udpcall.Wait) (int16, syscall.Errno) {
+func (u *UDP) sleep(fd int, w *wait.Call) (int16, syscall.Errno) {
 	bell := u.ensureBell()
 	var fds [2 + maxSleepFDs]unix.PollFd
 	fds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}
