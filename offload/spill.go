@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -78,7 +78,7 @@ func buildSpill(recs [][2][]byte) ([]byte, error) {
 	for _, r := range recs {
 		size += (24 + len(r[1]) + 7) &^ 7
 	}
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+	mem, err := sysc.MapShared(size)
 	if err != nil {
 		return nil, fmt.Errorf("spill: mmap %d bytes: %w", size, err)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"github.com/goxio/goxio/offload/transport"
-	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
 // udpBound tells the socket's transport that the kernel socket has an address now.
@@ -46,7 +46,7 @@ func (e *Engine) udpWaitInbox(s *Socket, c *transport.Call) syscall.Errno {
 	if s.nonblock.Load() || recvFlags(c)&unix.MSG_DONTWAIT != 0 || !waiting() {
 		return 0
 	}
-	_, errno := udpcall.WaitEarly(c.FD, e.cfg.IOMux.Signals, func() bool { return !waiting() })
+	_, errno := wait.Until(c.FD, e.cfg.IOMux.Signals, func() bool { return !waiting() })
 	return errno
 }
 

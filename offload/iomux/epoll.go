@@ -77,28 +77,27 @@ func (e *Mux) epollSetOf(epfd int) *epollSet {
 
 // newEpollSet makes the inner epoll fd of a program epoll fd.
 func (e *Mux) newEpollSet(epfd int) (*epollSet, syscall.Errno) {
-	if !isEpoll(epfd) {
-		var st unix.Stat_t
-		if unix.Fstat(epfd, &st) != nil {
+	if !sysc.IsEpoll(epfd) {
+		if !sysc.IsOpen(epfd) {
 			return nil, unix.EBADF
 		}
 		return nil, unix.EINVAL
 	}
-	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		return nil, err.(syscall.Errno)
+	fd, errno := sysc.EpollCreate()
+	if errno != 0 {
+		return nil, errno
 	}
 	inner := sysc.MoveHigh(fd)
 	tag, ok := e.host.Internal(inner)
 	if !ok {
 		e.host.Forget(inner)
-		unix.Close(inner)
+		sysc.Close(inner)
 		return nil, unix.ENOSYS
 	}
 	set := &epollSet{epfd: epfd, inner: inner, tag: tag, members: map[int]*member{}}
-	if errno := epollCtl(epfd, unix.EPOLL_CTL_ADD, inner, unix.EPOLLIN, set.tag); errno != 0 {
+	if errno := sysc.EpollCtl(epfd, unix.EPOLL_CTL_ADD, inner, unix.EPOLLIN, set.tag); errno != 0 {
 		e.host.Forget(inner)
-		unix.Close(inner)
+		sysc.Close(inner)
 		return nil, errno
 	}
 	e.host.Epoll(epfd)
@@ -122,7 +121,7 @@ func (e *Mux) dropEpoll(epfd int) {
 		set.releaseAwake()
 		set.mu.Unlock()
 		e.host.Forget(set.inner)
-		unix.Close(set.inner)
+		sysc.Close(set.inner)
 	}
 }
 
@@ -147,11 +146,11 @@ func (e *Mux) handMembersOver(s *Socket) {
 			if m.s != s {
 				continue
 			}
-			_ = epollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)
+			_ = sysc.EpollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)
 			if m.bell > 0 {
-				_ = epollCtl(set.inner, unix.EPOLL_CTL_DEL, m.bell, 0, 0)
+				_ = sysc.EpollCtl(set.inner, unix.EPOLL_CTL_DEL, m.bell, 0, 0)
 			}
-			if errno := epollCtl(set.epfd, unix.EPOLL_CTL_ADD, fd, m.events, m.data); errno != 0 {
+			if errno := sysc.EpollCtl(set.epfd, unix.EPOLL_CTL_ADD, fd, m.events, m.data); errno != 0 {
 				e.log.Warn("epoll: socket could not move back to the program's set", zap.Int("fd", fd), zap.Error(errno))
 			}
 			set.remove(fd)
@@ -205,7 +204,7 @@ func (e *Mux) epollCtlCall(c *transport.Call) (r int64) {
 	s := e.host.Socket(fd)
 	if s == nil || e.host.Passthrough(fd) || s.Stream && s.Rings() == nil {
 		// Kernel sockets stay in the program's set: their epoll readiness is the kernel's.
-		n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
+		n, errno := sysc.EpollCtlAt(epfd, op, fd, c.A[2])
 		return result(n, errno)
 	}
 	var events uint32
@@ -224,7 +223,7 @@ func (e *Mux) epollCtlCall(c *transport.Call) (r int64) {
 		if op != unix.EPOLL_CTL_ADD {
 			// Never added through the engine: the kernel's answer (ENOENT, or the registration
 			// made before the socket became a ring socket).
-			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
+			n, errno := sysc.EpollCtlAt(epfd, op, fd, c.A[2])
 			return result(n, errno)
 		}
 		var errno syscall.Errno
@@ -247,7 +246,7 @@ func (e *Mux) epollCtlCall(c *transport.Call) (r int64) {
 		}
 		if m = set.revive(fd, s, events, data); m == nil {
 			m = &member{fd: fd, s: s, events: events, data: data}
-			if errno := epollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
+			if errno := sysc.EpollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
 				return -int64(errno)
 			}
 		}
@@ -256,7 +255,7 @@ func (e *Mux) epollCtlCall(c *transport.Call) (r int64) {
 		set.gen++
 	case unix.EPOLL_CTL_MOD:
 		if m == nil {
-			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
+			n, errno := sysc.EpollCtlAt(epfd, op, fd, c.A[2])
 			return result(n, errno)
 		}
 		if events&unix.EPOLLEXCLUSIVE != 0 || m.events&unix.EPOLLEXCLUSIVE != 0 {
@@ -270,21 +269,21 @@ func (e *Mux) epollCtlCall(c *transport.Call) (r int64) {
 			// A TCP member whose kernel events stay the same (after the switch EPOLLOUT is a
 			// kernel EPOLLIN) costs no system call: event loops switch EPOLLOUT on and off
 			// around every write.
-			if errno := epollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
+			if errno := sysc.EpollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
 				return -int64(errno)
 			}
 		}
 	case unix.EPOLL_CTL_DEL:
 		if m == nil {
-			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
+			n, errno := sysc.EpollCtlAt(epfd, op, fd, c.A[2])
 			return result(n, errno)
 		}
 		set.lingerAwake(m)
 		set.remove(fd)
 		if !set.haunt(m) {
-			_ = epollCtl(set.inner, op, fd, 0, 0)
+			_ = sysc.EpollCtl(set.inner, op, fd, 0, 0)
 			if m.bell > 0 {
-				_ = epollCtl(set.inner, op, m.bell, 0, 0)
+				_ = sysc.EpollCtl(set.inner, op, m.bell, 0, 0)
 			}
 		}
 	default:
@@ -314,7 +313,7 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 			return -int64(errno)
 		}
 		for {
-			n, errno := epollWait(c.FD, c.A[0], max, w.remaining(), c.A[3])
+			n, errno := sysc.EpollWait(c.FD, c.A[0], max, w.remaining(), c.A[3])
 			if errno == unix.EINTR && !w.interrupted() {
 				continue // the Go runtime's own signal, not the program's
 			}
@@ -502,7 +501,7 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 // inner set's events translated to the members' data (wake datagrams dropped; a member already
 // reported from its rings gets the kernel's other bits added).
 func (set *epollSet) kernelEvents(addr uintptr, out []byte, from, max int, ts *unix.Timespec, mask uintptr) (int, syscall.Errno) {
-	k, errno := epollWait(set.epfd, addr+uintptr(from*umem.EpollEventSize), max-from, ts, mask)
+	k, errno := sysc.EpollWait(set.epfd, addr+uintptr(from*umem.EpollEventSize), max-from, ts, mask)
 	if errno != 0 || k <= 0 {
 		return 0, errno
 	}
@@ -539,16 +538,16 @@ func (set *epollSet) innerEvents(out []byte, n, max int) int {
 	}
 	var small [64 * 16]byte
 	buf := small[:]
-	if lim*epollEventSize > len(small) {
-		buf = make([]byte, lim*epollEventSize)
+	if lim*sysc.EpollEventSize > len(small) {
+		buf = make([]byte, lim*sysc.EpollEventSize)
 	}
 	// One read: the inner set is level-triggered for doorbells, so reading again would return
 	// the same registrations.
-	k, errno := epollWaitGo(set.inner, buf[:lim*epollEventSize])
+	k, errno := sysc.EpollWaitNow(set.inner, buf[:lim*sysc.EpollEventSize])
 	if errno != 0 || k <= 0 {
 		return 0
 	}
-	return set.translate(out, buf[:k*epollEventSize], n)
+	return set.translate(out, buf[:k*sysc.EpollEventSize], n)
 }
 
 // translate turns inner events into the program's events, written from out[at:].
@@ -556,8 +555,8 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	added := 0
-	for i := 0; i+epollEventSize <= len(events); i += epollEventSize {
-		ev, data := getEvent(events[i:])
+	for i := 0; i+sysc.EpollEventSize <= len(events); i += sysc.EpollEventSize {
+		ev, data := sysc.EpollEventAt(events[i:])
 		bell := data&bellData != 0
 		fd := int(data &^ bellData)
 		m := set.members[fd]
@@ -623,7 +622,7 @@ func (set *epollSet) armBells() {
 	defer set.mu.Unlock()
 	for fd, m := range set.members {
 		if m.s.Stream {
-			if ev := m.wantInner(); ev != m.inner && epollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, ev, uint64(fd)) == 0 {
+			if ev := m.wantInner(); ev != m.inner && sysc.EpollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, ev, uint64(fd)) == 0 {
 				m.inner = ev
 			}
 			continue
@@ -633,7 +632,7 @@ func (set *epollSet) armBells() {
 			continue
 		}
 		if b := u.Bell(); b >= 0 && b != m.bell {
-			if epollCtl(set.inner, unix.EPOLL_CTL_ADD, b, unix.EPOLLIN, uint64(fd)|bellData) == 0 {
+			if sysc.EpollCtl(set.inner, unix.EPOLL_CTL_ADD, b, unix.EPOLLIN, uint64(fd)|bellData) == 0 {
 				m.bell = b
 			}
 		}

@@ -1,6 +1,7 @@
 package iomux
 
 import (
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/transport"
@@ -89,7 +90,7 @@ func threadKey(sigCounters uintptr) uintptr {
 	if sigCounters != 0 {
 		return sigCounters
 	}
-	return uintptr(unix.Gettid())
+	return uintptr(sysc.Gettid())
 }
 
 // holdAwake marks every shared-memory TCP member read from the ring that has no mark yet.

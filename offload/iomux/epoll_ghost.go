@@ -1,6 +1,10 @@
 package iomux
 
-import "golang.org/x/sys/unix"
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
+)
 
 // Ghost members. Event loops delete a connection from their epoll set and add it back around
 // every request (redis-benchmark's ae: EPOLL_CTL_DEL when no event is wanted, EPOLL_CTL_ADD for
@@ -46,10 +50,10 @@ func (set *epollSet) revive(fd int, s *Socket, events uint32, data uint64) *memb
 	registered := m.inner
 	*m = member{fd: fd, s: s, events: events, data: data}
 	if want := m.innerEvents(); want != registered {
-		if epollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, want, uint64(fd)) != 0 {
+		if sysc.EpollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, want, uint64(fd)) != 0 {
 			// The registration is gone (it cannot be while the fd is open): add it anew.
-			_ = epollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)
-			if epollCtl(set.inner, unix.EPOLL_CTL_ADD, fd, want, uint64(fd)) != 0 {
+			_ = sysc.EpollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)
+			if sysc.EpollCtl(set.inner, unix.EPOLL_CTL_ADD, fd, want, uint64(fd)) != 0 {
 				return nil
 			}
 		}
@@ -60,7 +64,7 @@ func (set *epollSet) revive(fd int, s *Socket, events uint32, data uint64) *memb
 // exorcise deletes the ghost of fd, if it has one, from the inner set (set.mu held).
 func (set *epollSet) exorcise(fd int) {
 	if _, ok := set.ghosts[fd]; ok {
-		_ = epollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)
+		_ = sysc.EpollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)
 		delete(set.ghosts, fd)
 	}
 }

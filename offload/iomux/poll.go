@@ -1,6 +1,7 @@
 package iomux
 
 import (
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/internal/umem"
@@ -56,7 +57,7 @@ func (e *Mux) poll(c *transport.Call) (r int64) {
 	if !e.anyRing(fds) {
 		// No ring socket: the kernel's poll on the program's own array.
 		for {
-			k, errno := ppoll(c.A[0], n, w.remaining(), c.A[3])
+			k, errno := sysc.Ppoll(c.A[0], n, w.remaining(), c.A[3])
 			if errno == unix.EINTR && !w.interrupted() {
 				continue // the Go runtime's own signal, not the program's
 			}
@@ -189,7 +190,7 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 	for i := 0; ; i++ {
 		if ringReady() || tcpReady() || w.osCheckDue(i) {
 			kernelEvents()
-			if _, errno := ppollGo(all, &zero, 0); errno != 0 {
+			if _, errno := sysc.PpollFds(all, &zero, 0); errno != 0 {
 				if errno != unix.EINTR || w.interrupted() {
 					return -int64(errno)
 				}
@@ -223,7 +224,7 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 		}
 		kernelEvents()
 		sleep, bounded := boundSleep(w.remaining(), w.tcps)
-		k, errno := ppollGo(all, sleep, mask)
+		k, errno := sysc.PpollFds(all, sleep, mask)
 		w.sleep(false)
 		if errno == unix.EINTR && !w.interrupted() {
 			continue // the Go runtime's own signal (preemption), not the program's: wait on

@@ -1,6 +1,7 @@
 package iomux
 
 import (
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -145,12 +146,12 @@ func (e *Mux) kernelSelect(c *transport.Call, args *umem.SelectArgs) int64 {
 	}
 	var w wait.Call
 	if c := umem.SigCounters(args.Sig); c != nil {
-		w.StartWith(0, (*transport.SigCounters)(unsafePointer(c)))
+		w.StartWith(0, sigCounters(c))
 	}
 	var n int
 	var errno syscall.Errno
 	for {
-		n, errno = pselect6(int(int32(c.A[0])), c.A[1], c.A[2], c.A[3], ts, args.Mask)
+		n, errno = sysc.Pselect6(int(int32(c.A[0])), c.A[1], c.A[2], c.A[3], ts, args.Mask)
 		if errno != unix.EINTR || !w.Started || w.Interrupted() {
 			break
 		}

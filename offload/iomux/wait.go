@@ -33,7 +33,7 @@ func (w *waiter) init(e *Mux, ts *unix.Timespec, sig uintptr) syscall.Errno {
 	*w = waiter{e: e}
 	var counters *transport.SigCounters
 	if c := umem.SigCounters(sig); c != nil {
-		counters = (*transport.SigCounters)(unsafePointer(c))
+		counters = sigCounters(c)
 	}
 	w.call.StartWith(0, counters) // the deadline is the waiter's own (-1: do not wait)
 	if ts != nil {
