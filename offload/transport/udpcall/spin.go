@@ -32,3 +32,7 @@ func (a *WaitAvg) Waited(w *wait.Call) {
 
 // SpinWorth reports whether a blocking receive should spin before it sleeps.
 func (a *WaitAvg) SpinWorth() bool { return a.ns.Load() < spinWorth }
+
+// Nanotime is the library's one monotonic clock (sysc.Nanotime), for code outside offload
+// (the shim's AF_XDP kick thread) that must read the transports' times.
+func Nanotime() int64 { return sysc.Nanotime() }
