@@ -26,7 +26,7 @@ func (t *TCP) Accepted() { t.accepted = true }
 // pairs in the parent, and the child, which cannot read rings, gets everything through the
 // kernel.
 func (t *TCP) BeforeData(fd int) {
-	if t.est.Load() || t.closed.Load() {
+	if t.est.Load() != estNone || t.end.closed() {
 		return
 	}
 	if !sysc.Peername(fd).IsValid() {
@@ -94,10 +94,9 @@ func (t *TCP) RestoreOptions(int) {}
 // (BeforeFork, back.go). Nothing is spilled: the bytes stay in the segment for the parent.
 func (t *TCP) Fork(fd int) ([][2][]byte, bool) {
 	t.estmu.Lock()
-	if !t.est.Load() {
-		// Established ran, without a segment: every call goes to the kernel as it is.
-		t.est.Store(true)
-		t.estDone.Store(true)
+	if t.est.Load() == estNone {
+		// As if Established ran without a segment: every call goes to the kernel as it is.
+		t.est.Store(estDone)
 		t.estmu.Unlock()
 		return nil, false
 	}
@@ -112,7 +111,7 @@ func (t *TCP) SetSpill([]byte) {}
 // Finish ends the connection (Close) once it was established; a connection that never was has
 // nothing to end but the kernel's.
 func (t *TCP) Finish(fd int) {
-	if t.est.Load() {
+	if t.est.Load() != estNone {
 		t.Close(fd)
 	}
 }
