@@ -80,7 +80,6 @@ type TCP struct {
 	rxStash   []byte // guarded by rxmu
 }
 
-
 // Kind is transport.KindSHM.
 func (t *TCP) Kind() transport.Kind { return transport.KindSHM }
 
