@@ -474,7 +474,7 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 		}
 		if m.events&unix.EPOLLET != 0 {
 			// An edge is a datagram that arrived since the last report.
-			a := u.Arrivals()
+			a := u.Arrivals(m.fd)
 			if a == m.et.seen {
 				continue
 			}
@@ -581,7 +581,7 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 				// Edge-triggered: the doorbell is emptied at once, so the next datagram rings
 				// again; it reports data that arrived since the last report only.
 				u.Quiet()
-				a := u.Arrivals()
+				a := u.Arrivals(m.fd)
 				if !ringReady(u) || a == m.et.seen || m.events&unix.EPOLLIN == 0 {
 					continue
 				}

@@ -54,7 +54,7 @@ func (m *member) tcpEvents(t transport.Endpoint, kernel uint32) (uint32, bool) {
 		// yet; without one nothing is reported.
 		edge := false
 		if ev&unix.EPOLLIN != 0 {
-			if a := t.Arrivals(); a != m.et.seen {
+			if a := t.Arrivals(m.fd); a != m.et.seen {
 				m.et.seen = a
 				edge = true
 			}

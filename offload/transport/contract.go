@@ -101,7 +101,7 @@ type Ready interface {
 	KernelEvents(events int16) int16
 	// Arrivals grows with every arrival (a datagram, or received bytes): edge-triggered epoll
 	// reports input again only when it changed.
-	Arrivals() uint64
+	Arrivals(fd int) uint64
 	// Ended reports that the stream's end of input was seen (edge-triggered epoll reports it
 	// once).
 	Ended() bool
@@ -200,7 +200,7 @@ func (Base) Poll(_ int, _, kernel int16) (int16, bool) { return kernel, false }
 func (Base) KernelEvents(events int16) int16 { return events }
 
 // Arrivals is 0.
-func (Base) Arrivals() uint64 { return 0 }
+func (Base) Arrivals(int) uint64 { return 0 }
 
 // Ended is false.
 func (Base) Ended() bool { return false }

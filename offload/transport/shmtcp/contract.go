@@ -121,7 +121,7 @@ func (t *TCP) Starting() bool { return false }
 
 // Arrivals are the bytes received so far, from the ring and the kernel, and those waiting in the
 // ring.
-func (t *TCP) Arrivals() uint64 {
+func (t *TCP) Arrivals(int) uint64 {
 	st := t.Stats()
 	return st.RingRx + st.RxFill + st.KernelRx
 }

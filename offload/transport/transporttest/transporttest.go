@@ -210,7 +210,7 @@ func (e *Endpoint) KernelEvents(events int16) int16 {
 }
 
 // Arrivals counts every datagram or byte delivered.
-func (e *Endpoint) Arrivals() uint64 {
+func (e *Endpoint) Arrivals(int) uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.arrivals
