@@ -61,7 +61,11 @@ func (e *Engine) offloadTCPLocked(s *Socket) bool {
 		return false
 	}
 	if s.rings() == nil {
-		s.setTransportLocked(e.cfg.SHMTCP.NewTCP(s.nonblock.Load), transport.KindSHM)
+		t := e.cfg.SHMTCP.NewTCP(s.nonblock.Load)
+		if s.role == conf.RoleTCPServer {
+			t.Accepted() // a server's connection (one adopted after its listener went; statistics)
+		}
+		s.setTransportLocked(t, transport.KindSHM)
 	}
 	s.kind, s.reason = transport.KindSHM, transport.ReasonNone
 	return true
