@@ -115,3 +115,20 @@ func (s *Spin) Poll(now int64) {
 		sysc.Yield()
 	}
 }
+
+// Timeout is the next sleep's timeout: the time left, at most limit when limit > 0; nil for
+// none (no deadline, no limit).
+func (w *Call) Timeout(limit int64) *unix.Timespec {
+	if w.Deadline == 0 && limit <= 0 {
+		return nil
+	}
+	left := int64(1 << 62)
+	if w.Deadline != 0 {
+		left = max(w.Deadline-sysc.Nanotime(), 0)
+	}
+	if limit > 0 {
+		left = min(left, limit)
+	}
+	ts := unix.NsecToTimespec(left)
+	return &ts
+}

@@ -1,6 +1,7 @@
 package shmtcp
 
 import (
+	"github.com/goxio/goxio/offload/internal/wait"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -58,7 +59,7 @@ type TCP struct {
 	// keeps sending wake bytes; a sleeper that finds marks taken before sleeps 1 ms at a time.
 	rxSleepers atomic.Int32
 
-	waitAvg atomic.Int64 // how long blocking receives wait for bytes, typically (ns; recv.go)
+	waitAvg wait.Avg // how long blocking receives wait for bytes, typically (recv.go)
 	// lastKernel is when a receive on the ring last looked at the kernel socket (recv.go).
 	lastKernel atomic.Int64
 	rcvTimeo   atomic.Int64 // SO_RCVTIMEO in ns; 0: none

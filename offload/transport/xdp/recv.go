@@ -103,7 +103,7 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 		if errno := w.Check(); errno != 0 {
 			return -1, errno, false
 		}
-		// Spin first unless the socket's receives typically wait long (udpcall.WaitAvg),
+		// Spin first unless the socket's receives typically wait long (wait.Avg),
 		// giving the CPU away every sysc.YieldEvery polls from the start: when the peer (or
 		// the thread that takes the frames from the RX ring) shares this CPU, it runs at once
 		// instead of after sysc.YieldAfter of spinning. On the 2-CPU test machine, sockperf

@@ -1,10 +1,9 @@
-package udpcall
+package wait
 
 import (
 	"sync/atomic"
 
 	"github.com/goxio/goxio/offload/internal/sysc"
-	"github.com/goxio/goxio/offload/internal/wait"
 )
 
 // spinWorth is the typical wait beyond which a blocking receive stops spinning before it sleeps
@@ -15,13 +14,13 @@ import (
 // 4 x spinWorth, so a lone long wait (the peer was descheduled) does not stop the spinning.
 const spinWorth = 100e3 // ns
 
-// WaitAvg is how long a socket's blocking receives typically wait for their datagram. The zero
-// value is ready (no wait yet: spinning is worth it).
-type WaitAvg struct{ ns atomic.Int64 }
+// Avg is how long a socket's blocking receives typically wait for their data. The zero value is
+// ready (no wait yet: spinning is worth it).
+type Avg struct{ ns atomic.Int64 }
 
 // Waited folds how long the blocking receive of w waited into the average; receives that found
 // data at once (w not started) do not count.
-func (a *WaitAvg) Waited(w *wait.Call) {
+func (a *Avg) Waited(w *Call) {
 	if !w.Started {
 		return
 	}
@@ -31,8 +30,4 @@ func (a *WaitAvg) Waited(w *wait.Call) {
 }
 
 // SpinWorth reports whether a blocking receive should spin before it sleeps.
-func (a *WaitAvg) SpinWorth() bool { return a.ns.Load() < spinWorth }
-
-// Nanotime is the library's one monotonic clock (sysc.Nanotime), for code outside offload
-// (the shim's AF_XDP kick thread) that must read the transports' times.
-func Nanotime() int64 { return sysc.Nanotime() }
+func (a *Avg) SpinWorth() bool { return a.ns.Load() < spinWorth }
