@@ -140,7 +140,7 @@ func (e *Engine) register(fd int, s *Socket) {
 	e.reg.put(fd, s)
 	flags := FlagEngine
 	if s.typ == sockDgram && e.udpRings() || s.typ == sockStream && e.tcpRings() {
-		flags |= FlagRing // select and poll ask the transport (iomux.go)
+		flags |= FlagRing // select and poll ask the transport (offload/iomux)
 	}
 	if s.passthrough {
 		flags = FlagWatch

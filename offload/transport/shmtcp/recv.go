@@ -136,7 +136,7 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 			spinning = false
 			continue // one more look before sleeping
 		}
-		// Marks of others (an epoll set's awake marks, epoll_awake.go in the engine) keep the
+		// Marks of others (an epoll set's awake marks, offload/iomux/epoll_awake.go) keep the
 		// peer's wake byte away: then look at the ring again every millisecond.
 		t.Sleep(true)
 		limit := int64(0)
