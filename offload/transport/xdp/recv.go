@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
@@ -69,6 +68,7 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 	polls := 0
 	checkOS := nonblock
 	var w wait.Call
+	var spin wait.Spin
 	kfd := -1
 	for {
 		if n, ok := u.fromQueue(rc); ok {
@@ -103,17 +103,15 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 		if errno := w.Check(); errno != 0 {
 			return -1, errno, false
 		}
-		// Spin first unless the socket's receives typically wait long (wait.Avg),
-		// giving the CPU away every sysc.YieldEvery polls from the start: when the peer (or
-		// the thread that takes the frames from the RX ring) shares this CPU, it runs at once
-		// instead of after sysc.YieldAfter of spinning. On the 2-CPU test machine, sockperf
-		// ping-pong across a veth with both ends on one CPU went from 56 us to 6 us (median);
-		// on two CPUs the yields (nothing else to run) cost nothing measurable.
+		// Spin first unless the socket's receives typically wait long (wait.Avg), eagerly
+		// (wait.Spin: giving the CPU away every few polls from the start, for the peer or the
+		// thread that takes the frames from the RX ring when it shares this CPU).
 		if p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || u.waitAvg.SpinWorth()) {
-			polls++
-			if polls%sysc.YieldEvery == 0 {
-				sysc.Yield()
+			if polls == 0 {
+				spin.BeginEager()
 			}
+			polls++
+			spin.Poll(0)
 			continue
 		}
 		if kfd < 0 {
