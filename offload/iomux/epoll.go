@@ -377,15 +377,9 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 				return int64(n)
 			}
 		}
-		if w.interrupted() {
-			return -int64(unix.EINTR)
-		}
-		if w.spinBudget() {
-			w.spin(true)
-			continue
-		}
-		if w.spinning {
-			w.spin(false)
+		if errno, again := w.next(); errno != 0 {
+			return -int64(errno)
+		} else if again {
 			continue
 		}
 		if release() {

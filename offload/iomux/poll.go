@@ -200,16 +200,10 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 				return done(r)
 			}
 		}
-		if w.interrupted() {
-			return -int64(unix.EINTR)
-		}
-		if w.spinBudget() {
-			w.spin(true)
+		if errno, again := w.next(); errno != 0 {
+			return -int64(errno)
+		} else if again {
 			continue
-		}
-		if w.spinning {
-			w.spin(false)
-			continue // one more look at the rings and the kernel before sleeping
 		}
 		if !belled {
 			addBells()

@@ -65,6 +65,24 @@ func (w *waiter) spinBudget() bool {
 	return w.spinner.Elapsed(now) < int64(p)*1000 && (w.deadline == 0 || now < w.deadline)
 }
 
+// next decides what a waiter does after a look that found nothing: end with EINTR (a signal
+// handler ran), spin on within the budget (again), or, once the budget is spent, give its spin
+// marks back and look once more (again); false and 0: go on towards the sleep.
+func (w *waiter) next() (errno syscall.Errno, again bool) {
+	if w.interrupted() {
+		return unix.EINTR, false
+	}
+	if w.spinBudget() {
+		w.spin(true)
+		return 0, true
+	}
+	if w.spinning {
+		w.spin(false)
+		return 0, true // one more look at the rings and the kernel before sleeping
+	}
+	return 0, false
+}
+
 // interrupted reports whether a signal handler ran on this thread since the call began: select,
 // poll and epoll_wait then end with EINTR.
 func (w *waiter) interrupted() bool { return w.call.Interrupted() }

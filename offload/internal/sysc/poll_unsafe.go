@@ -16,13 +16,6 @@ import (
 // uintptr(unsafe.Pointer(...)) in the argument list of unix.Syscall6 itself, which keeps them
 // alive and in place for the call.
 
-func errnoOf(r uintptr, e syscall.Errno) (int, syscall.Errno) {
-	if e != 0 {
-		return -1, e
-	}
-	return int(r), 0
-}
-
 func sigsetSize(mask uintptr) uintptr {
 	if mask != 0 {
 		return 8
@@ -34,7 +27,7 @@ func sigsetSize(mask uintptr) uintptr {
 // mask, when set, is the program's sigset.
 func Ppoll(addr uintptr, n int, ts *unix.Timespec, mask uintptr) (int, syscall.Errno) {
 	r, _, e := unix.Syscall6(unix.SYS_PPOLL, addr, uintptr(n), uintptr(unsafe.Pointer(ts)), mask, sigsetSize(mask), 0)
-	return errnoOf(r, e)
+	return Result(r, e)
 }
 
 // PpollFds is ppoll on the library's own pollfd slice.
@@ -44,7 +37,7 @@ func PpollFds(fds []unix.PollFd, ts *unix.Timespec, mask uintptr) (int, syscall.
 	}
 	r, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)),
 		uintptr(unsafe.Pointer(ts)), mask, sigsetSize(mask), 0)
-	return errnoOf(r, e)
+	return Result(r, e)
 }
 
 // EpollWait is epoll_pwait (or epoll_pwait2 for a timeout) into the program's event array at
@@ -52,14 +45,14 @@ func PpollFds(fds []unix.PollFd, ts *unix.Timespec, mask uintptr) (int, syscall.
 func EpollWait(epfd int, addr uintptr, n int, ts *unix.Timespec, mask uintptr) (int, syscall.Errno) {
 	if ts == nil {
 		r, _, e := unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), addr, uintptr(n), ^uintptr(0), mask, sigsetSize(mask))
-		return errnoOf(r, e)
+		return Result(r, e)
 	}
 	if ts.Sec == 0 && ts.Nsec == 0 {
 		r, _, e := unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), addr, uintptr(n), 0, mask, sigsetSize(mask))
-		return errnoOf(r, e)
+		return Result(r, e)
 	}
 	r, _, e := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd), addr, uintptr(n), uintptr(unsafe.Pointer(ts)), mask, sigsetSize(mask))
-	return errnoOf(r, e)
+	return Result(r, e)
 }
 
 // EpollEventSize is sizeof(struct epoll_event) (packed on x86-64).
@@ -70,7 +63,7 @@ const EpollEventSize = int(unsafe.Sizeof(unix.EpollEvent{}))
 func EpollWaitNow(epfd int, buf []byte) (int, syscall.Errno) {
 	r, _, e := unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&buf[0])),
 		uintptr(len(buf)/EpollEventSize), 0, 0, 0)
-	return errnoOf(r, e)
+	return Result(r, e)
 }
 
 // EpollCtl is epoll_ctl with an event the library chose.
@@ -84,12 +77,12 @@ func EpollCtl(epfd, op, fd int, events uint32, data uint64) syscall.Errno {
 // EpollCtlAt is epoll_ctl with the program's event pointer.
 func EpollCtlAt(epfd, op, fd int, ev uintptr) (int, syscall.Errno) {
 	r, _, e := unix.Syscall6(unix.SYS_EPOLL_CTL, uintptr(epfd), uintptr(op), uintptr(fd), ev, 0, 0)
-	return errnoOf(r, e)
+	return Result(r, e)
 }
 
 // EpollCreate makes an epoll fd (close-on-exec).
 func EpollCreate() (int, syscall.Errno) {
-	return errnoOf(func() (uintptr, syscall.Errno) {
+	return Result(func() (uintptr, syscall.Errno) {
 		r, _, e := unix.RawSyscall(unix.SYS_EPOLL_CREATE1, unix.EPOLL_CLOEXEC, 0, 0)
 		return r, e
 	}())
@@ -114,7 +107,7 @@ func Pselect6(n int, r, w, x uintptr, ts *unix.Timespec, mask uintptr) (int, sys
 		sm = &[2]uintptr{mask, 8}
 	}
 	r0, _, e := unix.Syscall6(unix.SYS_PSELECT6, uintptr(n), r, w, x, uintptr(unsafe.Pointer(ts)), uintptr(unsafe.Pointer(sm)))
-	return errnoOf(r0, e)
+	return Result(r0, e)
 }
 
 // IsEpoll reports whether fd is an epoll fd.
