@@ -13,8 +13,8 @@ import (
 //
 // Threads: every method may be called by several of the program's threads at once, and any of
 // them may race with Finish (the last close) on another thread: after Finish, data calls fail
-// with EBADF or go to the kernel socket, hooks do nothing and readiness methods report nothing
-// (Poll answers ok false, Bell -1, Mark nil).
+// with EBADF or go to the kernel socket, hooks do nothing and readiness methods add nothing to
+// the kernel's answer (Bell -1, Mark nil).
 //
 // fd is always a kernel fd of the socket (any of its duplicates): the transport may make system
 // calls on it but never closes it.
