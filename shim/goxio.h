@@ -98,6 +98,7 @@ struct goxio_real {
 	int (*daemon)(int, int);
 	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 	sighandler_t (*signal)(int, sighandler_t);
+	long (*syscall)(long, ...);
 };
 
 GOXIO_HIDDEN extern struct goxio_real goxio_real;
