@@ -24,11 +24,14 @@ import (
 // closed. Later timers, os.File values and libraries that use them find the netpoller running
 // and open nothing more of the runtime's.
 
-// netpollerMaxBase bounds the internal range's bottom for the netpoller: filling costs one dup
-// per free number below it (about 0.2 µs each) and grows the kernel's fd table of the process to
-// that size, so a soft RLIMIT_NOFILE of a million (Go raises the soft limit to the hard one at
-// start-up) must not mean a million fillers.
-const netpollerMaxBase = 1<<14 - 64
+// netpollerMaxBase bounds where the runtime's descriptors go: filling costs a dup and a close
+// per free number below it (together about 0.3 µs), so a soft RLIMIT_NOFILE of a million (Go
+// raises the soft limit to the hard one at start-up) must not mean a million fillers; 4032 costs
+// about 1 ms and a program sees the two numbers taken only once it holds 4032 fds at a time. The
+// shim's first constructor grows the fd table to hold them while the process has one thread
+// (goxio_fdt_reserve in shim/fdtable.c, same formula): growing a table that threads share waits
+// for an RCU grace period (milliseconds).
+const netpollerMaxBase = 1<<12 - 64
 
 // netpollerBase returns the number the runtime's epoll fd gets: near the top of the soft fd
 // limit, like the engine's other internal fds (moveHigh), but at most netpollerMaxBase.
@@ -72,6 +75,12 @@ func StartNetpoller(table FDTable) (epfd, evfd int, err error) {
 	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, -1, fmt.Errorf("start netpoller: open /dev/null: %w", err)
+	}
+	// Grow the process's fd table to hold base+1 in one step when the shim has not (tests): with
+	// threads sharing the table, each growth waits for an RCU grace period (expand_fdtable), and
+	// filling number by number would grow it at every power of two.
+	if fd, err := unix.FcntlInt(uintptr(null), unix.F_DUPFD_CLOEXEC, base+2); err == nil {
+		unix.Close(fd)
 	}
 	fillers := make([]int, 0, 64)
 	if null < base {
