@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -72,42 +73,11 @@ func StartNetpoller(table FDTable) (epfd, evfd int, err error) {
 		}
 		return epfd, evfd, fmt.Errorf("start netpoller: epoll fd %d, eventfd %d: %w", epfd, evfd, ErrNetpollerRunning)
 	}
-	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	release, err := holdBelow(table, base)
 	if err != nil {
-		return -1, -1, fmt.Errorf("start netpoller: open /dev/null: %w", err)
+		return -1, -1, fmt.Errorf("start netpoller: %w", err)
 	}
-	// Grow the process's fd table to hold base+1 in one step when the shim has not (tests): with
-	// threads sharing the table, each growth waits for an RCU grace period (expand_fdtable), and
-	// filling number by number would grow it at every power of two.
-	if fd, err := unix.FcntlInt(uintptr(null), unix.F_DUPFD_CLOEXEC, base+2); err == nil {
-		unix.Close(fd)
-	}
-	fillers := make([]int, 0, 64)
-	if null < base {
-		table.Set(null, FlagInternal)
-		fillers = append(fillers, null)
-	}
-	defer func() {
-		for _, fd := range fillers {
-			table.Set(fd, 0)
-			unix.Close(fd)
-		}
-	}()
-	for {
-		fd, err := unix.FcntlInt(uintptr(null), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return -1, -1, fmt.Errorf("start netpoller: fill descriptors below %d: %w", base, err)
-		}
-		if fd >= base {
-			unix.Close(fd)
-			break
-		}
-		table.Set(fd, FlagInternal)
-		fillers = append(fillers, fd)
-	}
-	if null >= base {
-		unix.Close(null)
-	}
+	defer release()
 	if !isFree(base) || !isFree(base+1) {
 		return -1, -1, fmt.Errorf("start netpoller: descriptors %d and %d are taken: %w", base, base+1, unix.EBUSY)
 	}
@@ -134,4 +104,67 @@ func isPoller(fd int, kind string) bool {
 	var buf [64]byte
 	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf[:])
 	return err == nil && string(buf[:n]) == "anon_inode:["+kind+"]"
+}
+
+// holdMu serializes the holders of the low numbers (StartNetpoller, OpenHigh).
+var holdMu sync.Mutex
+
+// holdBelow takes every free number below base with a /dev/null copy marked internal in table
+// and returns the function that gives them back. holdMu is held from the call to the release.
+func holdBelow(table FDTable, base int) (release func(), err error) {
+	holdMu.Lock()
+	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		holdMu.Unlock()
+		return nil, fmt.Errorf("hold descriptors: open /dev/null: %w", err)
+	}
+	// Grow the process's fd table to hold base+1 in one step when the shim has not (tests): with
+	// threads sharing the table, each growth waits for an RCU grace period (expand_fdtable), and
+	// filling number by number would grow it at every power of two.
+	if fd, err := unix.FcntlInt(uintptr(null), unix.F_DUPFD_CLOEXEC, base+2); err == nil {
+		unix.Close(fd)
+	}
+	fillers := make([]int, 0, 64)
+	release = func() {
+		for _, fd := range fillers {
+			table.Set(fd, 0)
+			unix.Close(fd)
+		}
+		holdMu.Unlock()
+	}
+	if null < base {
+		table.Set(null, FlagInternal)
+		fillers = append(fillers, null)
+	}
+	for {
+		fd, err := unix.FcntlInt(uintptr(null), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("hold descriptors below %d: %w", base, err)
+		}
+		if fd >= base {
+			unix.Close(fd)
+			break
+		}
+		table.Set(fd, FlagInternal)
+		fillers = append(fillers, fd)
+	}
+	if null >= base {
+		unix.Close(null)
+	}
+	return release, nil
+}
+
+// OpenHigh runs open while every free number below the internal range is held (as
+// StartNetpoller does), so that every descriptor open makes, kept or short-lived, lands in the
+// internal range, never at a number the program expects to get: for libraries that open
+// descriptors themselves (the netlink socket of vishvananda/netlink, cilium/ebpf's maps, program
+// and link). The caller marks the kept ones internal. open must not call OpenHigh.
+func OpenHigh(table FDTable, open func() error) error {
+	release, err := holdBelow(table, netpollerBase())
+	if err != nil {
+		return fmt.Errorf("open high: %w", err)
+	}
+	defer release()
+	return open()
 }

@@ -8,6 +8,8 @@ import (
 	"net/netip"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/xdp/packet"
 )
 
 // Options tune Attach. The zero value is valid.
@@ -41,7 +43,7 @@ type Program struct {
 }
 
 // Attach loads the steering program and attaches it to interface ifindex (in the
-// calling thread's network namespace) through a bpf_link: the kernel detaches it when
+// network namespace of nl, the netlink connection it reads the interface through) through a bpf_link: the kernel detaches it when
 // the link's last file descriptor closes, so also when the process dies, SIGKILL
 // included. Native mode is tried first, then generic mode; Mode reports which one
 // worked.
@@ -49,8 +51,8 @@ type Program struct {
 // An interface that already has an XDP program gives a *BusyError (errors.Is(err,
 // ErrBusy)). Without CAP_NET_ADMIN and CAP_BPF (or CAP_SYS_ADMIN) the error wraps
 // unix.EPERM.
-func Attach(ifindex int, opts Options) (*Program, error) {
-	l, err := LinkByIndex(ifindex)
+func Attach(nl *packet.Conn, ifindex int, opts Options) (*Program, error) {
+	l, err := LinkByIndex(nl, ifindex)
 	if err != nil {
 		return nil, fmt.Errorf("xdp attach: %w", err)
 	}
@@ -75,7 +77,7 @@ func Attach(ifindex int, opts Options) (*Program, error) {
 		}
 		if isBusy(nativeErr) {
 			p.Close()
-			return nil, fmt.Errorf("xdp attach: %w", busyAfter(l, nativeErr))
+			return nil, fmt.Errorf("xdp attach: %w", busyAfter(nl, l, nativeErr))
 		}
 	}
 	if opts.Mode == ModeNative {
@@ -90,7 +92,7 @@ func Attach(ifindex int, opts Options) (*Program, error) {
 	}
 	p.Close()
 	if isBusy(genericErr) {
-		return nil, fmt.Errorf("xdp attach: %w", busyAfter(l, genericErr))
+		return nil, fmt.Errorf("xdp attach: %w", busyAfter(nl, l, genericErr))
 	}
 	if nativeErr != nil {
 		return nil, fmt.Errorf("xdp attach %s: native mode: %v; generic mode: %w", l.Name, nativeErr, genericErr)
@@ -136,9 +138,9 @@ func isBusy(err error) bool {
 
 // busyAfter builds the BusyError for an attach that lost the race with another
 // attacher, asking the kernel again who it is.
-func busyAfter(l Link, attachErr error) error {
-	if nl, err := LinkByIndex(l.Index); err == nil && nl.XDPMode != ModeNone {
-		return busyError(nl)
+func busyAfter(nl *packet.Conn, l Link, attachErr error) error {
+	if now, err := LinkByIndex(nl, l.Index); err == nil && now.XDPMode != ModeNone {
+		return busyError(now)
 	}
 	return fmt.Errorf("%s: %w (%w)", l.Name, ErrBusy, attachErr)
 }

@@ -141,7 +141,7 @@ func (e *Env) offloadLocked(ifc *iface) error {
 	} else if len(missing) > 0 {
 		return fmt.Errorf("offload %s: %w %s: %w", l.Name, ErrNoCapabilities, strings.Join(missing, ", "), ErrNotOffloaded)
 	}
-	prog, err := xdp.Attach(ifc.index, e.p.Program)
+	prog, err := xdp.Attach(nl, ifc.index, e.p.Program)
 	if err != nil {
 		return fmt.Errorf("offload %s: %w", l.Name, noXDP(err))
 	}
