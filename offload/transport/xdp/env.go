@@ -43,8 +43,9 @@ type Params struct {
 	AdoptFD   func(fd int) int
 	ReleaseFD func(fd int)
 	// OpenHigh runs open while the numbers below the internal range are held, so that the
-	// descriptors a library opens inside it (the netlink socket) land high; MarkFD makes one of
-	// them internal where it is. nil: open runs as it is, fds stay as they are.
+	// descriptors a library opens inside it (the netlink socket; cilium/ebpf's maps, program,
+	// link and its short-lived probes) land high; MarkFD makes one of them internal where it is.
+	// nil: open runs as it is, fds stay as they are.
 	OpenHigh func(open func() error) error
 	MarkFD   func(fd int)
 	// Kicker, when set, lets sends of a stream share kicks of the TX rings (kick.go); nil:
@@ -133,13 +134,7 @@ func (e *Env) nlLocked() (*packet.Conn, error) {
 		nl, err = packet.Open()
 		return err
 	}
-	var err error
-	if e.p.OpenHigh != nil {
-		err = e.p.OpenHigh(open)
-	} else {
-		err = open()
-	}
-	if err != nil {
+	if err := e.openHigh(open); err != nil {
 		return nil, fmt.Errorf("xdp transport: %w", err)
 	}
 	for _, fd := range nl.FDs() {
@@ -222,6 +217,15 @@ func (e *Env) adopt(fd int) int {
 		return e.p.AdoptFD(fd)
 	}
 	return fd
+}
+
+// openHigh runs open through Params.OpenHigh (the descriptors it opens land in the internal
+// range), or as it is without one.
+func (e *Env) openHigh(open func() error) error {
+	if e.p.OpenHigh != nil {
+		return e.p.OpenHigh(open)
+	}
+	return open()
 }
 
 func (e *Env) markFD(fd int) {

@@ -141,11 +141,17 @@ func (e *Env) offloadLocked(ifc *iface) error {
 	} else if len(missing) > 0 {
 		return fmt.Errorf("offload %s: %w %s: %w", l.Name, ErrNoCapabilities, strings.Join(missing, ", "), ErrNotOffloaded)
 	}
-	prog, err := xdp.Attach(nl, ifc.index, e.p.Program)
+	var prog *xdp.Program
+	err = e.openHigh(func() (err error) {
+		prog, err = xdp.Attach(nl, ifc.index, e.p.Program)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("offload %s: %w", l.Name, noXDP(err))
 	}
-	prog.Adopt(e.adopt)
+	for _, fd := range prog.FDs() {
+		e.markFD(fd)
+	}
 	for q := 0; q < prog.Queues(); q++ {
 		s, err := xdp.Open(ifc.index, q, e.p.Socket)
 		if err == nil {
