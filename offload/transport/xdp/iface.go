@@ -153,7 +153,12 @@ func (e *Env) offloadLocked(ifc *iface) error {
 		e.markFD(fd)
 	}
 	for q := 0; q < prog.Queues(); q++ {
-		s, err := xdp.Open(ifc.index, q, e.p.Socket)
+		// Opened where its descriptor lands out of the program's numbers, then moved to the top.
+		var s *xdp.Socket
+		err := e.openHigh(func() (err error) {
+			s, err = xdp.Open(ifc.index, q, e.p.Socket)
+			return err
+		})
 		if err == nil {
 			s.Adopt(e.adopt)
 			err = prog.Register(s)
