@@ -48,10 +48,10 @@ type Program struct {
 }
 
 // Attach loads the steering program and attaches it to interface ifindex (in the
-// network namespace of nl, the netlink connection it reads the interface through) through a bpf_link: the kernel detaches it when
-// the link's last file descriptor closes, so also when the process dies, SIGKILL
-// included. Native mode is tried first, then generic mode; Mode reports which one
-// worked.
+// network namespace of nl, the netlink connection it reads the interface through)
+// through a bpf_link: the kernel detaches it when the link's last file descriptor
+// closes, so also when the process dies, SIGKILL included. Native mode is tried first,
+// then generic mode; Mode reports which one worked.
 //
 // An interface that already has an XDP program gives a *BusyError (errors.Is(err,
 // ErrBusy)). Without CAP_NET_ADMIN and CAP_BPF (or CAP_SYS_ADMIN) the error wraps

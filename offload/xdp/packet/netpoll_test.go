@@ -26,35 +26,23 @@ func TestMain(m *testing.M) {
 // pollerFDs lists this process's descriptors that belong to the Go netpoller (epoll instances and
 // eventfds), by the /proc/self/fd link names, read with raw syscalls.
 func pollerFDs() ([]string, error) {
-	dfd, err := unix.Open("/proc/self/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	set, err := openFDSet()
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(dfd)
-	buf := make([]byte, 8192)
-	var names []string
-	for {
-		n, err := unix.Getdents(dfd, buf)
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			break
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-	}
 	var found []string
 	link := make([]byte, 256)
-	for _, name := range names {
-		n, err := unix.Readlinkat(dfd, name, link)
+	for name := range set {
+		n, err := unix.Readlink("/proc/self/fd/"+name, link)
 		if err != nil {
-			continue // the directory's own fd, closed meanwhile
+			continue // closed meanwhile
 		}
 		target := string(link[:n])
 		if strings.Contains(target, "[eventpoll]") || strings.Contains(target, "[eventfd]") {
 			found = append(found, name+"->"+target)
 		}
 	}
+	slices.Sort(found)
 	return found, nil
 }
 
