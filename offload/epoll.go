@@ -271,10 +271,10 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 			set.gen++ // the wait lists hold the TCP members waited for input
 		}
 		m.events, m.data, m.disabled, m.et = events, data, false, edgeState{}
-		if want := m.wantInner(); want != m.inner || s.typ != sockStream || want&unix.EPOLLET != 0 {
+		if want := m.wantInner(); want != m.inner || s.typ != sockStream {
 			// A TCP member whose kernel events stay the same (after the switch EPOLLOUT is a
 			// kernel EPOLLIN) costs no system call: event loops switch EPOLLOUT on and off
-			// around every write. An edge-triggered one is armed again (epoll_tcp.go).
+			// around every write.
 			if errno := epollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
 				return -int64(errno)
 			}

@@ -45,7 +45,7 @@ func (set *epollSet) revive(fd int, s *Socket, events uint32, data uint64) *memb
 	}
 	registered := m.inner
 	*m = member{fd: fd, s: s, events: events, data: data}
-	if want := m.innerEvents(); want != registered || want&unix.EPOLLET != 0 {
+	if want := m.innerEvents(); want != registered {
 		if epollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, want, uint64(fd)) != 0 {
 			// The registration is gone (it cannot be while the fd is open): add it anew.
 			_ = epollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)

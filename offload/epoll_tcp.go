@@ -9,15 +9,15 @@ import (
 // Shared-memory TCP connections in an epoll set: the connection's kernel fd sits in the inner
 // set with the events the transport says wake it (shmtcp.TCP.KernelEvents: after our switch the
 // ring's space comes back as a wake byte, a kernel POLLIN, since the kernel's POLLOUT is then
-// always set), level-triggered for a level-triggered member; the events reported to the program
-// are the transport's answer (shmtcp.TCP.Poll), so a wake byte left after its data was read
-// reports nothing, and EPOLLOUT follows the ring. EPOLLET is emulated on top of an edge-triggered
-// registration (a level-triggered one would keep the inner set readable while a report is due to
-// nobody, and a wait would spin instead of sleeping): EPOLLIN is reported again only when more
-// bytes arrived since the last report, EPOLLOUT only after the connection was not writable in
-// between, and a report carries every ready event, as the kernel's does. The registration of an
-// edge-triggered member is renewed by every EPOLL_CTL_MOD and ADD of the program, as the kernel
-// looks at a file's readiness again then.
+// always set), level-triggered; the events reported to the program are the transport's answer
+// (shmtcp.TCP.Poll), so a wake byte left after its data was read reports nothing, and EPOLLOUT
+// follows the ring. EPOLLET is emulated: EPOLLIN is reported again only when more bytes arrived
+// since the last report, EPOLLOUT only after the connection was not writable in between, and a
+// report carries every ready event, as the kernel's does. The inner registration stays
+// level-triggered for an edge-triggered member too: at most one data wake byte is in flight per
+// direction (shm/wake.go), so while one sits unread an edge-triggered registration would not
+// wake a sleeper for the next ring data. The cost: a wait on a set whose edge-triggered member
+// has unread input that is no news looks again instead of sleeping for good.
 
 // epollPollBits are the epoll bits that are poll bits of the same value.
 const epollPollBits = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLPRI | unix.EPOLLERR | unix.EPOLLHUP | unix.EPOLLRDHUP
@@ -37,7 +37,7 @@ func (m *member) wantInner() uint32 {
 	}
 	want := m.events & epollPollBits
 	if t := m.s.shmTCP(); t != nil {
-		want = uint32(uint16(t.KernelEvents(int16(want)))) | m.events&^epollPollBits&^unix.EPOLLONESHOT
+		want = uint32(uint16(t.KernelEvents(int16(want)))) | m.events&^epollPollBits&^(unix.EPOLLET|unix.EPOLLONESHOT)
 	}
 	return want
 }
@@ -55,7 +55,7 @@ func (m *member) tcpEvents(t *shmtcp.TCP, kernel uint32) (uint32, bool) {
 	// reports its edges only.
 	ev := uint32(uint16(rev)) & (m.events | unix.EPOLLERR | unix.EPOLLHUP)
 	if m.events&unix.EPOLLET != 0 {
-		ev = m.edges(t, ev, kernel != 0 || !ok)
+		ev = m.edges(t, ev, kernel != 0)
 	}
 	return ev, true
 }

@@ -2,7 +2,8 @@
  * after a non-blocking connect and the accept, before any byte moved (CPython's test_epoll
  * test_control_and_wait); new bytes while earlier ones are unread, before and after the
  * connections warmed up (when a connection can leave the kernel's data path it has then);
- * writability lost by a full send buffer and given back by the peer's reads; the peer's shutdown.
+ * new bytes while a wait sleeps; writability lost by a full send buffer and given back by the
+ * peer's reads; the peer's shutdown.
  * After each report a second wait with nothing new reports nothing. */
 #include "epoll_show.h"
 
@@ -37,7 +38,19 @@ static void warm(int c, int s)
 	}
 }
 
-/* unread_rounds sends to s twice without s reading: each arrival is an edge. */
+static int g_late_fd;
+
+static void *send_late(void *arg)
+{
+	(void)arg;
+	msleep(200);
+	if (send(g_late_fd, "c", 1, 0) != 1)
+		die("late send");
+	return NULL;
+}
+
+/* unread_rounds sends to s without s reading, before a wait and while one sleeps: each arrival
+ * is an edge. */
 static void unread_rounds(int c, int s)
 {
 	char buf[16];
@@ -53,8 +66,17 @@ static void unread_rounds(int c, int s)
 	CHECK("b arrived", wait_bytes(s, 2));
 	epoll_wait_show("more data, a unread", ep, 1000);
 	epoll_wait_show("again", ep, 100);
-	V("recv", recv_all(s, buf, 2));
-	show("bytes", buf, 2);
+	g_late_fd = c;
+	pthread_t th;
+	if (pthread_create(&th, NULL, send_late, NULL) != 0)
+		die("pthread_create");
+	double t0 = now_s();
+	epoll_wait_show("more data while asleep, a and b unread", ep, 3000);
+	CHECK("woken by the arrival", now_s() - t0 < 2.0);
+	pthread_join(th, NULL);
+	epoll_wait_show("again", ep, 100);
+	V("recv", recv_all(s, buf, 3));
+	show("bytes", buf, 3);
 	epoll_wait_show("drained", ep, 100);
 	close(ep);
 }
