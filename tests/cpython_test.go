@@ -159,16 +159,19 @@ func (r *pyRunner) run(t *testing.T, module, lib string, match []string) pyResul
 		mode = "goxio"
 	}
 	// A short folder: test_socket binds AF_UNIX sockets under it (108 bytes at most).
+	// (Runs on a goroutine of its own: errors are outcomes, never t.Fatal.)
 	dir, err := os.MkdirTemp("", "goxio-py-"+mode)
 	if err != nil {
-		t.Fatalf("temp dir: %v", err)
+		return pyResults{module + " (run)": {result: "no report: temp dir: " + err.Error()}}
 	}
 	defer os.RemoveAll(dir)
 	report := filepath.Join(dir, "junit.xml")
 	args := append(append([]string{}, cpythonArgs...), "--junit-xml", report)
 	if len(match) > 0 {
 		file := filepath.Join(dir, "match.txt")
-		writeFile(t, file, []byte(strings.Join(match, "\n")+"\n"), 0o644)
+		if err := os.WriteFile(file, []byte(strings.Join(match, "\n")+"\n"), 0o644); err != nil {
+			return pyResults{module + " (run)": {result: "no report: match file: " + err.Error()}}
+		}
 		args = append(args, "--matchfile", file)
 	}
 	args = append(args, module)
