@@ -6,7 +6,7 @@
  * see an fd closed or replaced. Readers: every trampoline, with a relaxed load; a stale read can
  * only send a call to the slow path, which re-checks under the engine's lock.
  */
-#include "goxio.h"
+#include "preload.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -34,6 +34,8 @@ void goxio_fdt_set(int fd, int flags) {
 	uint8_t old = __atomic_exchange_n(&goxio_fdt[fd], (uint8_t)flags, __ATOMIC_ACQ_REL);
 	if ((old ^ (uint8_t)flags) & GOXIO_FD_RING)
 		__atomic_add_fetch(&goxio_ring_fds, (flags & GOXIO_FD_RING) ? 1 : -1, __ATOMIC_RELAXED);
+	if ((old ^ (uint8_t)flags) & GOXIO_FD_LAZY)
+		__atomic_add_fetch(&goxio_lazy_fds, (flags & GOXIO_FD_LAZY) ? 1 : -1, __ATOMIC_RELAXED);
 	if (flags != 0) {
 		int high = __atomic_load_n(&fdt_high, __ATOMIC_RELAXED);
 		while (fd > high && !__atomic_compare_exchange_n(&fdt_high, &high, fd, 1, __ATOMIC_RELAXED,
@@ -136,9 +138,3 @@ void goxio_internal_lost(int fd) {
 	goxio_fdt_set(fd, 0);
 	pthread_mutex_unlock(&internal_mu);
 }
-
-/* The log file's fd (VMA_LOG_FILE), owned by the logger; -1 when logging to stderr. */
-int goxio_log_fd = -1;
-
-/* VMA_STATS_FILE's fd, owned by the statistics writer; -1 when unset. */
-int goxio_stats_file_fd = -1;
