@@ -168,8 +168,8 @@ func (e *Engine) adoptUDP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 func (e *Engine) adoptEpoll(epfd int) {
 	for _, m := range epollMembers(epfd) {
 		s := e.reg.get(m.fd)
-		if s == nil || s.isPassthrough() || s.typ == sockStream && s.shmTCP() == nil {
-			continue
+		if s == nil || s.isPassthrough() || s.typ == sockStream && s.shmTCP() == nil || s.typ == sockDgram && !e.udpRings() {
+			continue // a kernel socket: its readiness is the kernel's, it stays in the program's set
 		}
 		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_DEL, m.fd, nil); err != nil {
 			continue
