@@ -171,6 +171,9 @@ func (e *Engine) adoptEpoll(epfd int) {
 		if s == nil || s.isPassthrough() || s.typ == sockStream && s.shmTCP() == nil || s.typ == sockDgram && !e.udpRings() {
 			continue // a kernel socket: its readiness is the kernel's, it stays in the program's set
 		}
+		if v, err := sysc.GetsockoptInt(m.fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN); err == nil && v != 0 {
+			continue // a listener's readiness is the kernel's
+		}
 		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_DEL, m.fd, nil); err != nil {
 			continue
 		}
@@ -179,8 +182,11 @@ func (e *Engine) adoptEpoll(epfd int) {
 		c := transport.Call{Op: transport.OpEpollCtl, FD: m.fd}
 		c.A[0], c.A[1] = uintptr(epfd), unix.EPOLL_CTL_ADD
 		if r := e.epollCtlAt(&c, ev); r < 0 {
-			e.log.Warn("an epoll set made before the engine loaded lost a member",
-				zap.Int("epfd", epfd), zap.Int("fd", m.fd), zap.Int64("errno", -r))
+			// Back where it was: the kernel's readiness is better than none.
+			back := unix.EpollEvent{Events: m.events, Fd: int32(m.data), Pad: int32(m.data >> 32)}
+			err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, m.fd, &back)
+			e.log.Debug("an epoll member made before the engine loaded stays with the kernel",
+				zap.Int("epfd", epfd), zap.Int("fd", m.fd), zap.Int64("errno", -r), zap.Error(err))
 		}
 	}
 }

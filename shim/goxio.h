@@ -102,6 +102,8 @@ enum {
 	GOXIO_LAZY_ACCEPTED = 1,  /* accepted on listener `ref` */
 	GOXIO_LAZY_CONNECTED = 2, /* connect was called with `peer` (it may still be in progress) */
 	GOXIO_LAZY_MCAST = 4,     /* an IPPROTO_IP option was set (multicast membership, filters) */
+	GOXIO_LAZY_LISTENING = 8, /* listen succeeded: waiting on it needs no engine (accept is the
+				     kernel's); its accepted connections are lazy sockets */
 };
 
 struct goxio_lazy_info {

@@ -16,6 +16,10 @@
 
 #include <time.h>
 
+/* glibc declares poll's array write-only (access attribute); the trampolines read the fds the
+ * program put there, which the kernel reads too. */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 /* goxio_ring_fds counts the fds flagged GOXIO_FD_RING (fdtable.c). While it is not zero, select
  * and poll enter the engine, which reads the program's fd arrays with fault protection (a bad
  * pointer is EFAULT, as from the kernel) and looks for ring sockets itself. */
@@ -27,7 +31,7 @@ __attribute__((noinline)) static void lazy_pollfd(const struct pollfd *fds, nfds
 	if (GOXIO_LIKELY(__atomic_load_n(&goxio_lazy_fds, __ATOMIC_RELAXED) == 0) || fds == NULL)
 		return;
 	for (nfds_t i = 0; i < n; i++)
-		if (goxio_fd_flags(fds[i].fd) & GOXIO_FD_LAZY) {
+		if ((goxio_fd_flags(fds[i].fd) & GOXIO_FD_LAZY) && goxio_lazy_waits(fds[i].fd)) {
 			goxio_lazy_fd(fds[i].fd);
 			return;
 		}
@@ -39,7 +43,7 @@ static void lazy_fdset(int n, const fd_set *r, const fd_set *w, const fd_set *e)
 	if (n > FD_SETSIZE)
 		n = FD_SETSIZE;
 	for (int fd = 0; fd < n; fd++)
-		if ((goxio_fd_flags(fd) & GOXIO_FD_LAZY) &&
+		if ((goxio_fd_flags(fd) & GOXIO_FD_LAZY) && goxio_lazy_waits(fd) &&
 		    ((r != NULL && FD_ISSET(fd, r)) || (w != NULL && FD_ISSET(fd, w)) || (e != NULL && FD_ISSET(fd, e)))) {
 			goxio_lazy_fd(fd);
 			return;
@@ -134,7 +138,8 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
 	if (GOXIO_UNLIKELY(ff & GOXIO_FD_RING) && goxio_active())
 		return (int)goxio_call(GOXIO_OP_EPOLL_CTL, fd, (uintptr_t)epfd, (uintptr_t)op, (uintptr_t)ev, 0, 0);
 	int r = REAL(epoll_ctl)(epfd, op, fd, ev);
-	if (GOXIO_UNLIKELY(ff & GOXIO_FD_LAZY) && r == 0 && op == EPOLL_CTL_ADD && !(ef & GOXIO_FD_LAZY_EPOLL))
+	if (GOXIO_UNLIKELY(ff & GOXIO_FD_LAZY) && r == 0 && op == EPOLL_CTL_ADD && !(ef & GOXIO_FD_LAZY_EPOLL) &&
+	    goxio_lazy_waits(fd))
 		goxio_fdt_set(epfd, goxio_fd_flags(epfd) | GOXIO_FD_LAZY_EPOLL);
 	return r;
 }

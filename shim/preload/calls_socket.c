@@ -40,7 +40,15 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
 	TRAMPOLINE(fd, GOXIO_OP_BIND, REAL(bind)(fd, addr, len), addr, len, 0, 0, 0);
 }
 
-int listen(int fd, int backlog) { TRAMPOLINE(fd, GOXIO_OP_LISTEN, REAL(listen)(fd, backlog), backlog, 0, 0, 0, 0); }
+int listen(int fd, int backlog) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY)) {
+		int r = REAL(listen)(fd, backlog);
+		if (r == 0)
+			goxio_lazy_mark(fd, GOXIO_LAZY_LISTENING, -1, NULL, 0);
+		return r;
+	}
+	TRAMPOLINE(fd, GOXIO_OP_LISTEN, REAL(listen)(fd, backlog), backlog, 0, 0, 0, 0);
+}
 
 static int accept_common(int fd, struct sockaddr *addr, socklen_t *len, int flags, int four) {
 	uint8_t fl = goxio_fd_flags(fd);

@@ -183,6 +183,11 @@ void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct sockaddr *peer,
 		goxio_lazy_fd(fd);
 }
 
+int goxio_lazy_waits(int fd) {
+	struct goxio_lazy_info *i = info_of(fd, 0);
+	return i == NULL || !(__atomic_load_n(&i->how, __ATOMIC_RELAXED) & GOXIO_LAZY_LISTENING);
+}
+
 /* sweep hands every lazy socket, then every lazy epoll set, to the engine. */
 static void sweep(void) {
 	int high = goxio_fdt_high();

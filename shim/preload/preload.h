@@ -36,6 +36,10 @@ GOXIO_HIDDEN void goxio_lazy_fd(int fd);
  * address); with the engine ready meanwhile, the engine adopts it at once. */
 GOXIO_HIDDEN void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct sockaddr *peer, socklen_t len);
 
+/* goxio_lazy_waits reports whether a wait (select, poll, epoll) on fd, flagged GOXIO_FD_LAZY,
+ * needs the engine: not for a listening socket, whose readiness is always the kernel's. */
+GOXIO_HIDDEN int goxio_lazy_waits(int fd);
+
 /* goxio_lazy_fds counts the fds flagged GOXIO_FD_LAZY: select and poll look for them only while
  * it is not zero. */
 GOXIO_HIDDEN extern volatile int goxio_lazy_fds;
@@ -229,6 +233,10 @@ GOXIO_HIDDEN void goxio_lazy_fd(int fd);
  * it came to be (how: GOXIO_LAZY_*, ref: the listener it was accepted on, peer: connect's
  * address); with the engine ready meanwhile, the engine adopts it at once. */
 GOXIO_HIDDEN void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct sockaddr *peer, socklen_t len);
+
+/* goxio_lazy_waits reports whether a wait (select, poll, epoll) on fd, flagged GOXIO_FD_LAZY,
+ * needs the engine: not for a listening socket, whose readiness is always the kernel's. */
+GOXIO_HIDDEN int goxio_lazy_waits(int fd);
 
 /* goxio_lazy_fds counts the fds flagged GOXIO_FD_LAZY: select and poll look for them only while
  * it is not zero. */
