@@ -31,6 +31,8 @@ type Lazy struct {
 	Connected bool           // connect was called with Peer (it may still be in progress)
 	Peer      netip.AddrPort // connect's address
 	IPOptions bool           // an IPPROTO_IP option was set (multicast membership, filters)
+	Forked    bool           // the process forked while it had the socket (it may be shared)
+	Child     bool           // ... and this process is that fork's child
 }
 
 // adoptMu serialises adoptions: the loading thread's sweep and a thread whose call met a socket
@@ -90,6 +92,18 @@ func (e *Engine) Adopt(fd int, l Lazy) {
 	if s.isPassthrough() {
 		return
 	}
+	if l.Forked && !listening(fd) && (!l.Child || !l.Accepted || parentHas(ino)) {
+		// Shared with another process, which reads and writes the kernel socket: the rings
+		// would split the stream. A listener is shared harmlessly (accept is the kernel's), and
+		// a connection a fork-per-connection server accepted and handed to this child is the
+		// child's once the parent closed it.
+		s.mu.Lock()
+		s.passthrough = true
+		s.reason = transport.ReasonForkedChild
+		s.mu.Unlock()
+		e.handOver(s)
+		return
+	}
 	local, remote := localAddr(fd), sysc.Peername(fd)
 	if !remote.IsValid() && l.Connected {
 		remote = l.Peer
@@ -105,7 +119,7 @@ func (e *Engine) Adopt(fd int, l Lazy) {
 
 // adoptTCP makes the decision a listen, an accept or a connect would have made.
 func (e *Engine) adoptTCP(s *Socket, fd int, l Lazy, local, remote netip.AddrPort) {
-	if v, err := sysc.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN); err == nil && v != 0 {
+	if listening(fd) {
 		s.st.SetState(stats.TCPListen)
 		e.decide(s, fd, conf.RoleTCPServer, local, remoteNone)
 		return
@@ -160,6 +174,46 @@ func (e *Engine) adoptUDP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 		e.decide(s, fd, conf.RoleUDPReceiver, local, remoteNone)
 		e.udpBound(s, fd)
 	}
+	if u := s.ringUDP(); u != nil {
+		u.OptionSet(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+		u.OptionSet(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO)
+	}
+}
+
+// listening reports whether fd is a listening socket.
+func listening(fd int) bool {
+	v, err := sysc.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN)
+	return err == nil && v != 0
+}
+
+// parentHas reports whether the parent process has an fd of the socket with inode ino (or
+// whether that cannot be known). A forked child's copy of a socket is its own once the parent
+// closed its copy, as a fork-per-connection server does right after the fork.
+func parentHas(ino uint64) bool {
+	dir := "/proc/" + strconv.Itoa(unix.Getppid()) + "/fd/"
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return true
+	}
+	defer unix.Close(fd)
+	want := "socket:[" + strconv.FormatUint(ino, 10) + "]"
+	buf := make([]byte, 8192)
+	link := make([]byte, 64)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			return true
+		}
+		if n <= 0 {
+			return false
+		}
+		_, _, names := unix.ParseDirent(buf[:n], -1, nil)
+		for _, name := range names {
+			if k, err := unix.Readlink(dir+name, link); err == nil && string(link[:k]) == want {
+				return true
+			}
+		}
+	}
 }
 
 // adoptEpoll moves the members of the program's epoll set epfd that the engine serves (ring
@@ -171,7 +225,7 @@ func (e *Engine) adoptEpoll(epfd int) {
 		if s == nil || s.isPassthrough() || s.typ == sockStream && s.shmTCP() == nil || s.typ == sockDgram && !e.udpRings() {
 			continue // a kernel socket: its readiness is the kernel's, it stays in the program's set
 		}
-		if v, err := sysc.GetsockoptInt(m.fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN); err == nil && v != 0 {
+		if listening(m.fd) {
 			continue // a listener's readiness is the kernel's
 		}
 		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_DEL, m.fd, nil); err != nil {

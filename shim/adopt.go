@@ -22,6 +22,8 @@ func goxio_go_adopt(fd C.int, how C.uint32_t, ref C.int, addr C.uint32_t, port C
 			Listener:  int(ref),
 			Connected: how&C.GOXIO_LAZY_CONNECTED != 0,
 			IPOptions: how&C.GOXIO_LAZY_MCAST != 0,
+			Forked:    how&C.GOXIO_LAZY_FORKED != 0,
+			Child:     how&C.GOXIO_LAZY_CHILD != 0,
 		}
 		if port >= 0 {
 			a := uint32(addr)

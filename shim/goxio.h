@@ -104,6 +104,9 @@ enum {
 	GOXIO_LAZY_MCAST = 4,     /* an IPPROTO_IP option was set (multicast membership, filters) */
 	GOXIO_LAZY_LISTENING = 8, /* listen succeeded: waiting on it needs no engine (accept is the
 				     kernel's); its accepted connections are lazy sockets */
+	GOXIO_LAZY_FORKED = 16,   /* the process forked while it had the socket: the socket is shared
+				     with another process, and stays with the kernel unless ... */
+	GOXIO_LAZY_CHILD = 32,    /* ... this process is the child and its parent no longer has it */
 };
 
 struct goxio_lazy_info {

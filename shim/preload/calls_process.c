@@ -25,9 +25,12 @@ static void prefork(void) {
 
 pid_t fork(void) {
 	prefork();
+	goxio_lazy_fork(GOXIO_LAZY_FORKED);
 	pid_t pid = REAL(fork)();
-	if (pid == 0)
+	if (pid == 0) {
 		goxio_mark_child();
+		goxio_lazy_fork(GOXIO_LAZY_CHILD);
+	}
 	return pid;
 }
 
@@ -40,8 +43,11 @@ pid_t vfork(void) {
 
 int daemon(int nochdir, int noclose) {
 	prefork();
+	goxio_lazy_fork(GOXIO_LAZY_FORKED);
 	int r = REAL(daemon)(nochdir, noclose);
-	if (r == 0)
+	if (r == 0) {
 		goxio_mark_child();
+		goxio_lazy_fork(GOXIO_LAZY_CHILD);
+	}
 	return r;
 }

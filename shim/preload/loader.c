@@ -188,6 +188,19 @@ int goxio_lazy_waits(int fd) {
 	return i == NULL || !(__atomic_load_n(&i->how, __ATOMIC_RELAXED) & GOXIO_LAZY_LISTENING);
 }
 
+void goxio_lazy_fork(uint32_t how) {
+	if (__atomic_load_n(&goxio_lazy_fds, __ATOMIC_RELAXED) == 0 || goxio_engine_loaded())
+		return;
+	int high = goxio_fdt_high();
+	for (int fd = 0; fd <= high; fd++) {
+		if (!(goxio_fd_flags(fd) & GOXIO_FD_LAZY))
+			continue;
+		struct goxio_lazy_info *i = info_of(fd, 1);
+		if (i != NULL && (how != GOXIO_LAZY_CHILD || (i->how & GOXIO_LAZY_FORKED)))
+			__atomic_fetch_or(&i->how, how, __ATOMIC_RELAXED);
+	}
+}
+
 /* sweep hands every lazy socket, then every lazy epoll set, to the engine. */
 static void sweep(void) {
 	int high = goxio_fdt_high();

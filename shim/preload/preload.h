@@ -40,6 +40,10 @@ GOXIO_HIDDEN void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct so
  * needs the engine: not for a listening socket, whose readiness is always the kernel's. */
 GOXIO_HIDDEN int goxio_lazy_waits(int fd);
 
+/* goxio_lazy_fork marks every lazy socket GOXIO_LAZY_FORKED (before a fork without the engine,
+ * in the parent) or GOXIO_LAZY_CHILD (after it, in the child). */
+GOXIO_HIDDEN void goxio_lazy_fork(uint32_t how);
+
 /* goxio_lazy_fds counts the fds flagged GOXIO_FD_LAZY: select and poll look for them only while
  * it is not zero. */
 GOXIO_HIDDEN extern volatile int goxio_lazy_fds;
@@ -237,6 +241,10 @@ GOXIO_HIDDEN void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct so
 /* goxio_lazy_waits reports whether a wait (select, poll, epoll) on fd, flagged GOXIO_FD_LAZY,
  * needs the engine: not for a listening socket, whose readiness is always the kernel's. */
 GOXIO_HIDDEN int goxio_lazy_waits(int fd);
+
+/* goxio_lazy_fork marks every lazy socket GOXIO_LAZY_FORKED (before a fork without the engine,
+ * in the parent) or GOXIO_LAZY_CHILD (after it, in the child). */
+GOXIO_HIDDEN void goxio_lazy_fork(uint32_t how);
 
 /* goxio_lazy_fds counts the fds flagged GOXIO_FD_LAZY: select and poll look for them only while
  * it is not zero. */
