@@ -1,0 +1,99 @@
+"""Socket churn: a TCP connection per request and a new UDP socket per request, kernel against goxio.
+
+    churn.py --churn BIN/churn --lib LIBGOXIO [--env "VAR=value ..."] [--rounds N] [--reps R]
+             [--port P] [--out FILE.md]
+
+Each case runs the client (tests/bench/churn.c) under the kernel and under goxio, interleaved
+(A B A B ...), R times, against a server that runs under goxio ("goxio peer") or without it
+("peer without goxio"); the kernel rows run both ends without the library. Printed (and written to
+--out): p50, p99 and average per round, medians over the repetitions, and the ratio goxio/kernel.
+Standard library only; every run is bounded in time.
+"""
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+LINE = re.compile(r"rounds=(\d+) p50_us=([0-9.]+) p90_us=([0-9.]+) p99_us=([0-9.]+) avg_us=([0-9.]+)")
+
+
+def env_with(lib, extra):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if lib:
+        env["LD_PRELOAD"] = lib
+        for kv in extra.split():
+            k, _, v = kv.partition("=")
+            env[k] = v
+    return env
+
+
+def run_case(args, proto, server_lib, client_lib, port):
+    srv = subprocess.Popen([args.churn, "server", proto, str(port)], env=env_with(server_lib, args.env),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        time.sleep(0.3)
+        out = subprocess.run([args.churn, "client", proto, str(port), str(args.rounds)],
+                             env=env_with(client_lib, args.env), capture_output=True, text=True,
+                             timeout=120)
+    finally:
+        srv.kill()
+        _, err = srv.communicate(timeout=10)
+    m = LINE.search(out.stdout)
+    if out.returncode != 0 or not m:
+        raise RuntimeError("churn %s client failed (%d): %s %s" % (proto, out.returncode, out.stderr.strip(),
+                                                                   err.decode(errors="replace").strip()[-300:]))
+    return {"p50": float(m.group(2)), "p99": float(m.group(4)), "avg": float(m.group(5))}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--churn", required=True)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--env", default="")
+    ap.add_argument("--rounds", type=int, default=2000)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--port", type=int, default=17600)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+
+    rows = []
+    port = args.port
+    for proto in ("tcp", "udp"):
+        for peer in ("goxio peer", "peer without goxio"):
+            res = {"kernel": [], "goxio": []}
+            for _ in range(args.reps):
+                for variant in ("kernel", "goxio"):
+                    port += 1
+                    client = args.lib if variant == "goxio" else ""
+                    server = args.lib if (variant == "goxio" and peer == "goxio peer") else ""
+                    res[variant].append(run_case(args, proto, server, client, port))
+            med = {v: {k: statistics.median(r[k] for r in res[v]) for k in ("p50", "p99", "avg")} for v in res}
+            rows.append((proto, peer, med))
+
+    lines = ["| case | peer | kernel p50 / p99 / avg (us) | goxio p50 / p99 / avg (us) | ratio p50 | ratio p99 |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for proto, peer, med in rows:
+        k, g = med["kernel"], med["goxio"]
+        name = "TCP connection per request" if proto == "tcp" else "UDP socket per request"
+        lines.append("| %s | %s | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f | %.2fx | %.2fx |" % (
+            name, peer, k["p50"], k["p99"], k["avg"], g["p50"], g["p99"], g["avg"],
+            g["p50"] / k["p50"], g["p99"] / k["p99"]))
+    text = "\n".join(lines) + "\n\nRatios are goxio/kernel per round (lower is better; goal <= 1.10x), " \
+        "medians of %d interleaved runs of %d rounds each (after 10%% warm-up).\n" % (args.reps, args.rounds)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        print("churn.py: %s" % e, file=sys.stderr)
+        sys.exit(1)
