@@ -42,9 +42,6 @@ static volatile int in_child;
 static volatile int ready;
 static int main_is_go;
 
-/* This library's mapped address range. */
-uintptr_t goxio_self_lo, goxio_self_hi;
-
 int goxio_active(void) {
 	if (GOXIO_UNLIKELY(!ready))
 		return 0;
@@ -104,31 +101,14 @@ static int note_is_go(const char *p, size_t size) {
 static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data) {
 	(void)size;
 	int *index = data;
-	uintptr_t self = (uintptr_t)&goxio_active;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		if (*index == 0 && ph->p_type == PT_NOTE && note_is_go((const char *)lo, ph->p_memsz))
+		if (*index == 0 && ph->p_type == PT_NOTE &&
+		    note_is_go((const char *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz))
 			main_is_go = 1;
-		if (ph->p_type == PT_LOAD && self >= lo && self < lo + ph->p_memsz) {
-			/* our object: record the span of all its PT_LOAD segments */
-			uintptr_t a = ~(uintptr_t)0, b = 0;
-			for (int j = 0; j < info->dlpi_phnum; j++) {
-				const ElfW(Phdr) *q = &info->dlpi_phdr[j];
-				if (q->p_type != PT_LOAD)
-					continue;
-				uintptr_t qlo = info->dlpi_addr + q->p_vaddr;
-				if (qlo < a)
-					a = qlo;
-				if (qlo + q->p_memsz > b)
-					b = qlo + q->p_memsz;
-			}
-			goxio_self_lo = a;
-			goxio_self_hi = b;
-		}
 	}
 	(*index)++;
-	return 0;
+	return *index > 0; /* the program is the first object */
 }
 
 __attribute__((constructor(101))) static void goxio_early(void) {
