@@ -16,6 +16,9 @@ var otherEnv = map[string]bool{
 	ParamsFileEnv: true,
 	"GOXIO_LIB":   true, // tests and tools: path of libgoxio.so
 	"GOXIO_BIN":   true, // tests: folder of the goxio tools
+	// GOXIO_ENGINE: path of libgoxio-engine.so, read by the preload library (shim/preload/loader.c)
+	// and goxio run; default: next to libgoxio.so.
+	"GOXIO_ENGINE": true,
 	// GOXIO_XDP=if1,if2 (or "all") turns the AF_XDP UDP transport on for those interfaces;
 	// GOXIO_XDP_MODE (native, generic) and GOXIO_XDP_BUSY_POLL (microseconds) tune it.
 	// GOXIO_XDP_TX_DELAY (microseconds) lets a stream of sends share kicks of a TX ring.
