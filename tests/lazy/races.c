@@ -1,7 +1,8 @@
 /* The engine's late load under pressure: NTHREADS threads make their first data call at the same
  * moment (each on its own UDP pair made before), while one thread storms the process with
  * signals and another forks during the load; a first data call from a signal handler goes to the
- * kernel. Prints one transcript that must not depend on the library. */
+ * kernel; a thread blocked in accept on a listener made before the load gets, after it, a
+ * connection that works. Prints one transcript that must not depend on the library. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -67,6 +68,20 @@ static void *worker(void *p) {
 	return NULL;
 }
 
+static int lst;
+
+static void *acceptor(void *p) {
+	(void)p;
+	int c = accept(lst, NULL, NULL); /* blocks in the kernel across the load */
+	char buf[16];
+	ssize_t n = c < 0 ? -1 : recv(c, buf, sizeof buf, 0);
+	if (n > 0 && send(c, buf, (size_t)n, 0) != n)
+		n = -2;
+	if (c >= 0)
+		close(c);
+	return (void *)n;
+}
+
 static void *storm(void *p) {
 	(void)p;
 	while (storming) {
@@ -98,6 +113,15 @@ int main(void) {
 	sa.sa_handler = on_usr2;
 	sigaction(SIGUSR2, &sa, NULL);
 
+	lst = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in la = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t ll = sizeof la;
+	if (bind(lst, (struct sockaddr *)&la, sizeof la) < 0 || listen(lst, 4) < 0 ||
+	    getsockname(lst, (struct sockaddr *)&la, &ll) < 0)
+		exit(13);
+	pthread_t ac;
+	pthread_create(&ac, NULL, acceptor, NULL);
+
 	pair(&hs_rx, &hs_tx);
 	raise(SIGUSR2);
 	char b[4];
@@ -125,6 +149,14 @@ int main(void) {
 	storming = 0;
 	pthread_join(st, NULL);
 	printf("threads with a wrong echo: %d of %d\n", bad, NTHREADS);
+	int cs = socket(AF_INET, SOCK_STREAM, 0);
+	char eb[16];
+	if (connect(cs, (struct sockaddr *)&la, sizeof la) < 0 || send(cs, "accepted", 8, 0) != 8)
+		exit(14);
+	ssize_t en = recv(cs, eb, sizeof eb, 0);
+	pthread_join(ac, &ret);
+	printf("accept blocked across the load: served %ld, echo %zd\n", (long)ret, en);
+	close(cs);
 	printf("signals handled: %s\n", handled > 0 ? "some" : "none");
 	return 0;
 }
