@@ -101,12 +101,26 @@ int getpeername(int fd, struct sockaddr *addr, socklen_t *len) {
 	TRAMPOLINE(fd, GOXIO_OP_GETPEERNAME, REAL(getpeername)(fd, addr, len), addr, len, 0, 0, 0);
 }
 
+static int is_dgram(int fd) {
+	int type = 0, saved = errno;
+	socklen_t l = sizeof type;
+	int r = REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &l);
+	errno = saved;
+	return r == 0 && type == SOCK_DGRAM;
+}
+
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len) {
-	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY) && level == IPPROTO_IP) {
-		int r = REAL(setsockopt)(fd, level, name, val, len);
-		if (r == 0)
-			goxio_lazy_mark(fd, GOXIO_LAZY_MCAST, -1, NULL, 0);
-		return r;
+	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY) && level == IPPROTO_IP && is_dgram(fd)) {
+		/* Multicast memberships and source filters of a UDP socket: the engine must see them
+		 * (they publish the socket as a member), so the engine loads now. Without it, the
+		 * socket stays with the kernel when an engine adopts it later. */
+		goxio_lazy_fd(fd);
+		if (goxio_fd_flags(fd) & GOXIO_FD_LAZY) {
+			int r = REAL(setsockopt)(fd, level, name, val, len);
+			if (r == 0)
+				goxio_lazy_mark(fd, GOXIO_LAZY_MCAST, -1, NULL, 0);
+			return r;
+		}
 	}
 	TRAMPOLINE(fd, GOXIO_OP_SETSOCKOPT, REAL(setsockopt)(fd, level, name, val, len), level, name, val, len, 0);
 }
