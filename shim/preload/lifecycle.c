@@ -52,7 +52,15 @@ int goxio_active(void) {
 
 void goxio_set_ready(int r) { __atomic_store_n(&ready, r, __ATOMIC_RELEASE); }
 
-int goxio_main_is_go(void) { return main_is_go; }
+static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data);
+
+/* goxio_main_is_go reports whether the program is written in Go (asked when the engine loads,
+ * not at start-up: every process pays for what the constructor does). */
+int goxio_main_is_go(void) {
+	int index = 0;
+	dl_iterate_phdr(phdr_cb, &index);
+	return main_is_go;
+}
 
 int goxio_is_forked_child(void) {
 	if (in_child)
@@ -60,10 +68,13 @@ int goxio_is_forked_child(void) {
 	return alive_page != NULL && *alive_page != ALIVE_MAGIC;
 }
 
+static void atfork_child(void);
+
 /* goxio_alive_arm maps the fork-detection page, as the engine starts loading. */
 void goxio_alive_arm(void) {
 	if (alive_page != NULL)
 		return;
+	pthread_atfork(NULL, NULL, atfork_child);
 	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return;
@@ -114,9 +125,6 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data) {
 __attribute__((constructor(101))) static void goxio_early(void) {
 	int saved = errno;
 	goxio_real_init();
-	int index = 0;
-	dl_iterate_phdr(phdr_cb, &index);
-	pthread_atfork(NULL, NULL, atfork_child);
 	errno = saved;
 }
 
