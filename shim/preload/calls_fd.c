@@ -169,20 +169,9 @@ static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd, long arg) {
 }
 
 /* fcntl and ioctl are variadic; their third argument is read as a long, as glibc does. */
-int fcntl(int fd, int cmd, ...) {
-	va_list ap;
-	va_start(ap, cmd);
-	long arg = va_arg(ap, long);
-	va_end(ap);
-	return fcntl_common(REAL(fcntl), fd, cmd, arg);
-}
-
-int fcntl64(int fd, int cmd, ...) {
-	va_list ap;
-	va_start(ap, cmd);
-	long arg = va_arg(ap, long);
-	va_end(ap);
-	return fcntl_common(REAL(fcntl64), fd, cmd, arg);
+/* fcntl and fcntl64 are defined in calls_fcntl.c (without the variadic prototype). */
+GOXIO_HIDDEN int goxio_fcntl_slow(int (*real)(int, int, ...), int fd, int cmd, long arg) {
+	return fcntl_common(real, fd, cmd, arg);
 }
 
 int ioctl(int fd, unsigned long req, ...) {
