@@ -93,7 +93,8 @@ static void atfork_child(void) {
 	if (goxio_engine_loaded())
 		in_child = 1;
 }
-/* note_is_go reports whether a PT_NOTE segment holds Go's build-id note ("Go", type 4). */
+/* note_is_go reports whether a PT_NOTE segment holds Go's build-id note ("Go", type 4; the Go linker
+ * pads its name to 4 bytes, "Go" and two NULs, and says so in n_namesz). */
 static int note_is_go(const char *p, size_t size) {
 	size_t off = 0;
 	while (off + sizeof(ElfW(Nhdr)) <= size) {
@@ -102,7 +103,7 @@ static int note_is_go(const char *p, size_t size) {
 		const char *nm = p + off + sizeof(*n);
 		if (off + sizeof(*n) + name + desc > size)
 			return 0;
-		if (n->n_namesz == 3 && n->n_type == 4 && memcmp(nm, "Go", 3) == 0)
+		if ((n->n_namesz == 3 || n->n_namesz == 4) && n->n_type == 4 && memcmp(nm, "Go", 3) == 0)
 			return 1;
 		off += sizeof(*n) + name + desc;
 	}

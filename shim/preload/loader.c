@@ -236,6 +236,13 @@ static void load(void) {
 		goxio_block_async_signals();
 
 	int ok = 0;
+	int go = goxio_main_is_go();
+	if (go) {
+		/* A Go program makes its sockets with raw system calls; one that reaches here through
+		 * libc (cgo) keeps the kernel: a second Go runtime is not loaded into it. goxio run
+		 * says so before it starts such a program. */
+		goto out;
+	}
 	if (engine_path() != 0) {
 		say(WHY_DLOPEN, "no path for libgoxio-engine.so", NULL);
 		goto out;
@@ -266,7 +273,7 @@ static void load(void) {
 		.spill_set = goxio_spill_set,
 		.set_ready = goxio_set_ready,
 		.quiet_threads = &goxio_quiet_threads,
-		.main_is_go = goxio_main_is_go(),
+		.main_is_go = go,
 	};
 	goxio_eng.size = sizeof goxio_eng;
 	if (!init(&host, &goxio_eng) || !goxio_active()) {
