@@ -126,8 +126,8 @@ func (e *Engine) adoptTCP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 	}
 	switch {
 	case l.Accepted && remote.IsValid():
-		// accepted on a listener that is gone: a server's connection all the same
-		s.tcpServer = true
+		// accepted on a listener that is gone: a server's connection all the same (the role
+		// tells the transport which end it is)
 		e.decide(s, fd, conf.RoleTCPServer, local, remote)
 	case remote.IsValid():
 		e.decide(s, fd, conf.RoleTCPClient, local, remote)
@@ -144,7 +144,7 @@ func (e *Engine) adoptOptions(fd int) {
 	if s == nil {
 		return
 	}
-	t := s.shmTCP()
+	t := s.rings()
 	if t == nil {
 		return
 	}
@@ -174,10 +174,17 @@ func (e *Engine) adoptUDP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 		e.decide(s, fd, conf.RoleUDPReceiver, local, remoteNone)
 		e.udpBound(s, fd)
 	}
-	if u := s.ringUDP(); u != nil {
+	if u := s.rings(); u != nil {
 		u.OptionSet(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
 		u.OptionSet(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO)
 	}
+}
+
+// isEpoll reports whether fd is an epoll fd.
+func isEpoll(fd int) bool {
+	var buf [64]byte
+	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf[:])
+	return err == nil && string(buf[:n]) == "anon_inode:[eventpoll]"
 }
 
 // listening reports whether fd is a listening socket.
@@ -222,7 +229,7 @@ func parentHas(ino uint64) bool {
 func (e *Engine) adoptEpoll(epfd int) {
 	for _, m := range epollMembers(epfd) {
 		s := e.reg.get(m.fd)
-		if s == nil || s.isPassthrough() || s.typ == sockStream && s.shmTCP() == nil || s.typ == sockDgram && !e.udpRings() {
+		if s == nil || s.isPassthrough() || s.typ == sockStream && s.rings() == nil || s.typ == sockDgram && !e.udpRings() {
 			continue // a kernel socket: its readiness is the kernel's, it stays in the program's set
 		}
 		if listening(m.fd) {

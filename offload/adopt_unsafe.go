@@ -13,7 +13,7 @@ import (
 // the KeepAlive keeps it alive while the engine reads it through its address.
 func (e *Engine) epollCtlAt(c *transport.Call, ev []byte) int64 {
 	c.A[2] = uintptr(unsafe.Pointer(&ev[0]))
-	r := e.epollCtlCall(c)
+	r := e.mux.EpollCtl(c)
 	runtime.KeepAlive(ev)
 	return r
 }
