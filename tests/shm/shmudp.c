@@ -39,7 +39,11 @@
  *   forkspill -n count
  *        Datagrams queued in a socket at a fork are received once, by the child or the parent.
  *        Prints "ready FDR FDS", "child got N bad B", "parent got N bad B extra E".
- *   noop Opens and binds one UDP socket, closes it, exits (a goxio process start: sweeps).
+ *   noop Opens and binds one UDP socket, polls it once (under goxio the engine loads at a
+ *        process's first wait or data call on an inet socket, and sweeps), closes it, exits.
+ *
+ * A receiver polls its socket once (timeout 0) before it prints "ready": under goxio that loads the
+ * engine, which publishes the socket, before the test starts any sender.
  *
  * Exit codes: 0 done (the test judges the counts), 2 a system call failed, 3 an ack timed out.
  */
@@ -48,6 +52,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -140,6 +145,15 @@ static void set_rcvtimeo(int fd, int ms)
 	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0)
 		die("SO_RCVTIMEO");
+}
+
+/* poll_once looks at fd without waiting: the first wait on an inet socket, which under goxio
+ * loads the engine (it adopts and publishes the sockets made before). */
+static void poll_once(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, 0) < 0)
+		die("poll");
 }
 
 static int local_port(int fd)
@@ -240,6 +254,7 @@ static int rx_main(int argc, char **argv)
 			die("IP_ADD_MEMBERSHIP");
 	}
 	set_rcvtimeo(fd, 200);
+	poll_once(fd);
 	printf("ready %d %d\n", local_port(fd), fd);
 	fflush(stdout);
 	pthread_t th;
@@ -501,6 +516,7 @@ static int self_main(int argc, char **argv)
 		die("sockets");
 	set_rcvtimeo(fa, 5000);
 	set_rcvtimeo(fb, 5000);
+	poll_once(fa);
 	printf("ready %d %d\n", fa, fb);
 	fflush(stdout);
 	pthread_t th;
@@ -596,6 +612,7 @@ static int mself_main(int argc, char **argv)
 			die("IP_ADD_MEMBERSHIP");
 		set_rcvtimeo(fr[i], 5000);
 	}
+	poll_once(fr[0]);
 	printf("ready %d %d\n", fr[0], fr[1]);
 	fflush(stdout);
 	pthread_t th;
@@ -780,6 +797,7 @@ static int noop_main(void)
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
 		die("noop socket");
+	poll_once(fd);
 	close(fd);
 	printf("noop done\n");
 	return 0;
