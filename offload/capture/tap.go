@@ -1,0 +1,173 @@
+package capture
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+var (
+	// word is the capture word (the statistics segment's, once Init ran): 0 while no capture is
+	// attached, the segment's generation while one is, with Detach set when the tool asks to end.
+	word = new(uint64)
+	// pid is the process's pid, in segment names.
+	pid int
+	// reportError, when set, logs an attach failure (once per generation).
+	reportError = func(error) {}
+)
+
+// Init points the taps at the process's capture word (nil: captures are not possible, the taps
+// cost their load of a private zero) and names the process. Call it once, before traffic flows.
+func Init(w *uint64, processID int, onError func(error)) {
+	if w != nil {
+		word = w
+	}
+	pid = processID
+	if onError != nil {
+		reportError = onError
+	}
+}
+
+// On reports whether a capture may be attached: one relaxed load. Every tap call site is
+// guarded by it, so that a process nobody captures pays nothing more.
+func On() bool { return atomic.LoadUint64(word) != 0 }
+
+// scratch holds a packet's headers and the bytes the programs read before they run.
+type scratch [MaxSnapLen]byte
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// UDP taps one datagram of total bytes in bufs from src to dst on socket fd.
+func UDP(transport, dir uint8, fd int, src, dst netip.AddrPort, bufs [][]byte, total int) {
+	s := current(atomic.LoadUint64(word))
+	if s == nil || !src.Addr().Is4() || !dst.Addr().Is4() || total < 0 || total > MaxSnapLen-UDPHdrLen {
+		return
+	}
+	sc := scratches.Get().(*scratch)
+	defer scratches.Put(sc)
+	putUDP(sc[:], src, dst, bufs, total, ipID(s))
+	s.packet(sc, UDPHdrLen, bufs, 0, total, transport, dir, fd)
+}
+
+// TCP taps bytes [0, total) of bufs sent (Out) or received (In) on a connected socket fd from
+// src to dst; seq is the sequence number of its first byte and ack the peer's next byte, as the
+// direction's writer counts them. Writes larger than a segment become several.
+func TCP(transport, dir uint8, fd int, src, dst netip.AddrPort, seq, ack uint32, bufs [][]byte, total int) {
+	s := current(atomic.LoadUint64(word))
+	if s == nil || !src.Addr().Is4() || !dst.Addr().Is4() || total <= 0 {
+		return
+	}
+	sc := scratches.Get().(*scratch)
+	defer scratches.Put(sc)
+	for from := 0; from < total; from += MaxTCPPayload {
+		n := min(total-from, MaxTCPPayload)
+		putTCP(sc[:], src, dst, seq+uint32(from), ack, bufs, from, n, ipID(s))
+		s.packet(sc, TCPHdrLen, bufs, from, n, transport, dir, fd)
+	}
+}
+
+// Frame taps a whole Ethernet frame (AF_XDP).
+func Frame(transport, dir uint8, fd int, frame []byte) {
+	s := current(atomic.LoadUint64(word))
+	if s == nil || len(frame) > MaxSnapLen {
+		return
+	}
+	sc := scratches.Get().(*scratch)
+	defer scratches.Put(sc)
+	s.packet(sc, 0, [][]byte{frame}, 0, len(frame), transport, dir, fd)
+}
+
+var ipIDs atomic.Uint32
+
+// ipID numbers synthesized IPv4 headers.
+func ipID(*session) uint16 { return uint16(ipIDs.Add(1)) }
+
+// packet runs the programs on a packet whose first hdr bytes are in sc, followed by bytes
+// [from, from+n) of bufs, and records it when it is to be recorded.
+func (s *session) packet(sc *scratch, hdr int, bufs [][]byte, from, n int, transport, dir uint8, fd int) {
+	now := time.Now().UnixNano()
+	s.sync(now)
+	state := s.state.Load()
+	if state == Stopped {
+		return
+	}
+	s.seen.Add(1)
+	s.count(fd, SSeen)
+	total := hdr + n
+	filled := hdr
+	if s.reach < 0 || s.reach > hdr {
+		want := total
+		if s.reach >= 0 {
+			want = min(total, s.reach)
+		}
+		filled += gather(sc[hdr:want], bufs, from)
+	}
+	pkt := sc[:total] // bytes beyond filled are never read: no program reaches them
+	var flags uint16
+	if s.filter.match(pkt) {
+		flags |= RecMatch
+		s.matched.Add(1)
+		s.count(fd, SMatched)
+	}
+	if state == TriggerWaiting && s.trigger.matchSet(pkt) {
+		flags |= RecTrigger
+	}
+	if state != TriggerWaiting || flags&RecTrigger != 0 {
+		if s.stop.matchSet(pkt) {
+			flags |= RecStop
+		}
+	}
+	record := flags&(RecTrigger|RecStop) != 0
+	if flags&RecMatch != 0 {
+		record = record || state != TriggerWaiting || s.flags&FlagPreTrigger != 0
+	}
+	if !record {
+		return
+	}
+	caplen := min(total, s.snap)
+	if filled < caplen {
+		filled += gather(sc[filled:caplen], bufs, from+filled-hdr)
+	}
+	s.write(sc[:caplen], total, flags, transport, dir, fd, now)
+}
+
+// matchSet runs a program that may be absent; an absent one matches nothing.
+func (p *program) matchSet(pkt []byte) bool { return p != nil && p.match(pkt) }
+
+// write copies a packet into the trace ring, or counts it dropped when the ring is full.
+func (s *session) write(data []byte, origlen int, flags uint16, transport, dir uint8, fd int, now int64) {
+	mu.Lock()
+	defer mu.Unlock()
+	if s.mem == nil {
+		return
+	}
+	n := uint64(RecordHeader+len(data)+7) &^ 7
+	b := s.ring.reserve(n)
+	if b == nil {
+		s.dropped.Add(1)
+		s.count(fd, SDropped)
+	} else {
+		putHeader(b, int(n), len(data), origlen, flags, transport, dir, now, fd)
+		copy(b[RecordHeader:], data)
+		s.ring.publish(n)
+		s.captured.Add(1)
+		s.count(fd, SCaptured)
+	}
+	switch {
+	case flags&RecStop != 0:
+		s.state.Store(Stopped)
+	case flags&RecTrigger != 0:
+		s.state.CompareAndSwap(TriggerWaiting, TriggerFired)
+	default:
+		return
+	}
+	s.publish()
+}
+
+// count adds one to a socket's counter when the socket table has its fd.
+func (s *session) count(fd, which int) {
+	if i := fd*SockWords + which; fd >= 0 && i < len(s.sockCounts) {
+		s.sockCounts[i].Add(1)
+	}
+}
