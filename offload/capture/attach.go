@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,13 +24,15 @@ func Path(uid, pid int, gen uint64) string {
 }
 
 // session is one attached capture: the mapped segment and what was copied and checked out of it.
+// Taps use the mapping between enter and exit; a session that ends is first marked dead (no new
+// users), then unmapped once its users left (release).
 type session struct {
 	gen   uint64
 	path  string
-	mem   []byte   // the mapping; nil once detached (under mu)
+	mem   []byte   // the mapping
 	hdr   []uint64 // its header words
 	socks []uint64 // its socket table
-	ring  ring
+	ring  ring     // guarded by mu
 
 	filter, trigger, stop *program
 	reach                 int // the most bytes any of the programs reads; -1: everything
@@ -38,14 +41,14 @@ type session struct {
 	toolPid               int
 	toolStart             uint64
 
-	state                            atomic.Uint64 // Trigger*, Stopped: our copy of HState
-	seen, matched, captured, dropped atomic.Uint64
-	sockCounts                       []atomic.Uint64 // SockWords per fd, published to socks
-	lastSync, lastAlive              atomic.Int64
+	users     atomic.Int64
+	dead      atomic.Bool
+	unmap     sync.Once
+	lastAlive atomic.Int64
 }
 
 var (
-	// mu serialises attaching, detaching and every write into a mapped segment.
+	// mu serialises attaching, detaching and every write into a trace ring.
 	mu sync.Mutex
 	// cur is the attached session; nil while none is.
 	cur atomic.Pointer[session]
@@ -63,26 +66,34 @@ func current(w uint64) *session {
 		return nil
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	w = atomic.LoadUint64(word)
-	s := cur.Load()
-	if s != nil && s.gen == w {
-		return s
+	old := cur.Load()
+	if old != nil && old.gen == w {
+		mu.Unlock()
+		return old
 	}
-	if s != nil {
-		s.detach()
+	if old != nil {
+		old.kill()
 	}
+	var s *session
 	if w&Detach != 0 || w == 0 {
-		atomic.CompareAndSwapUint64(word, w, 0)
-		return nil
-	}
-	s, err := attach(w)
-	if err != nil {
+		if old != nil && old.gen == w&^Detach {
+			// Acknowledge once the segment is let go: the tool reads final counters then.
+			defer atomic.CompareAndSwapUint64(word, w, 0)
+		} else {
+			atomic.CompareAndSwapUint64(word, w, 0)
+		}
+	} else if a, err := attach(w); err != nil {
 		bad.Store(w)
 		reportError(err)
-		return nil
+	} else {
+		s = a
+		cur.Store(s)
 	}
-	cur.Store(s)
+	mu.Unlock()
+	if old != nil {
+		old.release()
+	}
 	return s
 }
 
@@ -153,7 +164,6 @@ func check(mem []byte) (*session, error) {
 		s.snap = MaxSnapLen
 	}
 	s.socks = words(mem[sockOff:ringOff])[:h[HSockCount]*SockWords]
-	s.sockCounts = make([]atomic.Uint64, len(s.socks))
 	s.ring = ring{tail: &hdr[HTail], head: &hdr[HHead], buf: mem[ringOff:], size: h[HRingSize], pos: atomic.LoadUint64(&hdr[HTail])}
 	off := progOff
 	var err error
@@ -182,69 +192,80 @@ func check(mem []byte) (*session, error) {
 			s.reach = max(s.reach, p.reach)
 		}
 	}
-	s.state.Store(h[HState])
 	return s, nil
 }
 
-// detach publishes the final counters and unmaps the segment. Under mu.
-func (s *session) detach() {
-	if s.mem == nil {
-		return
-	}
-	s.publish()
-	_ = unix.Munmap(s.mem)
-	s.mem, s.hdr, s.socks = nil, nil, nil
+// kill ends the session for new users. Under mu.
+func (s *session) kill() {
+	s.dead.Store(true)
 	cur.CompareAndSwap(s, nil)
 }
 
-// publish copies the counters and the trigger state into the segment. Under mu, mapped.
-func (s *session) publish() {
-	atomic.StoreUint64(&s.hdr[HSeen], s.seen.Load())
-	atomic.StoreUint64(&s.hdr[HMatched], s.matched.Load())
-	atomic.StoreUint64(&s.hdr[HCaptured], s.captured.Load())
-	atomic.StoreUint64(&s.hdr[HDropped], s.dropped.Load())
-	for i := range s.sockCounts {
-		if v := s.sockCounts[i].Load(); v != 0 {
-			atomic.StoreUint64(&s.socks[i], v)
+// release unmaps a killed session once no tap uses it; not under mu (a user may be waiting for
+// it to write a record).
+func (s *session) release() {
+	s.unmap.Do(func() {
+		for s.users.Load() != 0 {
+			runtime.Gosched()
 		}
+		_ = unix.Munmap(s.mem)
+	})
+}
+
+// enter makes the caller a user of the mapping; false when the session ended.
+func (s *session) enter() bool {
+	s.users.Add(1)
+	if s.dead.Load() {
+		s.users.Add(-1)
+		return false
 	}
-	// The tool may fire or stop the capture for every process (a trigger seen elsewhere with
-	// --all); a state only moves forward.
-	if shared := atomic.LoadUint64(&s.hdr[HState]); shared > s.state.Load() && shared <= Stopped {
-		s.state.Store(shared)
-	} else if local := s.state.Load(); local > shared {
-		atomic.StoreUint64(&s.hdr[HState], local)
+	return true
+}
+
+func (s *session) exit() { s.users.Add(-1) }
+
+// aliveEvery is how often a tap checks that the capture's tool still runs: a tool killed with
+// SIGKILL ends the capture within that time while packets flow.
+const aliveEvery = 500_000_000
+
+// checkAlive ends the capture when its tool died; now is the tap's clock. It reports whether
+// the session goes on.
+func (s *session) checkAlive(now int64) bool {
+	last := s.lastAlive.Load()
+	if now-last < aliveEvery || !s.lastAlive.CompareAndSwap(last, now) {
+		return true
+	}
+	if procstat.Alive(s.toolPid, s.toolStart) {
+		return true
+	}
+	mu.Lock()
+	s.kill()
+	mu.Unlock()
+	s.release()
+	_ = unix.Unlink(s.path)
+	atomic.CompareAndSwapUint64(word, s.gen, 0)
+	atomic.CompareAndSwapUint64(word, s.gen|Detach, 0)
+	return false
+}
+
+// state is the trigger state; the tool may move it forward for every process (a trigger seen
+// in another one with --all).
+func (s *session) state() uint64 { return atomic.LoadUint64(&s.hdr[HState]) }
+
+// advance moves the trigger state forward to st.
+func (s *session) advance(st uint64) {
+	for {
+		old := atomic.LoadUint64(&s.hdr[HState])
+		if old >= st || atomic.CompareAndSwapUint64(&s.hdr[HState], old, st) {
+			return
+		}
 	}
 }
 
-// syncEvery is how often a tap publishes counters and picks up the tool's trigger state;
-// aliveEvery how often it checks that the tool still runs (a tool killed with SIGKILL ends the
-// capture within that time while packets flow).
-const (
-	syncEvery  = 50_000_000
-	aliveEvery = 500_000_000
-)
-
-// sync publishes counters, and ends the capture when its tool died; now is the tap's clock.
-func (s *session) sync(now int64) {
-	if now-s.lastSync.Load() < syncEvery || !mu.TryLock() {
-		return
-	}
-	defer mu.Unlock()
-	if s.mem == nil {
-		return
-	}
-	s.lastSync.Store(now)
-	s.publish()
-	if now-s.lastAlive.Load() < aliveEvery {
-		return
-	}
-	s.lastAlive.Store(now)
-	if !procstat.Alive(s.toolPid, s.toolStart) {
-		gen := s.gen
-		s.detach()
-		_ = unix.Unlink(s.path)
-		atomic.CompareAndSwapUint64(word, gen, 0)
-		atomic.CompareAndSwapUint64(word, gen|Detach, 0)
+// count adds one to a header counter and, when the socket table has fd, to the socket's.
+func (s *session) count(fd, hdrWord, sockWord int) {
+	atomic.AddUint64(&s.hdr[hdrWord], 1)
+	if i := fd*SockWords + sockWord; fd >= 0 && i < len(s.socks) {
+		atomic.AddUint64(&s.socks[i], 1)
 	}
 }

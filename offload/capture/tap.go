@@ -40,42 +40,68 @@ var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
 // UDP taps one datagram of total bytes in bufs from src to dst on socket fd.
 func UDP(transport, dir uint8, fd int, src, dst netip.AddrPort, bufs [][]byte, total int) {
-	s := current(atomic.LoadUint64(word))
-	if s == nil || !src.Addr().Is4() || !dst.Addr().Is4() || total < 0 || total > MaxSnapLen-UDPHdrLen {
+	if !src.Addr().Is4() || !dst.Addr().Is4() || total < 0 || total > MaxSnapLen-UDPHdrLen {
 		return
 	}
+	s, now := begin()
+	if s == nil {
+		return
+	}
+	defer s.exit()
 	sc := scratches.Get().(*scratch)
 	defer scratches.Put(sc)
 	putUDP(sc[:], src, dst, bufs, total, ipID(s))
-	s.packet(sc, UDPHdrLen, bufs, 0, total, transport, dir, fd)
+	s.packet(sc, UDPHdrLen, bufs, 0, total, transport, dir, fd, now)
 }
 
 // TCP taps bytes [0, total) of bufs sent (Out) or received (In) on a connected socket fd from
 // src to dst; seq is the sequence number of its first byte and ack the peer's next byte, as the
 // direction's writer counts them. Writes larger than a segment become several.
 func TCP(transport, dir uint8, fd int, src, dst netip.AddrPort, seq, ack uint32, bufs [][]byte, total int) {
-	s := current(atomic.LoadUint64(word))
-	if s == nil || !src.Addr().Is4() || !dst.Addr().Is4() || total <= 0 {
+	if !src.Addr().Is4() || !dst.Addr().Is4() || total <= 0 {
 		return
 	}
+	s, now := begin()
+	if s == nil {
+		return
+	}
+	defer s.exit()
 	sc := scratches.Get().(*scratch)
 	defer scratches.Put(sc)
 	for from := 0; from < total; from += MaxTCPPayload {
 		n := min(total-from, MaxTCPPayload)
 		putTCP(sc[:], src, dst, seq+uint32(from), ack, bufs, from, n, ipID(s))
-		s.packet(sc, TCPHdrLen, bufs, from, n, transport, dir, fd)
+		s.packet(sc, TCPHdrLen, bufs, from, n, transport, dir, fd, now)
 	}
 }
 
 // Frame taps a whole Ethernet frame (AF_XDP).
 func Frame(transport, dir uint8, fd int, frame []byte) {
-	s := current(atomic.LoadUint64(word))
-	if s == nil || len(frame) > MaxSnapLen {
+	if len(frame) > MaxSnapLen {
 		return
 	}
+	s, now := begin()
+	if s == nil {
+		return
+	}
+	defer s.exit()
 	sc := scratches.Get().(*scratch)
 	defer scratches.Put(sc)
-	s.packet(sc, 0, [][]byte{frame}, 0, len(frame), transport, dir, fd)
+	s.packet(sc, 0, [][]byte{frame}, 0, len(frame), transport, dir, fd, now)
+}
+
+// begin returns the attached session, entered, and the packet's timestamp; nil when nothing is
+// to be captured.
+func begin() (*session, int64) {
+	s := current(atomic.LoadUint64(word))
+	if s == nil {
+		return nil, 0
+	}
+	now := time.Now().UnixNano()
+	if !s.checkAlive(now) || !s.enter() {
+		return nil, 0
+	}
+	return s, now
 }
 
 var ipIDs atomic.Uint32
@@ -85,15 +111,12 @@ func ipID(*session) uint16 { return uint16(ipIDs.Add(1)) }
 
 // packet runs the programs on a packet whose first hdr bytes are in sc, followed by bytes
 // [from, from+n) of bufs, and records it when it is to be recorded.
-func (s *session) packet(sc *scratch, hdr int, bufs [][]byte, from, n int, transport, dir uint8, fd int) {
-	now := time.Now().UnixNano()
-	s.sync(now)
-	state := s.state.Load()
+func (s *session) packet(sc *scratch, hdr int, bufs [][]byte, from, n int, transport, dir uint8, fd int, now int64) {
+	state := s.state()
 	if state == Stopped {
 		return
 	}
-	s.seen.Add(1)
-	s.count(fd, SSeen)
+	s.count(fd, HSeen, SSeen)
 	total := hdr + n
 	filled := hdr
 	if s.reach < 0 || s.reach > hdr {
@@ -107,8 +130,7 @@ func (s *session) packet(sc *scratch, hdr int, bufs [][]byte, from, n int, trans
 	var flags uint16
 	if s.filter.match(pkt) {
 		flags |= RecMatch
-		s.matched.Add(1)
-		s.count(fd, SMatched)
+		s.count(fd, HMatched, SMatched)
 	}
 	if state == TriggerWaiting && s.trigger.matchSet(pkt) {
 		flags |= RecTrigger
@@ -127,7 +149,7 @@ func (s *session) packet(sc *scratch, hdr int, bufs [][]byte, from, n int, trans
 	}
 	caplen := min(total, s.snap)
 	if filled < caplen {
-		filled += gather(sc[filled:caplen], bufs, from+filled-hdr)
+		gather(sc[filled:caplen], bufs, from+filled-hdr)
 	}
 	s.write(sc[:caplen], total, flags, transport, dir, fd, now)
 }
@@ -138,36 +160,23 @@ func (p *program) matchSet(pkt []byte) bool { return p != nil && p.match(pkt) }
 // write copies a packet into the trace ring, or counts it dropped when the ring is full.
 func (s *session) write(data []byte, origlen int, flags uint16, transport, dir uint8, fd int, now int64) {
 	mu.Lock()
-	defer mu.Unlock()
-	if s.mem == nil {
-		return
-	}
 	n := uint64(RecordHeader+len(data)+7) &^ 7
 	b := s.ring.reserve(n)
-	if b == nil {
-		s.dropped.Add(1)
-		s.count(fd, SDropped)
-	} else {
+	if b != nil {
 		putHeader(b, int(n), len(data), origlen, flags, transport, dir, now, fd)
 		copy(b[RecordHeader:], data)
 		s.ring.publish(n)
-		s.captured.Add(1)
-		s.count(fd, SCaptured)
+	}
+	mu.Unlock()
+	if b == nil {
+		s.count(fd, HDropped, SDropped)
+	} else {
+		s.count(fd, HCaptured, SCaptured)
 	}
 	switch {
 	case flags&RecStop != 0:
-		s.state.Store(Stopped)
+		s.advance(Stopped)
 	case flags&RecTrigger != 0:
-		s.state.CompareAndSwap(TriggerWaiting, TriggerFired)
-	default:
-		return
-	}
-	s.publish()
-}
-
-// count adds one to a socket's counter when the socket table has its fd.
-func (s *session) count(fd, which int) {
-	if i := fd*SockWords + which; fd >= 0 && i < len(s.sockCounts) {
-		s.sockCounts[i].Add(1)
+		s.advance(TriggerFired)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/discovery"
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
@@ -253,6 +254,9 @@ func (u *UDP) sendMulticast(c *transport.Call, dst netip.AddrPort, bufs [][]byte
 	r := u.mcRoute(c.FD, dst)
 	n, errno, _ := u.kernelSend(c)
 	if errno == 0 && r != nil && len(r.mc) > 0 {
+		if capture.On() {
+			u.tapMulticast(c.FD, dst, bufs, total)
+		}
 		u.fanout(r, bufs, total)
 	}
 	return n, int(errno), true

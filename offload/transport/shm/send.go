@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
@@ -73,6 +74,9 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	switch {
 	case err == nil:
 		u.ringTx.Add(1)
+		if capture.On() {
+			capture.UDP(capture.ShmUDP, capture.Out, c.FD, sockaddr4(r.name[:]), dst, bufs, total)
+		}
 		if wake {
 			ringBell(u.env.ringerFD(), r.bell)
 		}
@@ -82,6 +86,9 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 			return -1, unix.EAGAIN, false
 		}
 		u.dropped()
+		if capture.On() {
+			capture.UDP(capture.ShmUDP, capture.Out, c.FD, sockaddr4(r.name[:]), dst, bufs, total)
+		}
 		return total, 0, false // dropped, as by a full kernel receive buffer
 	case errors.Is(err, ring.ErrClosed):
 		u.route.Store(nil)

@@ -77,6 +77,8 @@ type UDP struct {
 	mcIf       atomic.Uint32 // IP_MULTICAST_IF address, host order; 0: the route's
 
 	spill atomic.Pointer[[]byte] // datagrams spilled at a fork (handover.go)
+
+	capFD atomic.Int32 // the fd the socket got its port on, named in capture records (capture.go)
 }
 
 type discoveryEntry = discovery.Entry
@@ -130,6 +132,7 @@ func (u *UDP) Bound(fd int) {
 		return
 	}
 	u.local = local
+	u.capFD.Store(int32(fd))
 	in := u.inbox.Load()
 	if in == nil {
 		var err error
