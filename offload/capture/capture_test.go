@@ -84,8 +84,8 @@ var (
 func TestUDPFilterAndFrame(t *testing.T) {
 	seg, _ := attachTest(t, Spec{Filter: assemble(t, dstPort9999), Sockets: 16})
 	payload := [][]byte{[]byte("hel"), []byte("lo, wor"), []byte("ld")}
-	UDP(ShmUDP, Out, 5, src, dst, payload, 12)
-	UDP(ShmUDP, Out, 5, src, netip.MustParseAddrPort("127.0.0.2:9998"), payload, 12)
+	UDP(ShmUDP, Out, 5, 0, src, dst, payload, 12)
+	UDP(ShmUDP, Out, 5, 0, src, netip.MustParseAddrPort("127.0.0.2:9998"), payload, 12)
 	recs := drain(t, seg)
 	if len(recs) != 1 {
 		t.Fatalf("%d records, want 1", len(recs))
@@ -124,7 +124,7 @@ func TestSnapLenCountersAndDetach(t *testing.T) {
 	seg, w := attachTest(t, Spec{SnapLen: UDPHdrLen + 4, Sockets: 16})
 	big := [][]byte{bytes.Repeat([]byte{7}, 1000)}
 	for range 3 {
-		UDP(ShmUDP, In, 3, src, dst, big, 1000)
+		UDP(ShmUDP, In, 3, 0, src, dst, big, 1000)
 	}
 	recs := drain(t, seg)
 	if len(recs) != 3 || recs[0].CapLen != UDPHdrLen+4 || recs[0].OrigLen != UDPHdrLen+1000 || recs[0].Dir != In {
@@ -135,7 +135,7 @@ func TestSnapLenCountersAndDetach(t *testing.T) {
 	if On() != true {
 		t.Fatal("On false before the detach was acknowledged")
 	}
-	UDP(ShmUDP, In, 3, src, dst, big, 1000) // acknowledges
+	UDP(ShmUDP, In, 3, 0, src, dst, big, 1000) // acknowledges
 	if atomic.LoadUint64(w) != 0 || On() {
 		t.Fatalf("capture word %x after the detach", atomic.LoadUint64(w))
 	}
@@ -153,11 +153,11 @@ func TestFullRingDropsAndCounts(t *testing.T) {
 	payload := [][]byte{make([]byte, 1000)}
 	const n = 100 // 100 records of 1080 bytes do not fit 64 KiB
 	for range n {
-		UDP(ShmUDP, Out, 1, src, dst, payload, 1000)
+		UDP(ShmUDP, Out, 1, 0, src, dst, payload, 1000)
 	}
 	got := len(drain(t, seg))
 	for range 10 {
-		UDP(ShmUDP, Out, 1, src, dst, payload, 1000) // room again after the drain; across the wrap
+		UDP(ShmUDP, Out, 1, 0, src, dst, payload, 1000) // room again after the drain; across the wrap
 	}
 	got2 := len(drain(t, seg))
 	atomic.StoreUint64(w, atomic.LoadUint64(w)|Detach)
@@ -176,7 +176,7 @@ func TestTriggerPreAndStop(t *testing.T) {
 	}
 	seg, _ := attachTest(t, Spec{Sockets: 4, State: TriggerWaiting, Trigger: port(7), Stop: port(8)})
 	send := func(p uint16) {
-		UDP(ShmUDP, Out, 1, src, netip.AddrPortFrom(dst.Addr(), p), [][]byte{{1}}, 1)
+		UDP(ShmUDP, Out, 1, 0, src, netip.AddrPortFrom(dst.Addr(), p), [][]byte{{1}}, 1)
 	}
 	send(1)
 	send(2)
@@ -202,8 +202,8 @@ func TestTriggerPreAndStop(t *testing.T) {
 func TestPreTriggerRecordsMatches(t *testing.T) {
 	seg, _ := attachTest(t, Spec{Sockets: 4, State: TriggerWaiting, Flags: FlagPreTrigger,
 		Trigger: assemble(t, []bpf.Instruction{bpf.LoadExtension{Num: bpf.ExtLen}, bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: 100, SkipFalse: 1}, bpf.RetConstant{Val: 1}, bpf.RetConstant{Val: 0}})})
-	UDP(ShmUDP, Out, 1, src, dst, [][]byte{{1}}, 1)
-	UDP(ShmUDP, Out, 1, src, dst, [][]byte{make([]byte, 200)}, 200)
+	UDP(ShmUDP, Out, 1, 0, src, dst, [][]byte{{1}}, 1)
+	UDP(ShmUDP, Out, 1, 0, src, dst, [][]byte{make([]byte, 200)}, 200)
 	recs := drain(t, seg)
 	if len(recs) != 2 || recs[0].Flags&RecTrigger != 0 || recs[1].Flags&RecTrigger == 0 || seg.State() != TriggerFired {
 		t.Fatalf("%d records, state %d", len(recs), seg.State())
@@ -213,7 +213,7 @@ func TestPreTriggerRecordsMatches(t *testing.T) {
 func TestTCPSegments(t *testing.T) {
 	seg, _ := attachTest(t, Spec{Sockets: 4, SnapLen: 200, RingSize: 1 << 20})
 	data := bytes.Repeat([]byte("abcdefgh"), 10000) // 80000 bytes: two segments
-	TCP(ShmTCP, Out, 2, src, dst, 1000, 5000, [][]byte{data}, len(data))
+	TCP(ShmTCP, Out, 2, 0, src, dst, 1000, 5000, [][]byte{data}, len(data))
 	recs := drain(t, seg)
 	if len(recs) != 2 {
 		t.Fatalf("%d records", len(recs))
@@ -250,7 +250,7 @@ func TestOffCostsNothing(t *testing.T) {
 	}
 	allocs := testing.AllocsPerRun(100, func() {
 		if On() {
-			UDP(ShmUDP, Out, 1, src, dst, nil, 0)
+			UDP(ShmUDP, Out, 1, 0, src, dst, nil, 0)
 		}
 	})
 	if allocs != 0 {

@@ -19,7 +19,7 @@ import (
 //	15 u8  direction
 //	16 i64 timestamp, Unix nanoseconds
 //	24 i32 fd
-//	28 u32 reserved
+//	28 u32 the peer process's pid (0: unknown)
 const RecordHeader = 32
 
 // Record flags.
@@ -37,6 +37,7 @@ type Record struct {
 	Transport, Dir  uint8
 	Time            int64 // Unix nanoseconds
 	FD              int
+	Peer            int    // the pid at the other end of a ring; 0: unknown
 	Data            []byte // the captured bytes, a copy
 }
 
@@ -84,7 +85,7 @@ func (r *ring) publish(n uint64) {
 }
 
 // putHeader fills a record's header.
-func putHeader(b []byte, reclen, caplen, origlen int, flags uint16, transport, dir uint8, ts int64, fd int) {
+func putHeader(b []byte, reclen, caplen, origlen int, flags uint16, transport, dir uint8, ts int64, fd, peer int) {
 	binary.NativeEndian.PutUint32(b, uint32(reclen))
 	binary.NativeEndian.PutUint32(b[4:], uint32(caplen))
 	binary.NativeEndian.PutUint32(b[8:], uint32(origlen))
@@ -92,7 +93,7 @@ func putHeader(b []byte, reclen, caplen, origlen int, flags uint16, transport, d
 	b[14], b[15] = transport, dir
 	binary.NativeEndian.PutUint64(b[16:], uint64(ts))
 	binary.NativeEndian.PutUint32(b[24:], uint32(int32(fd)))
-	binary.NativeEndian.PutUint32(b[28:], 0)
+	binary.NativeEndian.PutUint32(b[28:], uint32(peer))
 }
 
 // Reader drains one trace ring (the consumer side, in the tool).
@@ -145,6 +146,7 @@ func (r *Reader) Drain(f func(*Record)) error {
 			Dir:       b[15],
 			Time:      int64(binary.NativeEndian.Uint64(b[16:])),
 			FD:        int(int32(binary.NativeEndian.Uint32(b[24:]))),
+			Peer:      int(binary.NativeEndian.Uint32(b[28:])),
 			Data:      append([]byte(nil), b[RecordHeader:RecordHeader+caplen]...),
 		}
 		head += reclen

@@ -38,8 +38,10 @@ type scratch [MaxSnapLen]byte
 
 var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
-// UDP taps one datagram of total bytes in bufs from src to dst on socket fd.
-func UDP(transport, dir uint8, fd int, src, dst netip.AddrPort, bufs [][]byte, total int) {
+// UDP taps one datagram of total bytes in bufs from src to dst on socket fd; peer is the pid of
+// the process at the other end of a ring (0: unknown), so that the tool shows a packet once when
+// it captures both ends.
+func UDP(transport, dir uint8, fd, peer int, src, dst netip.AddrPort, bufs [][]byte, total int) {
 	if !src.Addr().Is4() || !dst.Addr().Is4() || total < 0 || total > MaxSnapLen-UDPHdrLen {
 		return
 	}
@@ -51,13 +53,13 @@ func UDP(transport, dir uint8, fd int, src, dst netip.AddrPort, bufs [][]byte, t
 	sc := scratches.Get().(*scratch)
 	defer scratches.Put(sc)
 	putUDP(sc[:], src, dst, bufs, total, ipID(s))
-	s.packet(sc, UDPHdrLen, bufs, 0, total, transport, dir, fd, now)
+	s.packet(sc, UDPHdrLen, bufs, 0, total, transport, dir, fd, peer, now)
 }
 
 // TCP taps bytes [0, total) of bufs sent (Out) or received (In) on a connected socket fd from
 // src to dst; seq is the sequence number of its first byte and ack the peer's next byte, as the
 // direction's writer counts them. Writes larger than a segment become several.
-func TCP(transport, dir uint8, fd int, src, dst netip.AddrPort, seq, ack uint32, bufs [][]byte, total int) {
+func TCP(transport, dir uint8, fd, peer int, src, dst netip.AddrPort, seq, ack uint32, bufs [][]byte, total int) {
 	if !src.Addr().Is4() || !dst.Addr().Is4() || total <= 0 {
 		return
 	}
@@ -71,12 +73,12 @@ func TCP(transport, dir uint8, fd int, src, dst netip.AddrPort, seq, ack uint32,
 	for from := 0; from < total; from += MaxTCPPayload {
 		n := min(total-from, MaxTCPPayload)
 		putTCP(sc[:], src, dst, seq+uint32(from), ack, bufs, from, n, ipID(s))
-		s.packet(sc, TCPHdrLen, bufs, from, n, transport, dir, fd, now)
+		s.packet(sc, TCPHdrLen, bufs, from, n, transport, dir, fd, peer, now)
 	}
 }
 
 // Frame taps a whole Ethernet frame (AF_XDP).
-func Frame(transport, dir uint8, fd int, frame []byte) {
+func Frame(transport, dir uint8, fd, peer int, frame []byte) {
 	if len(frame) > MaxSnapLen {
 		return
 	}
@@ -87,7 +89,7 @@ func Frame(transport, dir uint8, fd int, frame []byte) {
 	defer s.exit()
 	sc := scratches.Get().(*scratch)
 	defer scratches.Put(sc)
-	s.packet(sc, 0, [][]byte{frame}, 0, len(frame), transport, dir, fd, now)
+	s.packet(sc, 0, [][]byte{frame}, 0, len(frame), transport, dir, fd, peer, now)
 }
 
 // begin returns the attached session, entered, and the packet's timestamp; nil when nothing is
@@ -111,7 +113,7 @@ func ipID(*session) uint16 { return uint16(ipIDs.Add(1)) }
 
 // packet runs the programs on a packet whose first hdr bytes are in sc, followed by bytes
 // [from, from+n) of bufs, and records it when it is to be recorded.
-func (s *session) packet(sc *scratch, hdr int, bufs [][]byte, from, n int, transport, dir uint8, fd int, now int64) {
+func (s *session) packet(sc *scratch, hdr int, bufs [][]byte, from, n int, transport, dir uint8, fd, peer int, now int64) {
 	state := s.state()
 	if state == Stopped {
 		return
@@ -151,19 +153,19 @@ func (s *session) packet(sc *scratch, hdr int, bufs [][]byte, from, n int, trans
 	if filled < caplen {
 		gather(sc[filled:caplen], bufs, from+filled-hdr)
 	}
-	s.write(sc[:caplen], total, flags, transport, dir, fd, now)
+	s.write(sc[:caplen], total, flags, transport, dir, fd, peer, now)
 }
 
 // matchSet runs a program that may be absent; an absent one matches nothing.
 func (p *program) matchSet(pkt []byte) bool { return p != nil && p.match(pkt) }
 
 // write copies a packet into the trace ring, or counts it dropped when the ring is full.
-func (s *session) write(data []byte, origlen int, flags uint16, transport, dir uint8, fd int, now int64) {
+func (s *session) write(data []byte, origlen int, flags uint16, transport, dir uint8, fd, peer int, now int64) {
 	mu.Lock()
 	n := uint64(RecordHeader+len(data)+7) &^ 7
 	b := s.ring.reserve(n)
 	if b != nil {
-		putHeader(b, int(n), len(data), origlen, flags, transport, dir, now, fd)
+		putHeader(b, int(n), len(data), origlen, flags, transport, dir, now, fd, peer)
 		copy(b[RecordHeader:], data)
 		s.ring.publish(n)
 	}

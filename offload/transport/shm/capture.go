@@ -12,8 +12,8 @@ import (
 // capture.On(), one relaxed load while no capture is attached.
 
 // tapRx taps a ring datagram the socket received: name is the record's sender address (and,
-// for a group's datagram, the group).
-func (u *UDP) tapRx(name, data []byte) {
+// for a group's datagram, the group); sender is the sending process.
+func (u *UDP) tapRx(name, data []byte, sender int) {
 	src := sockaddr4(name)
 	dst := u.localAddr()
 	if len(name) == mcNameLen {
@@ -23,7 +23,7 @@ func (u *UDP) tapRx(name, data []byte) {
 		// reached (the local route chooses the destination itself as the source).
 		dst = netip.AddrPortFrom(src.Addr(), dst.Port())
 	}
-	capture.UDP(capture.ShmUDP, capture.In, int(u.capFD.Load()), src, dst, [][]byte{data}, len(data))
+	capture.UDP(capture.ShmUDP, capture.In, int(u.capFD.Load()), sender, src, dst, [][]byte{data}, len(data))
 }
 
 // tapMulticast taps a datagram to a group that went to the group's goxio members through rings
@@ -33,5 +33,5 @@ func (u *UDP) tapMulticast(fd int, group netip.AddrPort, bufs [][]byte, total in
 	if src.Addr().IsUnspecified() {
 		src = netip.AddrPortFrom(u.env.source(group.Addr()), src.Port())
 	}
-	capture.UDP(capture.ShmUDP, capture.Out, fd, src, group, bufs, total)
+	capture.UDP(capture.ShmUDP, capture.Out, fd, 0, src, group, bufs, total)
 }

@@ -213,7 +213,7 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx) (int, bool) {
 	}
 	copied := umem.Scatter(rc.Bufs, data)
 	if capture.On() && !peek {
-		u.tapRx(full, data)
+		u.tapRx(full, data, in.PeekSender())
 	}
 	if rc.NameLen != nil {
 		l := min(int(*rc.NameLen), len(name))

@@ -26,6 +26,7 @@ type route struct {
 	name [mcNameLen]byte // the source sockaddr_in; for a group, then the group and port
 	bell *bellAddr       // the receiver's doorbell
 	mc   []mcTarget      // a group's goxio members
+	peer int             // the receiving process (capture records name it)
 }
 
 // sendFlags are the send flags the rings honour; any other flag sends through the kernel.
@@ -75,7 +76,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	case err == nil:
 		u.ringTx.Add(1)
 		if capture.On() {
-			capture.UDP(capture.ShmUDP, capture.Out, c.FD, sockaddr4(r.name[:]), dst, bufs, total)
+			capture.UDP(capture.ShmUDP, capture.Out, c.FD, r.peer, sockaddr4(r.name[:]), dst, bufs, total)
 		}
 		if wake {
 			ringBell(u.env.ringerFD(), r.bell)
@@ -87,7 +88,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 		}
 		u.dropped()
 		if capture.On() {
-			capture.UDP(capture.ShmUDP, capture.Out, c.FD, sockaddr4(r.name[:]), dst, bufs, total)
+			capture.UDP(capture.ShmUDP, capture.Out, c.FD, r.peer, sockaddr4(r.name[:]), dst, bufs, total)
 		}
 		return total, 0, false // dropped, as by a full kernel receive buffer
 	case errors.Is(err, ring.ErrClosed):
@@ -142,6 +143,7 @@ func (u *UDP) routeTo(fd int, dst netip.AddrPort) *route {
 	if len(found) == 1 && !found[0].ReusePort {
 		r.out = u.env.outlet(found[0].Inbox)
 		r.bell = newBellAddr(found[0].Inbox)
+		r.peer = found[0].PID
 	}
 	if ce := u.env.log.Check(zap.DebugLevel, "shm route"); ce != nil {
 		ce.Write(zap.Stringer("dst", dst), zap.Stringer("src", from), zap.Int("found", len(found)), zap.Bool("ring", r.out != nil))
