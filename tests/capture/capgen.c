@@ -5,8 +5,8 @@
  *                     127.0.0.1:8001, :8002 and :8003 (multicast, IP_MULTICAST_IF 127.0.0.1).
  *                     Prints "ready", waits for "go" on stdin, then sends N datagrams (sender,
  *                     destination and length a function of the index; every receiver reads each
- *                     one before the next is sent and checks it), prints "done N bad B", waits
- *                     for "exit" or the end of stdin.
+ *                     one before the next is sent and checks it), prints "done N bad B"; another
+ *                     "go" sends the same N again, "exit" or the end of stdin ends.
  *   capgen udprx      Two-process variant, receiving side: 127.0.0.1:9001 ... as above without
  *                     senders; prints "ready", receives until "exit" (poll on stdin too), then
  *                     prints "got N".
@@ -103,6 +103,8 @@ static int udp_main(int n)
 	fflush(stdout);
 	wait_word("go");
 	static unsigned char buf[65536], got[65536];
+	char line[64];
+again:;
 	int bad = 0;
 	for (int i = 0; i < n; i++) {
 		int len = (i * 37) % 1473;
@@ -126,7 +128,12 @@ static int udp_main(int n)
 	}
 	printf("done %d bad %d\n", n, bad);
 	fflush(stdout);
-	wait_word("exit");
+	while (fgets(line, sizeof line, stdin)) {
+		if (strncmp(line, "go", 2) == 0)
+			goto again;
+		if (strncmp(line, "exit", 4) == 0)
+			break;
+	}
 	return 0;
 }
 
