@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"fmt"
+	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -65,6 +67,91 @@ func TestCaptureUDPSameAsTcpdump(t *testing.T) {
 		if format == "pcapng" && (len(got) == 0 || got[0].Comment == "") {
 			t.Fatalf("pcapng packets carry no comment: %+v", got[0])
 		}
+	}
+	p.exit(10 * time.Second)
+}
+
+// captureExprs are tcpdump expressions (pcap-filter(7)) over capgen udp's traffic: 127.0.0.1:8001
+// and :8002 to 127.0.0.1:9001-9003 and 127.0.0.2:9003, 127.0.0.1:8003 to 239.1.2.3:9100,
+// payloads of 0 to 1472 bytes.
+var captureExprs = []string{
+	"udp",
+	"host 127.0.0.2",
+	"dst host 127.0.0.2",
+	"src host 127.0.0.1",
+	"net 127.0.0.0/8",
+	"dst net 239.0.0.0/8",
+	"port 9001",
+	"dst port 9002",
+	"src port 8002",
+	"portrange 9001-9002",
+	"udp dst portrange 9002-9100",
+	"len > 500",
+	"greater 1000",
+	"less 200",
+	"len <= 100",
+	"ip multicast",
+	"multicast",
+	"broadcast",
+	"dst host 255.255.255.255",
+	"udp[8] & 1 = 1",
+	"udp[4:2] > 300",
+	"ip[8] = 1",
+	"ip[6] & 0x40 != 0",
+	"ip[2:2] < 100",
+	"tcp",
+	"tcp[tcpflags] & tcp-syn != 0",
+	"port 9001 or port 9003",
+	"port 9003 and not dst host 127.0.0.2",
+	"(src port 8001 and dst port 9002) or (src port 8002 and dst port 9001)",
+	"not udp dst port 9100",
+	"dst host 239.1.2.3 and len > 300",
+	"ip proto 17",
+	"icmp",
+	"udp[8:2] = 0x1f26 or udp[9] = 0x7",
+	"ether dst 00:00:00:00:00:00 and udp",
+}
+
+// TestCaptureExpressions: each expression selects the same datagrams under goxio capture (in
+// the process, with the fast path on) as tcpdump selects from the kernel's loopback traffic.
+func TestCaptureExpressions(t *testing.T) {
+	if captureNet(t) {
+		return
+	}
+	h := newShmHarness(t)
+	gen := capgen(t, h)
+	dir := t.TempDir()
+	all := kernelRound(t, h, gen, dir+"/kernel.pcap")
+	if len(all) != captureRound {
+		t.Fatalf("tcpdump saw %d datagrams, want %d", len(all), captureRound)
+	}
+	p := h.start("capgen", h.env(), nil, gen, "udp", itoa(captureRound))
+	p.expect("ready", 10*time.Second)
+	some := 0
+	for i, expr := range captureExprs {
+		kfile, gfile := fmt.Sprintf("%s/k%d.pcap", dir, i), fmt.Sprintf("%s/g%d.pcap", dir, i)
+		// tcpdump's selection: its filter over the kernel's packets (the same program a live
+		// tcpdump with the expression would run on them).
+		r := testutil.Run(exec.Command(testutil.Program(t, "tcpdump", "tcpdump"), "-r", dir+"/kernel.pcap", "-w", kfile, expr), 20*time.Second)
+		if r.ExitCode != 0 {
+			t.Fatalf("tcpdump %q: %s", expr, r)
+		}
+		want := readPcap(t, kfile)
+		c := startCapture(t, h, "-p", itoa(p.pid()), "-w", gfile, expr)
+		p.say("go")
+		p.expect("done "+itoa(captureRound)+" bad 0", 20*time.Second)
+		c.stop(t)
+		got := readPcap(t, gfile)
+		if d := sameUDP(want, got); d != "" || len(got) != len(want) {
+			t.Fatalf("%q: goxio capture %d packets, tcpdump %d: %s", expr, len(got), len(want), d)
+		}
+		if len(want) > 0 && len(want) < captureRound {
+			some++
+		}
+		t.Logf("%-70q %2d of %d", expr, len(got), captureRound)
+	}
+	if some < 20 {
+		t.Fatalf("only %d expressions select some but not all datagrams: the table tests too little", some)
 	}
 	p.exit(10 * time.Second)
 }

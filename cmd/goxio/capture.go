@@ -181,6 +181,10 @@ func (c *capturer) run() int {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	c.fired = c.o.trigger == ""
+	if err := c.out.start(); err != nil {
+		fmt.Fprintf(c.stderr, "goxio capture: %v\n", err)
+		return 1
+	}
 	c.scan()
 	if len(c.targets) == 0 && !c.o.all {
 		fmt.Fprintln(c.stderr, "goxio capture: no goxio process to capture (is it running with statistics on, as this user?)")

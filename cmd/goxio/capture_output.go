@@ -40,6 +40,21 @@ func newOutputs(o *captureOptions, stdout io.Writer) *outputs {
 	return &outputs{o: o, stdout: stdout, files: map[string]*output{}}
 }
 
+// start opens the one output file (not split) right away, as tcpdump does: a capture that
+// matches nothing still leaves a valid file, and a reader of -w - gets the header at once.
+func (w *outputs) start() error {
+	if w.o.write == "" || w.o.split != "" {
+		return nil
+	}
+	out := &output{o: w.o, stdout: w.stdout, base: w.o.write}
+	w.files[""] = out
+	w.order = append(w.order, "")
+	if err := out.open(time.Now()); err != nil {
+		return err
+	}
+	return out.flush()
+}
+
 // write writes one packet.
 func (w *outputs) write(p packet) error {
 	if w.o.write == "" {
