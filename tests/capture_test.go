@@ -2,7 +2,9 @@ package tests
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -154,4 +156,164 @@ func TestCaptureExpressions(t *testing.T) {
 		t.Fatalf("only %d expressions select some but not all datagrams: the table tests too little", some)
 	}
 	p.exit(10 * time.Second)
+}
+
+// round makes capgen send one round while a capture runs.
+func round(t *testing.T, p *shmProc) {
+	t.Helper()
+	p.say("go")
+	p.expect("done "+itoa(captureRound)+" bad 0", 20*time.Second)
+}
+
+// firstIndex is the index of the first packet f accepts.
+func firstIndex(t *testing.T, pkts []wirePacket, f func(wirePacket) bool) int {
+	t.Helper()
+	for i, p := range pkts {
+		if f(p) {
+			return i
+		}
+	}
+	t.Fatal("no packet matches")
+	return -1
+}
+
+// TestCaptureOptions: -c, -s, --trigger, --pre, --stop, --split and -C/-G rotation, with exact
+// counts against the kernel's reference round.
+func TestCaptureOptions(t *testing.T) {
+	if captureNet(t) {
+		return
+	}
+	h := newShmHarness(t)
+	gen := capgen(t, h)
+	dir := t.TempDir()
+	all := kernelRound(t, h, gen, dir+"/kernel.pcap")
+	if len(all) != captureRound {
+		t.Fatalf("tcpdump saw %d datagrams, want %d", len(all), captureRound)
+	}
+	p := h.start("capgen", h.env(), nil, gen, "udp", itoa(captureRound))
+	p.expect("ready", 10*time.Second)
+	pid := itoa(p.pid())
+	const trigger, stop = "dst port 9003 and len > 600", "dst port 9100 and len > 1000"
+	ti := firstIndex(t, all, func(w wirePacket) bool { return w.Dst.Port() == 9003 && w.OrigLen > 600 })
+	si := firstIndex(t, all, func(w wirePacket) bool { return w.Dst.Port() == 9100 && w.OrigLen > 1000 })
+	if ti < 3 || si <= ti {
+		t.Fatalf("trigger at %d, stop at %d: the round does not test them", ti, si)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []wirePacket
+		self bool // the tool ends by itself
+	}{
+		{"count", []string{"-c", "7"}, all[:7], true},
+		{"trigger", []string{"--trigger", trigger}, all[ti:], false},
+		{"pre", []string{"--trigger", trigger, "--pre", "3"}, all[ti-3:], false},
+		{"stop", []string{"--stop", stop}, all[:si+1], true},
+		{"trigger-stop", []string{"--trigger", trigger, "--stop", stop}, all[ti : si+1], true},
+		{"trigger-filter", []string{"--trigger", trigger, "port 9001"}, filter(all[ti:], func(w wirePacket) bool { return w.Dst.Port() == 9001 }), false},
+	} {
+		file := dir + "/" + tc.name + ".pcap"
+		c := startCapture(t, h, append([]string{"-p", pid, "-w", file}, tc.args...)...)
+		round(t, p)
+		if tc.self {
+			c.wait(t)
+		} else {
+			c.stop(t)
+		}
+		got := readPcap(t, file)
+		if d := sameUDP(tc.want, got); d != "" || len(got) != len(tc.want) {
+			t.Fatalf("%s: %d packets, want %d: %s", tc.name, len(got), len(tc.want), d)
+		}
+	}
+
+	// -s: each packet cut at 64 bytes, its original length kept.
+	c := startCapture(t, h, "-p", pid, "-w", dir+"/snap.pcap", "-s", "64")
+	round(t, p)
+	c.stop(t)
+	got := readPcap(t, dir+"/snap.pcap")
+	if len(got) != captureRound {
+		t.Fatalf("snap: %d packets", len(got))
+	}
+	for i, g := range got {
+		if g.OrigLen != all[i].OrigLen || g.CapLen != min(64, g.OrigLen) {
+			t.Fatalf("snap: packet %d: captured %d of %d, want %d of %d", i, g.CapLen, g.OrigLen, min(64, all[i].OrigLen), all[i].OrigLen)
+		}
+	}
+	tsharkClean(t, dir+"/snap.pcap")
+
+	// --split group and socket.
+	c = startCapture(t, h, "-p", pid, "-w", dir+"/split.pcap", "--split", "group")
+	round(t, p)
+	c.stop(t)
+	uni, grp := readPcap(t, dir+"/split.unicast.pcap"), readPcap(t, dir+"/split.239.1.2.3.pcap")
+	if d := sameUDP(filter(all, func(w wirePacket) bool { return !w.Dst.Addr().IsMulticast() }), uni); d != "" {
+		t.Fatalf("split group, unicast: %s", d)
+	}
+	if d := sameUDP(filter(all, func(w wirePacket) bool { return w.Dst.Addr().IsMulticast() }), grp); d != "" || len(grp) == 0 {
+		t.Fatalf("split group, 239.1.2.3: %d packets: %s", len(grp), d)
+	}
+	c = startCapture(t, h, "-p", pid, "-w", dir+"/sock.pcap", "--split", "socket")
+	round(t, p)
+	c.stop(t)
+	files, _ := filepath.Glob(dir + "/sock." + pid + ".*.pcap")
+	total := 0
+	for _, f := range files {
+		pk := readPcap(t, f)
+		for _, q := range pk {
+			if q.Src != pk[0].Src {
+				t.Fatalf("split socket: %s holds %v and %v", f, pk[0].Src, q.Src)
+			}
+		}
+		total += len(pk)
+	}
+	if len(files) != 3 || total != captureRound {
+		t.Fatalf("split socket: %d files (%v), %d packets; want 3 senders' files, %d", len(files), files, total, captureRound)
+	}
+
+	// -C 1: a new file after each million bytes; nothing lost between files.
+	c = startCapture(t, h, "-p", pid, "-w", dir+"/rot.pcap", "-C", "1")
+	const rounds = 30
+	for range rounds {
+		round(t, p)
+	}
+	c.stop(t)
+	rot, _ := filepath.Glob(dir + "/rot.pcap*")
+	total = 0
+	for _, f := range rot {
+		st, _ := os.Stat(f)
+		if st.Size() > 1_000_000+2000 {
+			t.Fatalf("-C 1: %s has %d bytes", f, st.Size())
+		}
+		total += len(readPcap(t, f))
+	}
+	if len(rot) < 2 || total != rounds*captureRound {
+		t.Fatalf("-C 1: %d files, %d packets; want 2 or more, %d", len(rot), total, rounds*captureRound)
+	}
+
+	// -G 1: a new file every second.
+	c = startCapture(t, h, "-p", pid, "-w", dir+"/time.pcap", "-G", "1")
+	for range 5 {
+		round(t, p)
+		time.Sleep(500 * time.Millisecond)
+	}
+	c.stop(t)
+	rot, _ = filepath.Glob(dir + "/time.pcap*")
+	total = 0
+	for _, f := range rot {
+		total += len(readPcap(t, f))
+	}
+	if len(rot) < 2 || total != 5*captureRound {
+		t.Fatalf("-G 1: %d files, %d packets; want 2 or more, %d", len(rot), total, 5*captureRound)
+	}
+	p.exit(10 * time.Second)
+}
+
+func filter(pkts []wirePacket, f func(wirePacket) bool) []wirePacket {
+	var out []wirePacket
+	for _, p := range pkts {
+		if f(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
