@@ -285,6 +285,9 @@ func (c *capturer) scan() {
 			t.seg.SetState(capture.TriggerFired)
 		}
 		c.targets[e.Pid] = t
+		if !c.o.quiet {
+			fmt.Fprintf(c.stderr, "goxio capture: capturing pid %d (%s)\n", t.pid, t.name)
+		}
 	}
 }
 
