@@ -109,6 +109,14 @@ func (p *bgProc) waitStderr(t *testing.T, s string, timeout time.Duration) {
 	}
 }
 
+// stopTcpdump stops tcpdump once the kernel handed it every packet: its buffer's blocks are
+// handed over when full or after a second.
+func (p *bgProc) stopTcpdump(t *testing.T) {
+	t.Helper()
+	time.Sleep(1500 * time.Millisecond)
+	p.stop(t)
+}
+
 // stop sends SIGINT and waits for the program's end; it requires exit status 0.
 func (p *bgProc) stop(t *testing.T) {
 	t.Helper()
@@ -139,7 +147,7 @@ func startCapture(t *testing.T, h *shmHarness, args ...string) *bgProc {
 // startTcpdump starts tcpdump -i lo writing file and waits until it listens.
 func startTcpdump(t *testing.T, file string, expr ...string) *bgProc {
 	t.Helper()
-	args := append([]string{"-i", "lo", "-U", "--immediate-mode", "-Z", "root", "-s", "2000", "-B", "16384", "-w", file}, expr...)
+	args := append([]string{"-i", "lo", "-U", "-Z", "root", "-s", "65600", "-B", "32768", "-w", file}, expr...)
 	p := startBG(t, testutil.Env(""), testutil.Program(t, "tcpdump", "tcpdump"), args...)
 	p.waitStderr(t, "listening on", 10*time.Second)
 	return p

@@ -355,9 +355,9 @@ func (c *capturer) handle(p packet) error {
 		return nil
 	}
 	match := p.Flags&capture.RecMatch != 0
-	// A ring packet shows once, as the wire carries it once: at its sender when the sender is
-	// captured too (the same process, or another one), else at its receiver.
-	show := match && !(p.Dir == capture.In && (p.Transport == capture.ShmUDP || p.Transport == capture.ShmTCP) && c.captured(p.Peer))
+	// A packet between goxio processes shows once, as the wire carries it once: at its sender
+	// when the sender is captured too (the same process, or another one), else at its receiver.
+	show := match && !(p.Dir == capture.In && c.captured(p.Peer))
 	if !c.fired {
 		if p.Flags&capture.RecTrigger == 0 {
 			if show && c.o.pre > 0 {
