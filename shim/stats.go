@@ -10,6 +10,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -95,7 +96,7 @@ func (commands) DumpFD(fd int, level int) {
 			continue
 		}
 		n++
-		b.WriteString("\n  fd=" + itoa(s.FD) + " " + s.Proto + " transport=" + s.Transport.String())
+		b.WriteString("\n  fd=" + strconv.Itoa(s.FD) + " " + s.Proto + " transport=" + s.Transport.String())
 		if s.Passthrough || s.Reason != 0 {
 			b.WriteString(" reason=" + s.Reason.String())
 		}
@@ -108,7 +109,7 @@ func (commands) DumpFD(fd int, level int) {
 			"B eagain=" + u64(s.EAgain) + " errors=" + u64(s.Errors))
 	}
 	if n == 0 {
-		b.WriteString(" no goxio socket with fd " + itoa(fd))
+		b.WriteString(" no goxio socket with fd " + strconv.Itoa(fd))
 	}
 	ce.Write(zap.String("sockets", b.String()))
 }
@@ -137,4 +138,4 @@ func boolStr(b bool) string {
 	return "no"
 }
 
-func u64(v uint64) string { return itoa(int(v)) }
+func u64(v uint64) string { return strconv.FormatUint(v, 10) }

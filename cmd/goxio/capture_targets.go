@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/internal/procstat"
 	"github.com/goxio/goxio/offload/capture"
@@ -50,6 +51,11 @@ func attach(o *captureOptions, pid int, path string, progs [3][]bpf.RawInstructi
 		st.Close()
 		return nil, fmt.Errorf("attach to %d: another goxio capture (pid %d) is attached", pid, old&^capture.Detach>>32)
 	}
+	var fi unix.Stat_t
+	if err := unix.Stat(path, &fi); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("attach to %d: %w", pid, err)
+	}
 	start, err := procstat.SelfStart()
 	if err != nil {
 		st.Close()
@@ -68,7 +74,7 @@ func attach(o *captureOptions, pid int, path string, progs [3][]bpf.RawInstructi
 		flags |= capture.FlagDumpOS
 	}
 	seg, err := capture.Create(capture.Spec{
-		Pid: pid, Gen: gen, ToolPid: os.Getpid(), ToolStart: start, SnapLen: o.snapLen(), Flags: flags, State: state,
+		Pid: pid, UID: int(fi.Uid), Gen: gen, ToolPid: os.Getpid(), ToolStart: start, SnapLen: o.snapLen(), Flags: flags, State: state,
 		Filter: progs[0], Trigger: progs[1], Stop: progs[2], Sockets: o.sockets, RingSize: o.ringSize(),
 	})
 	if err != nil {

@@ -2,7 +2,6 @@ package capture
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/internal/procstat"
+	"github.com/goxio/goxio/internal/shmseg"
 )
 
 // ShmDir is where capture segments live.
@@ -97,31 +97,17 @@ func current(w uint64) *session {
 	return s
 }
 
-// attach maps and checks the segment of generation gen.
+// attach maps and checks the segment of generation gen: a private file of our user (the tool
+// runs as that user, or as root and gives the file to it).
 func attach(gen uint64) (*session, error) {
 	path := Path(unix.Getuid(), pid, gen)
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	mem, err := shmseg.Open(path, HeaderSize+MinRingSize, MaxRingSize+1<<26)
 	if err != nil {
-		return nil, fmt.Errorf("capture attach %s: %w", path, err)
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("capture attach %s: %w", path, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != unix.Getuid() || st.Mode&0o077 != 0 {
-		return nil, fmt.Errorf("capture attach %s: %w", path, errNotOurs)
-	}
-	if st.Size < HeaderSize+MinRingSize || uint64(st.Size) > MaxRingSize+1<<26 {
-		return nil, fmt.Errorf("capture attach %s: size %d: %w", path, st.Size, ErrCorrupt)
-	}
-	mem, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("capture attach %s: mmap: %w", path, err)
+		return nil, fmt.Errorf("capture attach: %w", err)
 	}
 	s, err := check(mem)
 	if err != nil {
-		_ = unix.Munmap(mem)
+		_ = shmseg.Unmap(mem)
 		return nil, fmt.Errorf("capture attach %s: %w", path, err)
 	}
 	s.gen, s.path = gen, path
@@ -129,11 +115,9 @@ func attach(gen uint64) (*session, error) {
 	return s, nil
 }
 
-var errNotOurs = errors.New("not a private file of this user")
-
 // check validates a mapped segment's header and builds the session from copies of its contents.
 func check(mem []byte) (*session, error) {
-	hdr := words(mem[:HeaderSize])
+	hdr := shmseg.Words(mem[:HeaderSize])
 	h := make([]uint64, HeaderWords)
 	for i := range h {
 		h[i] = atomic.LoadUint64(&hdr[i])
@@ -163,7 +147,7 @@ func check(mem []byte) (*session, error) {
 	if s.snap <= 0 {
 		s.snap = MaxSnapLen
 	}
-	s.socks = words(mem[sockOff:ringOff])[:h[HSockCount]*SockWords]
+	s.socks = shmseg.Words(mem[sockOff:ringOff])[:h[HSockCount]*SockWords]
 	s.ring = ring{tail: &hdr[HTail], head: &hdr[HHead], buf: mem[ringOff:], size: h[HRingSize], pos: atomic.LoadUint64(&hdr[HTail])}
 	off := progOff
 	var err error
@@ -208,7 +192,7 @@ func (s *session) release() {
 		for s.users.Load() != 0 {
 			runtime.Gosched()
 		}
-		_ = unix.Munmap(s.mem)
+		_ = shmseg.Unmap(s.mem)
 	})
 }
 

@@ -49,7 +49,7 @@ func attachTest(t *testing.T, spec Spec) (*Segment, *uint64) {
 	}
 	w := new(uint64)
 	Init(w, os.Getpid(), func(err error) { t.Errorf("attach: %v", err) })
-	spec.Pid, spec.ToolPid, spec.ToolStart = os.Getpid(), os.Getpid(), start
+	spec.Pid, spec.UID, spec.ToolPid, spec.ToolStart = os.Getpid(), os.Getuid(), os.Getpid(), start
 	spec.Gen = uint64(os.Getpid())<<20 + gens.Add(1)
 	if spec.RingSize == 0 {
 		spec.RingSize = MinRingSize

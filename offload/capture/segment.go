@@ -7,11 +7,14 @@ import (
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/internal/shmseg"
 )
 
 // Spec is what the tool asks of one process's capture.
 type Spec struct {
 	Pid       int // the captured process
+	UID       int // its user: the segment is named for and given to it
 	Gen       uint64
 	ToolPid   int
 	ToolStart uint64
@@ -47,27 +50,20 @@ func Create(spec Spec) (*Segment, error) {
 	spec.Sockets = min(max(spec.Sockets, 0), MaxSockets)
 	progs := len(spec.Filter) + len(spec.Trigger) + len(spec.Stop)
 	progOff, sockOff, ringOff, size := Layout(progs, spec.Sockets, spec.RingSize)
-	path := Path(unix.Getuid(), spec.Pid, spec.Gen)
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	path := Path(spec.UID, spec.Pid, spec.Gen)
+	mem, err := shmseg.Create(path, int(size))
 	if err != nil {
-		return nil, fmt.Errorf("create capture segment %s: %w", path, err)
+		return nil, fmt.Errorf("create capture segment: %w", err)
 	}
-	defer unix.Close(fd)
-	fail := func(err error) (*Segment, error) {
-		_ = unix.Unlink(path)
-		return nil, fmt.Errorf("create capture segment %s: %w", path, err)
+	if spec.UID != unix.Geteuid() {
+		// root capturing another user's process: the file becomes that user's (still 0600).
+		if err := unix.Chown(path, spec.UID, -1); err != nil {
+			_ = shmseg.Unmap(mem)
+			_ = shmseg.Unlink(path)
+			return nil, fmt.Errorf("create capture segment %s: %w", path, err)
+		}
 	}
-	if err := unix.Fchmod(fd, 0o600); err != nil {
-		return fail(err)
-	}
-	if err := unix.Fallocate(fd, 0, 0, int64(size)); err != nil {
-		return fail(fmt.Errorf("fallocate %d bytes: %w", size, err))
-	}
-	mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return fail(err)
-	}
-	hdr := words(mem[:HeaderSize])
+	hdr := shmseg.Words(mem[:HeaderSize])
 	off := progOff
 	for _, p := range [][]bpf.RawInstruction{spec.Filter, spec.Trigger, spec.Stop} {
 		for _, r := range p {
@@ -93,7 +89,7 @@ func Create(spec Spec) (*Segment, error) {
 	atomic.StoreUint64(&hdr[HMagic], Magic)
 	return &Segment{
 		Path: path, mem: mem, hdr: hdr,
-		socks:  words(mem[sockOff:ringOff])[:spec.Sockets*SockWords],
+		socks:  shmseg.Words(mem[sockOff:ringOff])[:spec.Sockets*SockWords],
 		Reader: NewReader(hdr, mem[ringOff:]),
 	}, nil
 }
@@ -143,8 +139,8 @@ func (g *Segment) SetState(st uint64) {
 
 // Close unmaps and removes the segment (the process keeps its mapping until it detaches).
 func (g *Segment) Close() error {
-	err := unix.Munmap(g.mem)
-	if e := unix.Unlink(g.Path); err == nil && e != nil && e != unix.ENOENT {
+	err := shmseg.Unmap(g.mem)
+	if e := shmseg.Unlink(g.Path); err == nil && e != nil {
 		err = e
 	}
 	if err != nil {
