@@ -484,3 +484,45 @@ func TestCaptureTCPFollow(t *testing.T) {
 	tsharkClean(t, dir+"/goxio.pcapng")
 	t.Logf("%d segments through the ring; streams of %d and %d bytes identical", ring, q, r)
 }
+
+// TestCaptureDumpOS: datagrams an engine socket sends to a program without goxio go through the
+// kernel; goxio capture records them only with --dump-os, then the same as tcpdump -i lo.
+func TestCaptureDumpOS(t *testing.T) {
+	if captureNet(t) {
+		return
+	}
+	h := newShmHarness(t)
+	gen := capgen(t, h)
+	dir := t.TempDir()
+	for _, dump := range []bool{false, true} {
+		rx := h.start("rx", testutil.Env(""), nil, gen, "udprx")
+		rx.expect("ready", 10*time.Second)
+		tx := h.start("tx", h.env(), nil, gen, "udptx", "40")
+		tx.expect("ready", 10*time.Second)
+		file := fmt.Sprintf("%s/dump-%v.pcap", dir, dump)
+		args := []string{"-p", itoa(tx.pid()), "-w", file}
+		if dump {
+			args = append(args, "--dump-os")
+		}
+		td := startTcpdump(t, file+".lo", "udp")
+		c := startCapture(t, h, args...)
+		tx.say("go")
+		tx.expect("done 40", 20*time.Second)
+		rx.say("exit")
+		rx.expect("got 40", 10*time.Second)
+		c.stop(t)
+		td.stopTcpdump(t)
+		got, want := readPcap(t, file), readPcap(t, file+".lo")
+		if len(want) != 40 {
+			t.Fatalf("tcpdump saw %d datagrams, want 40", len(want))
+		}
+		if !dump && len(got) != 0 {
+			t.Fatalf("without --dump-os: %d kernel datagrams recorded", len(got))
+		}
+		if dump {
+			if d := sameUDP(want, got); d != "" {
+				t.Fatalf("--dump-os: %s", d)
+			}
+		}
+	}
+}

@@ -33,6 +33,13 @@ func Init(w *uint64, processID int, onError func(error)) {
 // guarded by it, so that a process nobody captures pays nothing more.
 func On() bool { return atomic.LoadUint64(word) != 0 }
 
+// DumpOS reports whether the attached capture also wants the kernel path of engine sockets
+// (goxio capture --dump-os). Call it behind On.
+func DumpOS() bool {
+	s := current(atomic.LoadUint64(word))
+	return s != nil && s.flags&FlagDumpOS != 0
+}
+
 // scratch holds a packet's headers and the bytes the programs read before they run.
 type scratch [MaxSnapLen]byte
 

@@ -253,10 +253,10 @@ func (u *UDP) fanout(r *route, bufs [][]byte, total int) {
 func (u *UDP) sendMulticast(c *transport.Call, dst netip.AddrPort, bufs [][]byte, total int) (int, int, bool) {
 	r := u.mcRoute(c.FD, dst)
 	n, errno, _ := u.kernelSend(c)
+	if errno == 0 && capture.On() {
+		u.tapMulticast(c.FD, dst, bufs, total, r != nil && len(r.mc) > 0)
+	}
 	if errno == 0 && r != nil && len(r.mc) > 0 {
-		if capture.On() {
-			u.tapMulticast(c.FD, dst, bufs, total)
-		}
 		u.fanout(r, bufs, total)
 	}
 	return n, int(errno), true

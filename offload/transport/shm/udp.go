@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/discovery"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
@@ -113,10 +114,20 @@ func (u *UDP) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
 		return -1, unix.EBADF, false
 	}
 	defer u.exit()
+	fd := c.FD
+	var n int
+	var errno syscall.Errno
+	var viaOS bool
 	if c.Op.Receive() {
-		return u.recv(&c)
+		n, errno, viaOS = u.recv(&c)
+	} else {
+		n, errno, viaOS = u.send(&c)
 	}
-	return u.send(&c)
+	if viaOS && errno == 0 && capture.On() {
+		c.FD = fd
+		u.tapOS(&c, n)
+	}
+	return n, errno, viaOS
 }
 
 // Bound tells the socket that its kernel socket fd has a local address now (bind, connect, or the
