@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -225,6 +226,44 @@ func TestCaptureOptions(t *testing.T) {
 		if d := sameUDP(tc.want, got); d != "" || len(got) != len(tc.want) {
 			t.Fatalf("%s: %d packets, want %d: %s", tc.name, len(got), len(tc.want), d)
 		}
+	}
+
+	// -w -: a stream tshark reads as it comes.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := exec.Command(testutil.Program(t, "tshark", "tshark"), "-r", "-", "-T", "fields", "-e", "udp.dstport", "-e", "udp.length")
+	ts.Stdin = pr
+	var tsOut strings.Builder
+	ts.Stdout = &tsOut
+	if err := ts.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	stream := exec.Command(testutil.Tool(t, "goxio"), "capture", "-k", h.statsDir, "-p", pid, "-w", "-", "udp")
+	stream.Stdout = pw
+	var streamErr testutil.SyncBuffer
+	stream.Stderr = &streamErr
+	if err := stream.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(streamErr.String(), "attached to"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("goxio capture -w -: %s", streamErr.String())
+		}
+	}
+	round(t, p)
+	stream.Process.Signal(syscall.SIGINT)
+	if err := stream.Wait(); err != nil {
+		t.Fatalf("goxio capture -w -: %v: %s", err, streamErr.String())
+	}
+	if err := ts.Wait(); err != nil {
+		t.Fatalf("tshark -r -: %v", err)
+	}
+	if lines := strings.Split(strings.TrimSpace(tsOut.String()), "\n"); len(lines) != captureRound || lines[0] != fmt.Sprintf("%d\t%d", all[0].Dst.Port(), 8+len(all[0].Payload)) {
+		t.Fatalf("tshark -r - read %d packets (first %q), want %d", len(lines), lines[0], captureRound)
 	}
 
 	// -s: each packet cut at 64 bytes, its original length kept.
