@@ -153,6 +153,7 @@ func captureCmd(args []string, stdout, stderr io.Writer, environ []string) int {
 			return 2
 		}
 	}
+	capture.Sweep() // segments of tools killed while their process was idle
 	c := &capturer{o: o, progs: progs, out: newOutputs(o, stdout), stderr: stderr, targets: map[int]*target{}, failed: map[int]bool{}}
 	return c.run()
 }

@@ -59,4 +59,3 @@ func TestRingSize(t *testing.T) {
 		}
 	}
 }
-

@@ -257,3 +257,30 @@ func TestOffCostsNothing(t *testing.T) {
 		t.Fatalf("%v allocations", allocs)
 	}
 }
+
+func TestSweep(t *testing.T) {
+	start, err := procstat.SelfStart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := Create(Spec{Pid: os.Getpid(), UID: os.Getuid(), Gen: uint64(os.Getpid())<<32 | 900, ToolPid: os.Getpid(), ToolStart: start, RingSize: MinRingSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	// A tool that is gone: pid 0x7ffffff0 does not run.
+	dead, err := Create(Spec{Pid: os.Getpid(), UID: os.Getuid(), Gen: uint64(0x7ffffff0)<<32 | 901, ToolPid: 0x7ffffff0, ToolStart: 1, RingSize: MinRingSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	if n := Sweep(); n < 1 {
+		t.Fatalf("swept %d", n)
+	}
+	if _, err := os.Stat(live.Path); err != nil {
+		t.Fatalf("a live tool's segment was removed: %v", err)
+	}
+	if _, err := os.Stat(dead.Path); !os.IsNotExist(err) {
+		t.Fatalf("a dead tool's segment is still there: %v", err)
+	}
+}
