@@ -234,7 +234,7 @@ func TestTCPSegments(t *testing.T) {
 }
 
 func TestReach(t *testing.T) {
-	if r := reach(dstPort9999); r != 60+16+2 {
+	if r := reach(dstPort9999); r != EthLen+IPLen+2+2 {
 		t.Fatalf("reach %d", r)
 	}
 	if r := reach([]bpf.Instruction{bpf.LoadAbsolute{Off: 100, Size: 4}, bpf.TAX{}, bpf.RetA{}}); r != -1 {

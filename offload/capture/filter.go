@@ -32,9 +32,11 @@ func newProgram(raw []bpf.RawInstruction) (*program, error) {
 	return &program{vm: vm, reach: reach(ins)}, nil
 }
 
-// reach computes how far into a packet the program's loads can go: absolute loads by their
-// offset, indirect loads by the largest value the X register can hold (IP header lengths from
-// LoadMemShift, constants); X loaded from computed values (TAX, scratch) means anywhere.
+// reach computes how far into a synthesized packet the program's loads can go: absolute loads
+// by their offset, indirect loads by the largest value the X register can hold (the IP header
+// length from LoadMemShift: 20 for the IPv4 header at offset 14, which frame.go writes without
+// options, else up to 60; constants); X loaded from computed values (TAX, scratch) means
+// anywhere. Whole frames (AF_XDP) are not synthesized: they are given to the programs whole.
 func reach(ins []bpf.Instruction) int {
 	maxX, direct, indirect := 0, 0, 0
 	for _, in := range ins {
@@ -43,7 +45,11 @@ func reach(ins []bpf.Instruction) int {
 			direct = max(direct, int(i.Off)+i.Size)
 		case bpf.LoadMemShift:
 			direct = max(direct, int(i.Off)+1)
-			maxX = max(maxX, 60)
+			if i.Off == EthLen {
+				maxX = max(maxX, IPLen)
+			} else {
+				maxX = max(maxX, 60)
+			}
 		case bpf.LoadIndirect:
 			indirect = max(indirect, int(i.Off)+i.Size)
 		case bpf.LoadConstant:

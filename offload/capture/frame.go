@@ -47,24 +47,20 @@ func putIP(b []byte, proto uint8, src, dst netip.Addr, payload int, id uint16) {
 	binary.BigEndian.PutUint16(ip[10:], ^fold(sum(0, ip)))
 }
 
-// putUDP writes the headers of a UDP datagram from src to dst with the payload in bufs (total
-// bytes) into b (UDPHdrLen bytes).
-func putUDP(b []byte, src, dst netip.AddrPort, bufs [][]byte, total int, id uint16) {
+// putUDP writes the headers of a UDP datagram from src to dst with total bytes of payload into
+// b (UDPHdrLen bytes), its checksum left for l4Checksum.
+func putUDP(b []byte, src, dst netip.AddrPort, total int, id uint16) {
 	putIP(b, 17, src.Addr(), dst.Addr(), UDPLen+total, id)
 	u := b[EthLen+IPLen : UDPHdrLen]
 	binary.BigEndian.PutUint16(u, src.Port())
 	binary.BigEndian.PutUint16(u[2:], dst.Port())
 	binary.BigEndian.PutUint16(u[4:], uint16(UDPLen+total))
 	u[6], u[7] = 0, 0
-	c := ^fold(payloadSum(pseudo(b, 17, UDPLen+total)+sum(0, u), bufs, 0, total))
-	if c == 0 {
-		c = 0xffff // a computed zero is sent as all ones (RFC 768)
-	}
-	binary.BigEndian.PutUint16(u[6:], c)
 }
 
-// putTCP writes the headers of a TCP segment (PSH|ACK) carrying bufs' bytes [from, from+n).
-func putTCP(b []byte, src, dst netip.AddrPort, seq, ack uint32, bufs [][]byte, from, n int, id uint16) {
+// putTCP writes the headers of a TCP segment (PSH|ACK) of n bytes, its checksum left for
+// l4Checksum.
+func putTCP(b []byte, src, dst netip.AddrPort, seq, ack uint32, n int, id uint16) {
 	putIP(b, 6, src.Addr(), dst.Addr(), TCPLen+n, id)
 	t := b[EthLen+IPLen : TCPHdrLen]
 	binary.BigEndian.PutUint16(t, src.Port())
@@ -74,8 +70,29 @@ func putTCP(b []byte, src, dst netip.AddrPort, seq, ack uint32, bufs [][]byte, f
 	t[12], t[13] = 5<<4, tcpPSH|tcpACK
 	binary.BigEndian.PutUint16(t[14:], 65535)
 	t[16], t[17], t[18], t[19] = 0, 0, 0, 0
-	c := ^fold(payloadSum(pseudo(b, 6, TCPLen+n)+sum(0, t), bufs, from, n))
-	binary.BigEndian.PutUint16(t[16:], c)
+}
+
+// Where the UDP and TCP checksums lie in a synthesized frame (their last byte, plus one).
+const (
+	udpSumEnd = EthLen + IPLen + 8
+	tcpSumEnd = EthLen + IPLen + 18
+)
+
+// l4Checksum fills in the UDP (hdr UDPHdrLen) or TCP (hdr TCPHdrLen) checksum of a frame whose
+// headers are in b and whose payload is bufs' bytes [from, from+n): the one step that reads the
+// whole payload, done only for a packet recorded or a program that reads the checksum.
+func l4Checksum(b []byte, hdr int, bufs [][]byte, from, n int) {
+	l4 := b[EthLen+IPLen : hdr]
+	switch hdr {
+	case UDPHdrLen:
+		c := ^fold(payloadSum(pseudo(b, 17, UDPLen+n)+sum(0, l4), bufs, from, n))
+		if c == 0 {
+			c = 0xffff // a computed zero is sent as all ones (RFC 768)
+		}
+		binary.BigEndian.PutUint16(l4[6:], c)
+	case TCPHdrLen:
+		binary.BigEndian.PutUint16(l4[16:], ^fold(payloadSum(pseudo(b, 6, TCPLen+n)+sum(0, l4), bufs, from, n)))
+	}
 }
 
 // pseudo is the checksum of the IPv4 pseudo-header of a frame whose IP header is in b.

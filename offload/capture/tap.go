@@ -52,15 +52,15 @@ func UDP(transport, dir uint8, fd, peer int, src, dst netip.AddrPort, bufs [][]b
 	if !src.Addr().Is4() || !dst.Addr().Is4() || total < 0 || total > MaxSnapLen-UDPHdrLen {
 		return
 	}
-	s, now := begin()
+	s := begin()
 	if s == nil {
 		return
 	}
 	defer s.exit()
 	sc := scratches.Get().(*scratch)
 	defer scratches.Put(sc)
-	putUDP(sc[:], src, dst, bufs, total, ipID(s))
-	s.packet(sc, UDPHdrLen, bufs, 0, total, transport, dir, fd, peer, now)
+	putUDP(sc[:], src, dst, total, ipID(s))
+	s.packet(sc, UDPHdrLen, bufs, 0, total, transport, dir, fd, peer)
 }
 
 // TCP taps bytes [0, total) of bufs sent (Out) or received (In) on a connected socket fd from
@@ -70,7 +70,7 @@ func TCP(transport, dir uint8, fd, peer int, src, dst netip.AddrPort, seq, ack u
 	if !src.Addr().Is4() || !dst.Addr().Is4() || total <= 0 {
 		return
 	}
-	s, now := begin()
+	s := begin()
 	if s == nil {
 		return
 	}
@@ -79,8 +79,8 @@ func TCP(transport, dir uint8, fd, peer int, src, dst netip.AddrPort, seq, ack u
 	defer scratches.Put(sc)
 	for from := 0; from < total; from += MaxTCPPayload {
 		n := min(total-from, MaxTCPPayload)
-		putTCP(sc[:], src, dst, seq+uint32(from), ack, bufs, from, n, ipID(s))
-		s.packet(sc, TCPHdrLen, bufs, from, n, transport, dir, fd, peer, now)
+		putTCP(sc[:], src, dst, seq+uint32(from), ack, n, ipID(s))
+		s.packet(sc, TCPHdrLen, bufs, from, n, transport, dir, fd, peer)
 	}
 }
 
@@ -89,28 +89,23 @@ func Frame(transport, dir uint8, fd, peer int, frame []byte) {
 	if len(frame) > MaxSnapLen {
 		return
 	}
-	s, now := begin()
+	s := begin()
 	if s == nil {
 		return
 	}
 	defer s.exit()
 	sc := scratches.Get().(*scratch)
 	defer scratches.Put(sc)
-	s.packet(sc, 0, [][]byte{frame}, 0, len(frame), transport, dir, fd, peer, now)
+	s.packet(sc, 0, [][]byte{frame}, 0, len(frame), transport, dir, fd, peer)
 }
 
-// begin returns the attached session, entered, and the packet's timestamp; nil when nothing is
-// to be captured.
-func begin() (*session, int64) {
+// begin returns the attached session, entered; nil when nothing is to be captured.
+func begin() *session {
 	s := current(atomic.LoadUint64(word))
-	if s == nil {
-		return nil, 0
+	if s == nil || !s.checkAlive() || !s.enter() {
+		return nil
 	}
-	now := time.Now().UnixNano()
-	if !s.checkAlive(now) || !s.enter() {
-		return nil, 0
-	}
-	return s, now
+	return s
 }
 
 var ipIDs atomic.Uint32
@@ -120,7 +115,7 @@ func ipID(*session) uint16 { return uint16(ipIDs.Add(1)) }
 
 // packet runs the programs on a packet whose first hdr bytes are in sc, followed by bytes
 // [from, from+n) of bufs, and records it when it is to be recorded.
-func (s *session) packet(sc *scratch, hdr int, bufs [][]byte, from, n int, transport, dir uint8, fd, peer int, now int64) {
+func (s *session) packet(sc *scratch, hdr int, bufs [][]byte, from, n int, transport, dir uint8, fd, peer int) {
 	state := s.state()
 	if state == Stopped {
 		return
@@ -128,14 +123,19 @@ func (s *session) packet(sc *scratch, hdr int, bufs [][]byte, from, n int, trans
 	s.count(fd, HSeen, SSeen)
 	total := hdr + n
 	filled := hdr
-	if s.reach < 0 || s.reach > hdr {
+	if reach := s.reach; hdr == 0 || reach < 0 || reach > hdr {
 		want := total
-		if s.reach >= 0 {
-			want = min(total, s.reach)
+		if hdr > 0 && reach >= 0 {
+			want = min(total, reach)
 		}
 		filled += gather(sc[hdr:want], bufs, from)
 	}
 	pkt := sc[:total] // bytes beyond filled are never read: no program reaches them
+	summed := false
+	if hdr > 0 && (s.reach < 0 || s.reach > sumStart(hdr)) { // a program may read the checksum
+		l4Checksum(sc[:], hdr, bufs, from, n)
+		summed = true
+	}
 	var flags uint16
 	if s.filter.match(pkt) {
 		flags |= RecMatch
@@ -156,11 +156,22 @@ func (s *session) packet(sc *scratch, hdr int, bufs [][]byte, from, n int, trans
 	if !record {
 		return
 	}
+	if hdr > 0 && !summed {
+		l4Checksum(sc[:], hdr, bufs, from, n)
+	}
 	caplen := min(total, s.snap)
 	if filled < caplen {
 		gather(sc[filled:caplen], bufs, from+filled-hdr)
 	}
-	s.write(sc[:caplen], total, flags, transport, dir, fd, peer, now)
+	s.write(sc[:caplen], total, flags, transport, dir, fd, peer, time.Now().UnixNano())
+}
+
+// sumStart is where the checksum of a frame with hdr bytes of synthesized headers starts.
+func sumStart(hdr int) int {
+	if hdr == UDPHdrLen {
+		return udpSumEnd - 2
+	}
+	return tcpSumEnd - 2
 }
 
 // matchSet runs a program that may be absent; an absent one matches nothing.
