@@ -56,7 +56,18 @@ var (
 	cur atomic.Pointer[session]
 	// bad is a generation whose segment failed to attach: not tried again.
 	bad atomic.Uint64
+	// releasing counts sessions killed and not unmapped yet: a detach is acknowledged only when
+	// none is left (the tool reads the final counters then).
+	releasing atomic.Int32
 )
+
+// ackDetach acknowledges the detach the capture word w asks for (clears it) once no session is
+// being released.
+func ackDetach(w uint64) {
+	if releasing.Load() == 0 {
+		atomic.CompareAndSwapUint64(word, w, 0)
+	}
+}
 
 // current returns the session of the capture word's generation w, attaching or detaching first
 // when the word changed; nil when nothing is to be captured.
@@ -78,23 +89,22 @@ func current(w uint64) *session {
 		old.kill()
 	}
 	var s *session
-	if w&Detach != 0 || w == 0 {
-		if old != nil && old.gen == w&^Detach {
-			// Acknowledge once the segment is let go: the tool reads final counters then.
-			defer atomic.CompareAndSwapUint64(word, w, 0)
+	if w&Detach == 0 && w != 0 {
+		a, err := attach(w)
+		if err != nil {
+			bad.Store(w)
+			reportError(err)
 		} else {
-			atomic.CompareAndSwapUint64(word, w, 0)
+			s = a
+			cur.Store(s)
 		}
-	} else if a, err := attach(w); err != nil {
-		bad.Store(w)
-		reportError(err)
-	} else {
-		s = a
-		cur.Store(s)
 	}
 	mu.Unlock()
 	if old != nil {
 		old.release()
+	}
+	if w&Detach != 0 || w == 0 {
+		ackDetach(w)
 	}
 	return s
 }
@@ -183,7 +193,9 @@ func check(mem []byte) (*session, error) {
 
 // kill ends the session for new users. Under mu.
 func (s *session) kill() {
-	s.dead.Store(true)
+	if !s.dead.Swap(true) {
+		releasing.Add(1)
+	}
 	cur.CompareAndSwap(s, nil)
 }
 
@@ -195,6 +207,10 @@ func (s *session) release() {
 			runtime.Gosched()
 		}
 		_ = shmseg.Unmap(s.mem)
+		releasing.Add(-1)
+		if w := atomic.LoadUint64(word); w&Detach != 0 {
+			ackDetach(w)
+		}
 	})
 }
 

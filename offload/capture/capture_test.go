@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -282,5 +283,67 @@ func TestSweep(t *testing.T) {
 	}
 	if _, err := os.Stat(dead.Path); !os.IsNotExist(err) {
 		t.Fatalf("a dead tool's segment is still there: %v", err)
+	}
+}
+
+// TestConcurrentAttachDetach: taps on several goroutines while captures come and go: no tap
+// touches an unmapped segment (that would crash), every capture's counters add up.
+func TestConcurrentAttachDetach(t *testing.T) {
+	start, err := procstat.SelfStart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := new(uint64)
+	Init(w, os.Getpid(), func(err error) { t.Errorf("attach: %v", err) })
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	for g := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			payload := [][]byte{make([]byte, 100+g)}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if On() {
+					UDP(ShmUDP, Out, g, 0, src, dst, payload, len(payload[0]))
+				}
+			}
+		}()
+	}
+	for i := range 20 {
+		gen := uint64(os.Getpid())<<32 | uint64(1000+i)
+		seg, err := Create(Spec{Pid: os.Getpid(), UID: os.Getuid(), Gen: gen, ToolPid: os.Getpid(), ToolStart: start, Sockets: 8, RingSize: MinRingSize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		atomic.StoreUint64(w, gen)
+		records := 0
+		for range 5 {
+			time.Sleep(time.Millisecond)
+			if err := seg.Drain(func(*Record) { records++ }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		atomic.StoreUint64(w, gen|Detach)
+		for deadline := time.Now().Add(5 * time.Second); atomic.LoadUint64(w) != 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("detach not acknowledged")
+			}
+		}
+		if err := seg.Drain(func(*Record) { records++ }); err != nil {
+			t.Fatal(err)
+		}
+		c := seg.Counters()
+		if c.Seen != c.Matched || c.Captured+c.Dropped != c.Matched || uint64(records) != c.Captured {
+			t.Fatalf("capture %d: %+v, %d records read", i, c, records)
+		}
+		seg.Close()
+	}
+	close(stop)
+	for range 4 {
+		<-done
 	}
 }
