@@ -16,7 +16,8 @@ import (
 // calls it when it starts. It returns how many it removed.
 func Sweep() int {
 	prefix := "goxio." + strconv.Itoa(unix.Geteuid()) + ".cap."
-	return shmseg.Sweep(ShmDir, prefix, HeaderSize, func(name string, h []byte) bool {
+	sw := shmseg.Sweeper{Prefix: prefix, PID: shmseg.PIDField(prefix), HeaderBytes: HeaderSize}
+	sw.Judge = func(name string, h []byte) bool {
 		pidS, genS, ok := strings.Cut(strings.TrimPrefix(name, prefix), ".")
 		pid, err1 := strconv.Atoi(pidS)
 		gen, err2 := strconv.ParseUint(genS, 10, 64)
@@ -28,5 +29,6 @@ func Sweep() int {
 			toolPid, toolStart = int(binary.NativeEndian.Uint64(h[HToolPid*8:])), binary.NativeEndian.Uint64(h[HToolStart*8:])
 		}
 		return !procstat.Alive(toolPid, toolStart) || !procstat.Alive(pid, 0)
-	})
+	}
+	return sw.Sweep(ShmDir)
 }
