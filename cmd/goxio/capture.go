@@ -187,6 +187,14 @@ func (c *capturer) run() int {
 		return 1
 	}
 	c.scan()
+	for _, pid := range c.o.pids {
+		if c.targets[pid] == nil && !c.failed[pid] {
+			fmt.Fprintf(c.stderr, "goxio capture: pid %d: no goxio statistics segment in %s (not a goxio process, statistics off, or another directory: -k)\n", pid, c.o.dir)
+		}
+	}
+	if c.o.name != "" && len(c.targets) == 0 {
+		fmt.Fprintf(c.stderr, "goxio capture: no goxio process runs %s\n", c.o.name)
+	}
 	if len(c.targets) == 0 && !c.o.all {
 		fmt.Fprintln(c.stderr, "goxio capture: no goxio process to capture (is it running with statistics on, as this user?)")
 		return 1

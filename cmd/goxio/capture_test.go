@@ -37,7 +37,8 @@ func TestCaptureUsage(t *testing.T) {
 // A pid without a goxio statistics segment: nothing to capture, status 1.
 func TestCaptureNoProcess(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := cli([]string{"capture", "-k", t.TempDir(), "-p", "1", "udp"}, &out, &errb, nil); code != 1 || !strings.Contains(errb.String(), "no goxio process") {
+	if code := cli([]string{"capture", "-k", t.TempDir(), "-p", "1", "udp"}, &out, &errb, nil); code != 1 || !strings.Contains(errb.String(), "no goxio process") ||
+		!strings.Contains(errb.String(), "pid 1: no goxio statistics segment") {
 		t.Errorf("status %d, stderr %q", code, errb.String())
 	}
 }
