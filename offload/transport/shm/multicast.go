@@ -432,6 +432,9 @@ func (u *UDP) sendmmsg(c *transport.Call) (int, syscall.Errno, bool) {
 		}
 		bufs, total := umem.Iovecs(arr[:0], iov, iovlen)
 		if total >= 0 && total <= maxUDPPayload {
+			if capture.On() {
+				u.tapMulticast(c.FD, r.dst, bufs, total, true)
+			}
 			u.fanout(r, bufs, total)
 		}
 	}
