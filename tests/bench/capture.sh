@@ -6,8 +6,10 @@
 #      as it starts, the client;
 #   2. a sustained stream (tests/capture/capgen.c flood: 64 B datagrams as fast as one sender
 #      goes, received by a thread) captured to a file: datagrams sent, captured and dropped.
-# It prints a Markdown report on stdout. Run it in a network namespace of its own:
-#   unshare --net bash -c 'ip link set lo up && GOXIO_LIB=$PWD/build/libgoxio.so GOXIO_BIN=$PWD/build tests/bench/capture.sh'
+# It prints a Markdown report on stdout. tests/bench/run.sh runs it as section "capture"; alone:
+#   GOXIO_LIB=$PWD/build/libgoxio.so GOXIO_BIN=$PWD/build tests/bench/capture.sh
+# Its processes keep their statistics and segments in folders of their own, so goxio capture
+# --all sees only them.
 # Knobs: CAPBENCH_REPS (default 3), CAPBENCH_TIME (sockperf client seconds, default 3),
 # CAPBENCH_FLOOD (flood seconds, default 3), CAPBENCH_PORT (default 17300).
 set -euo pipefail
