@@ -244,9 +244,7 @@ loop:
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
-	for _, t := range c.targets {
-		t.detach()
-	}
+	detachAll(c.targets)
 	if _, err := c.drain(); err != nil && status == 0 {
 		fmt.Fprintf(c.stderr, "goxio capture: %v\n", err)
 		status = 1

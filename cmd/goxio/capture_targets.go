@@ -89,17 +89,23 @@ func attach(o *captureOptions, pid int, path string, progs [3][]bpf.RawInstructi
 	return &target{pid: pid, name: processName(pid), st: st, word: word, gen: gen, seg: seg}, nil
 }
 
-// detach asks the process to let the segment go and waits a moment for it to say so (it does at
-// its next packet; an idle process keeps the mapping, whose file is gone, until then).
-func (t *target) detach() {
-	if t.done {
-		return
+// detachAll asks every process to let its segment go, then waits a moment for them to say so
+// (a process does at its next packet; an idle one keeps the mapping, whose file is gone, until
+// then).
+func detachAll(targets map[int]*target) {
+	for _, t := range targets {
+		if !t.done {
+			t.done = true
+			atomic.CompareAndSwapUint64(t.word, t.gen, t.gen|capture.Detach)
+		}
 	}
-	t.done = true
-	atomic.CompareAndSwapUint64(t.word, t.gen, t.gen|capture.Detach)
 	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if w := atomic.LoadUint64(t.word); w != t.gen|capture.Detach || !t.st.Alive() {
-			break
+		waiting := false
+		for _, t := range targets {
+			waiting = waiting || atomic.LoadUint64(t.word) == t.gen|capture.Detach && t.st.Alive()
+		}
+		if !waiting {
+			return
 		}
 	}
 }
