@@ -168,8 +168,8 @@ type capturer struct {
 	failed  map[int]bool // pids whose attach failed (reported once)
 	ended   []*target
 
-	fired   bool     // the trigger matched (or there is none)
-	pre     []packet // the last o.pre matching packets before the trigger
+	fired   bool        // the trigger matched (or there is none)
+	pre     []capPacket // the last o.pre matching packets before the trigger
 	stopped bool
 	written int
 	last    struct {
@@ -314,13 +314,13 @@ func (c *capturer) reap() {
 // drain takes every process's new records, orders them by time and handles them; it returns
 // how many there were.
 func (c *capturer) drain() (int, error) {
-	var batch []packet
+	var batch []capPacket
 	for _, t := range c.targets {
 		if err := c.drainOne(t, &batch); err != nil {
 			return 0, err
 		}
 	}
-	slices.SortStableFunc(batch, func(a, b packet) int {
+	slices.SortStableFunc(batch, func(a, b capPacket) int {
 		switch {
 		case a.Time < b.Time:
 			return -1
@@ -340,13 +340,13 @@ func (c *capturer) drain() (int, error) {
 	return len(batch), nil
 }
 
-func (c *capturer) drainOne(t *target, batch *[]packet) error {
+func (c *capturer) drainOne(t *target, batch *[]capPacket) error {
 	var handleErr error
 	err := t.seg.Drain(func(r *capture.Record) {
 		if batch != nil {
-			*batch = append(*batch, packet{Record: r, pid: t.pid})
+			*batch = append(*batch, capPacket{Record: r, pid: t.pid})
 		} else if handleErr == nil {
-			handleErr = c.handle(packet{Record: r, pid: t.pid})
+			handleErr = c.handle(capPacket{Record: r, pid: t.pid})
 		}
 	})
 	if err != nil {
@@ -357,7 +357,7 @@ func (c *capturer) drainOne(t *target, batch *[]packet) error {
 
 // handle applies the trigger, the pre-trigger ring and the stop condition to one record and
 // writes it when it is to be written.
-func (c *capturer) handle(p packet) error {
+func (c *capturer) handle(p capPacket) error {
 	if c.stopped || c.o.count > 0 && c.written >= c.o.count {
 		return nil
 	}
@@ -416,7 +416,7 @@ func (c *capturer) captured(pid int) bool {
 	return false
 }
 
-func (c *capturer) emit(p packet) error {
+func (c *capturer) emit(p capPacket) error {
 	if c.o.count > 0 && c.written >= c.o.count {
 		return nil
 	}

@@ -21,8 +21,8 @@ import (
 // Where captured packets go: one stream (-w FILE, -w -, or text lines on stdout), or one per
 // source address, multicast group or socket (--split), each rotated by time (-G) or size (-C).
 
-// packet is a record with the process it came from.
-type packet struct {
+// capPacket is a record with the process it came from.
+type capPacket struct {
 	*capture.Record
 	pid int
 }
@@ -56,7 +56,7 @@ func (w *outputs) start() error {
 }
 
 // write writes one packet.
-func (w *outputs) write(p packet) error {
+func (w *outputs) write(p capPacket) error {
 	if w.o.write == "" {
 		if w.text == nil {
 			w.text = bufio.NewWriter(w.stdout)
@@ -104,7 +104,7 @@ func (w *outputs) close() error {
 }
 
 // splitKey is the part of a file name --split gives a packet.
-func splitKey(mode string, p packet) string {
+func splitKey(mode string, p capPacket) string {
 	src, dst := addrs(p.Data)
 	switch mode {
 	case "src":
@@ -141,7 +141,7 @@ func addrs(frame []byte) (src, dst netip.Addr) {
 }
 
 // describe is a packet's text line: time, process, socket, then what gopacket decodes.
-func describe(p packet) string {
+func describe(p capPacket) string {
 	ts := time.Unix(0, p.Time).Format("15:04:05.000000000")
 	dir := "out"
 	if p.Dir == capture.In {
@@ -179,7 +179,7 @@ type output struct {
 }
 
 // write writes a packet, opening or rotating the file first when due.
-func (w *output) write(p packet) error {
+func (w *output) write(p capPacket) error {
 	now := time.Unix(0, p.Time)
 	if w.buf != nil && w.base != "-" && (w.o.rotateSecs > 0 && now.Sub(w.opened) >= time.Duration(w.o.rotateSecs)*time.Second ||
 		w.o.rotateMB > 0 && w.size >= int64(w.o.rotateMB)*1_000_000) {
