@@ -79,6 +79,8 @@ type TCP struct {
 	wakemu    sync.Mutex
 	kConsumed uint64 // guarded by rxmu
 	rxStash   []byte // guarded by rxmu
+
+	capEnds atomic.Pointer[capEnds] // the endpoints capture records name (capture.go)
 }
 
 // Kind is transport.KindSHM.
