@@ -41,6 +41,7 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 		if errno == 0 {
 			s.st.SetState(stats.TCPListen)
 			e.decide(s, c.FD, conf.RoleTCPServer, localAddr(c.FD), remoteNone)
+			e.tcpListening(s, c.FD)
 		}
 	case transport.OpConnect:
 		if errno == 0 || errno == unix.EINPROGRESS {

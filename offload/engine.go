@@ -207,6 +207,7 @@ func (e *Engine) finish(fd int, s *Socket) {
 		if s.tcpEstablished.Load() {
 			t.Close(fd)
 		}
+		e.tcpUnlisten(s)
 		// The kernel drops a closed file from the epoll sets it is in; so does the engine from
 		// its own (an fd number reused by the next accept must be addable again).
 		e.dropMember(s)
@@ -275,6 +276,7 @@ func (e *Engine) Shutdown() {
 		if t, ok := s.tr.(*shmtcp.TCP); ok && s.tcpEstablished.Load() {
 			conns = append(conns, tcpEnd{t, fd})
 		}
+		e.tcpUnlisten(s)
 	})
 	e.reg.mu.Unlock()
 	for _, u := range socks {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/goxio/goxio/conf"
+	"github.com/goxio/goxio/offload/discovery"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/shmtcp"
 	"github.com/goxio/goxio/stats"
@@ -33,6 +34,8 @@ type Socket struct {
 	fillTick       atomic.Uint32 // data calls of a shared-memory TCP connection, for tcpFill
 	// tcp is the shared-memory TCP transport once s.tr is one (it never changes after).
 	tcp atomic.Pointer[shmtcp.TCP]
+	// listening is the discovery entry of a listening shared-memory TCP socket (tcppeer.go).
+	listening atomic.Pointer[discovery.Handle]
 
 	mu sync.Mutex // guards the fields below
 	// passthrough: handed to the kernel for good (a rule said os, or offload is disabled): the
