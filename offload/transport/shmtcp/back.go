@@ -37,11 +37,11 @@ func (t *TCP) BeforeFork(fd int) {
 		t.txmu.Unlock()
 	} else {
 		// A send in progress (asleep waiting for ring space): it goes back when it returns.
-		t.backWanted.Store(true)
+		t.tx.set(flagBackWanted)
 	}
 	conn.RequestBack()
 	t.rxmu.Lock()
-	if t.rxSwitched.Load() && conn.Readable() == 0 {
+	if t.rx.switched() && conn.Readable() == 0 {
 		t.drainWakes(fd, conn) // queued wake bytes would be data to a child reading the socket
 	}
 	t.rxmu.Unlock()
@@ -51,17 +51,14 @@ func (t *TCP) BeforeFork(fd int) {
 // switched simply never switches (side 0 then withdraws after the grace, and side 1 follows).
 // txmu is held.
 func (t *TCP) backWrite(fd int, conn *ring.Conn) {
-	if !t.txSwitched.Load() {
-		t.noSwitch.Store(true)
+	if t.tx.phase() == phaseKernel {
+		t.txNever()
 		return
 	}
-	if t.txBack.Load() {
-		return
+	sent, ok := t.txGoBack()
+	if !ok {
+		return // back already, or never switched
 	}
-	t.wakemu.Lock()
-	t.txBack.Store(true)
-	sent := t.kTx + t.wakesTx.Load()
-	t.wakemu.Unlock()
 	conn.WriteBack(sent)
 	t.env.ctr.back.Add(1)
 	t.backDone(conn)
@@ -70,24 +67,24 @@ func (t *TCP) backWrite(fd int, conn *ring.Conn) {
 // maybeBackWrite goes back when the peer asked for it or a fork wanted it while a send held
 // txmu. txmu is held.
 func (t *TCP) maybeBackWrite(fd int, conn *ring.Conn) {
-	if t.txSwitched.Load() && !t.txBack.Load() && (t.backWanted.Load() || conn.BackRequested()) {
+	if t.tx.phase() == phaseRing && (t.tx.has(flagBackWanted) || conn.BackRequested()) {
 		t.backWrite(fd, conn)
 	}
 }
 
 // txRing reports whether our sends go into the ring: after our switch and before going back.
-func (t *TCP) txRing() bool { return t.txSwitched.Load() && !t.txBack.Load() }
+func (t *TCP) txRing() bool { return t.tx.phase() == phaseRing }
 
 // peerBack is called by a receive step that found the ring empty (or ended): when the peer's
 // writer went back, it discards the kernel bytes up to the peer's count and reports true (the
 // receive continues on the kernel socket); false when the peer is still on the ring or its
 // last wake bytes are still on their way. rxmu is held.
 func (t *TCP) peerBack(fd int, conn *ring.Conn) bool {
-	if t.rxBack.Load() {
+	if t.rx.phase() == phaseBack {
 		return true
 	}
 	if t.rxStash != nil {
-		t.rxBack.Store(true) // drainWakes found data after the peer's count
+		t.rxGoBack() // drainWakes found data after the peer's count
 		return true
 	}
 	sent, ok := conn.PeerWriteBack()
@@ -108,7 +105,7 @@ func (t *TCP) peerBack(fd int, conn *ring.Conn) bool {
 		t.kConsumed += uint64(n)
 		t.wakesRx.Add(uint64(n))
 	}
-	t.rxBack.Store(true)
+	t.rxGoBack()
 	t.backDone(conn)
 	return true
 }
@@ -116,7 +113,8 @@ func (t *TCP) peerBack(fd int, conn *ring.Conn) bool {
 // backDone closes the segment once both directions are back on the kernel (and no stashed
 // byte is left): every call is then the kernel's.
 func (t *TCP) backDone(conn *ring.Conn) {
-	if t.txBack.Load() && t.rxBack.Load() && t.rxStash == nil && t.conn.CompareAndSwap(conn, nil) {
+	if t.tx.phase() == phaseBack && t.rx.phase() == phaseBack && t.rxStash == nil &&
+		t.conn.CompareAndSwap(conn, nil) {
 		_, _ = conn.Close()
 	}
 }

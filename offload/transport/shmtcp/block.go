@@ -92,7 +92,7 @@ func (t *TCP) sleep(fd int, events int16, ts *unix.Timespec) (int16, syscall.Err
 	t.sleepers.Add(1)
 	var rev int16
 	var errno syscall.Errno
-	if !t.closed.Load() {
+	if !t.end.closed() {
 		rev, errno = ppoll1(sfd, events, ts)
 	}
 	t.sleepers.Add(-1)

@@ -16,9 +16,9 @@ import (
 // kernel unaccounted while the segment opened breaks the stream: a send is missing from K (the
 // peer then drops its bytes as wake-ups), a receive may read the peer's wake bytes as data or
 // leave kernel bytes the reader's count never sees. So:
-//   - Established runs once under estmu, and marks est before it looks at anything;
-//   - a data call before est (early) runs on the kernel counted in early; one that finds est
-//     set without estDone (the segment is being opened) waits for estmu and then takes the
+//   - Established runs once under estmu, and marks est running before it looks at anything;
+//   - a data call before that (early) runs on the kernel counted in early; one that finds est
+//     running (the segment is being opened) waits for estmu and then takes the
 //     transport's path (ring or kernel for good);
 //   - Established pairs only when no early call runs and none moved a byte (kernTx, kernRx);
 //     otherwise the connection stays on the kernel for good (counted in EnvCounts.Late). The
@@ -26,7 +26,7 @@ import (
 //
 // Both sides use sequentially consistent atomics (early's add before est's load in a call, est's
 // store before early's load in Established): either Established sees the call, or the call sees
-// est and waits; a call that ended before Established looked counted its bytes before it left.
+// est running and waits; a call that ended before Established looked counted its bytes before it left.
 
 // Established tells the socket that its kernel connection fd is established (connect completed,
 // blocking or not, or accept returned it). It opens the connection segment (creating it or
@@ -36,7 +36,7 @@ import (
 // it. Data calls that went to the kernel before it (moved bytes, or still running) keep the
 // connection on the kernel.
 func (t *TCP) Established(fd int, server bool) {
-	if t.est.Load() || t.closed.Load() {
+	if t.est.Load() != estNone || t.end.closed() {
 		return
 	}
 	local, remote := sockname(fd, false), sockname(fd, true)
@@ -45,11 +45,11 @@ func (t *TCP) Established(fd int, server bool) {
 	}
 	t.estmu.Lock()
 	defer t.estmu.Unlock()
-	if t.est.Load() || t.closed.Load() {
+	if t.est.Load() != estNone || t.end.closed() {
 		return
 	}
-	t.est.Store(true)
-	defer t.estDone.Store(true) // before the unlock: a call that waited sees the outcome
+	t.est.Store(estRunning)
+	defer t.est.Store(estDone) // before the unlock: a call that waited sees the outcome
 	if t.early.Load() != 0 || t.kernTx.Load() != 0 || t.kernRx.Load() != 0 {
 		t.env.ctr.late.Add(1)
 		t.env.log.Debug("shmtcp: data calls went to the kernel before the connection was established: it stays there",
@@ -76,7 +76,7 @@ func (t *TCP) Established(fd int, server bool) {
 		t.env.ctr.attached.Add(1)
 	}
 	t.conn.Store(conn)
-	if t.closed.Load() && t.conn.CompareAndSwap(conn, nil) {
+	if t.end.closed() && t.conn.CompareAndSwap(conn, nil) {
 		_, _ = conn.Close() // Close ran meanwhile: nothing was sent, the peer withdraws
 	}
 }
@@ -85,7 +85,7 @@ func (t *TCP) Established(fd int, server bool) {
 // kernel's, counted, when Established has not started; otherwise it waits for its outcome.
 func (t *TCP) transferEarly(c transport.Call) (int, syscall.Errno, bool) {
 	t.early.Add(1)
-	if t.est.Load() {
+	if t.est.Load() != estNone {
 		t.early.Add(-1)
 		t.waitEstablished()
 		return t.TransferVia(c)
@@ -96,7 +96,7 @@ func (t *TCP) transferEarly(c transport.Call) (int, syscall.Errno, bool) {
 	return n, errno, true
 }
 
-// waitEstablished returns once a running Established stored its outcome (conn, estDone): it
+// waitEstablished returns once a running Established stored its outcome (conn, then estDone): it
 // holds estmu until then, so taking the lock is the wait.
 func (t *TCP) waitEstablished() {
 	t.estmu.Lock()

@@ -252,10 +252,9 @@ func (t *TCP) debugState() string {
 		return "rxmu held"
 	}
 	defer t.rxmu.Unlock()
-	s := fmt.Sprintf("side %d txSwitched %v kTx %d withdrew %v noSwitch %v wrShut %v ", t.side, t.txSwitched.Load(), t.kTx, t.withdrew.Load(), t.noSwitch.Load(), t.wrShut.Load())
-	s += fmt.Sprintf("rxKnown %v rxK %d kRx %d kConsumed %d rxSwitched %v rxBack %v gone %d kernEOF %v est %v estDone %v early %d",
-		t.rxKnown, t.rxK, t.kRx, t.kConsumed, t.rxSwitched.Load(), t.rxBack.Load(), t.gone.Load(), t.kernEOF.Load(),
-		t.est.Load(), t.estDone.Load(), t.early.Load())
+	s := fmt.Sprintf("side %d tx %v flags %#x kTx %d withdrew %v ", t.side, t.tx.phase(), t.tx.w.Load()&^phaseMask, t.kTx, t.withdrew.Load())
+	s += fmt.Sprintf("rx %v flags %#x rxK %d kRx %d kConsumed %d end %#x est %d early %d",
+		t.rx.phase(), t.rx.w.Load()&^phaseMask, t.rxK, t.kRx, t.kConsumed, t.end.w.Load(), t.est.Load(), t.early.Load())
 	if c := t.conn.Load(); c != nil {
 		k, ok := c.ReaderSwitch()
 		s += fmt.Sprintf(" peerK %d,%v wakePending %v", k, ok, c.WakePending())

@@ -24,7 +24,7 @@ func (t *TCP) Mode() (rx, tx bool) {
 	if t.conn.Load() == nil {
 		return false, false
 	}
-	return t.rxSwitched.Load() && !t.rxBack.Load(), t.txRing()
+	return t.rx.phase() == phaseRing, t.txRing()
 }
 
 // Readable reports whether a receive would not block: ring data, EOF (the peer shut or closed
@@ -38,18 +38,18 @@ func (t *TCP) Readable(fd int) bool {
 	}
 	t.rxmu.Lock()
 	defer t.rxmu.Unlock()
-	if t.rxBack.Load() {
+	switch t.rx.phase() {
+	case phaseBack:
 		if len(t.rxStash) > 0 {
 			return true
 		}
 		rev, e := ppoll1(fd, unix.POLLIN|unix.POLLRDHUP, &unix.Timespec{})
 		return e == 0 && rev != 0
-	}
-	if !t.rxSwitched.Load() {
+	case phaseKernel, phaseToK:
 		t.learnK(conn)
-		if !t.readerSwitched() {
+		if !t.rxSwitch() {
 			q, e := ioctlInt(fd, unix.SIOCINQ)
-			if e == 0 && q > 0 && (!t.rxKnown || t.kRx < t.rxK) {
+			if e == 0 && q > 0 && (!t.kKnown() || t.kRx < t.rxK) {
 				return true
 			}
 			rev, e := ppoll1(fd, unix.POLLIN|unix.POLLRDHUP, &unix.Timespec{})
@@ -69,12 +69,12 @@ func (t *TCP) ringReadable(avail int, ps ring.StreamState) bool {
 // ended reports, with the peer's state ps, that a receive after the switch ends at once with no
 // byte: the peer shut its writing side, reset or died, or our reading side was shut.
 func (t *TCP) ended(ps ring.StreamState) bool {
-	return t.gone.Load() != 0 || t.rdShut.Load() || ps&(ring.StateWriteShut|ring.StateReset) != 0
+	return t.end.gone() != 0 || t.rx.has(flagShut) || ps&(ring.StateWriteShut|ring.StateReset) != 0
 }
 
 // ringHup is Hup once both directions are on the ring, with the peer's state ps.
 func (t *TCP) ringHup(ps ring.StreamState) bool {
-	return t.gone.Load() != 0 || ps&ring.StateReset != 0 || (t.wrShut.Load() && ps&ring.StateWriteShut != 0)
+	return t.end.gone() != 0 || ps&ring.StateReset != 0 || (t.tx.has(flagShut) && ps&ring.StateWriteShut != 0)
 }
 
 // Writable reports whether a send would not block after our switch: a third of the ring free
@@ -90,7 +90,7 @@ func (t *TCP) Writable() bool {
 
 // writableWith is Writable after our switch, with the peer's state ps.
 func (t *TCP) writableWith(conn *ring.Conn, ps ring.StreamState) bool {
-	if t.wrShut.Load() || t.gone.Load() != 0 || ps&(ring.StateClosed|ring.StateReset) != 0 {
+	if t.tx.has(flagShut) || t.end.gone() != 0 || ps&(ring.StateClosed|ring.StateReset) != 0 {
 		return true
 	}
 	space, capacity := conn.TxSpace()
@@ -117,7 +117,7 @@ func (t *TCP) WantWritable() bool {
 // are finished (our SHUT_WR and the peer's end of writing), or it was reset or the peer died.
 func (t *TCP) Hup() bool {
 	conn := t.conn.Load()
-	if conn == nil || !t.rxSwitched.Load() || !t.txRing() || t.rxBack.Load() {
+	if conn == nil || t.rx.phase() != phaseRing || !t.txRing() {
 		return false
 	}
 	return t.ringHup(conn.PeerState())
@@ -132,21 +132,21 @@ func (t *TCP) InQueue(fd int) (int, bool) {
 	}
 	t.rxmu.Lock()
 	defer t.rxmu.Unlock()
-	if t.rxBack.Load() {
+	switch t.rx.phase() {
+	case phaseBack:
 		q, e := ioctlInt(fd, unix.SIOCINQ)
 		if e != 0 {
 			return 0, false
 		}
 		return q + len(t.rxStash), true
-	}
-	if !t.rxSwitched.Load() {
+	case phaseKernel, phaseToK:
 		t.learnK(conn)
-		if !t.readerSwitched() {
+		if !t.rxSwitch() {
 			q, e := ioctlInt(fd, unix.SIOCINQ)
 			if e != 0 {
 				return 0, false
 			}
-			if !t.rxKnown {
+			if !t.kKnown() {
 				return q, true
 			}
 			before := int(t.rxK - t.kRx)
@@ -194,16 +194,16 @@ func (t *TCP) Poll(fd int, events, kernel int16) (revents int16, ok bool) {
 	if conn == nil {
 		return kernel, false
 	}
-	if kernel == 0 && t.rxSwitched.Load() && t.txRing() && !t.rxBack.Load() {
+	if kernel == 0 && t.rx.phase() == phaseRing && t.txRing() {
 		return t.pollRings(conn, events), true
 	}
 	revents = kernel &^ (pollIn | pollOut)
-	if t.rxBack.Load() {
+	if t.rx.phase() == phaseBack {
 		revents |= kernel & pollIn
 		if t.stashed() {
 			revents |= events & pollIn
 		}
-	} else if !t.rxSwitched.Load() && !t.peerSwitched(conn) {
+	} else if !t.rx.switched() && !t.peerSwitched(conn) {
 		revents |= kernel & pollIn // kernel bytes are the peer's data
 	} else {
 		in := t.Readable(fd)
@@ -226,7 +226,7 @@ func (t *TCP) Poll(fd int, events, kernel int16) (revents int16, ok bool) {
 	if t.Hup() {
 		revents |= unix.POLLHUP
 	}
-	if t.rxSwitched.Load() && t.resetPending(conn.PeerState()) {
+	if t.rx.switched() && t.resetPending(conn.PeerState()) {
 		revents |= unix.POLLERR
 	}
 	return revents, true
@@ -256,14 +256,14 @@ func (t *TCP) pollRings(conn *ring.Conn, events int16) (revents int16) {
 // aborted, or died with a reset) that no receive or send has reported yet: the kernel's pending
 // socket error, POLLERR.
 func (t *TCP) resetPending(ps ring.StreamState) bool {
-	return !t.resetSeen.Load() && (ps&ring.StateReset != 0 || t.gone.Load() == goneReset)
+	return !t.end.resetSeen() && (ps&ring.StateReset != 0 || t.end.gone() == endGoneReset)
 }
 
 // Ended reports ended after the reader's switch (edge-triggered epoll reports it once, as the
 // kernel's wake-up for the FIN).
 func (t *TCP) Ended() bool {
 	conn := t.conn.Load()
-	return conn != nil && t.rxSwitched.Load() && t.ended(conn.PeerState())
+	return conn != nil && t.rx.switched() && t.ended(conn.PeerState())
 }
 
 // KernelEvents are the events to ask the kernel for on fd while waiting for events on the
@@ -295,12 +295,12 @@ func (t *TCP) peerSwitched(conn *ring.Conn) bool {
 func (t *TCP) drainIdle(fd int, conn *ring.Conn) {
 	t.rxmu.Lock()
 	defer t.rxmu.Unlock()
-	if t.rxBack.Load() {
+	switch t.rx.phase() {
+	case phaseBack:
 		return
-	}
-	if !t.rxSwitched.Load() {
+	case phaseKernel, phaseToK:
 		t.learnK(conn)
-		if !t.readerSwitched() {
+		if !t.rxSwitch() {
 			return // kernel bytes before K are data: only a receive takes them
 		}
 	}
@@ -310,11 +310,11 @@ func (t *TCP) drainIdle(fd int, conn *ring.Conn) {
 	eof, e := t.drainWakes(fd, conn)
 	conn.ClearWake()
 	if (eof || e != 0) && conn.PeerState()&(ring.StateWriteShut|ring.StateReset) == 0 {
-		g := int32(goneEOF)
+		g := endGoneEOF
 		if conn.Unread() > 0 {
-			g = goneReset
+			g = endGoneReset
 		}
-		t.gone.CompareAndSwap(0, g)
+		t.peerGone(g)
 	}
 }
 
@@ -324,7 +324,7 @@ func (t *TCP) drainIdle(fd int, conn *ring.Conn) {
 // before it sleeps.
 func (t *TCP) SpinConn() *ring.Conn {
 	conn := t.conn.Load()
-	if conn == nil || !t.rxSwitched.Load() || t.rxBack.Load() || t.rxSleepers.Load() > 0 {
+	if conn == nil || t.rx.phase() != phaseRing || t.rxSleepers.Load() > 0 {
 		return nil
 	}
 	return conn

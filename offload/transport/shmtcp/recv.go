@@ -76,7 +76,7 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 		}
 	}()
 	for {
-		if t.closed.Load() {
+		if t.end.closed() {
 			return got, 0, viaOS // woken by Close: 0 as after shutdown(SHUT_RD)
 		}
 		// The kernel socket (wake bytes, a dead peer's EOF or reset) is looked at before a
@@ -113,7 +113,7 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 			}
 			return -1, e, false
 		}
-		if t.rxSwitched.Load() && !t.rxBack.Load() &&
+		if t.rx.phase() == phaseRing &&
 			(p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || t.waitAvg.Load() < spinWorth)) {
 			if !spinning {
 				// No mark while another thread of ours sleeps on the connection: the peer's
@@ -142,11 +142,11 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 		// peer's wake byte away: then look at the ring again every millisecond.
 		t.Sleep(true)
 		limit := int64(0)
-		if c := t.conn.Load(); c != nil && t.rxSwitched.Load() && c.Spinners() > 0 {
+		if c := t.conn.Load(); c != nil && t.rx.switched() && c.Spinners() > 0 {
 			limit = 1e6
 		}
 		var e syscall.Errno
-		if t.rxSwitched.Load() && t.Readable(fd) {
+		if t.rx.switched() && t.Readable(fd) {
 			e = unix.EINTR // the last look (after marking) found something: go round
 		} else {
 			_, e = t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.timeout(limit))
@@ -193,15 +193,15 @@ func (t *TCP) step(fd int, d *dataCall, checkKernel bool) (n int, errno syscall.
 	t.rxmu.Lock()
 	defer t.rxmu.Unlock()
 	conn := t.conn.Load()
-	if t.rxBack.Load() {
+	switch t.rx.phase() {
+	case phaseBack:
 		return t.stepBack(fd, conn, d)
-	}
-	if !t.rxSwitched.Load() {
-		n, errno, kern, done = t.stepKernel(fd, conn, d)
-	} else {
+	case phaseRing:
 		n, errno, kern, done = t.stepRing(fd, t.settle(fd, conn, false), d, checkKernel)
+	default:
+		n, errno, kern, done = t.stepKernel(fd, conn, d)
 	}
-	if errno == unix.ECONNRESET && !kern && t.resetSeen.Swap(true) {
+	if errno == unix.ECONNRESET && !kern && !t.reportReset() {
 		// The kernel reports a reset once (to a receive or a send); after it, receives
 		// return 0 and sends fail with EPIPE.
 		return 0, 0, false, true
@@ -209,35 +209,28 @@ func (t *TCP) step(fd int, d *dataCall, checkKernel bool) (n int, errno syscall.
 	return n, errno, kern, done
 }
 
-// learnK records the peer's K once it switched; rxmu is held.
+// learnK looks whether the peer switched and records its K (rxToK); rxmu is held.
 func (t *TCP) learnK(conn *ring.Conn) {
-	if conn == nil || t.rxKnown {
+	if conn == nil || t.rx.phase() != phaseKernel {
 		return
 	}
 	if k, ok := conn.ReaderSwitch(); ok {
-		t.rxK, t.rxKnown = k, true
+		t.rxToK(k)
 	}
 }
 
-// readerSwitched is true once exactly K kernel bytes were read (or the peer's K is below what
-// we read: a broken peer, whose ring then decides); it switches the reader. rxmu is held.
-func (t *TCP) readerSwitched() bool {
-	if t.rxKnown && t.kRx >= t.rxK {
-		t.rxSwitched.Store(true)
-		return true
-	}
-	return false
-}
+// kKnown reports whether the peer's K is known (rxK holds it); rxmu is held.
+func (t *TCP) kKnown() bool { return t.rx.phase() != phaseKernel }
 
 // stepKernel is a step before the reader's switch (or on a withdrawn connection, conn nil):
 // one non-blocking kernel receive, limited to the bytes before K. rxmu is held.
 func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Errno, bool, bool) {
 	t.learnK(conn)
-	if t.readerSwitched() {
+	if t.rxSwitch() {
 		return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 	}
 	limit := d.total
-	if t.rxKnown {
+	if t.kKnown() {
 		limit = min(limit, int(t.rxK-t.kRx))
 	}
 	peek := d.flags&unix.MSG_PEEK != 0
@@ -256,7 +249,7 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 		if !peek {
 			t.kConsumed += uint64(n) // wake bytes beyond K included
 		}
-		if t.rxKnown {
+		if t.kKnown() {
 			data := min(n, int(t.rxK-t.kRx))
 			if wakes := n - data; wakes > 0 && !peek {
 				// The peer's data wake-ups, taken here rather than by drainWakes: clear the
@@ -270,18 +263,18 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 			n = data
 		}
 		if n == 0 {
-			t.readerSwitched() // everything received lay beyond K: wake-ups
+			t.rxSwitch() // everything received lay beyond K: wake-ups
 			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 		}
 		if !peek {
 			t.kRx += uint64(n)
-			t.readerSwitched()
+			t.rxSwitch()
 		}
 		t.kernRx.Add(uint64(n))
 		conn = t.settle(fd, conn, t.side == 0 && !peek)
 		return n + t.acrossK(fd, conn, d, n), 0, true, false
 	case e == unix.EAGAIN || e == unix.EINTR:
-		if t.readerSwitched() {
+		if t.rxSwitch() {
 			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 		}
 		t.settle(fd, conn, false)
@@ -289,13 +282,13 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 	case e == 0:
 		// The kernel's EOF: the end of the peer's stream unless it switched (then its ring
 		// continues the stream, and its state says how it ends).
-		if t.readerSwitched() {
+		if t.rxSwitch() {
 			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 		}
-		t.kernEOF.Store(true)
+		t.rx.set(flagKernEOF)
 		return 0, 0, true, true
 	default:
-		if t.readerSwitched() {
+		if t.rxSwitch() {
 			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 		}
 		return -1, e, true, true
@@ -311,7 +304,7 @@ func (t *TCP) acrossK(fd int, conn *ring.Conn, d *dataCall, n int) int {
 	if peek {
 		end += uint64(n)
 	}
-	if conn == nil || n >= d.total || !t.rxKnown || end != t.rxK {
+	if conn == nil || n >= d.total || !t.kKnown() || end != t.rxK {
 		return 0
 	}
 	rest := dataCall{total: d.total - n, flags: d.flags, discard: d.discard}
@@ -345,7 +338,7 @@ func (t *TCP) stepRing(fd int, conn *ring.Conn, d *dataCall, checkKernel bool) (
 	if !errors.Is(err, ring.ErrEmpty) {
 		return ringResult(n, err)
 	}
-	if g := t.gone.Load(); g != 0 {
+	if g := t.end.gone(); g != 0 {
 		return goneResult(g)
 	}
 	if !checkKernel {
@@ -358,16 +351,16 @@ func (t *TCP) stepRing(fd int, conn *ring.Conn, d *dataCall, checkKernel bool) (
 		// first; one that died (killed, exited without close) did not: then EOF, or a reset
 		// when it died with our data unread, as its kernel would have reset.
 		if conn.PeerState()&(ring.StateWriteShut|ring.StateReset) == 0 {
-			g := int32(goneEOF)
+			g := endGoneEOF
 			if conn.Unread() > 0 {
-				g = goneReset
+				g = endGoneReset
 			}
-			t.gone.CompareAndSwap(0, g)
+			t.peerGone(g)
 		}
 	}
 	n, err = t.ringRead(fd, conn, d)
 	if errors.Is(err, ring.ErrEmpty) {
-		if g := t.gone.Load(); g != 0 {
+		if g := t.end.gone(); g != 0 {
 			return goneResult(g)
 		}
 		return 0, 0, false, false
@@ -396,7 +389,7 @@ func (t *TCP) ringRead(fd int, conn *ring.Conn, d *dataCall) (int, error) {
 	}
 	n, wake, err := conn.Read(d.bufs)
 	if wake {
-		t.wakeFromReader(fd)
+		t.txOweWake(fd)
 	}
 	if n > 0 {
 		t.ringRx.Add(uint64(n))
@@ -413,7 +406,7 @@ func (t *TCP) discard(fd int, conn *ring.Conn, want int) (int, error) {
 		iov := [1][]byte{scratch[:min(want-done, len(scratch))]}
 		n, wake, err := conn.Read(iov[:])
 		if wake {
-			t.wakeFromReader(fd)
+			t.txOweWake(fd)
 		}
 		done += n
 		if err != nil || n == 0 {
@@ -441,8 +434,8 @@ func ringResult(n int, err error) (int, syscall.Errno, bool, bool) {
 }
 
 // goneResult is what a receive returns once a dead peer's ring is drained.
-func goneResult(g int32) (int, syscall.Errno, bool, bool) {
-	if g == goneReset {
+func goneResult(g uint32) (int, syscall.Errno, bool, bool) {
+	if g == endGoneReset {
 		return -1, unix.ECONNRESET, false, true
 	}
 	return 0, 0, false, true

@@ -55,7 +55,7 @@ func (t *TCP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	if d.flags&unix.MSG_OOB != 0 {
 		return -1, unix.EOPNOTSUPP, false
 	}
-	if t.wrShut.Load() {
+	if t.tx.has(flagShut) {
 		return -1, unix.EPIPE, false
 	}
 	n, errno = t.ringSend(c.FD, conn, &d, t.nonblock() || d.flags&unix.MSG_DONTWAIT != 0)
@@ -94,8 +94,8 @@ func (t *TCP) kernelSend(c *transport.Call) (int, syscall.Errno, bool) {
 // the ring any more, and a send is the kernel's, which behaves as a kernel TCP send to a closed
 // peer does (the first one is accepted and answered with a reset, the next fail with EPIPE).
 func (t *TCP) peerEnded(conn *ring.Conn) bool {
-	if g := t.gone.Load(); g != 0 {
-		return g == goneEOF
+	if g := t.end.gone(); g != 0 {
+		return g == endGoneEOF
 	}
 	ps := conn.PeerState()
 	if ps&ring.StateReset != 0 {
@@ -103,7 +103,7 @@ func (t *TCP) peerEnded(conn *ring.Conn) bool {
 	}
 	// A peer that never switched its writes ends with the kernel's EOF; whether it lives on
 	// (a half-close) or died, only its process says.
-	return ps&ring.StateClosed != 0 || (t.kernEOF.Load() && conn.PeerDead())
+	return ps&ring.StateClosed != 0 || (t.rx.has(flagKernEOF) && conn.PeerDead())
 }
 
 // settleLocked is settle for a sender, which holds txmu: side 0 withdraws after the grace, side
@@ -142,7 +142,7 @@ func (t *TCP) ringSend(fd int, conn *ring.Conn, call *dataCall, nonblock bool) (
 	backoff := int64(0)
 	txCap, _ := conn.Capacities()
 	for {
-		if t.gone.Load() != 0 || t.closed.Load() || t.wrShut.Load() {
+		if t.end.gone() != 0 || t.end.closed() || t.tx.has(flagShut) {
 			return partial(sent, unix.EPIPE)
 		}
 		n, wake, err := conn.Write(d.bufs)
@@ -161,7 +161,7 @@ func (t *TCP) ringSend(fd int, conn *ring.Conn, call *dataCall, nonblock bool) (
 		switch {
 		case err == nil, errors.Is(err, ring.ErrFull):
 		case errors.Is(err, ring.ErrReset):
-			if t.resetSeen.Swap(true) {
+			if !t.reportReset() {
 				return partial(sent, unix.EPIPE)
 			}
 			return partial(sent, unix.ECONNRESET)

@@ -30,7 +30,7 @@ func (t *TCP) sendfile(c *transport.Call) (n int, errno syscall.Errno, viaOS boo
 	if conn == nil {
 		return t.kernelSend(c)
 	}
-	if t.wrShut.Load() {
+	if t.tx.has(flagShut) {
 		return -1, unix.EPIPE, false
 	}
 	in, offp, count := int(c.A[0]), c.A[1], int(c.A[2])

@@ -29,7 +29,7 @@ func (t *TCP) Stats() Stats {
 	if conn := t.conn.Load(); conn != nil {
 		cs := conn.Stats()
 		s.Paired = true
-		s.RxRing, s.TxRing = t.rxSwitched.Load() && !t.rxBack.Load(), t.txRing()
+		s.RxRing, s.TxRing = t.rx.phase() == phaseRing, t.txRing()
 		s.TxFill, s.RxFill, s.TxCap, s.RxCap = cs.TxFill, cs.RxFill, cs.TxCap, cs.RxCap
 		s.DataWakes, s.SpaceWakes = cs.DataWakes, cs.SpaceWakes
 	}

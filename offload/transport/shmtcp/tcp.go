@@ -32,31 +32,25 @@ type TCP struct {
 	side int
 	born int64 // nanotime of Established
 
-	// Established runs once, under estmu; est is set when it starts, estDone when it ended. A
+	// Established runs once, under estmu; est is its step (estNone, estRunning, estDone). A
 	// data call before it (early) goes to the kernel as a call of an unpaired socket and is
-	// counted in early while it runs; one that finds est set waits for estmu, then uses the
+	// counted in early while it runs; one that finds it running waits for estmu, then uses the
 	// outcome. Established pairs only when no such call runs and none moved a byte (estab.go).
-	estmu   sync.Mutex
-	est     atomic.Bool
-	estDone atomic.Bool
-	early   atomic.Int32
+	estmu sync.Mutex
+	est   atomic.Uint32
+	early atomic.Int32
 
-	txmu       sync.Mutex
-	kTx        uint64      // bytes sent through the kernel; guarded by txmu
-	txSwitched atomic.Bool // our SwitchWrite happened: sends go into the ring
-	wrShut     atomic.Bool // shutdown(SHUT_WR)
+	// The state machine (state.go): each direction's phase and flags, and the connection's end.
+	rx, tx dirState
+	end    endState
 
-	rxmu       sync.Mutex
-	kRx        uint64      // bytes read from the kernel (not peeked); guarded by rxmu
-	rxK        uint64      // the peer's K once known; guarded by rxmu
-	rxKnown    bool        // guarded by rxmu
-	rxSwitched atomic.Bool // exactly K kernel bytes were read: receives read the ring
-	rdShut     atomic.Bool // shutdown(SHUT_RD)
-	// gone: the kernel connection ended (EOF or an error on a wake-up read) while the peer's
-	// segment state says nothing (killed, exited): goneEOF or goneReset, decided once.
-	gone atomic.Int32
+	txmu sync.Mutex
+	kTx  uint64 // bytes sent through the kernel; guarded by txmu
 
-	closed   atomic.Bool
+	rxmu sync.Mutex
+	kRx  uint64 // bytes read from the kernel (not peeked); guarded by rxmu
+	rxK  uint64 // the peer's K once rx is past phaseKernel; guarded by rxmu
+
 	sleepers atomic.Int32 // calls asleep in ppoll on a duplicate of the kernel socket
 	// rxSleepers counts our threads asleep in the kernel waiting for data (a receive, select,
 	// poll, epoll_wait): while there are any nobody takes a spin mark (SpinConn), so the peer
@@ -64,7 +58,6 @@ type TCP struct {
 	rxSleepers atomic.Int32
 
 	waitAvg atomic.Int64 // how long blocking receives wait for bytes, typically (ns; recv.go)
-	kernEOF atomic.Bool  // a receive before the reader's switch got the kernel's EOF
 	// lastKernel is when a receive on the ring last looked at the kernel socket (recv.go).
 	lastKernel atomic.Int64
 	rcvTimeo   atomic.Int64 // SO_RCVTIMEO in ns; 0: none
@@ -72,29 +65,19 @@ type TCP struct {
 	linger0    atomic.Bool  // SO_LINGER on with 0 seconds: close resets
 
 	ringTx, ringRx, kernTx, kernRx, wakesTx, wakesRx atomic.Uint64
-	withdrew                                         atomic.Bool
 	opts                                             atomic.Pointer[tcpOpts] // nodelay.go
-	// owed: a read freed space for the peer's waiting writer before our write switch, when no
-	// wake byte may be sent yet (it would be data before our K); the switch sends it.
-	owed      atomic.Bool
-	resetSeen atomic.Bool // a send reported ECONNRESET: later ones EPIPE
+	// withdrew: the connection had a segment and gave it up before any switch (statistics
+	// only: no call reads it to choose its path).
+	withdrew atomic.Bool
 
-	// Going back to the kernel (back.go). txBack: our writes went back (no ring write and no
-	// wake byte after it; set under wakemu, which every wake byte is sent under, so the count
-	// published is exact). backWanted: a fork found a send in progress. noSwitch: a fork came
-	// before our switch, which then never happens. rxBack: the peer's writes went back and our
-	// receives read the kernel. kConsumed counts every byte taken from the kernel socket (data
-	// and wake bytes); rxStash holds kernel data a wake drain took after the peer went back.
-	txBack, backWanted, noSwitch, rxBack atomic.Bool
-	wakemu                               sync.Mutex
-	kConsumed                            uint64 // guarded by rxmu
-	rxStash                              []byte // guarded by rxmu
+	// Going back to the kernel (back.go). wakemu: every wake byte is sent under it, and txGoBack
+	// takes it, so the count published is exact. kConsumed counts every byte taken from the
+	// kernel socket (data and wake bytes); rxStash holds kernel data a wake drain took after the
+	// peer went back.
+	wakemu    sync.Mutex
+	kConsumed uint64 // guarded by rxmu
+	rxStash   []byte // guarded by rxmu
 }
-
-const (
-	goneEOF   = 1
-	goneReset = 2
-)
 
 var _ transport.Transport = (*TCP)(nil)
 
@@ -111,7 +94,7 @@ func (t *TCP) Transfer(c transport.Call) (int, syscall.Errno) {
 // the switch, or on a connection that never switched).
 func (t *TCP) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
 	if t.conn.Load() == nil {
-		if !t.estDone.Load() {
+		if t.est.Load() != estDone {
 			return t.transferEarly(c)
 		}
 		// Established stores the segment before estDone: a call that loaded conn before the
@@ -146,11 +129,20 @@ func (t *TCP) countKernel(c *transport.Call, n int, errno syscall.Errno) {
 // side 1 once side 0 switched (its commitment). txmu is held. Reports whether sends go to the
 // ring now.
 func (t *TCP) trySwitchWrite(fd int, conn *ring.Conn) bool {
-	if t.txSwitched.Load() {
+	switch t.tx.phase() {
+	case phaseRing, phaseBack:
 		return true
+	case phaseNever:
+		return false
 	}
-	if t.wrShut.Load() || t.noSwitch.Load() {
+	if t.tx.has(flagShut) {
 		return false // shut before the switch: the kernel's FIN ends our direction
+	}
+	if t.tx.has(flagBackWanted) {
+		// A fork came while a send (on the kernel) was in progress: the child writes the
+		// kernel socket too, so our writes never switch.
+		t.txNever()
+		return false
 	}
 	if t.side == 0 {
 		if !conn.PeerAttached() {
@@ -163,25 +155,7 @@ func (t *TCP) trySwitchWrite(fd int, conn *ring.Conn) bool {
 	if err := conn.SwitchWrite(t.kTx); err != nil {
 		return false
 	}
-	t.txSwitched.Store(true)
-	if t.owed.Swap(false) {
-		t.wake(fd)
-	}
-	return true
-}
-
-// wakeFromReader sends the wake-up a read owes the peer's writer; before our write switch it
-// is owed until the switch (a byte now would be read as data). The reader stores owed before it
-// loads txSwitched, the switch stores txSwitched before it swaps owed: one of them sends.
-func (t *TCP) wakeFromReader(fd int) {
-	if t.txSwitched.Load() {
-		t.wake(fd)
-		return
-	}
-	t.owed.Store(true)
-	if t.txSwitched.Load() && t.owed.Swap(false) {
-		t.wake(fd)
-	}
+	return t.txSwitch(fd)
 }
 
 // settle is the pairing step every call before our write switch makes: commit (switch our
@@ -189,7 +163,7 @@ func (t *TCP) wakeFromReader(fd int) {
 // withdrew. dataSeen: this call just read kernel bytes from the peer. Returns the segment, nil
 // when the connection is on the kernel for good.
 func (t *TCP) settle(fd int, conn *ring.Conn, dataSeen bool) *ring.Conn {
-	if conn == nil || t.txSwitched.Load() {
+	if conn == nil || t.tx.switched() {
 		return conn
 	}
 	if t.side == 1 {
@@ -231,6 +205,7 @@ func (t *TCP) settle(fd int, conn *ring.Conn, dataSeen bool) *ring.Conn {
 // good.
 func (t *TCP) withdraw(conn *ring.Conn) {
 	if t.conn.CompareAndSwap(conn, nil) {
+		t.txNever()
 		t.withdrew.Store(true)
 		_, _ = conn.Close()
 	}
@@ -270,18 +245,18 @@ func (t *TCP) Shutdown(fd, how int) {
 	conn := t.conn.Load()
 	if how == unix.SHUT_WR || how == unix.SHUT_RDWR {
 		// A sender asleep waiting for ring space holds txmu: the switch is only tried when no
-		// send is in progress, and the sleeper sees wrShut within maxWriterSleep (EPIPE).
-		if conn != nil && !t.txSwitched.Load() && t.txmu.TryLock() {
+		// send is in progress, and the sleeper sees flagShut within maxWriterSleep (EPIPE).
+		if conn != nil && t.tx.phase() == phaseKernel && t.txmu.TryLock() {
 			t.trySwitchWrite(fd, conn)
 			t.txmu.Unlock()
 		}
-		t.wrShut.Store(true)
+		t.tx.set(flagShut)
 		if conn != nil && t.txRing() && conn.ShutdownWrite() {
 			t.wake(fd)
 		}
 	}
 	if how == unix.SHUT_RD || how == unix.SHUT_RDWR {
-		t.rdShut.Store(true)
+		t.rx.set(flagShut)
 		if conn != nil {
 			conn.ShutdownRead()
 		}
@@ -294,20 +269,20 @@ func (t *TCP) Shutdown(fd, how int) {
 // drained first so the kernel's close does not turn them into a reset. Calls asleep in the
 // transport on this socket are woken (receives return 0, sends EPIPE).
 func (t *TCP) Close(fd int) {
-	if !t.closed.CompareAndSwap(false, true) {
+	if !t.close() {
 		return
 	}
 	if conn := t.conn.Swap(nil); conn != nil {
 		var wake bool
-		if t.linger0.Load() || (t.rxSwitched.Load() && conn.Readable() > 0) {
+		if t.linger0.Load() || (t.rx.switched() && conn.Readable() > 0) {
 			wake, _ = conn.Abort()
 		} else {
 			wake, _ = conn.Close()
 		}
-		if wake && t.txSwitched.Load() {
+		if wake && t.tx.switched() {
 			t.wake(fd)
 		}
-		if t.rxSwitched.Load() && !t.rxBack.Load() {
+		if t.rx.phase() == phaseRing {
 			t.rxmu.Lock()
 			t.drainWakes(fd, nil)
 			t.rxmu.Unlock()
@@ -324,7 +299,7 @@ func (t *TCP) Close(fd int) {
 func (t *TCP) wake(fd int) {
 	t.wakemu.Lock()
 	defer t.wakemu.Unlock()
-	if t.txBack.Load() {
+	if t.tx.phase() == phaseBack {
 		return // our direction is the kernel's again: a byte would be data
 	}
 	if sendByte(fd) == 0 {
