@@ -9,4 +9,11 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
-require go.uber.org/multierr v1.10.0 // indirect
+require (
+	go.uber.org/multierr v1.10.0 // indirect
+	golang.org/x/mod v0.41.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/tools v0.51.0 // indirect
+)
+
+tool golang.org/x/tools/cmd/stringer

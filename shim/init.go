@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -173,7 +174,7 @@ func banner(p conf.Params) {
 		return
 	}
 	l.Info(rule)
-	l.Info(version.Name + " " + version.Version + " (libgoxio.so, pid " + itoa(os.Getpid()) + ")")
+	l.Info(version.Name + " " + version.Version + " (libgoxio.so, pid " + strconv.Itoa(os.Getpid()) + ")")
 	l.Info("Cmd Line: " + strings.Join(os.Args, " "))
 	for _, s := range p.NonDefault() {
 		l.Info(pad(s.Name, 32) + " " + pad(s.Value, 24) + " [" + s.Source + "]")
@@ -186,18 +187,4 @@ func pad(s string, n int) string {
 		return s
 	}
 	return s + strings.Repeat(" ", n-len(s))
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	if n == 0 {
-		return "0"
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
 }

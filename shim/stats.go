@@ -10,6 +10,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -93,7 +94,7 @@ func (commands) DumpFD(fd int, level int) {
 			continue
 		}
 		n++
-		b.WriteString("\n  fd=" + itoa(s.FD) + " " + s.Proto + " transport=" + s.Transport.String())
+		b.WriteString("\n  fd=" + strconv.Itoa(s.FD) + " " + s.Proto + " transport=" + s.Transport.String())
 		if s.Passthrough || s.Reason != 0 {
 			b.WriteString(" reason=" + s.Reason.String())
 		}
@@ -106,7 +107,7 @@ func (commands) DumpFD(fd int, level int) {
 			"B eagain=" + u64(s.EAgain) + " errors=" + u64(s.Errors))
 	}
 	if n == 0 {
-		b.WriteString(" no goxio socket with fd " + itoa(fd))
+		b.WriteString(" no goxio socket with fd " + strconv.Itoa(fd))
 	}
 	ce.Write(zap.String("sockets", b.String()))
 }
@@ -135,4 +136,4 @@ func boolStr(b bool) string {
 	return "no"
 }
 
-func u64(v uint64) string { return itoa(int(v)) }
+func u64(v uint64) string { return strconv.FormatUint(v, 10) }

@@ -3,6 +3,7 @@ package stats
 import (
 	"errors"
 	"net/netip"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,9 +16,11 @@ type recorder struct {
 	calls []string
 }
 
-func (r *recorder) SetLogLevel(level int)  { r.calls = append(r.calls, "level "+itoa(level)) }
-func (r *recorder) SetLogDetails(n int)    { r.calls = append(r.calls, "details "+itoa(n)) }
-func (r *recorder) DumpFD(fd int, lvl int) { r.calls = append(r.calls, "dump "+itoa(fd)+" "+itoa(lvl)) }
+func (r *recorder) SetLogLevel(level int) { r.calls = append(r.calls, "level "+strconv.Itoa(level)) }
+func (r *recorder) SetLogDetails(n int)   { r.calls = append(r.calls, "details "+strconv.Itoa(n)) }
+func (r *recorder) DumpFD(fd int, lvl int) {
+	r.calls = append(r.calls, "dump "+strconv.Itoa(fd)+" "+strconv.Itoa(lvl))
+}
 
 func TestCommandsRoundTrip(t *testing.T) {
 	w := newWriter(t, 4)

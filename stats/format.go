@@ -2,7 +2,6 @@ package stats
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -15,8 +14,6 @@ import (
 
 // Separator is the line between blocks in full views.
 const Separator = "======================================================"
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // FormatSocket returns the multi-line description of s. suffix is appended
 // to counter lines ("/s" for per-second deltas, "" for totals).

@@ -1,6 +1,10 @@
 package stats
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/goxio/goxio/internal/seqlock"
+)
 
 // Iomux is the writer's handle on one iomux block: select, poll, or one
 // epoll fd. Methods do nothing on a nil *Iomux.
@@ -19,14 +23,14 @@ func (w *Writer) iomuxSlot(i int) *[iomuxWords]uint64 {
 // initIomux opens iomux slot i for kind (caller serializes).
 func (w *Writer) initIomux(i int, kind IomuxKind, epfd int) *Iomux {
 	p := w.iomuxSlot(i)
-	beginWrite(&p[mSeq])
+	seqlock.Begin(&p[mSeq])
 	atomic.AddUint64(&p[mGen], 1)
 	for j := mFlags; j < iomuxWords; j++ {
 		atomic.StoreUint64(&p[j], 0)
 	}
 	atomic.StoreUint64(&p[mEpfd], uint64(int64(epfd)))
 	atomic.StoreUint64(&p[mFlags], flagInUse|uint64(kind)<<8)
-	endWrite(&p[mSeq])
+	seqlock.End(&p[mSeq])
 	m := &Iomux{w: w, idx: i}
 	m.slot.Store(p)
 	return m
@@ -78,9 +82,9 @@ func (w *Writer) CloseEpoll(m *Iomux) {
 	if p == w.iomuxScratch {
 		return
 	}
-	beginWrite(&p[mSeq])
+	seqlock.Begin(&p[mSeq])
 	atomic.StoreUint64(&p[mFlags], 0)
-	endWrite(&p[mSeq])
+	seqlock.End(&p[mSeq])
 	m.slot.Store(w.iomuxScratch)
 	w.epollUsed[m.idx-2] = false
 }

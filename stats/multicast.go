@@ -1,6 +1,8 @@
 package stats
 
 import (
+	"github.com/goxio/goxio/internal/seqlock"
+
 	"net/netip"
 	"slices"
 	"sync/atomic"
@@ -51,7 +53,7 @@ func (s *Socket) JoinGroup(g netip.Addr) bool {
 			return false
 		}
 	}
-	beginWrite(&w.hdr[hMcSeq])
+	seqlock.Begin(&w.hdr[hMcSeq])
 	ent := w.mcEntry(e)
 	if !ok {
 		hi, lo := addrWords(g)
@@ -65,10 +67,10 @@ func (s *Socket) JoinGroup(g netip.Addr) bool {
 		w.mcIndex[key] = e
 	}
 	atomic.AddUint64(&ent[mcRefs], 1)
-	beginWrite(&p[sSeq])
+	seqlock.Begin(&p[sSeq])
 	atomic.StoreUint64(&p[sMcMap+e/64], atomic.LoadUint64(&p[sMcMap+e/64])|1<<(e%64))
-	endWrite(&p[sSeq])
-	endWrite(&w.hdr[hMcSeq])
+	seqlock.End(&p[sSeq])
+	seqlock.End(&w.hdr[hMcSeq])
 	s.groups = append(s.groups, e)
 	return true
 }
@@ -91,11 +93,11 @@ func (s *Socket) LeaveGroup(g netip.Addr) {
 		return
 	}
 	s.groups = slices.Delete(s.groups, i, i+1)
-	beginWrite(&w.hdr[hMcSeq])
-	beginWrite(&p[sSeq])
+	seqlock.Begin(&w.hdr[hMcSeq])
+	seqlock.Begin(&p[sSeq])
 	atomic.StoreUint64(&p[sMcMap+e/64], atomic.LoadUint64(&p[sMcMap+e/64])&^(1<<(e%64)))
-	endWrite(&p[sSeq])
-	endWrite(&w.hdr[hMcSeq])
+	seqlock.End(&p[sSeq])
+	seqlock.End(&w.hdr[hMcSeq])
 	w.mcRelease(e)
 }
 
@@ -106,10 +108,10 @@ func (w *Writer) mcRelease(e int) {
 	if atomic.AddUint64(&ent[mcRefs], ^uint64(0)) != 0 {
 		return
 	}
-	beginWrite(&w.hdr[hMcSeq])
+	seqlock.Begin(&w.hdr[hMcSeq])
 	delete(w.mcIndex, [16]byte(wordsAddr(atomic.LoadUint64(&ent[mcAddrHi]), atomic.LoadUint64(&ent[mcAddrLo]), false).As16()))
 	atomic.StoreUint64(&ent[mcFlags], 0)
 	atomic.StoreUint64(&ent[mcAddrHi], 0)
 	atomic.StoreUint64(&ent[mcAddrLo], 0)
-	endWrite(&w.hdr[hMcSeq])
+	seqlock.End(&w.hdr[hMcSeq])
 }

@@ -1,6 +1,10 @@
 package stats
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/goxio/goxio/internal/seqlock"
+)
 
 // Pool is the writer's handle on one buffer pool slot. Methods do nothing on
 // a nil *Pool.
@@ -39,7 +43,7 @@ func (w *Writer) OpenPool(name string) *Pool {
 	w.poolUsed[idx] = true
 	w.nextID++
 	p := w.poolSlot(idx)
-	beginWrite(&p[pSeq])
+	seqlock.Begin(&p[pSeq])
 	atomic.AddUint64(&p[pGen], 1)
 	for i := pFlags; i < poolWords; i++ {
 		atomic.StoreUint64(&p[i], 0)
@@ -47,7 +51,7 @@ func (w *Writer) OpenPool(name string) *Pool {
 	atomic.StoreUint64(&p[pID], w.nextID)
 	storeString(p[pName:pNameEnd], name)
 	atomic.StoreUint64(&p[pFlags], flagInUse)
-	endWrite(&p[pSeq])
+	seqlock.End(&p[pSeq])
 	pl := &Pool{w: w, idx: idx}
 	pl.slot.Store(p)
 	return pl
@@ -65,9 +69,9 @@ func (w *Writer) ClosePool(pl *Pool) {
 	if p == w.poolScratch {
 		return
 	}
-	beginWrite(&p[pSeq])
+	seqlock.Begin(&p[pSeq])
 	atomic.StoreUint64(&p[pFlags], 0)
-	endWrite(&p[pSeq])
+	seqlock.End(&p[pSeq])
 	pl.slot.Store(w.poolScratch)
 	w.poolUsed[pl.idx] = false
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/internal/shmseg"
 )
 
 // The reader side: goxio_stats and tests map a segment and take snapshots.
@@ -84,13 +86,14 @@ func OpenSegment(path string) (*Segment, error) {
 		return nil, fmt.Errorf("open stats segment %s: %d bytes: %w", path, st.Size, ErrTruncated)
 	}
 	words := int(min(st.Size, int64(MaxSocketsLimit+1<<16)*sockWords*8) / 8)
-	mem, err := mapShared(fd, words, writable)
+	b, err := shmseg.Map(fd, words*8, writable)
 	if err != nil {
 		return nil, fmt.Errorf("open stats segment %s: %w", path, err)
 	}
+	mem := shmseg.Words(b)
 	s := &Segment{path: path, mem: mem, hdr: mem[:headerWords], writable: writable, mapped: true}
 	if err := s.validate(); err != nil {
-		unmap(mem)
+		shmseg.Unmap(b)
 		return nil, fmt.Errorf("open stats segment %s: %w", path, err)
 	}
 	return s, nil
@@ -116,7 +119,7 @@ func (s *Segment) Close() error {
 	s.mapped = false
 	mem := s.mem
 	s.mem, s.hdr = nil, nil
-	return unmap(mem)
+	return shmseg.Unmap(shmseg.Bytes(mem))
 }
 
 // Path returns the segment's file name.
@@ -249,7 +252,7 @@ func (s *Segment) Snapshot() (snap *Snapshot, err error) {
 	buf := make([]uint64, max(ringWords, poolWords, iomuxWords))
 	for i := range g.ringCount {
 		off := g.ringOff + i*g.ringWords
-		if rd.read(s.mem[off:off+ringWords], buf) {
+		if rd.Read(s.mem[off:off+ringWords], buf) {
 			if r, ok := decodeRing(i, buf); ok {
 				snap.Rings = append(snap.Rings, r)
 			}
@@ -257,7 +260,7 @@ func (s *Segment) Snapshot() (snap *Snapshot, err error) {
 	}
 	for i := range g.poolCount {
 		off := g.poolOff + i*g.poolWords
-		if rd.read(s.mem[off:off+poolWords], buf) {
+		if rd.Read(s.mem[off:off+poolWords], buf) {
 			if p, ok := decodePool(i, buf); ok {
 				snap.Pools = append(snap.Pools, p)
 			}
@@ -265,7 +268,7 @@ func (s *Segment) Snapshot() (snap *Snapshot, err error) {
 	}
 	for i := range g.iomuxCount {
 		off := g.iomuxOff + i*g.iomuxWords
-		if rd.read(s.mem[off:off+iomuxWords], buf) {
+		if rd.Read(s.mem[off:off+iomuxWords], buf) {
 			if m, ok := decodeIomux(i, buf); ok {
 				snap.Iomux = append(snap.Iomux, m)
 			}
@@ -301,7 +304,7 @@ func (s *Segment) readSockets() ([]SocketSnapshot, int) {
 		if atomic.LoadUint64(&slot[sFlags])&flagInUse == 0 && atomic.LoadUint64(&slot[sSeq])&1 == 0 {
 			continue
 		}
-		if !rd.read(slot, buf[:]) {
+		if !rd.Read(slot, buf[:]) {
 			busy++
 			continue
 		}
@@ -358,7 +361,7 @@ func (s *Segment) zero(keep func(fd int) bool, taken func(fd int, c Counter, v u
 	for i := range s.sockHigh() {
 		off := g.sockOff + i*g.sockWords
 		p := s.mem[off : off+sockWords]
-		if !rd.read(p, buf[:]) || buf[sFlags]&flagInUse == 0 {
+		if !rd.Read(p, buf[:]) || buf[sFlags]&flagInUse == 0 {
 			continue
 		}
 		if keep != nil && !keep(int(int32(buf[sFD]))) {

@@ -1,6 +1,10 @@
 package stats
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/goxio/goxio/internal/seqlock"
+)
 
 // Ring is the writer's handle on one ring slot: a shared-memory ring pair to
 // a peer, or an AF_XDP queue. Methods do nothing on a nil *Ring.
@@ -39,7 +43,7 @@ func (w *Writer) OpenRing(t Transport, name string) *Ring {
 	w.ringUsed[idx] = true
 	w.nextID++
 	p := w.ringSlot(idx)
-	beginWrite(&p[rSeq])
+	seqlock.Begin(&p[rSeq])
 	atomic.AddUint64(&p[rGen], 1)
 	for i := rFlags; i < ringWords; i++ {
 		atomic.StoreUint64(&p[i], 0)
@@ -47,7 +51,7 @@ func (w *Writer) OpenRing(t Transport, name string) *Ring {
 	atomic.StoreUint64(&p[rID], w.nextID)
 	storeString(p[rName:rNameEnd], name)
 	atomic.StoreUint64(&p[rFlags], flagInUse|uint64(t)<<8)
-	endWrite(&p[rSeq])
+	seqlock.End(&p[rSeq])
 	r := &Ring{w: w, idx: idx}
 	r.slot.Store(p)
 	return r
@@ -65,9 +69,9 @@ func (w *Writer) CloseRing(r *Ring) {
 	if p == w.ringScratch {
 		return
 	}
-	beginWrite(&p[rSeq])
+	seqlock.Begin(&p[rSeq])
 	atomic.StoreUint64(&p[rFlags], 0)
-	endWrite(&p[rSeq])
+	seqlock.End(&p[rSeq])
 	r.slot.Store(w.ringScratch)
 	w.ringUsed[r.idx] = false
 }

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"net/netip"
+	"strconv"
 	"time"
 )
 
@@ -155,7 +156,7 @@ func (s *Socket) Snapshot() SocketSnapshot {
 	}
 	p := s.slot.Load()
 	var buf [sockWords]uint64
-	if p == s.w.sockScratch || !newSlotReader().read(p[:], buf[:]) {
+	if p == s.w.sockScratch || !newSlotReader().Read(p[:], buf[:]) {
 		return SocketSnapshot{FD: -1}
 	}
 	snap, ok := decodeSocket(s.idx, buf[:])
@@ -297,7 +298,7 @@ func (m IomuxSnapshot) Delta(prev IomuxSnapshot) IomuxSnapshot {
 // Name returns "select", "poll" or "epoll[FD]".
 func (m IomuxSnapshot) Name() string {
 	if m.Kind == IomuxEpoll {
-		return "epoll[" + itoa(m.Epfd) + "]"
+		return "epoll[" + strconv.Itoa(m.Epfd) + "]"
 	}
 	return m.Kind.String()
 }

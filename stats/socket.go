@@ -1,6 +1,8 @@
 package stats
 
 import (
+	"github.com/goxio/goxio/internal/seqlock"
+
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -44,7 +46,7 @@ func (w *Writer) Open(fd int) *Socket {
 	idx := int(w.freeSocks[n-1])
 	w.freeSocks = w.freeSocks[:n-1]
 	p := w.sockSlot(idx)
-	beginWrite(&p[sSeq])
+	seqlock.Begin(&p[sSeq])
 	atomic.AddUint64(&p[sGen], 1)
 	for i := sFD; i < sockWords; i++ {
 		atomic.StoreUint64(&p[i], 0)
@@ -52,7 +54,7 @@ func (w *Writer) Open(fd int) *Socket {
 	atomic.StoreUint64(&p[sFD], uint64(int64(fd)))
 	atomic.StoreUint64(&p[sOpened], uint64(time.Now().UnixNano()))
 	atomic.StoreUint64(&p[sFlags], flagInUse)
-	endWrite(&p[sSeq])
+	seqlock.End(&p[sSeq])
 	if idx+1 > w.sockHigh {
 		w.sockHigh = idx + 1
 		atomic.StoreUint64(&w.hdr[hSockHigh], uint64(w.sockHigh))
@@ -86,12 +88,12 @@ func (w *Writer) CloseSocket(s *Socket) {
 	if p == w.sockScratch {
 		return
 	}
-	beginWrite(&p[sSeq])
+	seqlock.Begin(&p[sSeq])
 	atomic.StoreUint64(&p[sFlags], 0)
 	for i := sMcMap; i < sMcMapEnd; i++ {
 		atomic.StoreUint64(&p[i], 0)
 	}
-	endWrite(&p[sSeq])
+	seqlock.End(&p[sSeq])
 	for _, e := range s.groups {
 		w.mcRelease(e)
 	}
@@ -127,9 +129,9 @@ func (s *Socket) update(f func(p *[sockWords]uint64)) {
 	if p == s.w.sockScratch {
 		return
 	}
-	beginWrite(&p[sSeq])
+	seqlock.Begin(&p[sSeq])
 	f(p)
-	endWrite(&p[sSeq])
+	seqlock.End(&p[sSeq])
 }
 
 // SetInfo records family, type, protocol, inode and blocking mode.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/internal/shmseg"
 )
 
 // ErrDisabled is returned by Create for an empty directory: statistics are
@@ -18,8 +20,8 @@ var ErrDisabled = errors.New("stats disabled (empty VMA_STATS_SHMEM_DIR)")
 
 // ErrNoSpace wraps the error of a segment that could not be allocated
 // because its file system is full (ENOSPC, EDQUOT): the library runs without
-// statistics.
-var ErrNoSpace = errors.New("no space for the stats segment")
+// statistics. It is internal/shmseg's, which every segment of the library uses.
+var ErrNoSpace = shmseg.ErrNoSpace
 
 // Writer owns a process's segment. It is used from inside the host process:
 // it holds no file descriptor after Create, starts no goroutine, uses no
@@ -127,47 +129,17 @@ func Create(dir string, maxSockets int, info ProcessInfo) (*Writer, error) {
 	return w, nil
 }
 
-// createFile creates path exclusively (0600, no symlink following), reserves
-// words*8 bytes, maps them shared and closes the descriptor.
+// createFile creates path (0600, no symlink following; internal/shmseg), reserves words*8
+// bytes and maps them shared. A stale file of the same name is replaced.
 func createFile(path string, words int) ([]uint64, error) {
-	if err := unix.Unlink(path); err != nil && err != unix.ENOENT {
-		return nil, fmt.Errorf("create stats segment: remove stale %s: %w", path, err)
+	if err := shmseg.Unlink(path); err != nil {
+		return nil, fmt.Errorf("create stats segment: remove stale: %w", err)
 	}
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	mem, err := shmseg.Create(path, words*8)
 	if err != nil {
-		return nil, fmt.Errorf("create stats segment %s: %w", path, err)
+		return nil, fmt.Errorf("create stats segment: %w", err)
 	}
-	fail := func(err error) ([]uint64, error) {
-		unix.Close(fd)
-		unix.Unlink(path)
-		return nil, err
-	}
-	size := int64(words) * 8
-	for {
-		err = unix.Fallocate(fd, 0, 0, size)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	switch {
-	case err == nil:
-	case err == unix.ENOSPC || err == unix.EDQUOT:
-		return fail(fmt.Errorf("create stats segment %s (%d bytes): %w: %w", path, size, ErrNoSpace, err))
-	case err == unix.EOPNOTSUPP || err == unix.ENOSYS:
-		// A file system without fallocate: size the file; pages are then
-		// allocated on first touch, which we do right away below.
-		if err := unix.Ftruncate(fd, size); err != nil {
-			return fail(fmt.Errorf("create stats segment %s: ftruncate: %w", path, err))
-		}
-	default:
-		return fail(fmt.Errorf("create stats segment %s: fallocate: %w", path, err))
-	}
-	mem, err := mapShared(fd, words, true)
-	if err != nil {
-		return fail(fmt.Errorf("create stats segment %s: %w", path, err))
-	}
-	unix.Close(fd)
-	return mem, nil
+	return shmseg.Words(mem), nil
 }
 
 // Path returns the segment's file name.
@@ -202,7 +174,7 @@ func (w *Writer) Close() error {
 	if err := unix.Unlink(w.path); err != nil && err != unix.ENOENT {
 		errs = append(errs, fmt.Errorf("close stats segment: unlink %s: %w", w.path, err))
 	}
-	if err := remapAnonymous(w.mem); err != nil {
+	if err := shmseg.Retire(shmseg.Bytes(w.mem)); err != nil {
 		errs = append(errs, fmt.Errorf("close stats segment: %w", err))
 	}
 	return errors.Join(errs...)

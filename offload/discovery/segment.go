@@ -7,13 +7,16 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/internal/shmseg"
 )
 
 // Errors of the directory segment.
 var (
 	// ErrNoSpace wraps the error of a segment that could not be created
-	// because its file system is full (ENOSPC, EDQUOT).
-	ErrNoSpace = errors.New("no space for the discovery segment")
+	// because its file system is full (ENOSPC, EDQUOT). It is internal/shmseg's,
+	// which every segment of the library uses.
+	ErrNoSpace = shmseg.ErrNoSpace
 	// ErrIncompatible is returned by Open for a file that is not a
 	// directory segment of this version, not owned by this user or readable
 	// by others.
@@ -111,98 +114,32 @@ func openExisting(path string) ([]uint64, error) {
 	case st.Size != int64(words)*8:
 		return nil, fmt.Errorf("%s: %w: size %d, want %d", path, ErrIncompatible, st.Size, words*8)
 	}
-	mem, err := mapShared(fd, words)
+	b, err := shmseg.Map(fd, words*8, true)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	mem := shmseg.Words(b)
 	if atomic.LoadUint64(&mem[hMagic]) != magic ||
 		atomic.LoadUint64(&mem[hVersion]) != version|entryWords<<32 ||
 		atomic.LoadUint64(&mem[hEntries]) != Entries ||
 		atomic.LoadUint64(&mem[hHeaderWords]) != headerWords {
-		unmap(mem)
+		shmseg.Unmap(b)
 		return nil, fmt.Errorf("%s: %w: unknown header", path, ErrIncompatible)
 	}
 	return mem, nil
 }
 
-// create builds a complete segment and links it at path; an error wrapping
-// EEXIST when another process linked one first. It builds it in an unnamed
-// file (O_TMPFILE, which leaves nothing behind if we die half-way) when
-// unnamed is set and the file system supports it, else in a named temporary
-// file.
+// create builds a complete segment and links it at path (internal/shmseg.CreateLinked: an
+// opener only ever sees a complete segment); an error wrapping EEXIST when another process
+// linked one first. unnamed false forces the named temporary file (tests).
 func create(dir, path string, unnamed bool) error {
-	words := segmentWords(Entries)
-	fd, err := -1, error(unix.EOPNOTSUPP)
-	if unnamed {
-		fd, err = unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
-	}
-	tmp := ""
-	if err != nil {
-		// File systems without O_TMPFILE: a named temporary file.
-		tmp = path + "." + strconv.Itoa(unix.Getpid()) + ".tmp"
-		unix.Unlink(tmp) // a leftover of a previous image of this pid
-		fd, err = unix.Open(tmp, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
-		if err != nil {
-			return fmt.Errorf("create %s: %w", tmp, err)
-		}
-	}
-	defer func() {
-		unix.Close(fd)
-		if tmp != "" {
-			unix.Unlink(tmp)
-		}
-	}()
-	if err := reserve(fd, int64(words)*8); err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	mem, err := mapShared(fd, words)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	atomic.StoreUint64(&mem[hVersion], version|entryWords<<32)
-	atomic.StoreUint64(&mem[hEntries], Entries)
-	atomic.StoreUint64(&mem[hHeaderWords], headerWords)
-	atomic.StoreUint64(&mem[hMagic], magic)
-	if err := unmap(mem); err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	if tmp != "" {
-		if err := unix.Link(tmp, path); err != nil {
-			return fmt.Errorf("link %s: %w", path, err)
-		}
-		return nil
-	}
-	err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW)
-	if err != nil {
-		return fmt.Errorf("link %s: %w", path, err)
-	}
-	return nil
-}
-
-// reserve allocates size bytes for fd so that a full file system is an
-// error now, not a SIGBUS at the first store.
-func reserve(fd int, size int64) error {
-	var err error
-	for {
-		err = unix.Fallocate(fd, 0, 0, size)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	switch {
-	case err == nil:
-		return nil
-	case err == unix.ENOSPC || err == unix.EDQUOT:
-		return fmt.Errorf("fallocate %d bytes: %w: %w", size, ErrNoSpace, err)
-	case err == unix.EOPNOTSUPP:
-		// No fallocate on this file system: size the file; the pages are
-		// then touched by the header writes and by use.
-		if err := unix.Ftruncate(fd, size); err != nil {
-			return fmt.Errorf("ftruncate %d bytes: %w", size, err)
-		}
-		return nil
-	}
-	return fmt.Errorf("fallocate %d bytes: %w", size, err)
+	return shmseg.CreateLinked(dir, path, segmentWords(Entries)*8, unnamed, func(b []byte) {
+		mem := shmseg.Words(b)
+		atomic.StoreUint64(&mem[hVersion], version|entryWords<<32)
+		atomic.StoreUint64(&mem[hEntries], Entries)
+		atomic.StoreUint64(&mem[hHeaderWords], headerWords)
+		atomic.StoreUint64(&mem[hMagic], magic)
+	})
 }
 
 // Path returns the segment's file path.
@@ -241,7 +178,7 @@ func (d *Dir) Close() error {
 	if d == nil || d.closed.Swap(true) {
 		return nil
 	}
-	if err := unmap(d.mem); err != nil {
+	if err := shmseg.Unmap(shmseg.Bytes(d.mem)); err != nil {
 		return fmt.Errorf("close discovery segment %s: %w", d.path, err)
 	}
 	return nil

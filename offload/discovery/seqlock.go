@@ -1,20 +1,20 @@
 package discovery
 
 import (
-	"runtime"
 	"sync/atomic"
+
+	"github.com/goxio/goxio/internal/seqlock"
 )
 
-// Seqlock per entry. The lock word holds the pid of the process writing the
-// entry (high 32 bits) and a sequence (low 32 bits) that is odd while a write
-// is in progress. Writers take it with a compare-and-swap from an even value,
-// so two writers (the owner and a process sweeping a dead owner's entry)
-// never overlap; readers copy the entry between two equal, even reads of the
-// lock word and never write.
+// Seqlock per entry (internal/seqlock): the lock word eLock holds the pid of the process
+// writing the entry (high 32 bits) and a sequence that is odd while a write is in progress.
+// Writers take it with a compare-and-swap from an even value, so two writers (the owner and a
+// process sweeping a dead owner's entry) never overlap; readers copy the entry between two
+// equal, even reads of the lock word and never write.
 //
-// A process killed while writing leaves the sequence odd for good. Readers
-// give up on such an entry after readTries (it is skipped, never waited for),
-// and Sweep takes the lock over from a holder that no longer exists.
+// A process killed while writing leaves the sequence odd for good. Readers give up on such an
+// entry after readTries (it is skipped, never waited for), and Sweep takes the lock over from a
+// holder that no longer exists.
 
 const (
 	// readTries bounds the attempts to read one entry: a write is a few
@@ -32,10 +32,10 @@ const (
 )
 
 // lockSeq returns the sequence part of a lock word.
-func lockSeq(l uint64) uint32 { return uint32(l) }
+func lockSeq(l uint64) uint32 { return seqlock.Seq(l) }
 
 // lockHolder returns the pid part of a lock word.
-func lockHolder(l uint64) int { return int(l >> 32) }
+func lockHolder(l uint64) int { return seqlock.Holder(l) }
 
 // readResult tells what readEntry found.
 type readResult int
@@ -50,74 +50,37 @@ const (
 // readTries tries and at least two from *budget (nil: no budget). The lock
 // word is left in dst[eLock] (the last one seen when busy).
 func readEntry(e []uint64, dst *[entryWords]uint64, budget *int) readResult {
-	tries := readTries
+	r := seqlock.Reader{Tries: readTries, Budget: readTries}
 	if budget != nil {
-		tries = max(min(tries, *budget), 2)
+		r.Budget = *budget
 	}
-	for try := 0; try < tries; try++ {
-		if budget != nil {
-			*budget--
-		}
-		l1 := atomic.LoadUint64(&e[eLock])
-		if lockSeq(l1)&1 != 0 {
-			dst[eLock] = l1
-			if try%64 == 63 {
-				runtime.Gosched()
-			}
-			continue
-		}
-		for i := 1; i < entryWords; i++ {
-			dst[i] = atomic.LoadUint64(&e[i])
-		}
-		if atomic.LoadUint64(&e[eLock]) == l1 {
-			dst[eLock] = l1
-			if uint32(dst[eOwner]) == 0 {
-				return readFree
-			}
-			return readOK
-		}
+	ok := r.Read(e, dst[:])
+	if budget != nil {
+		*budget = r.Budget
 	}
-	return readBusy
+	switch {
+	case !ok:
+		return readBusy
+	case uint32(dst[eOwner]) == 0:
+		return readFree
+	}
+	return readOK
 }
 
 // tryLock takes the lock of slot e from the even value l for pid; it
 // returns the odd value now held.
-func tryLock(e []uint64, l uint64, pid int) (uint64, bool) {
-	if lockSeq(l)&1 != 0 {
-		return 0, false
-	}
-	held := uint64(uint32(pid))<<32 | uint64(lockSeq(l)+1)
-	return held, atomic.CompareAndSwapUint64(&e[eLock], l, held)
-}
+func tryLock(e []uint64, l uint64, pid int) (uint64, bool) { return seqlock.TryLock(&e[eLock], l, pid) }
 
 // lock takes the lock of slot e for pid, waiting a bounded time for another
 // writer; false when the lock stayed held.
-func lock(e []uint64, pid int) (uint64, bool) {
-	for try := 0; try < lockTries; try++ {
-		if held, ok := tryLock(e, atomic.LoadUint64(&e[eLock]), pid); ok {
-			return held, true
-		}
-		if try%64 == 63 {
-			runtime.Gosched()
-		}
-	}
-	return 0, false
-}
+func lock(e []uint64, pid int) (uint64, bool) { return seqlock.Lock(&e[eLock], pid, lockTries) }
 
 // unlock publishes the writes made under the held lock value.
-func unlock(e []uint64, held uint64) {
-	atomic.StoreUint64(&e[eLock], uint64(lockSeq(held)+1))
-}
+func unlock(e []uint64, held uint64) { seqlock.Unlock(&e[eLock], held) }
 
 // steal takes over a lock stuck at the odd value l (its holder is dead) for
 // pid: the sequence stays odd but changes, so only one process succeeds.
-func steal(e []uint64, l uint64, pid int) (uint64, bool) {
-	if lockSeq(l)&1 == 0 {
-		return 0, false
-	}
-	held := uint64(uint32(pid))<<32 | uint64(lockSeq(l)+2)
-	return held, atomic.CompareAndSwapUint64(&e[eLock], l, held)
-}
+func steal(e []uint64, l uint64, pid int) (uint64, bool) { return seqlock.Steal(&e[eLock], l, pid) }
 
 // clearEntry zeroes every word of slot e but the lock (the slot becomes
 // free). The caller holds the lock.

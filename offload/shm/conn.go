@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/goxio/goxio/internal/shmseg"
 )
 
 // StreamState is the state word of one side of a connection: bits that side sets and never
@@ -198,7 +200,7 @@ func (c *Conn) close(s StreamState) (bool, error) {
 	if c.side == 0 {
 		first = removeOwnName(c.path, c.dev, c.ino)
 	}
-	if err := unmap(c.mem); err != nil && first == nil {
+	if err := shmseg.Unmap(c.mem); err != nil && first == nil {
 		first = err
 	}
 	c.mem = nil

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/goxio/goxio/internal/shmseg"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -73,7 +75,7 @@ func OpenConn(cfg ConnConfig) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open conn %s: own start time: %w", name, err)
 	}
-	path := joinPath(cfg.Dir, name)
+	path := shmseg.Join(cfg.Dir, name)
 	for range 4 {
 		c, err := createConn(cfg, name, path, pid, start)
 		if err == nil || !errors.Is(err, unix.EEXIST) {
@@ -102,8 +104,8 @@ func createConn(cfg ConnConfig, name, path string, pid int, start uint64) (*Conn
 	// "entropy blocked" warning), which starts the Go netpoller (epoll_create1, eventfd2)
 	// inside the program.
 	if _, err := unix.Getrandom(tok[:], 0); err != nil {
-		unmap(mem)
-		unlink(tmp)
+		shmseg.Unmap(mem)
+		shmseg.Unlink(tmp)
 		return nil, fmt.Errorf("open conn %s: token: %w", name, err)
 	}
 	initConn(mem, cap0, cap1, cfg, max(binary.NativeEndian.Uint64(tok[:]), 1), pid, start)
@@ -112,9 +114,9 @@ func createConn(cfg ConnConfig, name, path string, pid int, start uint64) (*Conn
 	if err == nil {
 		err = unix.Link(tmp, path)
 	}
-	unlink(tmp)
+	shmseg.Unlink(tmp)
 	if err != nil {
-		unmap(mem)
+		shmseg.Unmap(mem)
 		return nil, fmt.Errorf("open conn %s: link: %w", name, err)
 	}
 	c := newConn(mem, 0, cap0, cap1, name, path)
@@ -225,22 +227,22 @@ func attachConn(cfg ConnConfig, name, path string, pid int, start uint64) (c *Co
 	if size < int64(connSize(MinStreamBytes, MinStreamBytes)) || size > int64(connSize(MaxStreamBytes, MaxStreamBytes)) {
 		return nil, true, removeLocked(path)
 	}
-	mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := shmseg.Map(fd, int(size), true)
 	if err != nil {
 		return nil, false, fmt.Errorf("open conn %s: mmap: %w", name, err)
 	}
 	cap0, cap1, v := judgeConn(mem, cfg)
 	switch v {
 	case busy:
-		unmap(mem)
+		shmseg.Unmap(mem)
 		return nil, false, fmt.Errorf("open conn %s: held by a live segment of another connection: %w", name, unix.EEXIST)
 	case stale:
-		unmap(mem)
+		shmseg.Unmap(mem)
 		return nil, true, removeLocked(path)
 	}
 	tagp := word64(mem, sideOff(1)+sdTag)
 	if !atomic.CompareAndSwapUint64(tagp, 0, uint64(uint32(pid))<<32) {
-		unmap(mem)
+		shmseg.Unmap(mem)
 		return nil, true, removeLocked(path)
 	}
 	atomic.StoreUint64(word64(mem, sideOff(1)+sdStart), start)
@@ -287,7 +289,7 @@ func lockName(path string) (int, unix.Stat_t, error) {
 }
 
 // removeLocked unlinks path; the caller holds the lock of the file it names (lockName).
-func removeLocked(path string) error { return unlink(path) }
+func removeLocked(path string) error { return shmseg.Unlink(path) }
 
 // removeOwnName unlinks path if it still names our file (dev, ino), under its lock.
 func removeOwnName(path string, dev, ino uint64) error {

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/goxio/goxio/internal/shmseg"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -19,7 +21,7 @@ import (
 // are also replaced on demand by OpenConn; the sweep only frees the memory of tuples that do
 // not come back.
 func SweepConns(dir string) int {
-	names, ok := dirNames(dir)
+	names, ok := shmseg.Names(dir)
 	if !ok {
 		return 0
 	}
@@ -28,10 +30,10 @@ func SweepConns(dir string) int {
 		if !strings.HasPrefix(name, connNamePrefix) {
 			continue
 		}
-		path := joinPath(dir, name)
+		path := shmseg.Join(dir, name)
 		if i := strings.Index(name, ".new."); i >= 0 {
 			pidStr, _, _ := strings.Cut(name[i+len(".new."):], ".")
-			if pid, err := strconv.Atoi(pidStr); err == nil && !processAlive(pid, 0) && unlink(path) == nil {
+			if pid, err := strconv.Atoi(pidStr); err == nil && !processAlive(pid, 0) && shmseg.Unlink(path) == nil {
 				removed++
 			}
 			continue

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/goxio/goxio/internal/shmseg"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -134,7 +136,7 @@ func TestConnCreatorCloseRemovesName(t *testing.T) {
 func TestConnStale(t *testing.T) {
 	dir := testDir(t)
 	name := ConnName(7, testA, testB)
-	path := joinPath(dir, name)
+	path := shmseg.Join(dir, name)
 	deadPID := deadProcess(t)
 
 	// A complete segment as b's peer would have made it, then spoiled.
@@ -147,7 +149,7 @@ func TestConnStale(t *testing.T) {
 		pid, start, _ := selfIdentity()
 		initConn(mem, MinStreamBytes, MinStreamBytes, connCfg(dir, testA, testB, 0, 0), 99, pid, start)
 		spoil(mem)
-		unmap(mem)
+		shmseg.Unmap(mem)
 	}
 	cases := map[string]func(mem []byte){
 		"dead creator": func(mem []byte) {
@@ -260,17 +262,17 @@ func TestSweepConns(t *testing.T) {
 	dir := testDir(t)
 	live := mustOpen(t, connCfg(dir, testA, testB, 0, 0))
 	dead := deadProcess(t)
-	mem, err := createSegment(joinPath(dir, ConnName(7, netipPort(1), testB)), connSize(MinStreamBytes, MinStreamBytes))
+	mem, err := createSegment(shmseg.Join(dir, ConnName(7, netipPort(1), testB)), connSize(MinStreamBytes, MinStreamBytes))
 	if err != nil {
 		t.Fatal(err)
 	}
 	initConn(mem, MinStreamBytes, MinStreamBytes, connCfg(dir, netipPort(1), testB, 0, 0), 1, dead, 1)
-	unmap(mem)
-	tmp := joinPath(dir, live.Name()+".new."+strconv.Itoa(dead)+".1")
+	shmseg.Unmap(mem)
+	tmp := shmseg.Join(dir, live.Name()+".new."+strconv.Itoa(dead)+".1")
 	if fd, err := unix.Open(tmp, unix.O_CREAT|unix.O_RDWR, 0o600); err == nil {
 		unix.Close(fd)
 	}
-	other := joinPath(dir, "not-a-conn")
+	other := shmseg.Join(dir, "not-a-conn")
 	if fd, err := unix.Open(other, unix.O_CREAT|unix.O_RDWR, 0o600); err == nil {
 		unix.Close(fd)
 	}

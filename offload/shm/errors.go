@@ -1,11 +1,16 @@
 package shm
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/goxio/goxio/internal/shmseg"
+)
 
 // Sentinel errors; the package wraps them with an operation prefix, so test with errors.Is.
 var (
 	// ErrNoSpace: the file system holding the segments is full (ENOSPC or EDQUOT at creation).
-	ErrNoSpace = errors.New("shm: no space for segment")
+	// It is internal/shmseg's, which every segment of the library uses.
+	ErrNoSpace = shmseg.ErrNoSpace
 	// ErrFull: no free slot in the inbox (DialInbox), or the datagram does not fit in the ring
 	// (Send, which counts a drop).
 	ErrFull = errors.New("shm: full")

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 	"testing"
+
+	"github.com/goxio/goxio/internal/shmseg"
 )
 
 // Fuzzing what the consumer reads from shared memory. Seeds live in testdata/fuzz; run with
@@ -27,11 +29,11 @@ func FuzzRingConsumer(f *testing.F) {
 	binary.NativeEndian.PutUint64(pad, recWord(0, 0, kindData, MinRingBytes))
 	f.Add(uint64(MinRingBytes-recAlign), uint64(MinRingBytes+recAlign), pad)
 	dir := testDir(f)
-	mem, err := createSegment(joinPath(dir, "fuzzring"), ringDataOff+MinRingBytes)
+	mem, err := createSegment(shmseg.Join(dir, "fuzzring"), ringDataOff+MinRingBytes)
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Cleanup(func() { unmap(mem) })
+	f.Cleanup(func() { shmseg.Unmap(mem) })
 	initRing(mem, MinRingBytes, 1, 1, 1)
 	f.Fuzz(func(t *testing.T, head, tail uint64, data []byte) {
 		area := mem[ringDataOff:]
@@ -73,11 +75,11 @@ func FuzzRingHeader(f *testing.F) {
 	f.Add([]byte{}, uint64(MinRingBytes))
 	f.Add([]byte{0x47, 0x58, 0x53, 0x48, 0x52, 0x49, 0x4e, 0x47, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0x10}, uint64(MinRingBytes))
 	dir := testDir(f)
-	mem, err := createSegment(joinPath(dir, "fuzzhdr"), ringDataOff+MinRingBytes)
+	mem, err := createSegment(shmseg.Join(dir, "fuzzhdr"), ringDataOff+MinRingBytes)
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Cleanup(func() { unmap(mem) })
+	f.Cleanup(func() { shmseg.Unmap(mem) })
 	f.Fuzz(func(t *testing.T, hdr []byte, capacity uint64) {
 		initRing(mem, capacity, 1, 1, 1)
 		copy(mem[:ringDataOff], hdr)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/goxio/goxio/internal/shmseg"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -67,7 +69,7 @@ func CreateInbox(dir, name string, slots int) (*Inbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create inbox %q: own start time: %w", name, err)
 	}
-	path := joinPath(dir, name)
+	path := shmseg.Join(dir, name)
 	size := inboxSize(slots)
 	mem, err := createSegment(path, size)
 	if errors.Is(err, unix.EEXIST) && removeStaleInbox(path) {
@@ -101,13 +103,13 @@ func removeStaleInbox(path string) bool {
 	if err != nil {
 		return false
 	}
-	defer unmap(mem)
+	defer shmseg.Unmap(mem)
 	if atomic.LoadUint64(word64(mem, ibMagic)) == inboxMagic &&
 		atomic.LoadUint64(word64(mem, ibClosed)) == 0 &&
 		processAlive(int(atomic.LoadUint64(word64(mem, ibPID))), atomic.LoadUint64(word64(mem, ibStart))) {
 		return false
 	}
-	return unlink(path) == nil
+	return shmseg.Unlink(path) == nil
 }
 
 // Name returns the inbox's segment name (what senders pass to DialInbox).
@@ -314,7 +316,7 @@ func (in *Inbox) attach(pid int, start, id uint64) (*ring, error) {
 	if pid <= 0 || start == 0 {
 		return nil, fmt.Errorf("attach ring: pid %d start %d: %w", pid, start, ErrCorrupt)
 	}
-	path := joinPath(in.dir, ringName(in.name, pid, id))
+	path := shmseg.Join(in.dir, ringName(in.name, pid, id))
 	mem, err := openSegment(path, ringDataOff+MinRingBytes, ringDataOff+MaxRingBytes)
 	if err != nil {
 		return nil, fmt.Errorf("attach ring: %w", err)
@@ -324,7 +326,7 @@ func (in *Inbox) attach(pid int, start, id uint64) (*ring, error) {
 		err = fmt.Errorf("attach ring %s: header names pid %d start %d id %d: %w", path, r.pid, r.start, r.id, ErrCorrupt)
 	}
 	if err != nil {
-		unmap(mem)
+		shmseg.Unmap(mem)
 		return nil, err
 	}
 	r.path = path
@@ -349,7 +351,7 @@ func (in *Inbox) linger(r *ring) {
 // publishes the new list.
 func (in *Inbox) detach(r *ring) {
 	atomic.StoreUint64(word64(r.mem, rgDetached), 1)
-	unlink(r.path)
+	shmseg.Unlink(r.path)
 	if r.slot >= 0 && in.bySlot[r.slot] == r {
 		base := slotTableOff + r.slot*slotSize
 		atomic.CompareAndSwapUint64(word64(in.mem, base+slTag), r.tag, freeTag(r.tag))
@@ -376,7 +378,7 @@ func (in *Inbox) publish() {
 	// atomics): when no method is in flight now, none can still hold a retired mapping.
 	if len(in.retired) > 0 && in.readers.Load() == 0 {
 		for _, m := range in.retired {
-			unmap(m)
+			shmseg.Unmap(m)
 		}
 		in.retired = in.retired[:0]
 	}
@@ -429,23 +431,23 @@ func (in *Inbox) Close() error {
 	}
 	for _, r := range in.rings {
 		atomic.StoreUint64(word64(r.mem, rgDetached), 1)
-		keep(unlink(r.path))
-		keep(unmap(r.mem))
+		keep(shmseg.Unlink(r.path))
+		keep(shmseg.Unmap(r.mem))
 	}
 	// Rings registered but never attached: their senders may be gone; names come from numbers.
 	for i := range in.slots {
 		base := slotTableOff + i*slotSize
 		t := atomic.LoadUint64(word64(in.mem, base+slTag))
 		if tagIsReady(t) && tagPID(t) > 0 {
-			unlink(joinPath(in.dir, ringName(in.name, tagPID(t), atomic.LoadUint64(word64(in.mem, base+slID)))))
+			shmseg.Unlink(shmseg.Join(in.dir, ringName(in.name, tagPID(t), atomic.LoadUint64(word64(in.mem, base+slID)))))
 		}
 	}
 	for _, m := range in.retired {
-		keep(unmap(m))
+		keep(shmseg.Unmap(m))
 	}
 	in.rings, in.retired, in.bySlot, in.peekRing = nil, nil, nil, nil
-	keep(unlink(in.path))
-	keep(unmap(in.mem))
+	keep(shmseg.Unlink(in.path))
+	keep(shmseg.Unmap(in.mem))
 	in.mem = nil
 	if first != nil {
 		return fmt.Errorf("close inbox %s: %w", in.name, first)

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/goxio/goxio/internal/shmseg"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -254,7 +256,7 @@ func TestReclaimDeadSlot(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := testDir(t)
 			in := mustInbox(t, dir, "rc", 1)
-			stale := joinPath(dir, ringName("rc", c.pid, 9))
+			stale := shmseg.Join(dir, ringName("rc", c.pid, 9))
 			if err := os.WriteFile(stale, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -378,7 +380,7 @@ func TestAttachRejects(t *testing.T) {
 				t.Fatal(err)
 			}
 			initRing(mem, MinRingBytes, pid, start, 5)
-			unmap(mem)
+			shmseg.Unmap(mem)
 			os.Chmod(path, 0o644)
 		}},
 		{"size", func(t *testing.T, dir, path string) {
@@ -387,7 +389,7 @@ func TestAttachRejects(t *testing.T) {
 				t.Fatal(err)
 			}
 			initRing(mem, MinRingBytes, pid, start, 5)
-			unmap(mem)
+			shmseg.Unmap(mem)
 		}},
 		{"identity", func(t *testing.T, dir, path string) {
 			mem, err := createSegment(path, ringDataOff+MinRingBytes)
@@ -395,7 +397,7 @@ func TestAttachRejects(t *testing.T) {
 				t.Fatal(err)
 			}
 			initRing(mem, MinRingBytes, pid, start+1, 5)
-			unmap(mem)
+			shmseg.Unmap(mem)
 		}},
 		{"magic", func(t *testing.T, dir, path string) {
 			mem, err := createSegment(path, ringDataOff+MinRingBytes)
@@ -404,7 +406,7 @@ func TestAttachRejects(t *testing.T) {
 			}
 			initRing(mem, MinRingBytes, pid, start, 5)
 			atomic.StoreUint64(word64(mem, rgVersion), 99)
-			unmap(mem)
+			shmseg.Unmap(mem)
 		}},
 	}
 	for _, c := range cases {
@@ -412,7 +414,7 @@ func TestAttachRejects(t *testing.T) {
 			dir := testDir(t)
 			in := mustInbox(t, dir, "ar", 4)
 			in.Refresh()
-			path := joinPath(dir, ringName("ar", pid, 5))
+			path := shmseg.Join(dir, ringName("ar", pid, 5))
 			c.setup(t, dir, path)
 			writeSlot(in, 3, pid, start, 5)
 			in.Refresh()
@@ -468,7 +470,7 @@ func TestBadArguments(t *testing.T) {
 	if _, err := DialInbox(dir, "x", MaxRingBytes+1); !errors.Is(err, ErrTooBig) {
 		t.Fatalf("huge ring: %v", err)
 	}
-	if err := os.WriteFile(joinPath(dir, "junk"), make([]byte, inboxSize(1)), 0o600); err != nil {
+	if err := os.WriteFile(shmseg.Join(dir, "junk"), make([]byte, inboxSize(1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := DialInbox(dir, "junk", 0); !errors.Is(err, ErrCorrupt) {

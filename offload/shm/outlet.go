@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/goxio/goxio/internal/shmseg"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -48,7 +50,7 @@ func DialInbox(dir, inboxName string, ringBytes int) (*Outlet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial inbox %q: own start time: %w", inboxName, err)
 	}
-	ib, err := openSegment(joinPath(dir, inboxName), inboxSize(1), inboxSize(MaxSlots))
+	ib, err := openSegment(shmseg.Join(dir, inboxName), inboxSize(1), inboxSize(MaxSlots))
 	if err != nil {
 		return nil, fmt.Errorf("dial inbox: %w", err)
 	}
@@ -63,12 +65,12 @@ func DialInbox(dir, inboxName string, ringBytes int) (*Outlet, error) {
 	if atomic.LoadUint64(word64(ib, ibMagic)) != inboxMagic ||
 		atomic.LoadUint64(word64(ib, ibVersion)) != layoutVersion ||
 		slots < 1 || slots > MaxSlots || inboxSize(int(slots)) != len(ib) {
-		unmap(ib)
+		shmseg.Unmap(ib)
 		return nil, fmt.Errorf("dial inbox %q: bad header: %w", inboxName, ErrCorrupt)
 	}
 	if atomic.LoadUint64(o.ibClosed) != 0 ||
 		!processAlive(int(atomic.LoadUint64(word64(ib, ibPID))), atomic.LoadUint64(word64(ib, ibStart))) {
-		unmap(ib)
+		shmseg.Unmap(ib)
 		return nil, fmt.Errorf("dial inbox %q: closed or owner gone: %w", inboxName, ErrClosed)
 	}
 
@@ -76,13 +78,13 @@ func DialInbox(dir, inboxName string, ringBytes int) (*Outlet, error) {
 	var id uint64
 	for try := 0; ; try++ {
 		id = start<<20 | ringSeq.Add(1)&(1<<20-1)
-		o.ringPath = joinPath(dir, ringName(inboxName, pid, id))
+		o.ringPath = shmseg.Join(dir, ringName(inboxName, pid, id))
 		o.ringMem, err = createSegment(o.ringPath, ringDataOff+int(capacity))
 		if err == nil {
 			break
 		}
 		if !errors.Is(err, unix.EEXIST) || try == 8 {
-			unmap(ib)
+			shmseg.Unmap(ib)
 			return nil, fmt.Errorf("dial inbox %q: ring: %w", inboxName, err)
 		}
 	}
@@ -90,9 +92,9 @@ func DialInbox(dir, inboxName string, ringBytes int) (*Outlet, error) {
 	o.p = newProducer(o.ringMem, capacity)
 
 	if err := o.register(inboxName, dir, int(slots), pid, start, id); err != nil {
-		unlink(o.ringPath)
-		unmap(o.ringMem)
-		unmap(ib)
+		shmseg.Unlink(o.ringPath)
+		shmseg.Unmap(o.ringMem)
+		shmseg.Unmap(ib)
 		return nil, fmt.Errorf("dial inbox %q: %w", inboxName, err)
 	}
 	return o, nil
@@ -131,7 +133,7 @@ func (o *Outlet) register(inboxName, dir string, slots, pid int, start, id uint6
 			}
 			if pass == 1 && tagIsReady(t) {
 				// The dead sender's ring: the receiver keeps its mapping if it attached it.
-				unlink(joinPath(dir, ringName(inboxName, owner, oldID)))
+				shmseg.Unlink(shmseg.Join(dir, ringName(inboxName, owner, oldID)))
 			}
 			slot, tag = i, nt
 			break
@@ -221,12 +223,12 @@ func (o *Outlet) Close() error {
 	var first error
 	if atomic.LoadUint64(o.ibClosed) != 0 ||
 		!processAlive(int(atomic.LoadUint64(word64(o.ibMem, ibPID))), atomic.LoadUint64(word64(o.ibMem, ibStart))) {
-		first = unlink(o.ringPath)
+		first = shmseg.Unlink(o.ringPath)
 	}
-	if err := unmap(o.ringMem); err != nil && first == nil {
+	if err := shmseg.Unmap(o.ringMem); err != nil && first == nil {
 		first = err
 	}
-	if err := unmap(o.ibMem); err != nil && first == nil {
+	if err := shmseg.Unmap(o.ibMem); err != nil && first == nil {
 		first = err
 	}
 	o.ringMem, o.ibMem = nil, nil

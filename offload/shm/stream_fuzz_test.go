@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/goxio/goxio/internal/shmseg"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -88,7 +90,7 @@ func FuzzConnHeader(f *testing.F) {
 		copy(mem[:pageSize], hdr)
 		cap0, cap1, v := judgeConn(mem, connCfg("", testB, testA, 0, 0))
 		if v != joinable {
-			unmap(mem)
+			shmseg.Unmap(mem)
 			return
 		}
 		if connSize(cap0, cap1) != size || !validStreamCap(cap0) || !validStreamCap(cap1) {
@@ -113,7 +115,7 @@ func FuzzStreamOps(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		cap0, cap1 := uint64(MinStreamBytes), uint64(2*MinStreamBytes)
 		mem := anonSegment(t, connSize(cap0, cap1))
-		defer unmap(mem)
+		defer shmseg.Unmap(mem)
 		initConn(mem, cap0, cap1, connCfg("", testA, testB, 0, 0), 1, 1, 1)
 		ends := [2]*Conn{newConn(mem, 0, cap0, cap1, "f", ""), newConn(mem, 1, cap0, cap1, "f", "")}
 		ends[0].SwitchWrite(0)
@@ -191,7 +193,7 @@ func FuzzStreamOps(f *testing.F) {
 // TestFuzzSeedJoinable keeps FuzzConnHeader's first seed meaningful: a valid header is joined.
 func TestFuzzSeedJoinable(t *testing.T) {
 	mem := anonSegment(t, connSize(MinStreamBytes, MinStreamBytes))
-	defer unmap(mem)
+	defer shmseg.Unmap(mem)
 	copy(mem, validHeader())
 	if _, _, v := judgeConn(mem, connCfg("", testB, testA, 0, 0)); v != joinable {
 		t.Fatalf("verdict %d", v)

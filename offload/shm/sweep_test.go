@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+
+	"github.com/goxio/goxio/internal/shmseg"
 )
 
 // TestSweepDir: segments of dead processes go, those of live ones and foreign files stay.
@@ -32,7 +34,7 @@ func TestSweepDir(t *testing.T) {
 	// "gone": owner and sender die without closing.
 	atomic.StoreUint64(word64(gone.mem, ibPID), dead)
 	atomic.StoreUint64(word64(o.ringMem, rgPID), dead)
-	if err := os.WriteFile(joinPath(dir, "foreign"), []byte("not a segment at all, 48 bytes or more of text"), 0o600); err != nil {
+	if err := os.WriteFile(shmseg.Join(dir, "foreign"), []byte("not a segment at all, 48 bytes or more of text"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	before := dirFiles(t, dir)

@@ -7,7 +7,10 @@
 // fds beyond the kernel fd of each socket it serves.
 package transport
 
-import "syscall"
+import (
+	"strconv"
+	"syscall"
+)
 
 // Op is an intercepted call, numbered as in shim/goxio.h (enum goxio_op); a test keeps both in
 // step.
@@ -58,7 +61,7 @@ func (o Op) String() string {
 	if o > 0 && int(o) < len(opNames) {
 		return opNames[o]
 	}
-	return "op(" + itoa(int(o)) + ")"
+	return "op(" + strconv.Itoa(int(o)) + ")"
 }
 
 // Receive reports whether the operation reads data.
@@ -115,7 +118,7 @@ func (k Kind) String() string {
 	case KindXDP:
 		return "xdp"
 	}
-	return "kind(" + itoa(int(k)) + ")"
+	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Reason says why a socket uses the kernel.
@@ -158,29 +161,7 @@ func (r Reason) String() string {
 	case ReasonNoXDP:
 		return "no XDP support"
 	}
-	return "reason(" + itoa(int(r)) + ")"
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
+	return "reason(" + strconv.Itoa(int(r)) + ")"
 }
 
 // SigCounters are the per-thread counts of the program's signal handlers that ran on a thread

@@ -35,6 +35,8 @@ import (
 // phase is where one direction's bytes flow.
 type phase uint32
 
+//go:generate go tool stringer -type=phase -trimprefix=phase
+
 const (
 	// phaseKernel: before the switch; every byte of the direction is the kernel's. For rx the
 	// peer's K is not known yet (the peer has not switched, or we have not looked).
