@@ -193,7 +193,7 @@ func (d *Dir) lookupUnicast(dst, src netip.AddrPort, out []Entry) []Entry {
 	v4 := daddr.Is4()
 	var buf [8]candidate
 	exact, wild := buf[:0:4], buf[4:4:8]
-	c := liveCache{d: d}
+	c := liveCache{d: d, recent: true}
 	d.scan(filter{port: dst.Port()}, func(slot int, w *[entryWords]uint64) bool {
 		r, ok := decode(w)
 		if !ok {

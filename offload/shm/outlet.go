@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/goxio/goxio/internal/procstat"
 	"github.com/goxio/goxio/internal/shmseg"
 
 	"golang.org/x/sys/unix"
@@ -68,8 +69,10 @@ func DialInbox(dir, inboxName string, ringBytes int) (*Outlet, error) {
 		shmseg.Unmap(ib)
 		return nil, fmt.Errorf("dial inbox %q: bad header: %w", inboxName, ErrCorrupt)
 	}
+	// The owner was usually found alive by the discovery look-up that named the inbox a moment
+	// ago (procstat.AliveRecent); an inbox whose owner closed it says so in its header.
 	if atomic.LoadUint64(o.ibClosed) != 0 ||
-		!processAlive(int(atomic.LoadUint64(word64(ib, ibPID))), atomic.LoadUint64(word64(ib, ibStart))) {
+		!procstat.AliveRecent(int(atomic.LoadUint64(word64(ib, ibPID))), atomic.LoadUint64(word64(ib, ibStart))) {
 		shmseg.Unmap(ib)
 		return nil, fmt.Errorf("dial inbox %q: closed or owner gone: %w", inboxName, ErrClosed)
 	}
