@@ -61,9 +61,10 @@ type Env struct {
 	ringerOnce sync.Once
 	ringer     int // the socket that rings other inboxes' doorbells; made at the first wake-up
 
-	mu      sync.Mutex
-	outlets map[string]*outlet
-	sources map[netip.Addr]netip.Addr
+	mu          sync.Mutex
+	outlets     map[string]*outlet
+	outletsKept int // outlets left by the last sweep (outlets.go)
+	sources     map[netip.Addr]netip.Addr
 }
 
 // sysmonEnv set to "normal" keeps the Go runtime's monitor thread at its normal priority, set to
@@ -164,6 +165,7 @@ func (e *Env) outlet(inbox string) *outlet {
 		}
 		e.dropOutletLocked(inbox, o)
 	}
+	e.sweepOutletsLocked()
 	ro, err := ring.DialInbox(e.p.Dir, inbox, e.ringBytes)
 	if err != nil {
 		e.log.Debug("shm: no ring to inbox", zap.String("inbox", inbox), zap.Error(err))
