@@ -287,5 +287,8 @@ func (e *Engine) Shutdown() {
 	for _, c := range conns {
 		c.t.Close(c.fd)
 	}
+	if e.cfg.SHMTCP != nil {
+		e.cfg.SHMTCP.Close()
+	}
 	e.cfg.SHM.Close()
 }
