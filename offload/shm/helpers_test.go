@@ -24,8 +24,9 @@ func testDir(t testing.TB) string {
 	return dir
 }
 
-// dirFiles lists the files left in dir, but for the pool names of segments this process
-// created (they stay for reuse while the process lives: conn_pool_test.go checks them).
+// dirFiles lists the files left in dir, but for the pool names of segments and rings this
+// process created (they stay for reuse while the process lives: conn_pool_test.go and
+// ring_pool_test.go check them).
 func dirFiles(t testing.TB, dir string) []string {
 	t.Helper()
 	ents, err := os.ReadDir(dir)
@@ -33,9 +34,10 @@ func dirFiles(t testing.TB, dir string) []string {
 		t.Fatalf("read dir: %v", err)
 	}
 	own := connNamePrefix + "pool.new." + strconv.Itoa(os.Getpid()) + "."
+	ownRing := "goxio.ringpool." + strconv.Itoa(os.Getpid()) + "."
 	var names []string
 	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), own) {
+		if !strings.HasPrefix(e.Name(), own) && !strings.HasPrefix(e.Name(), ownRing) {
 			names = append(names, e.Name())
 		}
 	}

@@ -152,6 +152,7 @@ func (e *Env) Close() {
 	for name, o := range e.outlets {
 		e.dropOutletLocked(name, o)
 	}
+	ring.DrainRingPool() // the rings kept for reuse, once no outlet uses them
 }
 
 // outlet returns this process's outlet towards an inbox, opening it on first use; nil when the
