@@ -53,6 +53,8 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 				e.decide(s, c.FD, role, localAddr(c.FD), remote)
 				if s.typ == sockDgram {
 					e.udpConnected(s, c.FD, remote)
+				} else {
+					e.tcpConnecting(s)
 				}
 			} else if errno == 0 && s.typ == sockDgram {
 				e.udpConnected(s, c.FD, remoteNone) // AF_UNSPEC: disconnected

@@ -41,10 +41,6 @@ func (e *Engine) tcpEstablish(s *Socket, t *shmtcp.TCP, fd int) {
 	if s.tcpEstablished.Load() || s.tcpNoPair.Load() {
 		return
 	}
-	if e.tcpPeerless(s) {
-		s.tcpNoPair.Store(true)
-		return
-	}
 	if !sysc.Peername(fd).IsValid() {
 		return
 	}

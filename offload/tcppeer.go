@@ -37,20 +37,21 @@ func (e *Engine) tcpUnlisten(s *Socket) {
 	}
 }
 
-// tcpPeerless reports whether the connection of a connecting socket can never pair: its remote
-// address is no goxio listener. Accepted connections always answer false.
-func (e *Engine) tcpPeerless(s *Socket) bool {
-	if s.tcpServer || e.cfg.SHM == nil {
-		return false
+// tcpConnecting judges a TCP socket whose connect the kernel accepted (done or in progress):
+// the listener it reached exists now, and, when it is no goxio listener, the connection never
+// pairs (judged now, not at the first data call: the listener may close before that).
+func (e *Engine) tcpConnecting(s *Socket) {
+	if s.shmTCP() == nil || e.cfg.SHM == nil || s.tcpServer {
+		return
 	}
 	s.mu.Lock()
 	remote := s.remote
 	s.mu.Unlock()
 	if e.cfg.SHM.GoxioListener(remote) {
-		return false
+		return
 	}
+	s.tcpNoPair.Store(true)
 	if ce := e.log.Check(zap.DebugLevel, "shmtcp: the peer is no goxio listener, the connection stays on the kernel"); ce != nil {
 		ce.Write(zap.Stringer("remote", remote))
 	}
-	return true
 }
