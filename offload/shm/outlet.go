@@ -226,11 +226,12 @@ func (o *Outlet) Close() error {
 	atomic.StoreUint64(word64(o.ringMem, rgClosed), 1)
 	atomic.AddUint64(o.genp, 1)
 	var first error
-	if atomic.LoadUint64(o.ibClosed) != 0 ||
-		!processAlive(int(atomic.LoadUint64(word64(o.ibMem, ibPID))), atomic.LoadUint64(word64(o.ibMem, ibStart))) {
+	detached := atomic.LoadUint64(word64(o.ringMem, rgDetached)) != 0 // the receiver unlinks the ring name
+	if !detached && (atomic.LoadUint64(o.ibClosed) != 0 ||
+		!processAlive(int(atomic.LoadUint64(word64(o.ibMem, ibPID))), atomic.LoadUint64(word64(o.ibMem, ibStart)))) {
 		first = shmseg.Unlink(o.ringPath)
 	}
-	if atomic.LoadUint64(word64(o.ringMem, rgDetached)) != 0 && o.pool.mem != nil {
+	if detached && o.pool.mem != nil {
 		ringPoolPut(o.pool) // the receiver's last access was its detach
 	} else {
 		dropRing(o.pool) // our pool name; the receiver keeps its mapping and the ring name

@@ -8,7 +8,7 @@ package shm
 // number of checks (one lock and three loads each) per outlet opened.
 
 // minOutletSweep is the number of outlets below which none is swept.
-const minOutletSweep = 16
+const minOutletSweep = 4
 
 // sweepOutletsLocked drops the outlets whose inbox was closed or detached our ring, when there
 // are twice as many outlets as after the last sweep; e.mu is held.
