@@ -55,8 +55,9 @@ const (
 
 // Params holds every parameter goxio understands, under VMA's names. Each
 // field's comment names its variable; GOXIO_<NAME> is the same variable with
-// the VMA_ prefix replaced, and wins over VMA_<NAME>. Use Load to read them
-// and Defaults for VMA's defaults.
+// the VMA_ prefix replaced, and wins over VMA_<NAME>. goxio's own switches
+// (the transports VMA does not have) exist only as GOXIO_ variables. Use Load
+// to read them and Defaults for VMA's defaults.
 type Params struct {
 	// Logging.
 
@@ -123,6 +124,17 @@ type Params struct {
 	MemAllocType           MemAllocType  // VMA_MEM_ALLOC_TYPE
 	InternalThreadAffinity string        // VMA_INTERNAL_THREAD_AFFINITY: CPUs of the background thread: -1 (any), 0x<hex mask> or a list 0,2-3 (see ParseCPUSet)
 
+	// goxio's own transports (no VMA_ spelling: only the GOXIO_ name).
+
+	SHM         bool   // GOXIO_SHM: shared-memory UDP between goxio processes of the host
+	SHMTCP      bool   // GOXIO_SHM_TCP: shared-memory TCP too (with GOXIO_SHM)
+	SHMDir      string // GOXIO_SHM_DIR: directory of the shared-memory segments
+	SHMSysmon   string // GOXIO_SHM_SYSMON: scheduling of the Go runtime's monitor thread: "" (the transport decides), idle or normal
+	XDP         string // GOXIO_XDP: interfaces the AF_XDP transport may take (comma-separated), "all", or "" (off)
+	XDPMode     string // GOXIO_XDP_MODE: how the XDP program is attached: auto, native or generic
+	XDPBusyPoll int    // GOXIO_XDP_BUSY_POLL: microseconds of kernel busy polling on AF_XDP sockets; 0 none
+	XDPTxDelay  int    // GOXIO_XDP_TX_DELAY: microseconds a send may wait to share a TX kick; 0 every send kicks
+
 	// src[i] names where params[i] got its value; nil or "" is the default.
 	src []string
 }
@@ -157,6 +169,8 @@ func Defaults() Params {
 		RingAllocationLogicTX:  RingPerInterface,
 		MemAllocType:           MemContig,
 		InternalThreadAffinity: "-1",
+		SHMDir:                 "/dev/shm",
+		XDPMode:                "auto",
 	}
 }
 

@@ -16,22 +16,6 @@ var otherEnv = map[string]bool{
 	ParamsFileEnv: true,
 	"GOXIO_LIB":   true, // tests and tools: path of libgoxio.so
 	"GOXIO_BIN":   true, // tests: folder of the goxio tools
-	// GOXIO_XDP=if1,if2 (or "all") turns the AF_XDP UDP transport on for those interfaces;
-	// GOXIO_XDP_MODE (native, generic) and GOXIO_XDP_BUSY_POLL (microseconds) tune it.
-	// GOXIO_XDP_TX_DELAY (microseconds) lets a stream of sends share kicks of a TX ring.
-	"GOXIO_XDP":           true,
-	"GOXIO_XDP_MODE":      true,
-	"GOXIO_XDP_BUSY_POLL": true,
-	"GOXIO_XDP_TX_DELAY":  true,
-	// GOXIO_SHM=1 turns the shared-memory UDP transport on (off by default while its
-	// semantics are incomplete); GOXIO_SHM_DIR is where it keeps its segments (/dev/shm).
-	"GOXIO_SHM":     true,
-	"GOXIO_SHM_DIR": true,
-	// GOXIO_SHM_TCP=1 (with GOXIO_SHM=1) also offloads TCP between goxio processes (experimental).
-	"GOXIO_SHM_TCP": true,
-	// GOXIO_SHM_SYSMON=idle or normal overrides the scheduling class given to the Go
-	// runtime's monitor thread (offload/transport/shm/env.go).
-	"GOXIO_SHM_SYSMON": true,
 	// GOXIO_TEST_LIB_ENV: tests only, extra environment for programs run under the library.
 	"GOXIO_TEST_LIB_ENV": true,
 }

@@ -19,7 +19,7 @@ type param struct {
 
 // ParamInfo documents one parameter, for README text and `goxio params`.
 type ParamInfo struct {
-	Name        string // VMA_ name; GOXIO_ + the rest is the same parameter
+	Name        string // VMA_ name (GOXIO_ + the rest is the same parameter), or GOXIO_ name of goxio's own
 	Default     string
 	Values      string // valid values
 	Description string
@@ -129,6 +129,24 @@ var params = []param{
 		func(p *Params) *MemAllocType { return &p.MemAllocType }, 0, 1, 2),
 	strParam("VMA_INTERNAL_THREAD_AFFINITY", "CPUs the background thread may run on: -1 any, a hex mask 0x3, or a list such as 0,2-3.", "-1, 0x<hex mask> or a CPU list",
 		false, checkCPUSet, func(p *Params) *string { return &p.InternalThreadAffinity }),
+
+	// goxio's own switches: GOXIO_ names only.
+	boolParam("GOXIO_SHM", "Offload UDP between goxio processes of the host through shared-memory rings.",
+		func(p *Params) *bool { return &p.SHM }),
+	boolParam("GOXIO_SHM_TCP", "With GOXIO_SHM, also offload TCP connections between goxio processes of the host through shared memory.",
+		func(p *Params) *bool { return &p.SHMTCP }),
+	strParam("GOXIO_SHM_DIR", "Directory of the shared-memory transports' segments (a tmpfs).", "a directory",
+		false, checkDir, func(p *Params) *string { return &p.SHMDir }),
+	strParam("GOXIO_SHM_SYSMON", "Scheduling of the Go runtime's monitor thread while the shared-memory transport runs: idle (SCHED_IDLE, its wake-ups then never delay a polling thread) or normal; empty lets the transport decide (idle).", "idle, normal or empty",
+		false, checkOneOf("", "idle", "normal"), func(p *Params) *string { return &p.SHMSysmon }),
+	strParam("GOXIO_XDP", "Interfaces the AF_XDP UDP transport may take over (an XDP program is attached to each): comma-separated names, all (every Ethernet interface that is up with an IPv4 address), or empty for off.", "if1,if2, all or empty",
+		false, checkInterfaces, func(p *Params) *string { return &p.XDP }),
+	strParam("GOXIO_XDP_MODE", "How the XDP program is attached: native, generic, or auto (native, then generic when the driver refuses).", "auto, native or generic",
+		false, checkOneOf("auto", "native", "generic"), func(p *Params) *string { return &p.XDPMode }),
+	intParam("GOXIO_XDP_BUSY_POLL", "Microseconds of kernel busy polling asked for on AF_XDP sockets (SO_PREFER_BUSY_POLL, SO_BUSY_POLL); 0 none.",
+		0, 1000000, func(p *Params) *int { return &p.XDPBusyPoll }),
+	intParam("GOXIO_XDP_TX_DELAY", "Microseconds a datagram of a stream of AF_XDP sends may wait for a TX kick shared with the next ones; 0 every send kicks at once (a waiting datagram is lost if the program then calls _exit or is killed).",
+		0, 1000000, func(p *Params) *int { return &p.XDPTxDelay }),
 }
 
 // paramIndex maps a VMA_ name to its index in params.
@@ -140,9 +158,12 @@ var paramIndex = func() map[string]int {
 	return m
 }()
 
-// lookupParam finds a parameter by its VMA_ or GOXIO_ name.
+// lookupParam finds a parameter by its VMA_ or GOXIO_ name (goxio's own have only the latter).
 func lookupParam(name string) (int, bool) {
 	if rest, ok := strings.CutPrefix(name, "GOXIO_"); ok {
+		if i, ok := paramIndex[name]; ok {
+			return i, true
+		}
 		name = "VMA_" + rest
 	}
 	i, ok := paramIndex[name]

@@ -49,14 +49,24 @@ func TestDefaults(t *testing.T) {
 func TestParamTable(t *testing.T) {
 	seen := map[string]bool{}
 	for _, info := range ParamInfos() {
-		if !strings.HasPrefix(info.Name, "VMA_") || seen[info.Name] {
+		own := strings.HasPrefix(info.Name, "GOXIO_")
+		if !strings.HasPrefix(info.Name, "VMA_") && !own || seen[info.Name] {
 			t.Errorf("bad or duplicate name %q", info.Name)
 		}
 		seen[info.Name] = true
-		if info.Description == "" || strings.Contains(info.Description, "\n") || info.Values == "" {
+		if info.Description == "" || strings.Contains(info.Description, "\n") || info.Values == "" && !own {
 			t.Errorf("%s: description %q values %q", info.Name, info.Description, info.Values)
 		}
-		i, ok := lookupParam("GOXIO_" + strings.TrimPrefix(info.Name, "VMA_"))
+		if own {
+			if _, ok := lookupParam("VMA_" + strings.TrimPrefix(info.Name, "GOXIO_")); ok {
+				t.Errorf("%s: goxio's own parameter has a VMA_ spelling", info.Name)
+			}
+		}
+		goxioName := info.Name
+		if !own {
+			goxioName = "GOXIO_" + strings.TrimPrefix(info.Name, "VMA_")
+		}
+		i, ok := lookupParam(goxioName)
 		if !ok || params[i].name != info.Name {
 			t.Errorf("%s: GOXIO_ spelling not found", info.Name)
 		}

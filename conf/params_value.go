@@ -110,3 +110,49 @@ func ParseCPUSet(v string) ([]int, error) {
 	}
 	return cpus, nil
 }
+
+// checkOneOf accepts exactly the words given.
+func checkOneOf(words ...string) func(string) error {
+	return func(v string) error {
+		for _, w := range words {
+			if v == w {
+				return nil
+			}
+		}
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = strconv.Quote(w)
+		}
+		return &valueError{v, "want one of " + strings.Join(quoted, ", ")}
+	}
+}
+
+// checkDir accepts an absolute path.
+func checkDir(v string) error {
+	if !strings.HasPrefix(v, "/") {
+		return &valueError{v, "want an absolute directory path"}
+	}
+	return nil
+}
+
+// checkInterfaces accepts "", "all" or a comma-separated list of interface names (at least
+// one; each 1-15 bytes without '/', white space or ':', as the kernel allows).
+func checkInterfaces(v string) error {
+	if v == "" || v == "all" {
+		return nil
+	}
+	n := 0
+	for _, name := range strings.Split(v, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		if len(name) > 15 || strings.ContainsAny(name, "/: \t") {
+			return &valueError{v, "want interface names (at most 15 bytes, no '/', ':' or spaces) separated by commas, or all"}
+		}
+		n++
+	}
+	if n == 0 {
+		return &valueError{v, "names no interface; want if1,if2 or all"}
+	}
+	return nil
+}

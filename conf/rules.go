@@ -64,21 +64,16 @@ type Target uint8
 
 // Targets. The zero value is TargetVMA: with no matching rule a socket is
 // offloaded, as in VMA.
+//
+// String (target_string.go, generated) returns "vma" or "os", the words used in libvma.conf.
 const (
-	TargetVMA Target = iota // offload through goxio
-	TargetOS                // leave to the kernel
+	// TargetVMA: offload through goxio.
+	TargetVMA Target = iota // vma
+	// TargetOS: leave to the kernel.
+	TargetOS // os
 )
 
-// String returns "vma" or "os", the words used in libvma.conf.
-func (t Target) String() string {
-	switch t {
-	case TargetVMA:
-		return "vma"
-	case TargetOS:
-		return "os"
-	}
-	return "target(" + strconv.Itoa(int(t)) + ")"
-}
+//go:generate go tool stringer -type=Target -linecomment
 
 // Protocol selects the TCP or the UDP rule lists for RuleSet.MatchProtocol.
 type Protocol uint8

@@ -5,8 +5,8 @@ import (
 
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
-	"github.com/goxio/goxio/offload/transport/kernel"
 	"github.com/goxio/goxio/stats"
 )
 
@@ -14,22 +14,26 @@ import (
 // the port, the connection and the options); the engine then records what the call taught it:
 // a role (bind, listen, connect), a new fd (accept, F_DUPFD), the blocking mode.
 func (e *Engine) control(s *Socket, c *transport.Call) int64 {
-	if c.Op == transport.OpIoctl && uint32(c.A[0]) == fionread && s.typ == sockDgram {
-		if r, ok := e.ringFionread(s, c.A[1]); ok {
-			return r
-		}
-	}
-	if s.typ == sockStream {
-		if c.Op == transport.OpIoctl {
-			if r, ok := e.tcpIoctl(s, c); ok {
-				return r
+	r := s.rings()
+	if r != nil {
+		switch {
+		case c.Op == transport.OpIoctl && (uint32(c.A[0]) == unix.SIOCINQ || uint32(c.A[0]) == unix.SIOCOUTQ):
+			// FIONREAD (SIOCINQ) and SIOCOUTQ from the transport's queues once it has them.
+			if v, ok := r.Ioctl(c.FD, uint32(c.A[0])); ok {
+				return writeInt32(c.A[1], int32(v))
 			}
+		case c.Op == transport.OpShutdown:
+			r.Shutdown(c.FD, int(int32(c.A[0])))
 		}
-		e.tcpBefore(s, c)
 	}
-	n, errno := kernel.Do(c)
-	if s.typ == sockStream {
-		e.tcpAfter(s, c, uintptr(errno))
+	n, errno := kernelDo(c)
+	if r != nil && errno == 0 {
+		switch c.Op {
+		case transport.OpSetsockopt:
+			r.OptionSet(c.FD, int(int32(c.A[0])), int(int32(c.A[1])))
+		case transport.OpGetsockopt:
+			optionValue(r, int(int32(c.A[0])), int(int32(c.A[1])), c.A[2], c.A[3])
+		}
 	}
 	switch c.Op {
 	case transport.OpBind:
@@ -60,19 +64,9 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 				e.udpConnected(s, c.FD, remoteNone) // AF_UNSPEC: disconnected
 			}
 		}
-	case transport.OpShutdown:
-		if (errno == 0 || errno == unix.ENOTCONN) && s.typ == sockDgram && int(int32(c.A[0])) != unix.SHUT_RD {
-			if u := s.ringUDP(); u != nil {
-				u.ShutWrite()
-			}
-		}
 	case transport.OpSetsockopt:
 		if errno == 0 && s.typ == sockDgram {
 			e.udpOption(s, c.FD, int(int32(c.A[0])), int(int32(c.A[1])), c.A[2], uint32(c.A[3]))
-		}
-	case transport.OpGetsockopt:
-		if errno == 0 && s.typ == sockDgram {
-			e.udpOptionValue(s, int(int32(c.A[0])), int(int32(c.A[1])), c.A[2], c.A[3])
 		}
 	case transport.OpAccept4:
 		if errno == 0 {
@@ -102,18 +96,42 @@ func (e *Engine) accepted(l *Socket, fd, flags int) {
 		return
 	}
 	l.mu.Lock()
-	s := &Socket{id: e.nextID.Add(1), domain: l.domain, typ: l.typ, proto: l.proto, tr: l.tr, kind: l.kind,
+	s := &Socket{id: e.nextID.Add(1), domain: l.domain, typ: l.typ, proto: l.proto, tr: e.os, kind: l.kind,
 		reason: l.reason, role: l.role, decided: l.decided, decision: l.decision, passthrough: l.passthrough,
 		local: sysc.Sockname(fd), remote: sysc.Peername(fd)}
+	s.mux.Stream = l.mux.Stream
+	lr := l.rings()
 	l.mu.Unlock()
 	s.nonblock.Store(flags&unix.SOCK_NONBLOCK != 0)
-	e.tcpAccepted(l, s)
+	if lr != nil {
+		e.offloadAcceptedLocked(s, lr) // not shared yet: no lock needed
+	}
 	e.openStats(fd, s)
 	e.register(fd, s)
 }
 
-// fionread is the FIONREAD (SIOCINQ) ioctl request (asm-generic value).
-const fionread = 0x541B
-
 // fionbio is the FIONBIO ioctl request (asm-generic value, used by x86-64 and arm64).
 const fionbio = 0x5421
+
+// writeInt32 stores v at the program's address p: 0, or -EFAULT.
+func writeInt32(p uintptr, v int32) (r int64) {
+	umem.Protect()
+	defer func() {
+		if umem.Fault(recover()) {
+			r = -int64(unix.EFAULT)
+		}
+	}()
+	*umem.Int32(p) = v
+	return 0
+}
+
+// optionValue lets the transport correct the option value getsockopt read from the kernel into
+// the program's buffer val, of the length at lenp (the kernel checked both).
+func optionValue(r transport.Endpoint, level, name int, val, lenp uintptr) {
+	if val == 0 || lenp == 0 {
+		return
+	}
+	umem.Protect()
+	defer func() { umem.Fault(recover()) }()
+	r.OptionValue(level, name, umem.Bytes(val, int(min(*umem.Uint32(lenp), 4))))
+}

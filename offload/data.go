@@ -28,21 +28,12 @@ func (e *Engine) transfer(s *Socket, c *transport.Call) int64 {
 		}
 	}
 	if s.typ == sockStream {
-		if t := s.shmTCP(); t != nil {
-			e.tcpEstablish(s, t, c.FD)
-			defer e.tcpFill(s, t)
+		if r := s.rings(); r != nil {
+			r.BeforeData(c.FD)
+			defer e.publishQueues(s, r)
 		}
 	}
-	var n int
-	var errno syscall.Errno
-	tr := s.transport()
-	os := true
-	if r, ok := tr.(transport.Router); ok {
-		n, errno, os = r.TransferVia(*c)
-	} else {
-		n, errno = tr.Transfer(*c)
-		os = tr.Kind() == transport.KindOS
-	}
+	n, errno, os := s.transport().TransferVia(*c)
 	e.count(s, c, n, errno, os)
 	if errno == unix.EPIPE && s.typ == sockStream && sigpipeDue(c) {
 		return -(errSigpipe + int64(unix.EPIPE))
@@ -56,10 +47,26 @@ func (s *Socket) isDecided() bool {
 	return s.decided
 }
 
-func (s *Socket) transport() transport.Transport {
+func (s *Socket) transport() transport.Endpoint {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tr
+}
+
+// queuesEvery is how many data calls pass between two updates of a stream socket's queue sizes
+// in the statistics segment.
+const queuesEvery = 32
+
+// publishQueues publishes how full a stream socket's transport queues are (Recv-Q and Send-Q in
+// goxio_stats) every queuesEvery data calls.
+func (e *Engine) publishQueues(s *Socket, r transport.Endpoint) {
+	if s.st == nil || s.queueTick.Add(1)%queuesEvery != 1 {
+		return
+	}
+	if rx, tx, ok := r.Queues(); ok {
+		s.st.SetRxQueue(0, rx)
+		s.st.SetTxQueue(tx)
+	}
 }
 
 // sendDestination is the address a send names (sendto, sendmsg, sendmmsg), if any.

@@ -35,11 +35,11 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 			zap.Stringer("remote", remote), zap.Stringer("result", d))
 	}
 	if handOver {
-		if u, ok := s.transport().(ringUDP); ok {
-			u.GiveUp(transport.ReasonRule)
+		if r := s.rings(); r != nil {
+			r.GiveUp(transport.ReasonRule)
 		}
 		e.handOver(s)
-		e.handMembersOver(s)
+		e.mux.HandOver(&s.mux)
 	}
 }
 

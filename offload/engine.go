@@ -11,12 +11,8 @@ import (
 
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/iomux"
 	"github.com/goxio/goxio/offload/transport"
-	"github.com/goxio/goxio/offload/transport/kernel"
-	shmtr "github.com/goxio/goxio/offload/transport/shm"
-	"github.com/goxio/goxio/offload/transport/shmtcp"
-	xdptr "github.com/goxio/goxio/offload/transport/xdp"
-	"github.com/goxio/goxio/stats"
 )
 
 // Flags of the C-side fd table (GOXIO_FD_* in shim/goxio.h).
@@ -34,47 +30,27 @@ type FDTable interface {
 	Set(fd int, flags uint8)
 }
 
-// Config is what the engine needs from the process and its parameters.
-type Config struct {
-	Rules   *conf.RuleSet // nil: no rules, everything may be offloaded
-	Program string        // the program's name, matched against application-id sections
-	AppID   string        // VMA_APPLICATION_ID
-	// Offload is VMA_OFFLOADED_SOCKETS: when false, new sockets are handed to the kernel at once.
-	Offload bool
-	Table   FDTable
-	Log     *zap.Logger   // nil: no logging
-	Stats   *stats.Writer // nil: no statistics segment
-	// SHM is the shared-memory transport's process state; nil: no shared-memory transport (every
-	// offloaded socket stays on the kernel, reason "no faster path").
-	SHM *shmtr.Env
-	// SHMTCP is the shared-memory TCP transport's process state; nil: TCP stays on the kernel.
-	SHMTCP *shmtcp.Env
-	// XDP is the AF_XDP transport's process state; nil: no AF_XDP transport (xdp.go).
-	XDP *xdptr.Env
-	// IOMux are the select/poll/epoll parameters.
-	IOMux IOMux
-}
-
 // Engine serves the sockets of one process.
 type Engine struct {
 	cfg    Config
 	log    *zap.Logger
 	reg    registry
 	nextID atomic.Uint64
-	os     transport.Transport
+	os     transport.Endpoint // the kernel transport
 
 	sectionOnce sync.Once
 	sect        *conf.Section
 
-	ep epolls
+	mux *iomux.Mux // select, poll and epoll
 }
 
 // New returns an engine for cfg.
 func New(cfg Config) *Engine {
-	e := &Engine{cfg: cfg, log: cfg.Log, os: kernel.Transport{}}
+	e := &Engine{cfg: cfg, log: cfg.Log, os: kernelTransport()}
 	if e.log == nil {
 		e.log = zap.NewNop()
 	}
+	e.mux = iomux.New(cfg.IOMux, muxHost{e}, e.log)
 	return e
 }
 
@@ -103,22 +79,22 @@ func (e *Engine) Call(c *transport.Call) int64 {
 		return 0
 	case transport.OpForget:
 		e.forget(c.FD)
-		e.dropEpoll(c.FD)
+		e.mux.ClosedEpoll(c.FD)
 		return 0
 	case transport.OpPoll:
-		return e.poll(c)
+		return e.mux.Poll(c)
 	case transport.OpSelect:
-		return e.sel(c)
+		return e.mux.Select(c)
 	case transport.OpEpollCtl:
-		return e.epollCtlCall(c)
+		return e.mux.EpollCtl(c)
 	case transport.OpEpollWait:
-		return e.epollWaitCall(c)
+		return e.mux.EpollWait(c)
 	}
 	s := e.reg.get(c.FD)
 	if s == nil {
 		// The table sent us an fd we do not know (a stale flag): the kernel answers.
 		e.cfg.Table.Set(c.FD, 0)
-		return result(kernel.Do(c))
+		return result(kernelDo(c))
 	}
 	switch {
 	case c.Op.Receive() || c.Op.Send():
@@ -142,6 +118,7 @@ func (e *Engine) open(fd, domain, typ, proto int) {
 		return
 	}
 	s := &Socket{id: e.nextID.Add(1), domain: domain, typ: kind, proto: proto, tr: e.os, kind: transport.KindOS}
+	s.mux.Stream = kind == sockStream
 	s.nonblock.Store(typ&unix.SOCK_NONBLOCK != 0)
 	if !e.cfg.Offload {
 		s.passthrough = true
@@ -162,11 +139,8 @@ func (e *Engine) register(fd int, s *Socket) {
 	s.fds++
 	e.reg.put(fd, s)
 	flags := FlagEngine
-	if s.typ == sockDgram && e.udpRings() {
-		flags |= FlagRing
-	}
-	if s.typ == sockStream && e.cfg.SHMTCP != nil {
-		flags |= FlagRing // select and poll ask the TCP transport (iomux.go)
+	if s.typ == sockDgram && e.udpRings() || s.typ == sockStream && e.tcpRings() {
+		flags |= FlagRing // select and poll ask the transport (offload/iomux)
 	}
 	if s.passthrough {
 		flags = FlagWatch
@@ -179,8 +153,8 @@ func (e *Engine) forget(fd int) {
 	e.reg.mu.Lock()
 	defer e.reg.mu.Unlock()
 	if s := e.reg.get(fd); s != nil {
-		if s.typ == sockStream && s.shmTCP() != nil {
-			e.dropGhosts(fd)
+		if s.typ == sockStream && s.rings() != nil {
+			e.mux.ClosingStream(fd)
 		}
 		e.dropLocked(fd, s)
 	}
@@ -199,18 +173,12 @@ func (e *Engine) dropLocked(fd int, s *Socket) {
 // finish is called when the last fd of s is gone.
 func (e *Engine) finish(fd int, s *Socket) {
 	defer e.cfg.Stats.CloseSocket(s.st)
-	if u, ok := s.tr.(ringUDP); ok {
-		u.Close()
-		e.dropMember(s)
-	}
-	if t, ok := s.tr.(*shmtcp.TCP); ok {
-		if s.tcpEstablished.Load() {
-			t.Close(fd)
-		}
-		e.tcpUnlisten(s)
+	e.tcpUnlisten(s)
+	if r := s.rings(); r != nil {
+		r.Finish(fd)
 		// The kernel drops a closed file from the epoll sets it is in; so does the engine from
 		// its own (an fd number reused by the next accept must be addable again).
-		e.dropMember(s)
+		e.mux.Finished(&s.mux)
 	}
 	if ce := e.log.Check(zap.DebugLevel, "socket closed"); ce != nil {
 		snap := s.snapshot(fd)
@@ -262,33 +230,33 @@ func (e *Engine) Shutdown() {
 	if e.cfg.SHM == nil {
 		return
 	}
-	type tcpEnd struct {
-		t  *shmtcp.TCP
+	type end struct {
+		r  transport.Endpoint
 		fd int
 	}
 	e.reg.mu.Lock()
-	var socks []*shmtr.UDP
-	var conns []tcpEnd
+	var socks, conns []end
 	e.reg.each(func(fd int, s *Socket) {
-		if u, ok := s.tr.(*shmtr.UDP); ok {
-			socks = append(socks, u)
-		}
-		if t, ok := s.tr.(*shmtcp.TCP); ok && s.tcpEstablished.Load() {
-			conns = append(conns, tcpEnd{t, fd})
+		if r := s.rings(); r != nil && r.Kind() == transport.KindSHM {
+			if s.typ == sockDgram {
+				socks = append(socks, end{r, fd})
+			} else {
+				conns = append(conns, end{r, fd})
+			}
 		}
 		e.tcpUnlisten(s)
 	})
 	e.reg.mu.Unlock()
 	for _, u := range socks {
-		u.Close()
+		u.r.Finish(u.fd)
 	}
 	// Connections end as the kernel ends them at exit (close: EOF, or a reset with unread
 	// data), and a segment nobody attached to loses its name now rather than at a later sweep.
 	for _, c := range conns {
-		c.t.Close(c.fd)
+		c.r.Finish(c.fd)
 	}
 	if e.cfg.SHMTCP != nil {
-		e.cfg.SHMTCP.Close()
+		e.cfg.SHMTCP.Close() // the connection segments kept for reuse, once every connection ended
 	}
-	e.cfg.SHM.Close()
+	e.shmClose()
 }

@@ -1,12 +1,14 @@
 package offload
 
 import (
+	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/iomux"
 	"sync"
 	"sync/atomic"
 )
 
 // FDTableSize is the number of fds the engine can serve; equal to GOXIO_FDT_SIZE in the shim.
-const FDTableSize = 1 << 20
+const FDTableSize = sysc.MaxFD
 
 const chunkBits = 12
 
@@ -58,3 +60,42 @@ func (r *registry) each(f func(fd int, s *Socket)) {
 		}
 	}
 }
+
+// muxHost is the engine as select, poll and epoll see it (iomux.Host).
+type muxHost struct{ e *Engine }
+
+// Socket is the iomux handle of fd's socket, or nil.
+func (h muxHost) Socket(fd int) *iomux.Socket {
+	if s := h.e.reg.get(fd); s != nil {
+		return &s.mux
+	}
+	return nil
+}
+
+// Passthrough reports whether fd's socket was handed to the kernel for good.
+func (h muxHost) Passthrough(fd int) bool {
+	s := h.e.reg.get(fd)
+	return s != nil && s.isPassthrough()
+}
+
+// TagTable is an FDTable that also gives the tag data of inner epoll fds.
+type TagTable interface {
+	FDTable
+	Tag(fd int) uint64
+}
+
+// Internal marks one of the library's fds internal and returns its tag.
+func (h muxHost) Internal(fd int) (uint64, bool) {
+	tt, ok := h.e.cfg.Table.(TagTable)
+	if !ok {
+		return 0, false
+	}
+	tt.Set(fd, FlagInternal)
+	return tt.Tag(fd), true
+}
+
+// Epoll marks a program epoll fd whose set holds ring sockets.
+func (h muxHost) Epoll(epfd int) { h.e.cfg.Table.Set(epfd, FlagWatch|FlagEpoll) }
+
+// Forget clears fd in the C-side table.
+func (h muxHost) Forget(fd int) { h.e.cfg.Table.Set(fd, 0) }

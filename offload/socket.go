@@ -7,8 +7,8 @@ import (
 
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload/discovery"
+	"github.com/goxio/goxio/offload/iomux"
 	"github.com/goxio/goxio/offload/transport"
-	"github.com/goxio/goxio/offload/transport/shmtcp"
 	"github.com/goxio/goxio/stats"
 )
 
@@ -26,14 +26,10 @@ type Socket struct {
 
 	nonblock atomic.Bool
 
-	// Shared-memory TCP (shmtcp.go): tcpServer is fixed at accept; tcpEstablished is set once the
-	// transport was told; tcpNoPair is set at a fork before that (the connection never pairs).
-	tcpServer      bool
-	tcpEstablished atomic.Bool
-	tcpNoPair      atomic.Bool
-	fillTick       atomic.Uint32 // data calls of a shared-memory TCP connection, for tcpFill
-	// tcp is the shared-memory TCP transport once s.tr is one (it never changes after).
-	tcp atomic.Pointer[shmtcp.TCP]
+	// mux is what select, poll and epoll read of the socket (its transport once it is not the
+	// kernel's: s.tr, read without the lock); its address identifies the socket there.
+	mux       iomux.Socket
+	queueTick atomic.Uint32 // data calls of a stream socket on rings, for publishQueues
 	// listening is the discovery entry of a listening shared-memory TCP socket (tcppeer.go).
 	listening atomic.Pointer[discovery.Handle]
 
@@ -44,7 +40,7 @@ type Socket struct {
 	role        conf.Role
 	decided     bool // a rule decision has been made (role is valid)
 	decision    conf.Decision
-	tr          transport.Transport
+	tr          transport.Endpoint // set with setTransportLocked
 	kind        transport.Kind
 	reason      transport.Reason
 	local       netip.AddrPort
@@ -106,6 +102,21 @@ func (s *Socket) snapshot(fd int) Snapshot {
 		snap.Decision = s.decision.String()
 	}
 	return snap
+}
+
+// setTransportLocked gives the socket its transport, of the kind; s.mu is held.
+func (s *Socket) setTransportLocked(t transport.Endpoint, kind transport.Kind) {
+	s.tr = t
+	s.kind, s.reason = kind, transport.ReasonNone
+	if t.Kind() != transport.KindOS {
+		s.mux.SetRings(t)
+	}
+}
+
+// rings is the socket's transport when it is not the kernel's (select, poll and epoll then ask
+// it), or nil. A transport that gave up stays the socket's (its queued data is still read).
+func (s *Socket) rings() transport.Endpoint {
+	return s.mux.Rings()
 }
 
 func (s *Socket) isPassthrough() bool {

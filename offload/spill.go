@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -41,22 +41,17 @@ func (e *Engine) BeforeFork(t SpillTable) {
 	})
 	e.reg.mu.Unlock()
 	for _, s := range order {
-		if t := s.shmTCP(); t != nil {
-			// A connection not yet paired never pairs: the child shares it and cannot read
-			// rings. One already paired goes back to the kernel connection (shmtcp back.go).
-			if !s.tcpEstablished.Load() {
-				s.tcpNoPair.Store(true)
-			} else {
-				t.BeforeFork(fdsOf[s][0])
-			}
-			continue
-		}
-		u := s.ringUDP()
-		if u == nil || u.GaveUp() != transport.ReasonNone {
+		// The transport stops using its rings (a connection goes back to the kernel connection
+		// or never pairs, a datagram socket hands its datagrams over and goes back for good).
+		u := s.rings()
+		if u == nil {
 			continue
 		}
 		fds := fdsOf[s]
-		recs := u.HandOver()
+		recs, back := u.Fork(fds[0])
+		if !back {
+			continue
+		}
 		e.giveUp(s, fds[0], transport.ReasonForkedChild, "fork: the child shares the socket")
 		if len(recs) == 0 {
 			continue
@@ -83,7 +78,7 @@ func buildSpill(recs [][2][]byte) ([]byte, error) {
 	for _, r := range recs {
 		size += (24 + len(r[1]) + 7) &^ 7
 	}
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+	mem, err := sysc.MapShared(size)
 	if err != nil {
 		return nil, fmt.Errorf("spill: mmap %d bytes: %w", size, err)
 	}

@@ -1,6 +1,10 @@
 package offload
 
-import "go.uber.org/zap"
+import (
+	"go.uber.org/zap"
+
+	"github.com/goxio/goxio/offload/transport/shmtcp"
+)
 
 // Whether a TCP peer is a goxio process, known before any connection segment is made. A
 // shared-memory TCP socket that listens publishes itself in the discovery directory; a
@@ -13,7 +17,7 @@ import "go.uber.org/zap"
 // tcpListening publishes a shared-memory TCP socket that has just listened (once; a second
 // listen(2) only changes the backlog).
 func (e *Engine) tcpListening(s *Socket, fd int) {
-	if s.shmTCP() == nil || e.cfg.SHM == nil || s.listening.Load() != nil {
+	if _, ok := s.rings().(*shmtcp.TCP); !ok || e.cfg.SHM == nil || s.listening.Load() != nil {
 		return
 	}
 	local := localAddr(fd)
@@ -41,7 +45,8 @@ func (e *Engine) tcpUnlisten(s *Socket) {
 // the listener it reached exists now, and, when it is no goxio listener, the connection never
 // pairs (judged now, not at the first data call: the listener may close before that).
 func (e *Engine) tcpConnecting(s *Socket) {
-	if s.shmTCP() == nil || e.cfg.SHM == nil || s.tcpServer {
+	t, ok := s.rings().(*shmtcp.TCP)
+	if !ok || e.cfg.SHM == nil {
 		return
 	}
 	s.mu.Lock()
@@ -50,7 +55,7 @@ func (e *Engine) tcpConnecting(s *Socket) {
 	if e.cfg.SHM.GoxioListener(remote) {
 		return
 	}
-	s.tcpNoPair.Store(true)
+	t.NoPeer()
 	if ce := e.log.Check(zap.DebugLevel, "shmtcp: the peer is no goxio listener, the connection stays on the kernel"); ce != nil {
 		ce.Write(zap.Stringer("remote", remote))
 	}

@@ -60,6 +60,7 @@ func start() {
 		zap.Int("from the second thread", procs))
 
 	rules := loadRules(params)
+	sweepLeftovers(params)
 	lib.stats = openStats(params)
 	lib.engine = offload.New(offload.Config{
 		Rules:   rules,

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-
 	"go.uber.org/zap"
 
 	"github.com/goxio/goxio/conf"
@@ -12,27 +10,14 @@ import (
 	"github.com/goxio/goxio/stats"
 )
 
-// shmEnv turns the shared-memory UDP transport on ("1"); shmDirEnv names the directory of its
-// segments (default /dev/shm).
-const (
-	shmEnv    = "GOXIO_SHM"
-	shmDirEnv = "GOXIO_SHM_DIR"
-	// shmTCPEnv also turns the shared-memory TCP transport on ("1", with GOXIO_SHM=1).
-	shmTCPEnv = "GOXIO_SHM_TCP"
-)
-
 // newSHMTCP opens the shared-memory TCP transport's process state, or returns nil (TCP stays on
 // the kernel) when it is off or cannot start.
 func newSHMTCP(p conf.Params, log *zap.Logger) *shmtcp.Env {
-	if os.Getenv(shmEnv) != "1" || os.Getenv(shmTCPEnv) != "1" || !p.OffloadedSockets {
+	if !p.SHM || !p.SHMTCP || !p.OffloadedSockets {
 		return nil
 	}
-	dir := os.Getenv(shmDirEnv)
-	if dir == "" {
-		dir = "/dev/shm"
-	}
 	env, err := shmtcp.NewEnv(shmtcp.Params{
-		Dir:           dir,
+		Dir:           p.SHMDir,
 		RxPoll:        p.RxPoll,
 		RxPollOSRatio: p.RxUDPPollOSRatio,
 		Signals:       sigCounters,
@@ -49,12 +34,8 @@ func newSHMTCP(p conf.Params, log *zap.Logger) *shmtcp.Env {
 // newSHM opens the shared-memory transport's process state, or returns nil (every offloaded
 // socket then stays on the kernel) when it is off or cannot start.
 func newSHM(p conf.Params, log *zap.Logger, st *stats.Writer) *shmtr.Env {
-	if os.Getenv(shmEnv) != "1" || !p.OffloadedSockets {
+	if !p.SHM || !p.OffloadedSockets {
 		return nil
-	}
-	dir := os.Getenv(shmDirEnv)
-	if dir == "" {
-		dir = "/dev/shm"
 	}
 	var slots shmtr.RingSlots
 	if st != nil {
@@ -62,12 +43,12 @@ func newSHM(p conf.Params, log *zap.Logger, st *stats.Writer) *shmtr.Env {
 	}
 	env, err := shmtr.NewEnv(shmtr.Params{
 		Stats:               slots,
-		Dir:                 dir,
+		Dir:                 p.SHMDir,
 		RxPoll:              p.RxPoll,
 		RxUDPPollOSRatio:    p.RxUDPPollOSRatio,
 		RxBytesMin:          p.RxBytesMin,
 		TxNonblockedEagains: p.TxNonblockedEagains,
-		QuietSysmon:         true,
+		QuietSysmon:         p.SHMSysmon != "normal",
 		SysmonGuard:         sysmonGuard{},
 		Signals:             sigCounters,
 		AdoptFD:             func(fd int) int { return offload.AdoptInternal(cTable{}, fd) },

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/internal/shmseg"
 )
 
 // Finding segments: every goxiostat.<pid> file in a directory, whether its
@@ -60,11 +62,46 @@ func owner(path string) (pid int, start, state uint64, ok bool) {
 	if _, err := io.ReadFull(f, b[:]); err != nil {
 		return 0, 0, 0, false
 	}
+	return headerOwner(b[:])
+}
+
+// headerOwner reads pid, start time and state from a segment's header bytes; ok is false when
+// they are not a header of this layout.
+func headerOwner(b []byte) (pid int, start, state uint64, ok bool) {
 	word := func(i int) uint64 { return binary.LittleEndian.Uint64(b[i*8:]) }
-	if word(hMagic) != magic || word(hVersion) != LayoutVersion {
+	if len(b) < headerWords*8 || word(hMagic) != magic || word(hVersion) != LayoutVersion {
 		return 0, 0, 0, false
 	}
 	return int(word(hPid)), word(hStartTime), word(hState), true
+}
+
+// ownerAlive reports whether the process that wrote a segment of file-name pid namePid (with a
+// header of this layout: ok, pid, start, state) still runs. Without a readable header (another
+// layout, still being created) only the pid of the file name is checked; a closed segment
+// belongs to nobody; a pid that exists with another start time is a reused pid.
+func ownerAlive(namePid int, pid int, start, state uint64, ok bool) bool {
+	if !ok || pid != namePid {
+		return ProcessAlive(namePid, 0)
+	}
+	return state != stateClosed && ProcessAlive(pid, start)
+}
+
+// Sweep removes the segments in dir of processes that are gone, whatever way they ended (exit,
+// _exit, a signal): a file whose name's pid does not exist is removed at the cost of a kill(2);
+// one whose pid exists is removed when its header names another start time (a reused pid) or
+// says closed. Every engine runs it when it starts (before creating its own segment), so files
+// of processes that never ran their exit path do not pile up; the reader's RemoveStale also
+// checks the mappings of live processes. It returns how many files it removed.
+func Sweep(dir string) int {
+	if dir == "" {
+		return 0
+	}
+	pidOf := shmseg.PIDField(FilePrefix)
+	return shmseg.Sweeper{Prefix: FilePrefix, PID: pidOf, HeaderBytes: headerWords * 8,
+		Judge: func(name string, hdr []byte) bool {
+			pid, start, state, ok := headerOwner(hdr)
+			return !ownerAlive(pidOf(name), pid, start, state, ok)
+		}}.Sweep(dir)
 }
 
 // Alive reports whether the segment's process runs and still publishes in
@@ -75,13 +112,10 @@ func owner(path string) (pid int, start, state uint64, ok bool) {
 // being created) only the pid of the file name is checked.
 func (e Entry) Alive() bool {
 	pid, start, state, ok := owner(e.Path)
-	if !ok || pid != e.Pid {
-		return ProcessAlive(e.Pid, 0)
-	}
-	if state == stateClosed || !ProcessAlive(pid, start) {
+	if !ownerAlive(e.Pid, pid, start, state, ok) {
 		return false
 	}
-	if state != stateReady {
+	if !ok || pid != e.Pid || state != stateReady {
 		return true
 	}
 	return mapsFile(pid, e.Path)

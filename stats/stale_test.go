@@ -22,17 +22,25 @@ func deadPid(t *testing.T) int {
 	return pid
 }
 
-func TestRemoveStale(t *testing.T) {
-	dir := t.TempDir()
+// liveSegment creates this process's segment in dir (closed at the end of the test) and returns
+// it with a copy of its bytes.
+func liveSegment(t *testing.T, dir string) (*Writer, []byte) {
+	t.Helper()
 	live, err := Create(dir, 4, ProcessInfo{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer live.Close()
+	t.Cleanup(func() { live.Close() })
 	good, err := os.ReadFile(live.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return live, good
+}
+
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	live, good := liveSegment(t, dir)
 
 	// A dead process's segment.
 	dead := deadPid(t)
@@ -115,5 +123,69 @@ func TestParseStat(t *testing.T) {
 		if _, _, err := parseStat([]byte(bad)); err == nil {
 			t.Errorf("parseStat(%q) succeeded", bad)
 		}
+	}
+}
+
+// TestSweep: the start-up sweep removes the segments of dead processes (pid gone), of reused
+// pids (another start time) and closed ones; it keeps live segments (even unmapped ones: the
+// reader's RemoveStale judges those), segments being created and files that are not segments.
+func TestSweep(t *testing.T) {
+	dir := t.TempDir()
+	live, good := liveSegment(t, dir)
+	write := func(dir, name string, b []byte) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	dead := deadPid(t)
+	b := append([]byte{}, good...)
+	setWord(b, hPid, uint64(dead))
+	deadPath := write(dir, FilePrefix+strconv.Itoa(dead), b)
+	// A dead pid's file that is not (yet) a segment: the name's pid decides.
+	deadRaw := write(dir, FilePrefix+strconv.Itoa(deadPid(t)), make([]byte, 100))
+	for _, n := range []string{"goxiostat.abc", "goxiostat.", "other.1", "goxiostat.0012"} {
+		write(dir, n, nil)
+	}
+	if n := Sweep(dir); n != 2 {
+		t.Errorf("Sweep removed %d, want 2", n)
+	}
+	for _, p := range []string{deadPath, deadRaw} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s left", p)
+		}
+	}
+	if _, err := os.Stat(live.Path()); err != nil {
+		t.Fatalf("live segment removed: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 5 {
+		t.Errorf("left %d files, want 5 (the live segment and 4 non-segments)", len(ents))
+	}
+
+	self := FilePrefix + strconv.Itoa(os.Getpid())
+	reused := t.TempDir()
+	b = append([]byte{}, good...)
+	setWord(b, hStartTime, 12345)
+	write(reused, self, b)
+	closed := t.TempDir()
+	b = append([]byte{}, good...)
+	setWord(b, hState, stateClosed)
+	write(closed, self, b)
+	creating := t.TempDir()
+	write(creating, self, make([]byte, 4096))
+	unmapped := t.TempDir()
+	write(unmapped, self, good)
+	for _, c := range []struct {
+		dir  string
+		want int
+	}{{reused, 1}, {closed, 1}, {creating, 0}, {unmapped, 0}} {
+		if n := Sweep(c.dir); n != c.want {
+			t.Errorf("%s: Sweep removed %d, want %d", c.dir, n, c.want)
+		}
+	}
+	if Sweep("") != 0 || Sweep(filepath.Join(dir, "missing")) != 0 {
+		t.Error("Sweep of no directory removed something")
 	}
 }

@@ -2,7 +2,10 @@ package shmseg
 
 import (
 	"errors"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -83,7 +86,9 @@ func TestCreateLinked(t *testing.T) {
 
 func TestSweep(t *testing.T) {
 	dir := t.TempDir()
-	for _, n := range []string{"x.dead", "x.live", "y.dead", "x.short"} {
+	dead := deadPID(t)
+	names := []string{"x.dead", "x.live", "y.dead", "x.short", "x.1." + strconv.Itoa(dead), "x.1." + strconv.Itoa(unix.Getpid())}
+	for _, n := range names {
 		size := 4096
 		if n == "x.short" {
 			size = 8
@@ -96,18 +101,43 @@ func TestSweep(t *testing.T) {
 		Unmap(mem)
 	}
 	judged := 0
-	removed := Sweep(dir, "x.", 16, func(name string, hdr []byte) bool {
+	s := Sweeper{Prefix: "x.", PID: PIDField("x.1."), HeaderBytes: 16, Judge: func(name string, hdr []byte) bool {
 		judged++
-		if string(hdr[:len(name)]) != name {
+		if string(hdr[:min(len(name), 16)]) != name[:min(len(name), 16)] {
 			t.Errorf("%s: header %q", name, hdr)
 		}
 		return name == "x.dead"
-	})
-	if removed != 1 || judged != 2 {
-		t.Errorf("removed %d judged %d, want 1 and 2 (x.short is below the header size)", removed, judged)
+	}}
+	if removed := s.Sweep(dir); removed != 2 || judged != 3 {
+		t.Errorf("removed %d judged %d, want 2 (x.dead, the dead pid's) and 3 (x.short is below the header size)", removed, judged)
 	}
-	names, _ := Names(dir)
-	if len(names) != 3 {
-		t.Errorf("left: %v", names)
+	left, _ := Names(dir)
+	slices.Sort(left)
+	want := []string{"x.1." + strconv.Itoa(unix.Getpid()), "x.live", "x.short", "y.dead"}
+	slices.Sort(want)
+	if !slices.Equal(left, want) {
+		t.Errorf("left: %v, want %v", left, want)
+	}
+	// Without a judge only the pid decides.
+	if n := (Sweeper{Prefix: "x."}).Sweep(dir); n != 0 {
+		t.Errorf("a sweep with neither PID nor Judge removed %d", n)
+	}
+}
+
+// deadPID returns the pid of a child that has exited and been reaped.
+func deadPID(t *testing.T) int {
+	cmd := exec.Command("/bin/true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+func TestPIDField(t *testing.T) {
+	f := PIDField("p.")
+	for name, want := range map[string]int{"p.12": 12, "p.12.3": 12, "p.012": 0, "p.x": 0, "q.12": 0, "p.": 0, "p.-3": 0} {
+		if got := f(name); got != want {
+			t.Errorf("%q: %d, want %d", name, got, want)
+		}
 	}
 }

@@ -92,31 +92,16 @@ func Open(dir string, uid int, netns uint64) (*Dir, error) {
 }
 
 // openExisting opens and maps an existing segment after checking that it is
-// ours and of this version. ENOENT (wrapped) when there is none.
+// ours (a private regular file of our uid: internal/shmseg.Open) and of this
+// version. ENOENT (wrapped) when there is none.
 func openExisting(path string) ([]uint64, error) {
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("fstat %s: %w", path, err)
-	}
 	words := segmentWords(Entries)
-	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return nil, fmt.Errorf("%s: %w: not a regular file", path, ErrIncompatible)
-	case st.Uid != uint32(unix.Geteuid()):
-		return nil, fmt.Errorf("%s: %w: owned by uid %d", path, ErrIncompatible, st.Uid)
-	case st.Mode&0o077 != 0:
-		return nil, fmt.Errorf("%s: %w: mode %o open to others", path, ErrIncompatible, st.Mode&0o777)
-	case st.Size != int64(words)*8:
-		return nil, fmt.Errorf("%s: %w: size %d, want %d", path, ErrIncompatible, st.Size, words*8)
+	b, err := shmseg.Open(path, words*8, words*8)
+	if errors.Is(err, shmseg.ErrNotPrivate) || errors.Is(err, shmseg.ErrSize) {
+		return nil, fmt.Errorf("%w: %w", ErrIncompatible, err)
 	}
-	b, err := shmseg.Map(fd, words*8, true)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	mem := shmseg.Words(b)
 	if atomic.LoadUint64(&mem[hMagic]) != magic ||

@@ -15,7 +15,7 @@ import (
 // it removed. Cost: a directory read plus an open, pread and /proc read per segment: call it at
 // start-up or now and then, not on a hot path.
 func SweepDir(dir string) int {
-	return shmseg.Sweep(dir, "", headerBytes, func(name string, b []byte) bool {
+	return shmseg.Sweeper{HeaderBytes: headerBytes, Judge: func(name string, b []byte) bool {
 		hdr := headerWords(b)
 		switch hdr[0] {
 		case inboxMagic:
@@ -41,7 +41,7 @@ func SweepDir(dir string) int {
 			return true
 		}
 		return false
-	})
+	}}.Sweep(dir)
 }
 
 // headerBytes is how much of a segment the sweep reads: the words naming its owner.

@@ -7,10 +7,7 @@
 // fds beyond the kernel fd of each socket it serves.
 package transport
 
-import (
-	"strconv"
-	"syscall"
-)
+import "strconv"
 
 // Op is an intercepted call, numbered as in shim/goxio.h (enum goxio_op); a test keeps both in
 // step.
@@ -81,22 +78,6 @@ type Call struct {
 	Op Op
 	FD int
 	A  [5]uintptr
-}
-
-// Transport carries the data of the sockets assigned to it.
-type Transport interface {
-	// Kind names the transport in logs and statistics.
-	Kind() Kind
-	// Transfer performs a data call (Op.Receive or Op.Send) with the semantics of the libc call:
-	// the result, or the errno the call fails with.
-	Transfer(c Call) (int, syscall.Errno)
-}
-
-// Router is a transport that sends some of its sockets' datagrams through the kernel and others
-// through its own path: TransferVia also reports which one a call used, for the statistics.
-type Router interface {
-	Transport
-	TransferVia(c Call) (n int, errno syscall.Errno, viaOS bool)
 }
 
 // Kind identifies a transport.

@@ -45,3 +45,12 @@ func Write(fd int, b []byte) (int, error) {
 		}
 	}
 }
+
+// Result is a raw system call's outcome as the library returns it: the result, or -1 and the
+// errno.
+func Result(r uintptr, e syscall.Errno) (int, syscall.Errno) {
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), 0
+}

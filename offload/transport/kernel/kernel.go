@@ -12,16 +12,23 @@ import (
 	"github.com/goxio/goxio/offload/transport"
 )
 
-// Transport carries data through the kernel's socket layer.
-type Transport struct{}
+// Transport carries data through the kernel's socket layer. Every hook and readiness method is
+// the no-op one: the kernel socket itself is the whole state.
+type Transport struct{ transport.Base }
 
-var _ transport.Transport = Transport{}
+var _ transport.Endpoint = Transport{}
 
 // Kind is transport.KindOS.
 func (Transport) Kind() transport.Kind { return transport.KindOS }
 
 // Transfer performs the data call on the kernel socket.
 func (Transport) Transfer(c transport.Call) (int, syscall.Errno) { return Do(&c) }
+
+// TransferVia performs the data call on the kernel socket: always via the kernel.
+func (Transport) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
+	n, errno := Do(&c)
+	return n, errno, true
+}
 
 // numbers maps each operation to the system call libc makes for it (x86-64 and arm64 both have
 // recvfrom/sendto as the implementation of recv/send). Operations without an entry have no

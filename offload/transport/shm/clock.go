@@ -1,6 +1,6 @@
 package shm
 
-import "github.com/goxio/goxio/offload/transport/udpcall"
+import "github.com/goxio/goxio/offload/internal/sysc"
 
-// nanotime is the monotonic clock of udpcall.Wait's deadlines (the vDSO clock only: no timers).
-func nanotime() int64 { return udpcall.Nanotime() }
+// nanotime is the library's one monotonic clock (sysc.Nanotime).
+func nanotime() int64 { return sysc.Nanotime() }

@@ -3,7 +3,6 @@ package shm
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -40,7 +39,8 @@ type Params struct {
 	// wake-ups preempt polling threads and make the p99.9 of a ping-pong. On a saturated
 	// machine an idle-class monitor is slow to hand a processor to a thread calling into the
 	// library when every P is held, so the library gives it its class back once many threads
-	// call in (udpcall.LoudSysmon, shim/threads.go). GOXIO_SHM_SYSMON=idle or normal overrides.
+	// call in (udpcall.LoudSysmon, shim/threads.go). The library sets it from GOXIO_SHM_SYSMON
+	// (conf.Params.SHMSysmon: true unless "normal").
 	QuietSysmon bool
 	// SysmonGuard keeps the idle class to the monitor (threads it starts get its former class)
 	// and says whether it can be given back; nil: neither (tests).
@@ -67,10 +67,6 @@ type Env struct {
 	sources     map[netip.Addr]netip.Addr
 }
 
-// sysmonEnv set to "normal" keeps the Go runtime's monitor thread at its normal priority, set to
-// "idle" gives it SCHED_IDLE, whatever Params.QuietSysmon says.
-const sysmonEnv = "GOXIO_SHM_SYSMON"
-
 // quietSysmonOnce: the monitor thread is looked for once per process.
 var quietSysmonOnce sync.Once
 
@@ -90,10 +86,7 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shm transport: %w", err)
 	}
-	if n := sweepStale(p.Dir, unix.Geteuid()); n > 0 {
-		log.Debug("shm: removed segments of dead processes", zap.Int("files", n))
-	}
-	if quiet := os.Getenv(sysmonEnv); quiet == "idle" || p.QuietSysmon && quiet != "normal" {
+	if p.QuietSysmon {
 		quietSysmonOnce.Do(func() {
 			if tid, err := udpcall.QuietSysmon(p.SysmonGuard); err != nil {
 				log.Info("shm: the Go runtime's monitor thread keeps its priority (its wake-ups raise polling threads' tail latency)", zap.Error(err))

@@ -168,7 +168,7 @@ func (u *UDP) Quiet() {
 }
 
 // Arrivals grows with every datagram that arrives in the socket's rings (edge-triggered epoll).
-func (u *UDP) Arrivals() uint64 {
+func (u *UDP) Arrivals(int) uint64 {
 	if !u.enter() {
 		return 0
 	}

@@ -2,12 +2,12 @@ package shm
 
 import (
 	"errors"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"net/netip"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
@@ -65,7 +65,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 	p := &u.env.p
 	polls := 0
 	spinning := false
-	var spinStart int64
+	var spin wait.Spin
 	defer func() {
 		if spinning {
 			in.SpinEnd()
@@ -75,7 +75,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 	// A non-blocking call looks at the kernel socket every time (an epoll-driven program reads
 	// until EAGAIN); a blocking one every RxUDPPollOSRatio polls, and when the kernel woke it.
 	checkOS := nonblock
-	var w udpcall.Wait
+	var w wait.Call
 	kfd := -1
 	for {
 		if n, ok := u.fromRing(in, rc); ok {
@@ -111,12 +111,10 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 			if !spinning {
 				in.SpinBegin()
 				spinning = true
-				spinStart = w.Begin // the clock read of w.Start, just before: one read fewer per wait
+				spin.Begin(w.Begin) // the clock read of w.Start, just before: one read fewer per wait
 			}
 			polls++
-			if polls%sysc.YieldEvery == 0 && nanotime()-spinStart > sysc.YieldAfter {
-				sysc.Yield()
-			}
+			spin.Poll(0)
 			continue
 		}
 		if spinning {

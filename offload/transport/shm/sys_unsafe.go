@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
 )
 
 // Invariant for this file: Go memory handed to the kernel is converted with
@@ -12,18 +14,11 @@ import (
 // and in place for the call; the program's memory is passed as uintptr (the garbage collector
 // does not manage it).
 
-func errnoOf(r uintptr, e syscall.Errno) (int, syscall.Errno) {
-	if e != 0 {
-		return -1, e
-	}
-	return int(r), 0
-}
-
 // recvRaw is recvfrom(2) into a library-owned 16-byte buffer, without the source address. With
 // MSG_TRUNC it returns the datagram's real length.
 func recvRaw(fd int, b *[wakeLen]byte, flags int) (int, syscall.Errno) {
 	r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(b)), wakeLen, uintptr(flags), 0, 0)
-	return errnoOf(r, e)
+	return sysc.Result(r, e)
 }
 
 // recvvRaw is recvmsg(2) into the program's iovec array (readv on a socket), with flags.
@@ -32,7 +27,7 @@ func recvvRaw(fd int, iov uintptr, iovcnt int, flags int) (int, syscall.Errno) {
 	m := unix.Msghdr{Iov: (*unix.Iovec)(*(*unsafe.Pointer)(unsafe.Pointer(&iov)))}
 	m.SetIovlen(iovcnt)
 	r, _, e := unix.Syscall6(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&m)), uintptr(flags), 0, 0, 0)
-	return errnoOf(r, e)
+	return sysc.Result(r, e)
 }
 
 // bindRaw binds a socket to a library-owned sockaddr_un.

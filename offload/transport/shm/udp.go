@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"github.com/goxio/goxio/offload/internal/wait"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -13,7 +14,6 @@ import (
 	"github.com/goxio/goxio/offload/internal/sysc"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
-	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
 // UDP is one offloaded UDP socket on the shared-memory transport. The engine makes it when a rule
@@ -53,9 +53,9 @@ type UDP struct {
 	senderCache senderCache
 	route       atomic.Pointer[route] // the last destination and how to reach it
 
-	kernelOnly atomic.Bool     // GiveUp happened: every call goes to the kernel socket
-	rcvTimeo   atomic.Int64    // SO_RCVTIMEO in nanoseconds; 0: none
-	waitAvg    udpcall.WaitAvg // how long blocking receives wait for data, typically (recv.go)
+	kernelOnly atomic.Bool  // GiveUp happened: every call goes to the kernel socket
+	rcvTimeo   atomic.Int64 // SO_RCVTIMEO in nanoseconds; 0: none
+	waitAvg    wait.Avg     // how long blocking receives wait for data, typically (recv.go)
 	// sleepers counts this process's threads asleep in the kernel waiting for the socket (a
 	// blocking receive, select, poll, epoll_wait): senders skip the wake-up while one of our
 	// threads spins, so a spinner that stops with data queued wakes them (ready.go).

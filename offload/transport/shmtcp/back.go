@@ -37,7 +37,7 @@ func (t *TCP) BeforeFork(fd int) {
 		t.txmu.Unlock()
 	} else {
 		// A send in progress (asleep waiting for ring space): it goes back when it returns.
-		t.tx.set(flagBackWanted)
+		t.txWantBack()
 	}
 	conn.RequestBack()
 	t.rxmu.Lock()

@@ -1,8 +1,6 @@
 package shmtcp
 
-import "time"
+import "github.com/goxio/goxio/offload/internal/sysc"
 
-var epoch = time.Now()
-
-// nanotime is a monotonic clock in nanoseconds (the vDSO clock only: no timers).
-func nanotime() int64 { return int64(time.Since(epoch)) }
+// nanotime is the library's one monotonic clock (sysc.Nanotime).
+func nanotime() int64 { return sysc.Nanotime() }

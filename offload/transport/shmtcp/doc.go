@@ -24,6 +24,9 @@
 // to the kernel too; nothing was ever written into a ring that nobody reads. A reader reads the
 // kernel (never more than K bytes once K is known) until it read exactly K bytes, then the ring.
 //
+// The phases of each direction (kernel, up to K, ring, back; never for our writes) and every
+// transition between them are in state.go.
+//
 // # Wake-ups
 //
 // After its own switch an end sends wake-ups as single bytes on the kernel connection, beyond K

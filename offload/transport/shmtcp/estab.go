@@ -48,7 +48,7 @@ func (t *TCP) Established(fd int, server bool) {
 	if t.est.Load() != estNone || t.end.closed() {
 		return
 	}
-	t.est.Store(estRunning)
+	t.est.Store(estRunning)    // state.go: establishment steps
 	defer t.est.Store(estDone) // before the unlock: a call that waited sees the outcome
 	if t.early.Load() != 0 || t.kernTx.Load() != 0 || t.kernRx.Load() != 0 {
 		t.env.ctr.late.Add(1)

@@ -2,12 +2,12 @@ package shmtcp
 
 import (
 	"errors"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"io"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
@@ -65,10 +65,10 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 	waitall := d.flags&unix.MSG_WAITALL != 0 && !peek && !nonblock
 	want := d.total
 	got, viaOS := 0, false
-	var w waitState
+	var w wait.Call
 	polls := 0
 	spinning := false
-	var spinStart int64
+	var spin wait.Spin
 	var spun *ring.Conn
 	defer func() {
 		if spinning && spun != nil {
@@ -88,7 +88,7 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 			got += n
 			viaOS = viaOS || kern
 			if !waitall || got >= want {
-				t.waited(&w)
+				t.waitAvg.Waited(&w)
 				return got, 0, viaOS
 			}
 			dl.bufs = advance(dl.bufs, n)
@@ -104,17 +104,17 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 		if nonblock {
 			return -1, unix.EAGAIN, false
 		}
-		if !w.started {
-			w.start(t.rcvTimeo.Load(), p.Signals)
+		if !w.Started {
+			w.Start(t.rcvTimeo.Load(), p.Signals)
 		}
-		if e := w.check(); e != 0 {
+		if e := w.Check(); e != 0 {
 			if got > 0 {
 				return got, 0, viaOS
 			}
 			return -1, e, false
 		}
 		if t.rx.phase() == phaseRing &&
-			(p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || t.waitAvg.Load() < spinWorth)) {
+			(p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || t.waitAvg.SpinWorth())) {
 			if !spinning {
 				// No mark while another thread of ours sleeps on the connection: the peer's
 				// wake byte is what wakes it.
@@ -122,12 +122,10 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 					spun.SpinBegin()
 				}
 				spinning = true
-				spinStart = nanotime()
+				spin.Begin(nanotime())
 			}
 			polls++
-			if polls%sysc.YieldEvery == 0 && nanotime()-spinStart > sysc.YieldAfter {
-				sysc.Yield() // another thread of this CPU may be the one that produces the data
-			}
+			spin.Poll(0) // another thread of this CPU may be the one that produces the data
 			continue
 		}
 		if spinning {
@@ -138,7 +136,7 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 			spinning = false
 			continue // one more look before sleeping
 		}
-		// Marks of others (an epoll set's awake marks, epoll_awake.go in the engine) keep the
+		// Marks of others (an epoll set's awake marks, offload/iomux/epoll_awake.go) keep the
 		// peer's wake byte away: then look at the ring again every millisecond.
 		t.Sleep(true)
 		limit := int64(0)
@@ -149,7 +147,7 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 		if t.rx.switched() && t.Readable(fd) {
 			e = unix.EINTR // the last look (after marking) found something: go round
 		} else {
-			_, e = t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.timeout(limit))
+			_, e = t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.Timeout(limit))
 		}
 		t.Sleep(false)
 		if e != 0 && e != unix.EINTR {
@@ -167,24 +165,6 @@ func (t *TCP) kernelDue() bool {
 	now := nanotime()
 	last := t.lastKernel.Load()
 	return now-last >= kernelEvery && t.lastKernel.CompareAndSwap(last, now)
-}
-
-// spinWorth is the typical wait beyond which a blocking receive stops spinning before it sleeps
-// (unless VMA_RX_POLL is -1): data that keeps coming this late is not worth a CPU held busy all
-// that time, which on a machine with few CPUs the peer producing the data may need. The typical
-// wait is a moving average (1/16 per wait) of waits capped at 4 x spinWorth, so one long wait
-// (the peer was descheduled) does not stop the spinning; once waits get short, spinning resumes.
-const spinWorth = 100e3 // ns
-
-// waited folds how long a blocking receive waited for its bytes into the socket's average;
-// receives that found bytes at once do not count.
-func (t *TCP) waited(w *waitState) {
-	if !w.started {
-		return
-	}
-	d := min(nanotime()-w.begin, 4*spinWorth)
-	old := t.waitAvg.Load()
-	t.waitAvg.Store(old + (d-old)/16)
 }
 
 // step makes one non-blocking attempt: n > 0 bytes, or done with the call's result (0 at EOF, or
@@ -285,7 +265,7 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 		if t.rxSwitch() {
 			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 		}
-		t.rx.set(flagKernEOF)
+		t.rxKernelEOF()
 		return 0, 0, true, true
 	default:
 		if t.rxSwitch() {

@@ -2,6 +2,7 @@ package shmtcp
 
 import (
 	"errors"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -138,7 +139,7 @@ func (t *TCP) ringSend(fd int, conn *ring.Conn, call *dataCall, nonblock bool) (
 		return 0, 0
 	}
 	sent := 0
-	var w waitState
+	var w wait.Call
 	backoff := int64(0)
 	txCap, _ := conn.Capacities()
 	for {
@@ -174,10 +175,10 @@ func (t *TCP) ringSend(fd int, conn *ring.Conn, call *dataCall, nonblock bool) (
 		if nonblock {
 			return partial(sent, unix.EAGAIN)
 		}
-		if !w.started {
-			w.start(t.sndTimeo.Load(), t.env.p.Signals)
+		if !w.Started {
+			w.Start(t.sndTimeo.Load(), t.env.p.Signals)
 		}
-		if e := w.check(); e != 0 {
+		if e := w.Check(); e != 0 {
 			return partial(sent, e)
 		}
 		if conn.WaitSpace(min(d.total-sent, max(txCap/2, 1))) {
@@ -190,7 +191,7 @@ func (t *TCP) ringSend(fd int, conn *ring.Conn, call *dataCall, nonblock bool) (
 			events = unix.POLLRDHUP
 			limit = backoff
 		}
-		rev, e := t.sleep(fd, events, w.timeout(limit))
+		rev, e := t.sleep(fd, events, w.Timeout(limit))
 		if e != 0 && e != unix.EINTR {
 			return partial(sent, e)
 		}

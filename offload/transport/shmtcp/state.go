@@ -211,6 +211,22 @@ func (t *TCP) txOweWake(fd int) {
 	}
 }
 
+// txShut records the program's shutdown of our writing side (SHUT_WR): no switch after it (the
+// kernel's FIN ends a direction that never switched), and sends fail with EPIPE.
+func (t *TCP) txShut() { t.tx.set(flagShut) }
+
+// rxShut records the program's shutdown of our reading side (SHUT_RD): receives after the
+// switch return what is queued, then 0.
+func (t *TCP) rxShut() { t.rx.set(flagShut) }
+
+// txWantBack records a fork that found a send in progress: the send goes back to the kernel
+// when it returns (maybeBackWrite), or, before our switch, our writes never switch.
+func (t *TCP) txWantBack() { t.tx.set(flagBackWanted) }
+
+// rxKernelEOF records the kernel's EOF seen by a receive before the reader's switch: a peer
+// that never switched its writes ended them (peerEnded).
+func (t *TCP) rxKernelEOF() { t.rx.set(flagKernEOF) }
+
 // txNever keeps our writes on the kernel for good: a fork or a withdrawal came before our
 // switch. txmu is held (or the segment is being given up).
 func (t *TCP) txNever() {

@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
 )
 
 // Invariant for this file: Go memory handed to the kernel is converted with
@@ -13,17 +15,10 @@ import (
 // freed by the garbage collector); iovec arrays built from them live on the Go stack only for the
 // call. The kernel checks every address and fails the call with EFAULT.
 
-func errnoOf(r uintptr, e syscall.Errno) (int, syscall.Errno) {
-	if e != 0 {
-		return -1, e
-	}
-	return int(r), 0
-}
-
 // recvScratch is recvfrom(2) into a library-owned buffer.
 func recvScratch(fd int, b *[64]byte, flags int) (int, syscall.Errno) {
 	r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(b)), uintptr(len(b)), uintptr(flags), 0, 0)
-	return errnoOf(r, e)
+	return sysc.Result(r, e)
 }
 
 // wakeByte is the content of a wake-up (any value would do: the reader never looks).
@@ -44,7 +39,7 @@ func sendByte(fd int) syscall.Errno {
 // recvNull is recvfrom(2) with no buffer: with MSG_TRUNC a TCP socket drops up to n bytes.
 func recvNull(fd int, n int, flags int) (int, syscall.Errno) {
 	r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), 0, uintptr(n), uintptr(flags), 0, 0)
-	return errnoOf(r, e)
+	return sysc.Result(r, e)
 }
 
 // maxKernIov is how many buffers one kernel receive of the transport passes.
@@ -73,7 +68,7 @@ func recvBufs(fd int, bufs [][]byte, limit int, flags int) (int, syscall.Errno) 
 		m.SetIovlen(n)
 	}
 	r, _, e := unix.Syscall6(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&m)), uintptr(flags), 0, 0, 0)
-	return errnoOf(r, e)
+	return sysc.Result(r, e)
 }
 
 // ppoll1 waits for events on fd, with an optional timeout; revents is 0 on timeout.

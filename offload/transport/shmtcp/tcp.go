@@ -1,6 +1,7 @@
 package shmtcp
 
 import (
+	"github.com/goxio/goxio/offload/internal/wait"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ type TCP struct {
 	env      *Env
 	nonblock func() bool
 	server   bool
+	accepted bool // made by accept (Accepted, before the socket is shared): the server's end
 
 	// conn is the connection segment; nil before Established, when OpenConn failed, after a
 	// withdrawal and after Close: every call then goes to the kernel socket as it is.
@@ -58,7 +60,7 @@ type TCP struct {
 	// keeps sending wake bytes; a sleeper that finds marks taken before sleeps 1 ms at a time.
 	rxSleepers atomic.Int32
 
-	waitAvg atomic.Int64 // how long blocking receives wait for bytes, typically (ns; recv.go)
+	waitAvg wait.Avg // how long blocking receives wait for bytes, typically (recv.go)
 	// lastKernel is when a receive on the ring last looked at the kernel socket (recv.go).
 	lastKernel atomic.Int64
 	rcvTimeo   atomic.Int64 // SO_RCVTIMEO in ns; 0: none
@@ -79,8 +81,6 @@ type TCP struct {
 	kConsumed uint64 // guarded by rxmu
 	rxStash   []byte // guarded by rxmu
 }
-
-var _ transport.Transport = (*TCP)(nil)
 
 // Kind is transport.KindSHM.
 func (t *TCP) Kind() transport.Kind { return transport.KindSHM }
@@ -251,13 +251,13 @@ func (t *TCP) Shutdown(fd, how int) {
 			t.trySwitchWrite(fd, conn)
 			t.txmu.Unlock()
 		}
-		t.tx.set(flagShut)
+		t.txShut()
 		if conn != nil && t.txRing() && conn.ShutdownWrite() {
 			t.wake(fd)
 		}
 	}
 	if how == unix.SHUT_RD || how == unix.SHUT_RDWR {
-		t.rx.set(flagShut)
+		t.rxShut()
 		if conn != nil {
 			conn.ShutdownRead()
 		}

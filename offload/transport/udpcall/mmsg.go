@@ -1,6 +1,7 @@
 package udpcall
 
 import (
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -30,7 +31,7 @@ func Recvmmsg(c *transport.Call, sockNonblock bool, recv RecvOne, kernel func(*t
 		if ts.Sec < 0 || ts.Nsec < 0 || ts.Nsec >= 1e9 {
 			return -1, unix.EINVAL, false
 		}
-		deadline = Nanotime() + ts.Sec*1e9 + ts.Nsec
+		deadline = sysc.Nanotime() + ts.Sec*1e9 + ts.Nsec
 	}
 	nonblock := sockNonblock || flags&unix.MSG_DONTWAIT != 0
 	var arr [MaxBufs][]byte
@@ -56,7 +57,7 @@ func Recvmmsg(c *transport.Call, sockNonblock bool, recv RecvOne, kernel func(*t
 		viaOS = viaOS || os
 		*lenp = uint32(n)
 		count++
-		if deadline != 0 && Nanotime() >= deadline {
+		if deadline != 0 && sysc.Nanotime() >= deadline {
 			break
 		}
 	}

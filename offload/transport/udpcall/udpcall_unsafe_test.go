@@ -1,6 +1,8 @@
 package udpcall
 
 import (
+	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"testing"
 	"unsafe"
 
@@ -37,7 +39,7 @@ func TestParseRx(t *testing.T) {
 }
 
 func TestWaitTimeout(t *testing.T) {
-	var w Wait
+	var w wait.Call
 	w.Start(1e6, nil) // 1 ms
 	if e := w.Check(); e != 0 {
 		t.Fatalf("Check at once = %v", e)
@@ -45,12 +47,12 @@ func TestWaitTimeout(t *testing.T) {
 	if r := w.Remaining(); r == nil || r.Nano() > 1e6 {
 		t.Fatalf("Remaining = %v", r)
 	}
-	for Nanotime() < w.Deadline {
+	for sysc.Nanotime() < w.Deadline {
 	}
 	if e := w.Check(); e != unix.EAGAIN {
 		t.Fatalf("Check after the deadline = %v, want EAGAIN", e)
 	}
-	var none Wait
+	var none wait.Call
 	none.Start(0, nil)
 	if none.Remaining() != nil || none.Check() != 0 {
 		t.Fatal("a wait without timeout has a deadline")

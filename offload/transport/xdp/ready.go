@@ -140,7 +140,7 @@ func (u *UDP) drainBell() {
 }
 
 // Arrivals grows with every datagram queued for the socket (edge-triggered epoll).
-func (u *UDP) Arrivals() uint64 { return u.q.arrivals.Load() }
+func (u *UDP) Arrivals(int) uint64 { return u.q.arrivals.Load() }
 
 // NextSize is the size of the datagram the next receive returns from the queue (FIONREAD);
 // false when the queue is empty (the kernel socket then answers).

@@ -2,12 +2,12 @@ package xdp
 
 import (
 	"encoding/binary"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"net/netip"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
@@ -67,7 +67,8 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 	p := &u.env.p
 	polls := 0
 	checkOS := nonblock
-	var w udpcall.Wait
+	var w wait.Call
+	var spin wait.Spin
 	kfd := -1
 	for {
 		if n, ok := u.fromQueue(rc); ok {
@@ -102,17 +103,15 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 		if errno := w.Check(); errno != 0 {
 			return -1, errno, false
 		}
-		// Spin first unless the socket's receives typically wait long (udpcall.WaitAvg),
-		// giving the CPU away every sysc.YieldEvery polls from the start: when the peer (or
-		// the thread that takes the frames from the RX ring) shares this CPU, it runs at once
-		// instead of after sysc.YieldAfter of spinning. On the 2-CPU test machine, sockperf
-		// ping-pong across a veth with both ends on one CPU went from 56 us to 6 us (median);
-		// on two CPUs the yields (nothing else to run) cost nothing measurable.
+		// Spin first unless the socket's receives typically wait long (wait.Avg), eagerly
+		// (wait.Spin: giving the CPU away every few polls from the start, for the peer or the
+		// thread that takes the frames from the RX ring when it shares this CPU).
 		if p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || u.waitAvg.SpinWorth()) {
-			polls++
-			if polls%sysc.YieldEvery == 0 {
-				sysc.Yield()
+			if polls == 0 {
+				spin.BeginEager()
 			}
+			polls++
+			spin.Poll(0)
 			continue
 		}
 		if kfd < 0 {
@@ -144,7 +143,7 @@ const highFD = 1 << 10
 // revents. The sleeper count goes up before the last look at the queue, and a thread that queues
 // a frame reads it after queueing: either the sleeper sees the frame or the queuer sees the
 // sleeper and writes to the wake pipe.
-func (u *UDP) sleep(fd int, w *udpcall.Wait) (int16, syscall.Errno) {
+func (u *UDP) sleep(fd int, w *wait.Call) (int16, syscall.Errno) {
 	bell := u.ensureBell()
 	var fds [2 + maxSleepFDs]unix.PollFd
 	fds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}

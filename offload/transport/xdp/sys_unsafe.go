@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
 )
 
 // Invariant for this file: Go memory handed to the kernel is converted with
@@ -12,20 +14,13 @@ import (
 // and in place for the call; the program's memory is passed as uintptr (the garbage collector
 // does not manage it).
 
-func errnoOf(r uintptr, e syscall.Errno) (int, syscall.Errno) {
-	if e != 0 {
-		return -1, e
-	}
-	return int(r), 0
-}
-
 // recvvRaw is recvmsg(2) into the program's iovec array (readv on a socket), with flags.
 func recvvRaw(fd int, iov uintptr, iovcnt int, flags int) (int, syscall.Errno) {
 	// iov is the program's C memory: the garbage collector never moves it.
 	m := unix.Msghdr{Iov: (*unix.Iovec)(*(*unsafe.Pointer)(unsafe.Pointer(&iov)))}
 	m.SetIovlen(iovcnt)
 	r, _, e := unix.Syscall6(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&m)), uintptr(flags), 0, 0, 0)
-	return errnoOf(r, e)
+	return sysc.Result(r, e)
 }
 
 // ppoll waits for the fds, with an optional timeout; the revents are written into fds.

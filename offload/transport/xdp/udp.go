@@ -1,6 +1,7 @@
 package xdp
 
 import (
+	"github.com/goxio/goxio/offload/internal/wait"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
-	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
 // UDP is one offloaded UDP socket on the AF_XDP transport. The engine makes it when a rule
@@ -57,11 +57,11 @@ type UDP struct {
 	shut     atomic.Bool  // Close happened
 	finalize sync.Once
 
-	kernelOnly atomic.Bool     // GiveUp happened
-	gaveUp     atomic.Uint32   // the transport.Reason GiveUp was given
-	wrShut     atomic.Bool     // shutdown(SHUT_WR): sends go to the kernel, which fails them
-	rcvTimeo   atomic.Int64    // SO_RCVTIMEO in nanoseconds; 0: none
-	waitAvg    udpcall.WaitAvg // how long blocking receives wait for data, typically (recv.go)
+	kernelOnly atomic.Bool   // GiveUp happened
+	gaveUp     atomic.Uint32 // the transport.Reason GiveUp was given
+	wrShut     atomic.Bool   // shutdown(SHUT_WR): sends go to the kernel, which fails them
+	rcvTimeo   atomic.Int64  // SO_RCVTIMEO in nanoseconds; 0: none
+	waitAvg    wait.Avg      // how long blocking receives wait for data, typically (recv.go)
 	tos        atomic.Uint32
 	ttl        atomic.Uint32
 	mcTTL      atomic.Uint32

@@ -1,16 +1,16 @@
-package offload
+package iomux
 
 import (
 	"golang.org/x/sys/unix"
 
-	"github.com/goxio/goxio/offload/transport/shmtcp"
+	"github.com/goxio/goxio/offload/transport"
 )
 
 // Shared-memory TCP connections in an epoll set: the connection's kernel fd sits in the inner
-// set with the events the transport says wake it (shmtcp.TCP.KernelEvents: after our switch the
+// set with the events the transport says wake it (Ready.KernelEvents; for shared-memory TCP after our switch the
 // ring's space comes back as a wake byte, a kernel POLLIN, since the kernel's POLLOUT is then
 // always set), level-triggered; the events reported to the program are the transport's answer
-// (shmtcp.TCP.Poll), so a wake byte left after its data was read reports nothing, and EPOLLOUT
+// (Ready.Poll), so a wake byte left after its data was read reports nothing, and EPOLLOUT
 // follows the ring. EPOLLET is emulated: EPOLLIN is reported again only when more bytes arrived
 // since the last report, EPOLLOUT only after the connection was not writable in between, and a
 // report carries every ready event, as the kernel's does.
@@ -28,11 +28,11 @@ func (m *member) innerEvents() uint32 {
 // wantInner are the events m's kernel fd should be registered with in the inner set now (they
 // change when the connection switches).
 func (m *member) wantInner() uint32 {
-	if m.s.typ != sockStream {
+	if !m.s.Stream {
 		return m.events
 	}
 	want := m.events & epollPollBits
-	if t := m.s.shmTCP(); t != nil {
+	if t := m.s.Rings(); t != nil {
 		want = uint32(uint16(t.KernelEvents(int16(want)))) | m.events&^epollPollBits&^(unix.EPOLLET|unix.EPOLLONESHOT)
 	}
 	return want
@@ -40,7 +40,7 @@ func (m *member) wantInner() uint32 {
 
 // tcpEvents is what m reports for the kernel's events kernel (0 for a look at the rings only);
 // ok false when the kernel's answer stands (the connection has no segment).
-func (m *member) tcpEvents(t *shmtcp.TCP, kernel uint32) (uint32, bool) {
+func (m *member) tcpEvents(t transport.Endpoint, kernel uint32) (uint32, bool) {
 	want := int16(m.events & epollPollBits)
 	rev, ok := t.Poll(m.fd, want, int16(kernel&epollPollBits))
 	if !ok {
@@ -54,8 +54,7 @@ func (m *member) tcpEvents(t *shmtcp.TCP, kernel uint32) (uint32, bool) {
 		// yet; without one nothing is reported.
 		edge := false
 		if ev&unix.EPOLLIN != 0 {
-			st := t.Stats()
-			if a := st.RingRx + st.RxFill + st.KernelRx; a != m.et.seen {
+			if a := t.Arrivals(m.fd); a != m.et.seen {
 				m.et.seen = a
 				edge = true
 			}

@@ -1,11 +1,10 @@
-package offload
+package iomux
 
 import (
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"golang.org/x/sys/unix"
 
-	ring "github.com/goxio/goxio/offload/shm"
-
-	"github.com/goxio/goxio/offload/transport/shmtcp"
+	"github.com/goxio/goxio/offload/transport"
 )
 
 // Awake marks. A shared-memory TCP writer sends its wake byte (a kernel send) only when no spin
@@ -33,13 +32,13 @@ const awakeCheck = 1e6 // ns
 
 // lingerMark is the mark of a deleted member.
 type lingerMark struct {
-	t *shmtcp.TCP
-	c *ring.Conn
+	t transport.Endpoint
+	c transport.Mark
 }
 
 // lingerAwake keeps m's mark after m leaves the set (EPOLL_CTL_DEL). set.mu is held.
 func (set *epollSet) lingerAwake(m *member) {
-	t := m.s.shmTCP()
+	t := m.s.Rings()
 	if m.awake == nil || t == nil {
 		return
 	}
@@ -50,7 +49,7 @@ func (set *epollSet) lingerAwake(m *member) {
 
 // adoptLinger gives back to t the mark it left when it was deleted; false: none. set.mu is
 // held.
-func (set *epollSet) adoptLinger(t *shmtcp.TCP) (*ring.Conn, bool) {
+func (set *epollSet) adoptLinger(t transport.Endpoint) (transport.Mark, bool) {
 	for i, l := range set.linger {
 		if l.t == t {
 			set.linger = append(set.linger[:i], set.linger[i+1:]...)
@@ -61,7 +60,7 @@ func (set *epollSet) adoptLinger(t *shmtcp.TCP) (*ring.Conn, bool) {
 }
 
 // dropLinger releases t's lingering mark (its socket closes). set.mu is held.
-func (set *epollSet) dropLinger(t *shmtcp.TCP) {
+func (set *epollSet) dropLinger(t transport.Endpoint) {
 	if c, ok := set.adoptLinger(t); ok {
 		c.SpinEnd()
 	}
@@ -91,7 +90,7 @@ func threadKey(sigCounters uintptr) uintptr {
 	if sigCounters != 0 {
 		return sigCounters
 	}
-	return uintptr(unix.Gettid())
+	return uintptr(sysc.Gettid())
 }
 
 // holdAwake marks every shared-memory TCP member read from the ring that has no mark yet.
@@ -104,8 +103,8 @@ func (set *epollSet) holdAwake() {
 		if m.awake != nil || m.events&unix.EPOLLIN == 0 {
 			continue
 		}
-		t := m.s.shmTCP()
-		if t == nil {
+		t := m.s.Rings()
+		if t == nil || !m.s.Stream {
 			continue
 		}
 		if c, ok := set.adoptLinger(t); ok {
@@ -113,8 +112,7 @@ func (set *epollSet) holdAwake() {
 			set.marks++
 			continue
 		}
-		if c := t.SpinConn(); c != nil {
-			c.SpinBegin()
+		if c := t.Mark(); c != nil {
 			m.awake = c
 			set.marks++
 		}
@@ -150,9 +148,9 @@ func (m *member) releaseAwake(set *epollSet) {
 // othersAwake reports whether marks are held on a connection of tcps that the caller does not
 // hold itself (it gave its own back): a writer then skips the wake byte the caller would sleep
 // for.
-func othersAwake(tcps []*shmtcp.TCP) bool {
+func othersAwake(tcps []transport.Endpoint) bool {
 	for _, t := range tcps {
-		if c := t.SpinConn(); c != nil && c.Spinners() > 0 {
+		if t.Marked() {
 			return true
 		}
 	}
@@ -161,7 +159,7 @@ func othersAwake(tcps []*shmtcp.TCP) bool {
 
 // boundSleep is the sleep timeout of a waiter: ts, or at most awakeCheck while others hold
 // marks on its connections (bounded reports that).
-func boundSleep(ts *unix.Timespec, tcps []*shmtcp.TCP) (out *unix.Timespec, bounded bool) {
+func boundSleep(ts *unix.Timespec, tcps []transport.Endpoint) (out *unix.Timespec, bounded bool) {
 	if !othersAwake(tcps) {
 		return ts, false
 	}

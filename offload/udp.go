@@ -9,47 +9,13 @@ import (
 
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"github.com/goxio/goxio/offload/transport"
-	shmtr "github.com/goxio/goxio/offload/transport/shm"
-	"github.com/goxio/goxio/offload/transport/udpcall"
 )
-
-// offloadUDP gives an offloaded UDP socket a ring transport (once): the AF_XDP one when
-// useXDPLocked says so (xdp.go), else the shared-memory one; s.mu is held.
-func (e *Engine) offloadUDPLocked(s *Socket) {
-	if !e.udpRings() || s.typ != sockDgram || s.domain != unix.AF_INET {
-		s.kind, s.reason = transport.KindOS, transport.ReasonNoFasterPath
-		return
-	}
-	if _, ok := s.tr.(ringUDP); ok {
-		return
-	}
-	if e.useXDPLocked(s) {
-		e.offloadXDPLocked(s)
-		return
-	}
-	if e.cfg.SHM == nil {
-		s.kind, s.reason = transport.KindOS, transport.ReasonNoFasterPath
-		return
-	}
-	u := e.cfg.SHM.NewUDP(s.nonblock.Load)
-	st := s.st
-	u.OnDrop = func() { st.CountTxDrop() }
-	s.tr = u
-	s.kind, s.reason = transport.KindSHM, transport.ReasonNone
-}
-
-// shmUDP is the socket's shared-memory transport, or nil.
-func (s *Socket) shmUDP() *shmtr.UDP {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u, _ := s.tr.(*shmtr.UDP)
-	return u
-}
 
 // udpBound tells the socket's transport that the kernel socket has an address now.
 func (e *Engine) udpBound(s *Socket, fd int) {
-	if u := s.ringUDP(); u != nil {
+	if u := s.rings(); u != nil {
 		u.Bound(fd)
 	}
 }
@@ -57,7 +23,7 @@ func (e *Engine) udpBound(s *Socket, fd int) {
 // udpConnected tells the socket's transport that the kernel socket is connected to remote (or
 // disconnected: the zero value).
 func (e *Engine) udpConnected(s *Socket, fd int, remote netip.AddrPort) {
-	if u := s.ringUDP(); u != nil {
+	if u := s.rings(); u != nil {
 		u.Connected(fd, remote)
 	}
 }
@@ -67,22 +33,20 @@ func (e *Engine) udpConnected(s *Socket, fd int, remote netip.AddrPort) {
 // datagram. It returns once the socket has its inbox (or never will) or the kernel socket is
 // readable, or the error that ends the receive (SO_RCVTIMEO, a signal).
 func (e *Engine) udpWaitInbox(s *Socket, c *transport.Call) syscall.Errno {
-	if u := s.ringUDP(); u != nil {
-		if su, ok := u.(*shmtr.UDP); !ok || su.Inbox() != nil {
-			return 0 // the common case, decided with one lock (the AF_XDP transport reads both paths)
-		}
+	if u := s.rings(); u != nil && !u.Starting() {
+		return 0 // the common case, decided without a lock (the AF_XDP transport reads both paths)
 	}
 	waiting := func() bool {
 		if !s.isDecided() {
 			return true // the rule (and the transport) come with bind, connect or a first send
 		}
-		u := s.shmUDP()
-		return u != nil && u.Inbox() == nil && u.GaveUp() == transport.ReasonNone
+		u := s.rings()
+		return u != nil && u.Starting()
 	}
 	if s.nonblock.Load() || recvFlags(c)&unix.MSG_DONTWAIT != 0 || !waiting() {
 		return 0
 	}
-	_, errno := udpcall.WaitEarly(c.FD, e.cfg.IOMux.Signals, func() bool { return !waiting() })
+	_, errno := wait.Until(c.FD, e.cfg.IOMux.Signals, func() bool { return !waiting() })
 	return errno
 }
 
@@ -99,14 +63,12 @@ func recvFlags(c *transport.Call) int {
 
 // giveUp sends an offloaded UDP socket back to the kernel for good, with the reason.
 func (e *Engine) giveUp(s *Socket, fd int, r transport.Reason, why string) {
-	u := s.ringUDP()
+	u := s.rings()
 	if u == nil || u.GaveUp() != transport.ReasonNone {
 		return
 	}
 	u.GiveUp(r)
-	if u, ok := u.(*shmtr.UDP); ok {
-		u.RestoreOptions(fd)
-	}
+	u.RestoreOptions(fd)
 	s.mu.Lock()
 	s.kind, s.reason = transport.KindOS, r
 	s.publishLocked()
@@ -144,10 +106,7 @@ var kernelOnlyOptions = map[[2]int]string{
 
 // udpOption notes a socket option the program set successfully on an offloaded UDP socket.
 func (e *Engine) udpOption(s *Socket, fd int, level, name int, val uintptr, vlen uint32) {
-	if u := s.ringUDP(); u != nil {
-		u.OptionSet(fd, level, name)
-	}
-	if u := s.ringUDP(); u != nil && level == unix.IPPROTO_IP && val != 0 {
+	if u := s.rings(); u != nil && level == unix.IPPROTO_IP && val != 0 {
 		switch act, group, source := parseMcOption(level, name, optionBytes(val, vlen)); act {
 		case mcJoin:
 			u.Join(fd, group, source)
@@ -188,37 +147,4 @@ func optionBytes(val uintptr, vlen uint32) (b []byte) {
 	b = make([]byte, n)
 	copy(b, umem.Bytes(val, n))
 	return b
-}
-
-// udpOptionValue corrects what getsockopt read from the kernel for an option the transport set
-// for itself.
-func (e *Engine) udpOptionValue(s *Socket, level, name int, val, lenp uintptr) {
-	u := s.shmUDP()
-	if u == nil || val == 0 || lenp == 0 {
-		return
-	}
-	umem.Protect()
-	defer func() { umem.Fault(recover()) }()
-	u.OptionValue(level, name, umem.Bytes(val, int(min(*umem.Uint32(lenp), 4))))
-}
-
-// ringFionread answers FIONREAD for a socket whose rings hold a datagram: its size, as the
-// kernel answers with the size of the next queued datagram.
-func (e *Engine) ringFionread(s *Socket, arg uintptr) (r int64, ok bool) {
-	u := s.ringUDP()
-	if u == nil {
-		return 0, false
-	}
-	size, ok := u.NextSize()
-	if !ok {
-		return 0, false
-	}
-	umem.Protect()
-	defer func() {
-		if umem.Fault(recover()) {
-			r, ok = -int64(unix.EFAULT), true
-		}
-	}()
-	*umem.Int32(arg) = int32(size)
-	return 0, true
 }

@@ -1,6 +1,10 @@
-package udpcall
+package wait
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
+)
 
 // spinWorth is the typical wait beyond which a blocking receive stops spinning before it sleeps
 // (unless VMA_RX_POLL is -1): data that keeps coming this late is not worth a CPU held busy all
@@ -10,20 +14,20 @@ import "sync/atomic"
 // 4 x spinWorth, so a lone long wait (the peer was descheduled) does not stop the spinning.
 const spinWorth = 100e3 // ns
 
-// WaitAvg is how long a socket's blocking receives typically wait for their datagram. The zero
-// value is ready (no wait yet: spinning is worth it).
-type WaitAvg struct{ ns atomic.Int64 }
+// Avg is how long a socket's blocking receives typically wait for their data. The zero value is
+// ready (no wait yet: spinning is worth it).
+type Avg struct{ ns atomic.Int64 }
 
 // Waited folds how long the blocking receive of w waited into the average; receives that found
 // data at once (w not started) do not count.
-func (a *WaitAvg) Waited(w *Wait) {
+func (a *Avg) Waited(w *Call) {
 	if !w.Started {
 		return
 	}
-	d := min(Nanotime()-w.Begin, 4*spinWorth)
+	d := min(sysc.Nanotime()-w.Begin, 4*spinWorth)
 	old := a.ns.Load()
 	a.ns.Store(old + (d-old)/16)
 }
 
 // SpinWorth reports whether a blocking receive should spin before it sleeps.
-func (a *WaitAvg) SpinWorth() bool { return a.ns.Load() < spinWorth }
+func (a *Avg) SpinWorth() bool { return a.ns.Load() < spinWorth }

@@ -1,6 +1,10 @@
-package offload
+package iomux
 
-import "golang.org/x/sys/unix"
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
+)
 
 // Ghost members. Event loops delete a connection from their epoll set and add it back around
 // every request (redis-benchmark's ae: EPOLL_CTL_DEL when no event is wanted, EPOLL_CTL_ADD for
@@ -19,7 +23,7 @@ import "golang.org/x/sys/unix"
 // haunt keeps m's inner registration as a ghost after the program deleted m (set.mu held); false
 // when m is not a shared-memory TCP member (the caller deletes the registration).
 func (set *epollSet) haunt(m *member) bool {
-	if m.s.typ != sockStream || m.s.shmTCP() == nil || m.bell > 0 {
+	if !m.s.Stream || m.s.Rings() == nil || m.bell > 0 {
 		return false
 	}
 	if set.ghosts == nil {
@@ -46,10 +50,10 @@ func (set *epollSet) revive(fd int, s *Socket, events uint32, data uint64) *memb
 	registered := m.inner
 	*m = member{fd: fd, s: s, events: events, data: data}
 	if want := m.innerEvents(); want != registered {
-		if epollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, want, uint64(fd)) != 0 {
+		if sysc.EpollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, want, uint64(fd)) != 0 {
 			// The registration is gone (it cannot be while the fd is open): add it anew.
-			_ = epollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)
-			if epollCtl(set.inner, unix.EPOLL_CTL_ADD, fd, want, uint64(fd)) != 0 {
+			_ = sysc.EpollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)
+			if sysc.EpollCtl(set.inner, unix.EPOLL_CTL_ADD, fd, want, uint64(fd)) != 0 {
 				return nil
 			}
 		}
@@ -60,7 +64,7 @@ func (set *epollSet) revive(fd int, s *Socket, events uint32, data uint64) *memb
 // exorcise deletes the ghost of fd, if it has one, from the inner set (set.mu held).
 func (set *epollSet) exorcise(fd int) {
 	if _, ok := set.ghosts[fd]; ok {
-		_ = epollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)
+		_ = sysc.EpollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)
 		delete(set.ghosts, fd)
 	}
 }
@@ -75,7 +79,7 @@ func (set *epollSet) exorciseSocket(s *Socket) {
 }
 
 // dropGhosts deletes the ghosts of fd in every set: fd is about to be closed or replaced.
-func (e *Engine) dropGhosts(fd int) {
+func (e *Mux) dropGhosts(fd int) {
 	for _, set := range e.epollSets() {
 		set.mu.Lock()
 		set.exorcise(fd)

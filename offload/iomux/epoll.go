@@ -1,4 +1,4 @@
-package offload
+package iomux
 
 import (
 	"sync"
@@ -7,10 +7,9 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
-	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
-	"github.com/goxio/goxio/offload/transport/shmtcp"
 )
 
 // epollSet is the engine's side of a program's epoll fd that has ring sockets in it. The ring
@@ -37,8 +36,8 @@ type epollSet struct {
 	// gen counts changes of the members and of their EPOLLIN; waitGen is the gen waitTCPs and
 	// waitUDP were made at (waitLists).
 	gen, waitGen uint64
-	waitTCPs     []*shmtcp.TCP // TCP members waited on for input (never appended to: shared)
-	waitUDP      []*member     // UDP members (their ring transport comes with their port)
+	waitTCPs     []transport.Endpoint // TCP members waited on for input (never appended to: shared)
+	waitUDP      []*member            // UDP members (their ring transport comes with their port)
 }
 
 // member is one ring socket in an epoll set, as the program registered it.
@@ -53,7 +52,7 @@ type member struct {
 	// Shared-memory TCP members (epoll_tcp.go): inner is the events the kernel fd is registered
 	// with in the inner set (they change when the connection switches).
 	inner uint32
-	awake *ring.Conn // the segment this member's awake mark is on (epoll_awake.go); nil: none
+	awake transport.Mark // the member's awake mark (epoll_awake.go); nil: none
 }
 
 // edgeState is what an EPOLLET member reported last (EPOLL_CTL_MOD starts it afresh).
@@ -70,43 +69,38 @@ type epolls struct {
 	sets map[int]*epollSet
 }
 
-func (e *Engine) epollSetOf(epfd int) *epollSet {
+func (e *Mux) epollSetOf(epfd int) *epollSet {
 	e.ep.mu.Lock()
 	defer e.ep.mu.Unlock()
 	return e.ep.sets[epfd]
 }
 
-// TagTable is an FDTable that also gives the tag data of inner epoll fds.
-type TagTable interface {
-	FDTable
-	Tag(fd int) uint64
-}
-
 // newEpollSet makes the inner epoll fd of a program epoll fd.
-func (e *Engine) newEpollSet(epfd int) (*epollSet, syscall.Errno) {
-	tt, ok := e.cfg.Table.(TagTable)
-	if !ok {
-		return nil, unix.ENOSYS
-	}
-	if !isEpoll(epfd) {
-		var st unix.Stat_t
-		if unix.Fstat(epfd, &st) != nil {
+func (e *Mux) newEpollSet(epfd int) (*epollSet, syscall.Errno) {
+	if !sysc.IsEpoll(epfd) {
+		if !sysc.IsOpen(epfd) {
 			return nil, unix.EBADF
 		}
 		return nil, unix.EINVAL
 	}
-	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		return nil, err.(syscall.Errno)
-	}
-	inner := moveHigh(fd)
-	set := &epollSet{epfd: epfd, inner: inner, tag: tt.Tag(inner), members: map[int]*member{}}
-	if errno := epollCtl(epfd, unix.EPOLL_CTL_ADD, inner, unix.EPOLLIN, set.tag); errno != 0 {
-		unix.Close(inner)
+	fd, errno := sysc.EpollCreate()
+	if errno != 0 {
 		return nil, errno
 	}
-	e.cfg.Table.Set(inner, FlagInternal)
-	e.cfg.Table.Set(epfd, FlagWatch|FlagEpoll)
+	inner := sysc.MoveHigh(fd)
+	tag, ok := e.host.Internal(inner)
+	if !ok {
+		e.host.Forget(inner)
+		sysc.Close(inner)
+		return nil, unix.ENOSYS
+	}
+	set := &epollSet{epfd: epfd, inner: inner, tag: tag, members: map[int]*member{}}
+	if errno := sysc.EpollCtl(epfd, unix.EPOLL_CTL_ADD, inner, unix.EPOLLIN, set.tag); errno != 0 {
+		e.host.Forget(inner)
+		sysc.Close(inner)
+		return nil, errno
+	}
+	e.host.Epoll(epfd)
 	e.ep.mu.Lock()
 	if e.ep.sets == nil {
 		e.ep.sets = map[int]*epollSet{}
@@ -117,7 +111,7 @@ func (e *Engine) newEpollSet(epfd int) (*epollSet, syscall.Errno) {
 }
 
 // dropEpoll forgets the set of a program epoll fd that was closed.
-func (e *Engine) dropEpoll(epfd int) {
+func (e *Mux) dropEpoll(epfd int) {
 	e.ep.mu.Lock()
 	set := e.ep.sets[epfd]
 	delete(e.ep.sets, epfd)
@@ -126,13 +120,13 @@ func (e *Engine) dropEpoll(epfd int) {
 		set.mu.Lock()
 		set.releaseAwake()
 		set.mu.Unlock()
-		e.cfg.Table.Set(set.inner, 0)
-		unix.Close(set.inner)
+		e.host.Forget(set.inner)
+		sysc.Close(set.inner)
 	}
 }
 
 // epollSets returns the current epoll sets (each locked on its own by the caller).
-func (e *Engine) epollSets() []*epollSet {
+func (e *Mux) epollSets() []*epollSet {
 	e.ep.mu.Lock()
 	defer e.ep.mu.Unlock()
 	sets := make([]*epollSet, 0, len(e.ep.sets))
@@ -145,18 +139,18 @@ func (e *Engine) epollSets() []*epollSet {
 // handMembersOver moves a socket that goes to the kernel for good from the inner sets back into
 // the program's epoll sets, with the program's events and data: from now on its epoll_ctl calls
 // go straight to the kernel.
-func (e *Engine) handMembersOver(s *Socket) {
+func (e *Mux) handMembersOver(s *Socket) {
 	for _, set := range e.epollSets() {
 		set.mu.Lock()
 		for fd, m := range set.members {
 			if m.s != s {
 				continue
 			}
-			_ = epollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)
+			_ = sysc.EpollCtl(set.inner, unix.EPOLL_CTL_DEL, fd, 0, 0)
 			if m.bell > 0 {
-				_ = epollCtl(set.inner, unix.EPOLL_CTL_DEL, m.bell, 0, 0)
+				_ = sysc.EpollCtl(set.inner, unix.EPOLL_CTL_DEL, m.bell, 0, 0)
 			}
-			if errno := epollCtl(set.epfd, unix.EPOLL_CTL_ADD, fd, m.events, m.data); errno != 0 {
+			if errno := sysc.EpollCtl(set.epfd, unix.EPOLL_CTL_ADD, fd, m.events, m.data); errno != 0 {
 				e.log.Warn("epoll: socket could not move back to the program's set", zap.Int("fd", fd), zap.Error(errno))
 			}
 			set.remove(fd)
@@ -168,7 +162,7 @@ func (e *Engine) handMembersOver(s *Socket) {
 
 // dropMember removes a finished socket from every epoll set (the kernel drops a closed file
 // from its sets by itself).
-func (e *Engine) dropMember(s *Socket) {
+func (e *Mux) dropMember(s *Socket) {
 	for _, set := range e.epollSets() {
 		set.mu.Lock()
 		for fd, m := range set.members {
@@ -176,7 +170,7 @@ func (e *Engine) dropMember(s *Socket) {
 				set.remove(fd)
 			}
 		}
-		if t := s.shmTCP(); t != nil {
+		if t := s.Rings(); t != nil && s.Stream {
 			set.dropLinger(t)
 		}
 		set.exorciseSocket(s)
@@ -199,7 +193,7 @@ func (set *epollSet) remove(fd int) {
 }
 
 // epollCtlCall serves epoll_ctl for a ring socket.
-func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
+func (e *Mux) epollCtlCall(c *transport.Call) (r int64) {
 	umem.Protect()
 	defer func() {
 		if umem.Fault(recover()) {
@@ -207,10 +201,10 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		}
 	}()
 	epfd, op, fd := int(int32(c.A[0])), int(int32(c.A[1])), c.FD
-	s := e.reg.get(fd)
-	if s == nil || s.isPassthrough() || s.typ == sockStream && s.shmTCP() == nil {
+	s := e.host.Socket(fd)
+	if s == nil || e.host.Passthrough(fd) || s.Stream && s.Rings() == nil {
 		// Kernel sockets stay in the program's set: their epoll readiness is the kernel's.
-		n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
+		n, errno := sysc.EpollCtlAt(epfd, op, fd, c.A[2])
 		return result(n, errno)
 	}
 	var events uint32
@@ -229,7 +223,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		if op != unix.EPOLL_CTL_ADD {
 			// Never added through the engine: the kernel's answer (ENOENT, or the registration
 			// made before the socket became a ring socket).
-			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
+			n, errno := sysc.EpollCtlAt(epfd, op, fd, c.A[2])
 			return result(n, errno)
 		}
 		var errno syscall.Errno
@@ -239,7 +233,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 	}
 	// A member's doorbell goes into the inner set at once (after the lock is released), so that
 	// the program's set becomes readable for ring data even when it is itself polled or nested.
-	if op == unix.EPOLL_CTL_ADD && s.typ == sockDgram {
+	if op == unix.EPOLL_CTL_ADD && !s.Stream {
 		defer set.armBells()
 	}
 	set.mu.Lock()
@@ -252,7 +246,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		}
 		if m = set.revive(fd, s, events, data); m == nil {
 			m = &member{fd: fd, s: s, events: events, data: data}
-			if errno := epollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
+			if errno := sysc.EpollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
 				return -int64(errno)
 			}
 		}
@@ -261,7 +255,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 		set.gen++
 	case unix.EPOLL_CTL_MOD:
 		if m == nil {
-			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
+			n, errno := sysc.EpollCtlAt(epfd, op, fd, c.A[2])
 			return result(n, errno)
 		}
 		if events&unix.EPOLLEXCLUSIVE != 0 || m.events&unix.EPOLLEXCLUSIVE != 0 {
@@ -271,25 +265,25 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 			set.gen++ // the wait lists hold the TCP members waited for input
 		}
 		m.events, m.data, m.disabled, m.et = events, data, false, edgeState{}
-		if want := m.wantInner(); want != m.inner || s.typ != sockStream {
+		if want := m.wantInner(); want != m.inner || !s.Stream {
 			// A TCP member whose kernel events stay the same (after the switch EPOLLOUT is a
 			// kernel EPOLLIN) costs no system call: event loops switch EPOLLOUT on and off
 			// around every write.
-			if errno := epollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
+			if errno := sysc.EpollCtl(set.inner, op, fd, m.innerEvents(), uint64(fd)); errno != 0 {
 				return -int64(errno)
 			}
 		}
 	case unix.EPOLL_CTL_DEL:
 		if m == nil {
-			n, errno := epollCtlRaw(epfd, op, fd, c.A[2])
+			n, errno := sysc.EpollCtlAt(epfd, op, fd, c.A[2])
 			return result(n, errno)
 		}
 		set.lingerAwake(m)
 		set.remove(fd)
 		if !set.haunt(m) {
-			_ = epollCtl(set.inner, op, fd, 0, 0)
+			_ = sysc.EpollCtl(set.inner, op, fd, 0, 0)
 			if m.bell > 0 {
-				_ = epollCtl(set.inner, op, m.bell, 0, 0)
+				_ = sysc.EpollCtl(set.inner, op, m.bell, 0, 0)
 			}
 		}
 	default:
@@ -299,7 +293,7 @@ func (e *Engine) epollCtlCall(c *transport.Call) (r int64) {
 }
 
 // epollWaitCall serves epoll_wait, epoll_pwait and epoll_pwait2 on a set with ring sockets.
-func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
+func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 	umem.Protect()
 	defer func() {
 		if umem.Fault(recover()) {
@@ -319,7 +313,7 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 			return -int64(errno)
 		}
 		for {
-			n, errno := epollWait(c.FD, c.A[0], max, w.remaining(), c.A[3])
+			n, errno := sysc.EpollWait(c.FD, c.A[0], max, w.remaining(), c.A[3])
 			if errno == unix.EINTR && !w.interrupted() {
 				continue // the Go runtime's own signal, not the program's
 			}
@@ -339,7 +333,7 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 	set.mu.Lock()
 	w.tcps = set.waitLists()
 	for _, m := range set.waitUDP {
-		if u := m.s.ringUDP(); u != nil {
+		if u := m.s.Rings(); u != nil {
 			w.socks = append(w.socks, u)
 		}
 	}
@@ -368,7 +362,7 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 	}
 	defer w.spin(false)
 	zero := unix.Timespec{}
-	start := nanotime()
+	w.begin()
 	for i := 0; ; i++ {
 		n := set.ringEvents(out, 0, max)
 		if n > 0 || w.osCheckDue(i) {
@@ -383,15 +377,9 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 				return int64(n)
 			}
 		}
-		if w.interrupted() {
-			return -int64(unix.EINTR)
-		}
-		if w.spinBudget(start) {
-			w.spin(true)
-			continue
-		}
-		if w.spinning {
-			w.spin(false)
+		if errno, again := w.next(); errno != 0 {
+			return -int64(errno)
+		} else if again {
 			continue
 		}
 		if release() {
@@ -429,16 +417,16 @@ func (e *Engine) epollWaitCall(c *transport.Call) (r int64) {
 // waitLists returns the shared-memory TCP members a waiter waits on for input, and makes
 // set.waitUDP current; set.mu is held. Both are made again only when the members changed (a TCP
 // member has its transport from before it was added: one without is left to the kernel).
-func (set *epollSet) waitLists() []*shmtcp.TCP {
+func (set *epollSet) waitLists() []transport.Endpoint {
 	if set.waitGen == set.gen && set.waitTCPs != nil {
 		return set.waitTCPs
 	}
-	tcps := make([]*shmtcp.TCP, 0, len(set.order))
+	tcps := make([]transport.Endpoint, 0, len(set.order))
 	set.waitUDP = set.waitUDP[:0:0]
 	for _, m := range set.order {
-		if m.s.typ != sockStream {
+		if !m.s.Stream {
 			set.waitUDP = append(set.waitUDP, m)
-		} else if t := m.s.shmTCP(); t != nil && m.events&unix.EPOLLIN != 0 {
+		} else if t := m.s.Rings(); t != nil && m.events&unix.EPOLLIN != 0 {
 			tcps = append(tcps, t)
 		}
 	}
@@ -458,7 +446,7 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 		if m.disabled {
 			continue
 		}
-		if t := m.s.shmTCP(); t != nil {
+		if t := m.s.Rings(); t != nil && m.s.Stream {
 			if ev, ok := m.tcpEvents(t, 0); ok && ev != 0 {
 				umem.PutEpollEvent(out, n, ev, m.data)
 				n++
@@ -471,16 +459,16 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 		if m.events&unix.EPOLLIN == 0 {
 			continue
 		}
-		u := m.s.ringUDP()
+		u := m.s.Rings()
 		if u == nil {
 			continue
 		}
-		if !u.RingReady() {
+		if !ringReady(u) {
 			continue
 		}
 		if m.events&unix.EPOLLET != 0 {
 			// An edge is a datagram that arrived since the last report.
-			a := u.Arrivals()
+			a := u.Arrivals(m.fd)
 			if a == m.et.seen {
 				continue
 			}
@@ -507,7 +495,7 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 // inner set's events translated to the members' data (wake datagrams dropped; a member already
 // reported from its rings gets the kernel's other bits added).
 func (set *epollSet) kernelEvents(addr uintptr, out []byte, from, max int, ts *unix.Timespec, mask uintptr) (int, syscall.Errno) {
-	k, errno := epollWait(set.epfd, addr+uintptr(from*umem.EpollEventSize), max-from, ts, mask)
+	k, errno := sysc.EpollWait(set.epfd, addr+uintptr(from*umem.EpollEventSize), max-from, ts, mask)
 	if errno != 0 || k <= 0 {
 		return 0, errno
 	}
@@ -544,16 +532,16 @@ func (set *epollSet) innerEvents(out []byte, n, max int) int {
 	}
 	var small [64 * 16]byte
 	buf := small[:]
-	if lim*epollEventSize > len(small) {
-		buf = make([]byte, lim*epollEventSize)
+	if lim*sysc.EpollEventSize > len(small) {
+		buf = make([]byte, lim*sysc.EpollEventSize)
 	}
 	// One read: the inner set is level-triggered for doorbells, so reading again would return
 	// the same registrations.
-	k, errno := epollWaitGo(set.inner, buf[:lim*epollEventSize])
+	k, errno := sysc.EpollWaitNow(set.inner, buf[:lim*sysc.EpollEventSize])
 	if errno != 0 || k <= 0 {
 		return 0
 	}
-	return set.translate(out, buf[:k*epollEventSize], n)
+	return set.translate(out, buf[:k*sysc.EpollEventSize], n)
 }
 
 // translate turns inner events into the program's events, written from out[at:].
@@ -561,8 +549,8 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	added := 0
-	for i := 0; i+epollEventSize <= len(events); i += epollEventSize {
-		ev, data := getEvent(events[i:])
+	for i := 0; i+sysc.EpollEventSize <= len(events); i += sysc.EpollEventSize {
+		ev, data := sysc.EpollEventAt(events[i:])
 		bell := data&bellData != 0
 		fd := int(data &^ bellData)
 		m := set.members[fd]
@@ -572,14 +560,14 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 			}
 			continue
 		}
-		if t := m.s.shmTCP(); t != nil && !bell {
+		if t := m.s.Rings(); t != nil && m.s.Stream && !bell {
 			// The transport's answer (already within the member's events, ERR and HUP); the
 			// kernel's stands for a connection without a segment.
 			if tev, ok := m.tcpEvents(t, uint32(ev)); ok {
 				ev = tev
 			}
 		} else if bell {
-			u := m.s.ringUDP()
+			u := m.s.Rings()
 			if u == nil {
 				continue
 			}
@@ -587,14 +575,14 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 				// Edge-triggered: the doorbell is emptied at once, so the next datagram rings
 				// again; it reports data that arrived since the last report only.
 				u.Quiet()
-				a := u.Arrivals()
-				if !u.RingReady() || a == m.et.seen || m.events&unix.EPOLLIN == 0 {
+				a := u.Arrivals(m.fd)
+				if !ringReady(u) || a == m.et.seen || m.events&unix.EPOLLIN == 0 {
 					continue
 				}
 				m.et.seen = a
 			} else {
 				u.Rang()
-				if !u.RingReady() || m.events&unix.EPOLLIN == 0 {
+				if !ringReady(u) || m.events&unix.EPOLLIN == 0 {
 					continue
 				}
 			}
@@ -627,18 +615,18 @@ func (set *epollSet) armBells() {
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	for fd, m := range set.members {
-		if m.s.typ == sockStream {
-			if ev := m.wantInner(); ev != m.inner && epollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, ev, uint64(fd)) == 0 {
+		if m.s.Stream {
+			if ev := m.wantInner(); ev != m.inner && sysc.EpollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, ev, uint64(fd)) == 0 {
 				m.inner = ev
 			}
 			continue
 		}
-		u := m.s.ringUDP()
+		u := m.s.Rings()
 		if u == nil {
 			continue
 		}
 		if b := u.Bell(); b >= 0 && b != m.bell {
-			if epollCtl(set.inner, unix.EPOLL_CTL_ADD, b, unix.EPOLLIN, uint64(fd)|bellData) == 0 {
+			if sysc.EpollCtl(set.inner, unix.EPOLL_CTL_ADD, b, unix.EPOLLIN, uint64(fd)|bellData) == 0 {
 				m.bell = b
 			}
 		}

@@ -1,8 +1,0 @@
-package offload
-
-import "time"
-
-var epoch = time.Now()
-
-// nanotime is a monotonic clock in nanoseconds (the vDSO clock; no timers).
-func nanotime() int64 { return int64(time.Since(epoch)) }

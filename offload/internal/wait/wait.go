@@ -1,0 +1,149 @@
+// Package wait is the one wait of the engine's blocking calls in user space (a receive that
+// polls rings, select, poll and epoll_wait): the time it may take (a receive's SO_RCVTIMEO, a
+// poll's timeout), the signal handlers that end it with EINTR as they end a sleeping system call,
+// and the spinning within the polling budget, with the one yield policy (Spin). Each caller
+// supplies only its look at the data (try), its spin marks and the fds it sleeps on.
+//
+// One clock: sysc.Nanotime.
+package wait
+
+import (
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/transport"
+)
+
+// Call is one blocking call's wait: its deadline and the thread's signal handlers. The zero
+// value is not started.
+type Call struct {
+	Started  bool
+	Begin    int64 // sysc.Nanotime when the wait started
+	Deadline int64 // sysc.Nanotime; 0: none
+	sig      *transport.SigCounters
+	all      uint32
+	intr     uint32
+}
+
+// Start begins the wait of a receive: timeout is SO_RCVTIMEO in nanoseconds (0: none), signals
+// returns the calling thread's handler counters (nil: none).
+func (w *Call) Start(timeout int64, signals func() *transport.SigCounters) {
+	var sig *transport.SigCounters
+	if signals != nil {
+		sig = signals()
+	}
+	w.StartWith(timeout, sig)
+}
+
+// StartWith begins the wait with the thread's counters sig (nil: none).
+func (w *Call) StartWith(timeout int64, sig *transport.SigCounters) {
+	w.Started = true
+	w.Begin = sysc.Nanotime()
+	if timeout > 0 {
+		w.Deadline = w.Begin + timeout
+	}
+	if sig != nil {
+		w.sig = sig
+		w.all, w.intr = atomic.LoadUint32(&sig.All), atomic.LoadUint32(&sig.Interrupting)
+	}
+}
+
+// Check is a receive's verdict: EINTR when a handler ended the wait (one without SA_RESTART, or
+// any with a receive timeout, as the kernel's blocking receive), EAGAIN when the timeout
+// expired, 0 to wait on.
+func (w *Call) Check() syscall.Errno {
+	if w.sig != nil {
+		if atomic.LoadUint32(&w.sig.Interrupting) != w.intr {
+			return unix.EINTR
+		}
+		if w.Deadline != 0 && atomic.LoadUint32(&w.sig.All) != w.all {
+			return unix.EINTR // with a receive timeout, even SA_RESTART does not restart
+		}
+	}
+	if w.Deadline != 0 && sysc.Nanotime() >= w.Deadline {
+		return unix.EAGAIN
+	}
+	return 0
+}
+
+// Interrupted reports whether any signal handler ran on the thread since the wait started:
+// select, poll and epoll_wait end with EINTR then, SA_RESTART or not (signal(7)).
+func (w *Call) Interrupted() bool {
+	return w.sig != nil && atomic.LoadUint32(&w.sig.All) != w.all
+}
+
+// Remaining is the sleep's timeout: nil without a deadline, zero once it passed.
+func (w *Call) Remaining() *unix.Timespec {
+	if w.Deadline == 0 {
+		return nil
+	}
+	ts := unix.NsecToTimespec(max(w.Deadline-sysc.Nanotime(), 0))
+	return &ts
+}
+
+// Spin is a wait's spinning: the polls made and when they began.
+//
+// The policy, the same for every wait of the engine: spin at full speed for sysc.YieldAfter, then
+// give the CPU away (sched_yield) every sysc.YieldEvery polls. A poller answers data that comes within
+// that time at full speed (the ping-pong latencies of the benchmarks), and one that waits longer
+// lets the other runnable threads of a busy machine (the program's sender, the peer process) run
+// instead of waiting for the end of its time slice.
+//
+// One exception, chosen at Begin: an eager spin (BeginEager) yields every sysc.YieldEvery polls
+// from the first. The AF_XDP receive spins so: its data is produced by a softirq or a veth peer
+// that shares the CPU as often as not, and runs at once instead of after sysc.YieldAfter
+// (measured on the 2-CPU test machine: sockperf ping-pong across a veth with both ends on one CPU
+// went from 56 us to 6 us median; on two CPUs the yields, with nothing else to run, cost nothing
+// measurable). The shared-memory receives and select/poll/epoll keep the full-speed start, which
+// their ping-pong benchmarks were measured with.
+type Spin struct {
+	polls int
+	start int64
+	eager bool
+}
+
+// Begin starts the spinning at now (a sysc.Nanotime read the caller made anyway).
+func (s *Spin) Begin(now int64) { *s = Spin{start: now} }
+
+// BeginEager starts an eager spin (see Spin).
+func (s *Spin) BeginEager() { *s = Spin{eager: true} }
+
+// Elapsed is how long the spinning has lasted at now.
+func (s *Spin) Elapsed(now int64) int64 { return now - s.start }
+
+// Poll counts one poll and yields when the policy says so; now is the time of the poll when the
+// caller read the clock anyway (0: Poll reads it when it needs it).
+func (s *Spin) Poll(now int64) {
+	if s.polls++; s.polls%sysc.YieldEvery != 0 {
+		return
+	}
+	if !s.eager {
+		if now == 0 {
+			now = sysc.Nanotime()
+		}
+		if now-s.start <= sysc.YieldAfter {
+			return
+		}
+	}
+	sysc.Yield()
+}
+
+// Timeout is the next sleep's timeout: the time left, at most limit when limit > 0; nil for
+// none (no deadline, no limit).
+func (w *Call) Timeout(limit int64) *unix.Timespec {
+	if w.Deadline == 0 && limit <= 0 {
+		return nil
+	}
+	left := int64(1 << 62)
+	if w.Deadline != 0 {
+		left = max(w.Deadline-sysc.Nanotime(), 0)
+	}
+	if limit > 0 {
+		left = min(left, limit)
+	}
+	ts := unix.NsecToTimespec(left)
+	return &ts
+}

@@ -1,0 +1,232 @@
+package transport
+
+import (
+	"net/netip"
+	"syscall"
+)
+
+// The contract between the engine and its transports, in one place (as gVisor's
+// pkg/tcpip/stack/registration.go does for its stack): what every transport implements, what
+// each method promises, and what it does once its socket is closed. The engine holds a socket's
+// transport as an Endpoint and nothing else; a transport that has no use for a hook embeds Base,
+// whose methods do nothing and report "no answer of mine: the kernel's stands".
+//
+// Threads: every method may be called by several of the program's threads at once, and any of
+// them may race with Finish (the last close) on another thread: after Finish, data calls fail
+// with EBADF or go to the kernel socket, hooks do nothing and readiness methods add nothing to
+// the kernel's answer (Bell -1, Mark nil).
+//
+// fd is always a kernel fd of the socket (any of its duplicates): the transport may make system
+// calls on it but never closes it.
+
+// Transport carries the data of the sockets assigned to it.
+type Transport interface {
+	// Kind names the transport in logs and statistics. It never changes for a transport value
+	// (a socket that went back to the kernel keeps its transport; GaveUp says so).
+	Kind() Kind
+	// Transfer performs a data call (Op.Receive or Op.Send) with the semantics of the libc call:
+	// the result, or the errno the call fails with.
+	Transfer(c Call) (int, syscall.Errno)
+}
+
+// Router is a transport that sends some of its sockets' datagrams through the kernel and others
+// through its own path: TransferVia also reports which one a call used, for the statistics.
+type Router interface {
+	Transport
+	TransferVia(c Call) (n int, errno syscall.Errno, viaOS bool)
+}
+
+// Hooks are what the engine tells a transport about its socket, in the order the program's calls
+// happen. Control calls are always made by the kernel socket (it owns ports, connections and
+// options); unless said otherwise a hook is called after the kernel accepted the call.
+type Hooks interface {
+	// Bound: the kernel socket has a local address now (bind, connect or an implicit bind).
+	Bound(fd int)
+	// Connected: a datagram socket was connected to peer, or disconnected (the zero value).
+	Connected(fd int, peer netip.AddrPort)
+	// BeforeData is called before every data call of a stream socket (never of a datagram one:
+	// the per-datagram path has no call to spare): a connection learns there, lazily, that it
+	// is established.
+	BeforeData(fd int)
+	// OptionSet: the program set an option; a transport that follows one reads it back from fd.
+	OptionSet(fd, level, name int)
+	// OptionValue corrects what getsockopt read from the kernel for an option the transport
+	// owns: val is the program's buffer as the kernel filled it, at most 4 bytes.
+	OptionValue(level, name int, val []byte)
+	// Join and Leave: the program joined or left a multicast group (source: for one source).
+	Join(fd int, group, source netip.Addr)
+	Leave(group, source netip.Addr)
+	// Shutdown is called before the kernel's shutdown, with how as the program passed it
+	// (possibly invalid: then the kernel fails the call and the hook must change nothing).
+	Shutdown(fd, how int)
+	// Ioctl answers FIONREAD and SIOCOUTQ (req) from the transport's queues; false: the kernel
+	// answers. The engine writes the value to the program.
+	Ioctl(fd int, req uint32) (int, bool)
+	// Queues are the bytes queued to receive and to send, for the statistics; false: none known.
+	Queues() (rx, tx int, ok bool)
+	// GiveUp sends the socket back to the kernel for good, r saying why: from now on its data
+	// calls go to the kernel socket (after what the transport holds already). Idempotent.
+	GiveUp(r Reason)
+	// GaveUp is the reason given to GiveUp, or ReasonNone.
+	GaveUp() Reason
+	// RestoreOptions undoes, once the socket went back to the kernel, what the transport set on
+	// the kernel socket for itself.
+	RestoreOptions(fd int)
+	// Fork is called in the parent before fork: the child shares the socket and cannot read
+	// the transport's rings. The transport stops using them; it returns the datagrams it held
+	// (source sockaddr, payload) for the engine to spill, and back true when the socket must go
+	// back to the kernel for good (the engine then calls GiveUp).
+	Fork(fd int) (spill [][2][]byte, back bool)
+	// SetSpill gives the transport the spill region made of what Fork returned: receives read it
+	// first.
+	SetSpill(region []byte)
+	// Finish is called when the socket's last fd is closed, before the kernel closes it.
+	Finish(fd int)
+}
+
+// Ready is a transport's part in select, poll and epoll (package offload/iomux) and in the
+// engine's blocking waits. A waiter looks at the transport (Poll), spins with the polling
+// budget holding spin marks (Spin, Mark: peers then skip their wake-ups), marks itself asleep
+// (Sleep) before its last look, and sleeps in the kernel on the socket's fd (asking for
+// KernelEvents) and on its doorbell (Bell); after the sleep it reports what rang (Rang).
+type Ready interface {
+	// Starting reports whether the socket will yet start to receive from the transport (it has
+	// no inbox yet and did not give up): a blocking receive made now waits for that too.
+	Starting() bool
+	// Poll is the transport's answer to poll for fd: events are the ones asked for, kernel the
+	// revents the kernel reported for fd in the same look (0 for a look at the rings only). ok is
+	// false when the kernel's answer stands.
+	Poll(fd int, events, kernel int16) (revents int16, ok bool)
+	// KernelEvents are the events to ask the kernel for on fd while waiting for events.
+	KernelEvents(events int16) int16
+	// Arrivals grows with every arrival (a datagram, or received bytes): edge-triggered epoll
+	// reports input again only when it changed.
+	Arrivals(fd int) uint64
+	// Ended reports that the stream's end of input was seen (edge-triggered epoll reports it
+	// once).
+	Ended() bool
+	// Spin marks (on) or unmarks a thread polling the socket; every Spin(true) is followed by
+	// one Spin(false) of the same thread.
+	Spin(on bool)
+	// Mark takes a spin mark that may outlive a call (epoll's awake marks); nil: none taken.
+	// The holder gives it back with SpinEnd.
+	Mark() Mark
+	// Marked reports whether spin marks are held on the connection by others (the caller gave
+	// its own back): a sleeper then sleeps briefly, since wake-ups are skipped.
+	Marked() bool
+	// Sleep marks (on) or unmarks a thread of ours asleep in the kernel waiting for the socket;
+	// mark before the last look. Every Sleep(true) is followed by one Sleep(false).
+	Sleep(on bool)
+	// Bell is an fd a sleeper also waits on for the transport (readable: look again), made on
+	// first use; -1: none.
+	Bell() int
+	// Rang: a sleeper saw the doorbell readable (it is emptied once nothing is left to read).
+	Rang()
+	// Quiet empties the doorbell though data is unread (an edge-triggered member reported it).
+	Quiet()
+}
+
+// Mark is a spin mark taken with Ready.Mark.
+type Mark interface {
+	SpinEnd()
+}
+
+// Endpoint is a socket's transport as the engine holds it.
+type Endpoint interface {
+	Router
+	Hooks
+	Ready
+}
+
+// Base is the no-op transport part: every hook does nothing, every readiness method reports
+// nothing of its own. Transports embed it for the methods they have no use for.
+type Base struct{}
+
+// Bound does nothing.
+func (Base) Bound(int) {}
+
+// Connected does nothing.
+func (Base) Connected(int, netip.AddrPort) {}
+
+// BeforeData does nothing.
+func (Base) BeforeData(int) {}
+
+// OptionSet does nothing.
+func (Base) OptionSet(int, int, int) {}
+
+// OptionValue leaves the kernel's value.
+func (Base) OptionValue(int, int, []byte) {}
+
+// Join does nothing.
+func (Base) Join(int, netip.Addr, netip.Addr) {}
+
+// Leave does nothing.
+func (Base) Leave(netip.Addr, netip.Addr) {}
+
+// Shutdown does nothing.
+func (Base) Shutdown(int, int) {}
+
+// Ioctl lets the kernel answer.
+func (Base) Ioctl(int, uint32) (int, bool) { return 0, false }
+
+// Queues knows none.
+func (Base) Queues() (int, int, bool) { return 0, 0, false }
+
+// GiveUp does nothing: the socket is the kernel's.
+func (Base) GiveUp(Reason) {}
+
+// GaveUp is ReasonNone.
+func (Base) GaveUp() Reason { return ReasonNone }
+
+// RestoreOptions does nothing.
+func (Base) RestoreOptions(int) {}
+
+// Fork holds nothing.
+func (Base) Fork(int) ([][2][]byte, bool) { return nil, false }
+
+// SetSpill does nothing.
+func (Base) SetSpill([]byte) {}
+
+// Finish does nothing.
+func (Base) Finish(int) {}
+
+// Starting is false.
+func (Base) Starting() bool { return false }
+
+// Poll lets the kernel's answer stand.
+func (Base) Poll(_ int, _, kernel int16) (int16, bool) { return kernel, false }
+
+// KernelEvents are the events asked for.
+func (Base) KernelEvents(events int16) int16 { return events }
+
+// Arrivals is 0.
+func (Base) Arrivals(int) uint64 { return 0 }
+
+// Ended is false.
+func (Base) Ended() bool { return false }
+
+// Spin does nothing.
+func (Base) Spin(bool) {}
+
+// Mark takes none.
+func (Base) Mark() Mark { return nil }
+
+// Marked is false.
+func (Base) Marked() bool { return false }
+
+// Sleep does nothing.
+func (Base) Sleep(bool) {}
+
+// Bell is -1.
+func (Base) Bell() int { return -1 }
+
+// Rang does nothing.
+func (Base) Rang() {}
+
+// Quiet does nothing.
+func (Base) Quiet() {}
+
+var (
+	_ Hooks = Base{}
+	_ Ready = Base{}
+)

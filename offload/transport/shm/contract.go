@@ -1,0 +1,71 @@
+package shm
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/transport"
+)
+
+// The transport contract (transport.Endpoint) for the methods udp.go, ready.go, multicast.go
+// and handover.go do not already name.
+
+var _ transport.Endpoint = (*UDP)(nil)
+
+// BeforeData does nothing: it is called for stream sockets only.
+func (u *UDP) BeforeData(int) {}
+
+// Shutdown notes a shutdown for sending (SHUT_WR, SHUT_RDWR): ring sends then fail with EPIPE as
+// the kernel's do. An invalid how changes nothing (the kernel fails the call).
+func (u *UDP) Shutdown(_, how int) {
+	if how == unix.SHUT_WR || how == unix.SHUT_RDWR {
+		u.ShutWrite()
+	}
+}
+
+// Ioctl answers FIONREAD with the size of the next ring datagram (NextSize).
+func (u *UDP) Ioctl(_ int, req uint32) (int, bool) {
+	if req != unix.SIOCINQ {
+		return 0, false
+	}
+	return u.NextSize()
+}
+
+// Queues knows none (the statistics count ring datagrams themselves).
+func (u *UDP) Queues() (rx, tx int, ok bool) { return 0, 0, false }
+
+// Fork hands the ring datagrams over (HandOver) and has the socket go back to the kernel, unless
+// it went already.
+func (u *UDP) Fork(int) ([][2][]byte, bool) {
+	if u.GaveUp() != transport.ReasonNone {
+		return nil, false
+	}
+	return u.HandOver(), true
+}
+
+// Finish closes the socket (Close).
+func (u *UDP) Finish(int) { u.Close() }
+
+// Starting reports whether the socket has no inbox yet and did not give up: a blocking receive
+// then waits for the inbox too (it comes with the port).
+func (u *UDP) Starting() bool { return u.Inbox() == nil && u.GaveUp() == transport.ReasonNone }
+
+// Poll adds POLLIN to the kernel's answer when the rings hold a datagram (RingReady).
+func (u *UDP) Poll(_ int, events, kernel int16) (int16, bool) {
+	if events&unix.POLLIN != 0 && u.RingReady() {
+		return kernel | unix.POLLIN, true
+	}
+	return kernel, true
+}
+
+// KernelEvents are the events asked for: the kernel socket's readiness is its own.
+func (u *UDP) KernelEvents(events int16) int16 { return events }
+
+// Ended is false: a datagram socket has no end of input.
+func (u *UDP) Ended() bool { return false }
+
+// Mark takes none: pollers mark the inbox with Spin.
+func (u *UDP) Mark() transport.Mark { return nil }
+
+// Marked is false (marks of others do not keep wake-ups from a datagram socket's sleepers:
+// wakeSleepers rings for them).
+func (u *UDP) Marked() bool { return false }

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/goxio/goxio/conf"
+	shmtr "github.com/goxio/goxio/offload/transport/shm"
+	"github.com/goxio/goxio/stats"
+)
+
+// sweepLeftovers removes the files processes that are gone left behind, whatever way they
+// ended (a process that calls _exit or is killed never runs the library's exit path): their
+// statistics segments (VMA_STATS_SHMEM_DIR) and shared-memory inboxes and rings
+// (GOXIO_SHM_DIR), whether or not this process uses them. Every engine runs it when it starts,
+// before creating its own. Cost: a read of each directory and a kill(2) per name of ours, plus
+// a header read per live statistics segment (to tell a reused pid apart).
+func sweepLeftovers(p conf.Params) {
+	if n := stats.Sweep(p.StatsShmemDir); n > 0 {
+		lib.log.Debug("removed statistics segments of processes that are gone", zap.Int("files", n))
+	}
+	if n := shmtr.SweepStale(p.SHMDir); n > 0 {
+		lib.log.Debug("removed shared-memory segments of processes that are gone", zap.Int("files", n))
+	}
+}
