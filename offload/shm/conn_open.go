@@ -131,8 +131,13 @@ func createConn(cfg ConnConfig, name, path string, pid int, start uint64) (*Conn
 			c := newConn(p.mem, 0, cap0, cap1, name, path)
 			c.dev, c.ino, c.pool = p.dev, p.ino, p
 			return c, nil
+		case errors.Is(err, unix.EEXIST) && reused:
+			poolPut(p) // still ours to reuse: nobody has seen it
+			return nil, fmt.Errorf("open conn %s: link: %w", name, err)
 		case errors.Is(err, unix.EEXIST):
-			poolPut(p) // the segment stays ours to reuse: nobody has seen it
+			// The peer created first (both ends looked at once): a new segment is not kept, so
+			// that a process killed later leaves no file nobody else knows of.
+			drop(p)
 			return nil, fmt.Errorf("open conn %s: link: %w", name, err)
 		case reused:
 			drop(p) // its pool name went away (a sweep): make a new one
