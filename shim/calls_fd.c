@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -52,7 +53,7 @@ int close(int fd) {
 static int real_close_range(unsigned lo, unsigned hi, int flags) {
 	if (REAL(close_range) != NULL)
 		return goxio_real.close_range(lo, hi, flags);
-	return (int)syscall(SYS_close_range, lo, hi, flags);
+	return (int)REAL(syscall)(SYS_close_range, lo, hi, flags);
 }
 
 /* close_range closes [lo, hi] except the library's own fds, which stay open and invisible; the
@@ -240,3 +241,29 @@ int pipe2(int fds[2], int flags) {
 
 int epoll_create(int size) { FRESH(REAL(epoll_create)(size)); }
 int epoll_create1(int flags) { FRESH(REAL(epoll_create1)(flags)); }
+
+/* syscall(2) is interposed for the numbers that close or replace an fd (close, close_range, dup2,
+ * dup3): a program that closes every fd through syscall() must not take the library's own, which
+ * include the Go runtime's epoll fd and eventfd (the runtime aborts when they disappear). Those
+ * numbers go to the wrappers above; every other number goes to the real syscall() with the six
+ * register arguments, which is all the kernel takes (glibc's syscall() reads six too). */
+long syscall(long nr, ...) {
+	va_list ap;
+	va_start(ap, nr);
+	long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+	long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+	va_end(ap);
+	switch (nr) {
+	case SYS_close:
+		return close((int)a);
+	case SYS_close_range:
+		return close_range((unsigned)a, (unsigned)b, (int)c);
+#ifdef SYS_dup2
+	case SYS_dup2:
+		return dup2((int)a, (int)b);
+#endif
+	case SYS_dup3:
+		return dup3((int)a, (int)b, (int)c);
+	}
+	return REAL(syscall)(nr, a, b, c, d, e, f);
+}

@@ -46,6 +46,44 @@ int goxio_fdt_get(int fd) { return goxio_fd_flags(fd); }
 
 int goxio_fdt_high(void) { return __atomic_load_n(&fdt_high, __ATOMIC_RELAXED); }
 
+/* goxio_fdt_reserve grows the process's fd table, while the process has one thread (the first
+ * constructor, before the Go runtime starts its threads), to hold the two numbers where the engine
+ * starts the Go runtime's netpoller (offload/netpoller.go: min(min(soft limit as the runtime
+ * raises it, GOXIO_FDT_SIZE) - 64, 4032), and the next one). Growing a table that several threads
+ * share waits for an RCU grace period (milliseconds); growing it now costs microseconds. */
+void goxio_fdt_reserve(void) {
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	long cur = rl.rlim_cur == RLIM_INFINITY ? GOXIO_FDT_SIZE : (long)rl.rlim_cur;
+	long hard = rl.rlim_max == RLIM_INFINITY ? GOXIO_FDT_SIZE : (long)rl.rlim_max;
+	if (cur < hard - 1)
+		cur = hard - 1; /* what the Go runtime's syscall package sets at its start */
+	long base = cur > 128 ? (cur < (long)GOXIO_FDT_SIZE ? cur : (long)GOXIO_FDT_SIZE) - 64 : 1000;
+	if (base > 4032)
+		base = 4032;
+	long want = base + 2;
+	struct rlimit up = rl;
+	int raised = 0;
+	if (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur <= want) {
+		if (hard <= want)
+			return;
+		up.rlim_cur = (rlim_t)want + 1;
+		if (setrlimit(RLIMIT_NOFILE, &up) != 0)
+			return;
+		raised = 1;
+	}
+	int fd = REAL(open)("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		int high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, (int)want);
+		if (high >= 0)
+			REAL(close)(high);
+		REAL(close)(fd);
+	}
+	if (raised)
+		setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 /* ---- internal fds ---- */
 
 #define MAX_INTERNAL 8

@@ -98,6 +98,7 @@ struct goxio_real {
 	int (*daemon)(int, int);
 	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 	sighandler_t (*signal)(int, sighandler_t);
+	long (*syscall)(long, ...);
 };
 
 GOXIO_HIDDEN extern struct goxio_real goxio_real;
@@ -150,6 +151,9 @@ GOXIO_HIDDEN int goxio_spill_recv(int fd, const struct iovec *iov, size_t iovcnt
 				  socklen_t *namelen, int *msgflags, long *ret);
 int goxio_fdt_get(int fd);
 GOXIO_HIDDEN int goxio_fdt_high(void);
+
+/* goxio_fdt_reserve grows the fd table to hold the Go runtime's netpoller high (fdtable.c). */
+GOXIO_HIDDEN void goxio_fdt_reserve(void);
 
 /* Internal fds (log file, stderr copy): placed high, invisible, relocated when the program
  * dup2()s onto one. The variable pointed to is the fd's owner and is updated atomically. */

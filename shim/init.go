@@ -51,6 +51,9 @@ func start() {
 	for _, w := range warnings {
 		lib.log.Warn(w.Error())
 	}
+	if _, _, err := offload.StartNetpoller(cTable{}); err != nil {
+		lib.log.Warn("the Go runtime's descriptors stay where it put them", zap.Error(err))
+	}
 	if C.goxio_main_is_go() != 0 {
 		lib.log.Info("this program is written in Go: Go does not use libc for sockets, so goxio cannot offload any of them; all calls go to the kernel")
 		return

@@ -4,7 +4,8 @@
  * Start-up order inside the process (checked by tests/semantic signalfd and fd-list programs):
  *  1. goxio_early (constructor priority 101, before the Go runtime's constructor): resolves the
  *     real functions, remembers this library's address range, detects a Go main program, maps the
- *     fork-detection page and blocks asynchronous signals so every thread the Go runtime creates
+ *     fork-detection page, grows the fd table to hold the Go runtime's netpoller high
+ *     (goxio_fdt_reserve), and blocks asynchronous signals so every thread the Go runtime creates
  *     inherits a mask in which the program's signals are blocked (signalfd programs keep working).
  *  2. the Go runtime's constructor: installs its signal handlers (through our sigaction wrapper,
  *     which notes that it ran) and starts the Go initialization on a new thread. The runtime's
@@ -145,6 +146,7 @@ __attribute__((constructor(101))) static void goxio_early(void) {
 		}
 	}
 	pthread_atfork(NULL, NULL, atfork_child);
+	goxio_fdt_reserve();
 
 	if (pthread_sigmask(SIG_SETMASK, NULL, &saved_mask) == 0) {
 		mask_saved = 1;

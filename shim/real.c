@@ -81,6 +81,7 @@ static void resolve_all(void) {
 	RESOLVE(daemon);
 	RESOLVE(sigaction);
 	RESOLVE(signal);
+	RESOLVE(syscall);
 	/* Functions an older glibc lacks stay NULL; their trampolines answer ENOSYS. fcntl64 falls
 	 * back to fcntl, sendfile64 to sendfile (the same function on 64-bit). */
 	if (goxio_real.fcntl64 == NULL)

@@ -69,6 +69,8 @@ func newXDP(p conf.Params, log *zap.Logger, st *stats.Writer) *xdptr.Env {
 	xp.Signals = sigCounters
 	xp.AdoptFD = func(fd int) int { return offload.AdoptInternal(cTable{}, fd) }
 	xp.ReleaseFD = func(fd int) { cTable{}.Set(fd, 0) }
+	xp.OpenHigh = func(open func() error) error { return offload.OpenHigh(cTable{}, open) }
+	xp.MarkFD = func(fd int) { cTable{}.Set(fd, offload.FlagInternal) }
 	env, err := xdptr.NewEnv(xp, log)
 	if err != nil {
 		log.Warn("AF_XDP transport unavailable: UDP through network interfaces goes through the kernel", zap.Error(err))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/goxio/goxio/offload/xdp"
+	"github.com/goxio/goxio/offload/xdp/packet"
 )
 
 // doctorCmd implements `goxio doctor IFACE`: what the AF_XDP transport can do on an
@@ -22,7 +23,13 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	name := args[0]
-	l, err := xdp.LinkByName(name)
+	nl, err := packet.Open()
+	if err != nil {
+		fmt.Fprintf(stderr, "goxio: doctor: netlink: %v\n", err)
+		return 1
+	}
+	defer nl.Close()
+	l, err := xdp.LinkByName(nl, name)
 	if err != nil {
 		fmt.Fprintf(stderr, "goxio: doctor: no interface %q in this network namespace: %v\n", name, err)
 		return 1
@@ -42,12 +49,12 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	usable := true
 	attachMode := ""
 	if l.XDPMode != xdp.ModeNone {
-		_, err := xdp.Attach(l.Index, xdp.Options{})
+		_, err := xdp.Attach(nl, l.Index, xdp.Options{})
 		fmt.Fprintf(stdout, "xdp: %v\n", errOrBusy(err))
 		usable = false
 	} else {
 		for _, m := range []xdp.Mode{xdp.ModeNative, xdp.ModeGeneric} {
-			p, err := xdp.Attach(l.Index, xdp.Options{Mode: m})
+			p, err := xdp.Attach(nl, l.Index, xdp.Options{Mode: m})
 			if err != nil {
 				fmt.Fprintf(stdout, "xdp %s attach: fails: %v\n", m, err)
 				continue

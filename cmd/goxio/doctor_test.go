@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goxio/goxio/offload/xdp"
+	"github.com/goxio/goxio/offload/xdp/packet"
 	"golang.org/x/sys/unix"
 )
 
@@ -100,11 +101,16 @@ func TestDoctor(t *testing.T) {
 	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
 		t.Fatal(err)
 	}
-	l, err := xdp.LinkByName(ifname)
+	nl, err := packet.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := xdp.Attach(l.Index, xdp.Options{})
+	defer nl.Close()
+	l, err := xdp.LinkByName(nl, ifname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := xdp.Attach(nl, l.Index, xdp.Options{})
 	if err := unix.Setns(self, unix.CLONE_NEWNET); err != nil {
 		t.Fatalf("setns back: %v", err) // the thread stays locked and dies with the test
 	}

@@ -23,7 +23,7 @@ func BenchmarkVethRx(b *testing.B) {
 	var s *Socket
 	inNetns(b, tp.nsA, func() {
 		var err error
-		if p, err = Attach(tp.idxA, Options{}); err != nil {
+		if p, err = Attach(nlConn(b), tp.idxA, Options{}); err != nil {
 			b.Fatal(err)
 		}
 		if s, err = Open(tp.idxA, 0, Config{RxFrames: 4096, TxFrames: 64}); err != nil {

@@ -28,11 +28,13 @@
 // in flight, completion ring). Socket.Accounting reports the counts, which always add
 // up to the pool sizes.
 //
-// The package runs inside the program the library is preloaded into: it makes raw
-// system calls only (golang.org/x/sys/unix; bpf(2) in bpf_unsafe.go, netlink in
-// netlink.go), starts no goroutine, timer or os.File, and so never starts the Go
-// netpoller. Of cilium/ebpf it uses only the asm package, which assembles the program
-// into bytes: its map and program constructors read /proc/self/mountinfo through an
-// os.File. A test runs every entry point in a fresh process and checks that no
-// eventpoll or eventfd descriptor appeared.
+// The package runs inside the program the library is preloaded into. Maps, program load,
+// bpf_link and program info go through cilium/ebpf v0.21 (pinned: v0.22 looks for a BPF token
+// through /proc/self/mountinfo and keeps a token's descriptor open for the process's life, at a
+// number no caller can learn); interfaces are read through the caller's netlink connection
+// (packet.Conn). The AF_XDP socket, its UMEM and rings are raw system calls
+// (golang.org/x/sys/unix). Attach opens descriptors (maps, program, link, and short-lived ones:
+// cilium's feature probes, the program's fdinfo): its caller runs it where they land out of the
+// program's numbers and marks Program.FDs internal (fds.go). A test runs every entry point in a
+// fresh process and checks that nothing but the reported descriptors is kept.
 package xdp

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/goxio/goxio/offload/xdp/packet"
 	"net"
 	"net/netip"
 	"os"
@@ -310,4 +311,14 @@ func checkAccounting(t testing.TB, s *Socket) Accounting {
 	return a
 }
 
-func nativeEndian() binary.ByteOrder { return binary.NativeEndian }
+// nlConn opens a netlink connection in the calling thread's network namespace, closed when the
+// test ends.
+func nlConn(tb testing.TB) *packet.Conn {
+	tb.Helper()
+	nl, err := packet.Open()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { nl.Close() })
+	return nl
+}

@@ -1,13 +1,15 @@
 package xdp
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/xdp/packet"
 )
 
 // Options tune Attach. The zero value is valid.
@@ -26,31 +28,36 @@ type Options struct {
 	Mode Mode
 }
 
-// Program is the steering program attached to one interface, with its maps. Its
-// methods are safe for concurrent use (every map update is one bpf(2) call); Close must
-// not run concurrently with the others.
+// Program is the steering program attached to one interface, with its maps (maps, program
+// load and bpf_link through cilium/ebpf). Its methods are safe for concurrent use (every map
+// update is one bpf(2) call); Close must not run concurrently with the others.
+//
+// Descriptors: Attach opens the maps, the program, the link, and short-lived ones (cilium's
+// feature probes, the program's /proc/self/fdinfo); a caller inside a program runs it where
+// those land out of the program's numbers (offload.OpenHigh) and marks FDs internal. The other
+// methods open none.
 type Program struct {
 	ifindex int
 	ifname  string
 	queues  int
 	mode    Mode
 	id      uint32
-	prog    int // program fd, -1 when closed
-	link    int // bpf_link fd, -1 when detached
+	prog    *ebpf.Program // nil when closed
+	link    link.Link     // nil when detached
 	maps    *maps
 }
 
 // Attach loads the steering program and attaches it to interface ifindex (in the
-// calling thread's network namespace) through a bpf_link: the kernel detaches it when
-// the link's last file descriptor closes, so also when the process dies, SIGKILL
-// included. Native mode is tried first, then generic mode; Mode reports which one
-// worked.
+// network namespace of nl, the netlink connection it reads the interface through)
+// through a bpf_link: the kernel detaches it when the link's last file descriptor
+// closes, so also when the process dies, SIGKILL included. Native mode is tried first,
+// then generic mode; Mode reports which one worked.
 //
 // An interface that already has an XDP program gives a *BusyError (errors.Is(err,
 // ErrBusy)). Without CAP_NET_ADMIN and CAP_BPF (or CAP_SYS_ADMIN) the error wraps
 // unix.EPERM.
-func Attach(ifindex int, opts Options) (*Program, error) {
-	l, err := LinkByIndex(ifindex)
+func Attach(nl *packet.Conn, ifindex int, opts Options) (*Program, error) {
+	l, err := LinkByIndex(nl, ifindex)
 	if err != nil {
 		return nil, fmt.Errorf("xdp attach: %w", err)
 	}
@@ -68,14 +75,14 @@ func Attach(ifindex int, opts Options) (*Program, error) {
 	p.ifindex, p.ifname = ifindex, l.Name
 	var nativeErr error
 	if opts.Mode != ModeGeneric {
-		p.link, nativeErr = linkCreateXDP(p.prog, ifindex, unix.XDP_FLAGS_DRV_MODE)
+		p.link, nativeErr = attachXDP(p.prog, ifindex, link.XDPDriverMode)
 		if nativeErr == nil {
 			p.mode = ModeNative
 			return p, nil
 		}
 		if isBusy(nativeErr) {
 			p.Close()
-			return nil, fmt.Errorf("xdp attach: %w", busyAfter(l, nativeErr))
+			return nil, fmt.Errorf("xdp attach: %w", busyAfter(nl, l, nativeErr))
 		}
 	}
 	if opts.Mode == ModeNative {
@@ -83,14 +90,14 @@ func Attach(ifindex int, opts Options) (*Program, error) {
 		return nil, fmt.Errorf("xdp attach %s: native mode: %w", l.Name, nativeErr)
 	}
 	var genericErr error
-	p.link, genericErr = linkCreateXDP(p.prog, ifindex, unix.XDP_FLAGS_SKB_MODE)
+	p.link, genericErr = attachXDP(p.prog, ifindex, link.XDPGenericMode)
 	if genericErr == nil {
 		p.mode = ModeGeneric
 		return p, nil
 	}
 	p.Close()
 	if isBusy(genericErr) {
-		return nil, fmt.Errorf("xdp attach: %w", busyAfter(l, genericErr))
+		return nil, fmt.Errorf("xdp attach: %w", busyAfter(nl, l, genericErr))
 	}
 	if nativeErr != nil {
 		return nil, fmt.Errorf("xdp attach %s: native mode: %v; generic mode: %w", l.Name, nativeErr, genericErr)
@@ -110,22 +117,55 @@ func load(flowCap, groupCap, queues int) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	var code bytes.Buffer
-	if err := steeringInstructions(m.flows, m.groups, m.xsks).Marshal(&code, hostByteOrder()); err != nil {
-		m.close()
-		return nil, fmt.Errorf("assemble program: %w", err)
-	}
-	fd, err := progLoadXDP(code.Bytes(), progName, "MIT")
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: progName, Type: ebpf.XDP, AttachType: ebpf.AttachXDP,
+		Instructions: steeringInstructions(m.flows.FD(), m.groups.FD(), m.xsks.FD()), License: "MIT"})
 	if err != nil {
 		m.close()
-		return nil, err
+		return nil, fmt.Errorf("bpf program load %s: %w", progName, err)
 	}
-	p := &Program{queues: queues, prog: fd, link: -1, maps: m}
-	if p.id, _, err = progInfo(fd); err != nil {
+	p := &Program{queues: queues, prog: prog, maps: m}
+	if p.id, err = progID(prog); err != nil {
 		p.Close()
 		return nil, err
 	}
 	return p, nil
+}
+
+// attachXDP attaches prog to interface ifindex with a bpf_link in the given mode; the kernel
+// detaches the program when the last reference to the link closes.
+func attachXDP(prog *ebpf.Program, ifindex int, mode link.XDPAttachFlags) (link.Link, error) {
+	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: mode})
+	if err != nil {
+		return nil, fmt.Errorf("bpf link create: %w", err)
+	}
+	return l, nil
+}
+
+// progID returns the kernel's id of prog.
+func progID(prog *ebpf.Program) (uint32, error) {
+	info, err := prog.Info()
+	if err != nil {
+		return 0, fmt.Errorf("bpf program info: %w", err)
+	}
+	id, ok := info.ID()
+	if !ok {
+		return 0, fmt.Errorf("bpf program info: no id: %w", ErrNotSupported)
+	}
+	return uint32(id), nil
+}
+
+// progNameByID returns the name of the loaded BPF program with the given id.
+func progNameByID(id uint32) (string, error) {
+	prog, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
+	if err != nil {
+		return "", fmt.Errorf("bpf program %d: %w", id, err)
+	}
+	defer prog.Close()
+	info, err := prog.Info()
+	if err != nil {
+		return "", fmt.Errorf("bpf program %d info: %w", id, err)
+	}
+	return info.Name, nil
 }
 
 // isBusy reports whether an attach error says the interface already has a program
@@ -136,9 +176,9 @@ func isBusy(err error) bool {
 
 // busyAfter builds the BusyError for an attach that lost the race with another
 // attacher, asking the kernel again who it is.
-func busyAfter(l Link, attachErr error) error {
-	if nl, err := LinkByIndex(l.Index); err == nil && nl.XDPMode != ModeNone {
-		return busyError(nl)
+func busyAfter(nl *packet.Conn, l Link, attachErr error) error {
+	if now, err := LinkByIndex(nl, l.Index); err == nil && now.XDPMode != ModeNone {
+		return busyError(now)
 	}
 	return fmt.Errorf("%s: %w (%w)", l.Name, ErrBusy, attachErr)
 }
@@ -172,7 +212,7 @@ func (p *Program) AddFlow(dst netip.AddrPort) error {
 	if err != nil {
 		return fmt.Errorf("xdp add flow: %w", err)
 	}
-	if err := mapUpdate(p.maps.flows, k[:], make([]byte, flowValueSize), bpfNoExist); err != nil && !errors.Is(err, unix.EEXIST) {
+	if err := p.maps.flows.Update(k, uint64(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
 		return fmt.Errorf("xdp add flow %v: %w", dst, err)
 	}
 	return nil
@@ -184,7 +224,7 @@ func (p *Program) RemoveFlow(dst netip.AddrPort) error {
 	if err != nil {
 		return fmt.Errorf("xdp remove flow: %w", err)
 	}
-	if err := mapDelete(p.maps.flows, k[:]); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := p.maps.flows.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("xdp remove flow %v: %w", dst, err)
 	}
 	return nil
@@ -197,11 +237,11 @@ func (p *Program) FlowHits(dst netip.AddrPort) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("xdp flow hits: %w", err)
 	}
-	v := make([]byte, flowValueSize)
-	if err := mapLookup(p.maps.flows, k[:], v); err != nil {
+	var v uint64
+	if err := p.maps.flows.Lookup(k, &v); err != nil {
 		return 0, fmt.Errorf("xdp flow hits %v: %w", dst, err)
 	}
-	return binary.NativeEndian.Uint64(v), nil
+	return v, nil
 }
 
 // AddGroup steers the datagrams sent to multicast group on UDP port port (every port
@@ -212,7 +252,7 @@ func (p *Program) AddGroup(group netip.Addr, port uint16) error {
 		return fmt.Errorf("xdp add group %v: not an IPv4 multicast address: %w", group, unix.EINVAL)
 	}
 	k, _ := flowKey(group, port)
-	if err := mapUpdate(p.maps.groups, k[:], make([]byte, flowValueSize), bpfNoExist); err != nil && !errors.Is(err, unix.EEXIST) {
+	if err := p.maps.groups.Update(k, uint64(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
 		return fmt.Errorf("xdp add group %v port %d: %w", group, port, err)
 	}
 	return nil
@@ -224,7 +264,7 @@ func (p *Program) RemoveGroup(group netip.Addr, port uint16) error {
 	if err != nil {
 		return fmt.Errorf("xdp remove group: %w", err)
 	}
-	if err := mapDelete(p.maps.groups, k[:]); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := p.maps.groups.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("xdp remove group %v port %d: %w", group, port, err)
 	}
 	return nil
@@ -236,11 +276,11 @@ func (p *Program) GroupHits(group netip.Addr, port uint16) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("xdp group hits: %w", err)
 	}
-	v := make([]byte, flowValueSize)
-	if err := mapLookup(p.maps.groups, k[:], v); err != nil {
+	var v uint64
+	if err := p.maps.groups.Lookup(k, &v); err != nil {
 		return 0, fmt.Errorf("xdp group hits %v port %d: %w", group, port, err)
 	}
-	return binary.NativeEndian.Uint64(v), nil
+	return v, nil
 }
 
 // Register makes s receive the steered frames of its queue. s must be bound to the
@@ -253,10 +293,7 @@ func (p *Program) Register(s *Socket) error {
 	if s.Queue() >= p.queues {
 		return fmt.Errorf("xdp register queue %d: program has %d queues: %w", s.Queue(), p.queues, unix.EINVAL)
 	}
-	var k, v [4]byte
-	binary.NativeEndian.PutUint32(k[:], uint32(s.Queue()))
-	binary.NativeEndian.PutUint32(v[:], uint32(s.FD()))
-	if err := mapUpdate(p.maps.xsks, k[:], v[:], bpfAny); err != nil {
+	if err := p.maps.xsks.Update(uint32(s.Queue()), uint32(s.FD()), ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("xdp register queue %d: %w", s.Queue(), err)
 	}
 	return nil
@@ -267,9 +304,7 @@ func (p *Program) Unregister(queue int) error {
 	if queue < 0 || queue >= p.queues {
 		return fmt.Errorf("xdp unregister queue %d: program has %d queues: %w", queue, p.queues, unix.EINVAL)
 	}
-	var k [4]byte
-	binary.NativeEndian.PutUint32(k[:], uint32(queue))
-	if err := mapDelete(p.maps.xsks, k[:]); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := p.maps.xsks.Delete(uint32(queue)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("xdp unregister queue %d: %w", queue, err)
 	}
 	return nil
@@ -279,17 +314,17 @@ func (p *Program) Unregister(queue int) error {
 // Sockets stay open; they simply receive nothing more.
 func (p *Program) Close() error {
 	var first error
-	if p.link >= 0 {
-		if err := unix.Close(p.link); err != nil {
+	if p.link != nil {
+		if err := p.link.Close(); err != nil {
 			first = fmt.Errorf("xdp detach %s: %w", p.ifname, err)
 		}
-		p.link = -1
+		p.link = nil
 	}
-	if p.prog >= 0 {
-		if err := unix.Close(p.prog); err != nil && first == nil {
+	if p.prog != nil {
+		if err := p.prog.Close(); err != nil && first == nil {
 			first = fmt.Errorf("xdp close program: %w", err)
 		}
-		p.prog = -1
+		p.prog = nil
 	}
 	if p.maps != nil {
 		if err := p.maps.close(); err != nil && first == nil {

@@ -10,10 +10,12 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/xdp/packet"
 )
 
 // TestMain lets the test binary serve as the helper process of the tests that need a
-// fresh process (SIGKILL of the owner, netpoller check): with GOXIO_XSK_HELPER set it
+// fresh process (SIGKILL of the owner, descriptor check): with GOXIO_XSK_HELPER set it
 // runs that role and exits before the testing package starts anything (its timeout
 // timer would start the Go netpoller).
 func TestMain(m *testing.M) {
@@ -41,8 +43,8 @@ func helperMain(role, ns, ifname string) int {
 	switch role {
 	case "own":
 		return helperOwn(ifname, say)
-	case "netpoller":
-		return helperNetpoller(ifname, say)
+	case "fds":
+		return helperFDs(ifname, say)
 	}
 	say("error unknown role %q", role)
 	return 1
@@ -51,12 +53,17 @@ func helperMain(role, ns, ifname string) int {
 // helperOwn attaches the program and registers a socket, says "ready ID MODE", then
 // waits for its standard input to close (the test SIGKILLs it before).
 func helperOwn(ifname string, say func(string, ...any)) int {
-	l, err := LinkByName(ifname)
+	nl, err := packet.Open()
 	if err != nil {
 		say("error %v", err)
 		return 1
 	}
-	p, err := Attach(l.Index, Options{})
+	l, err := LinkByName(nl, ifname)
+	if err != nil {
+		say("error %v", err)
+		return 1
+	}
+	p, err := Attach(nl, l.Index, Options{})
 	if err != nil {
 		say("error %v", err)
 		return 1
@@ -76,64 +83,66 @@ func helperOwn(ifname string, say func(string, ...any)) int {
 	return 0
 }
 
-// helperNetpoller runs the whole library path (link query, attach, socket, register,
-// map updates, receive, transmit, stats, the busy path, close) and reports the
-// anonymous-inode fds (eventpoll, eventfd) present before and after, then opens a file
-// with os.Open as a control that the check sees a started netpoller.
-func helperNetpoller(ifname string, say func(string, ...any)) int {
-	before, err := anonFDs()
+// helperFDs runs the whole library path (link query, attach, socket, register, map updates,
+// receive, transmit, stats, the busy path, close) on a netlink connection and reports the
+// process's descriptors: before the connection, with it open (the new ones must be the
+// connection's own and the Go netpoller's, which the netlink library's socket starts), and
+// after the library path, which must leave none of its own open.
+func helperFDs(ifname string, say func(string, ...any)) int {
+	before, err := allFDs()
 	if err != nil {
 		say("error %v", err)
 		return 1
 	}
-	firstStep := ""
-	err = libraryPath(ifname, func(step string) {
-		if now, _ := anonFDs(); firstStep == "" && len(now) > len(before) {
-			firstStep = step
-		}
-	})
+	nl, err := packet.Open()
 	if err != nil {
 		say("error %v", err)
 		return 1
 	}
-	after, err := anonFDs()
+	withConn, err := allFDs()
 	if err != nil {
 		say("error %v", err)
 		return 1
 	}
-	f, err := os.Open("/proc/self/status")
+	if err := libraryPath(nl, ifname, func(string) {}); err != nil {
+		say("error %v", err)
+		return 1
+	}
+	after, err := allFDs()
 	if err != nil {
 		say("error %v", err)
 		return 1
 	}
-	control, _ := anonFDs()
-	f.Close()
+	conn := make([]string, 0, 1)
+	for _, fd := range nl.FDs() {
+		conn = append(conn, fmt.Sprint(fd))
+	}
 	say("before %s", strings.Join(before, ","))
+	say("conn %s", strings.Join(conn, ","))
+	say("with %s", strings.Join(withConn, ","))
 	say("after %s", strings.Join(after, ","))
-	say("control %s", strings.Join(control, ","))
-	say("step %s", firstStep)
 	return 0
 }
 
 // libraryPath exercises every entry point of the package once, calling step after
 // each (to find the first one that starts the netpoller, if any).
-func libraryPath(ifname string, step func(string)) error {
+func libraryPath(nl *packet.Conn, ifname string, step func(string)) error {
 	if _, err := MissingCapabilities(); err != nil {
 		return err
 	}
 	step("MissingCapabilities")
-	l, err := LinkByName(ifname)
+	l, err := LinkByName(nl, ifname)
 	if err != nil {
 		return err
 	}
 	step("LinkByName")
-	p, err := Attach(l.Index, Options{})
+	p, err := Attach(nl, l.Index, Options{})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	step("Attach")
-	if _, err := Attach(l.Index, Options{}); !errors.Is(err, ErrBusy) {
+	if _, err := Attach(nl, l.Index, Options{}); !errors.Is(err, ErrBusy) {
 		return fmt.Errorf("second Attach: %v, want ErrBusy", err)
 	}
 	step("Attach (busy)")
@@ -202,9 +211,9 @@ func libraryPath(ifname string, step func(string)) error {
 	return nil
 }
 
-// anonFDs lists the targets of this process's fds that are anonymous inodes, reading
-// /proc/self/fd with getdents(2) and readlink(2) (os.ReadDir would start the netpoller).
-func anonFDs() ([]string, error) {
+// allFDs lists this process's fds with their targets ("3=anon_inode:[eventpoll]"), reading
+// /proc/self/fd with getdents(2) and readlink(2).
+func allFDs() ([]string, error) {
 	dir, err := unix.Open("/proc/self/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -222,16 +231,17 @@ func anonFDs() ([]string, error) {
 		}
 		_, _, names = unix.ParseDirent(buf[:n], -1, names)
 	}
-	var anon []string
+	var out []string
 	lb := make([]byte, 256)
 	for _, name := range names {
+		if name == fmt.Sprint(dir) {
+			continue
+		}
 		n, err := unix.Readlink("/proc/self/fd/"+name, lb)
 		if err != nil {
-			continue // the directory fd itself, closed by now
+			continue
 		}
-		if target := string(lb[:n]); strings.HasPrefix(target, "anon_inode:") && (strings.Contains(target, "eventpoll") || strings.Contains(target, "eventfd")) {
-			anon = append(anon, name+"="+target)
-		}
+		out = append(out, name+"="+string(lb[:n]))
 	}
-	return anon, nil
+	return out, nil
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 
-	"golang.org/x/sys/unix"
+	"github.com/cilium/ebpf"
 )
 
 // Default map sizes (Options).
@@ -41,41 +41,54 @@ func flowKey(addr netip.Addr, port uint16) ([flowKeySize]byte, error) {
 	return k, nil
 }
 
-// maps are the file descriptors of the three maps of the steering program (-1 when
-// closed).
+// maps are the three maps of the steering program (nil when closed).
 type maps struct {
-	flows, groups, xsks int
+	flows, groups, xsks *ebpf.Map
 }
 
 // newMaps creates the maps: flows and groups hold flowCap and groupCap entries, the
 // XSKMAP one socket per receive queue.
 func newMaps(flowCap, groupCap, queues int) (*maps, error) {
-	m := &maps{flows: -1, groups: -1, xsks: -1}
+	m := &maps{}
 	var err error
-	if m.flows, err = mapCreate(bpfMapTypeHash, flowKeySize, flowValueSize, uint32(flowCap), flowMapName); err != nil {
-		return nil, err
+	if m.flows, err = ebpf.NewMap(&ebpf.MapSpec{Name: flowMapName, Type: ebpf.Hash, KeySize: flowKeySize,
+		ValueSize: flowValueSize, MaxEntries: uint32(flowCap)}); err != nil {
+		return nil, fmt.Errorf("bpf map %s: %w", flowMapName, err)
 	}
-	if m.groups, err = mapCreate(bpfMapTypeHash, flowKeySize, flowValueSize, uint32(groupCap), groupMapName); err != nil {
+	if m.groups, err = ebpf.NewMap(&ebpf.MapSpec{Name: groupMapName, Type: ebpf.Hash, KeySize: flowKeySize,
+		ValueSize: flowValueSize, MaxEntries: uint32(groupCap)}); err != nil {
 		m.close()
-		return nil, err
+		return nil, fmt.Errorf("bpf map %s: %w", groupMapName, err)
 	}
-	if m.xsks, err = mapCreate(bpfMapTypeXSKMap, 4, 4, uint32(queues), xskMapName); err != nil {
+	if m.xsks, err = ebpf.NewMap(&ebpf.MapSpec{Name: xskMapName, Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4,
+		MaxEntries: uint32(queues)}); err != nil {
 		m.close()
-		return nil, err
+		return nil, fmt.Errorf("bpf map %s: %w", xskMapName, err)
 	}
 	return m, nil
+}
+
+// fds returns the maps' descriptors.
+func (m *maps) fds() []int {
+	var out []int
+	for _, x := range []*ebpf.Map{m.flows, m.groups, m.xsks} {
+		if x != nil {
+			out = append(out, x.FD())
+		}
+	}
+	return out
 }
 
 // close releases the maps (the kernel frees each with its last reference, the
 // program's included).
 func (m *maps) close() error {
 	var first error
-	for _, fd := range []*int{&m.flows, &m.groups, &m.xsks} {
-		if *fd >= 0 {
-			if err := unix.Close(*fd); err != nil && first == nil {
+	for _, x := range []**ebpf.Map{&m.flows, &m.groups, &m.xsks} {
+		if *x != nil {
+			if err := (*x).Close(); err != nil && first == nil {
 				first = err
 			}
-			*fd = -1
+			*x = nil
 		}
 	}
 	return first

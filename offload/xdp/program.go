@@ -139,12 +139,3 @@ func steeringInstructions(flows, groups, xsks int) asm.Instructions {
 		asm.Return(),
 	}
 }
-
-// hostByteOrder is this machine's byte order as the assembler wants it (it accepts
-// binary.LittleEndian or binary.BigEndian, not binary.NativeEndian).
-func hostByteOrder() binary.ByteOrder {
-	if binary.NativeEndian.Uint16([]byte{1, 0}) == 1 {
-		return binary.LittleEndian
-	}
-	return binary.BigEndian
-}

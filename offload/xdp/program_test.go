@@ -78,7 +78,7 @@ func TestSteeringProgram(t *testing.T) {
 		{"truncated VLAN tag", with(func(s *frameSpec) { s.vlan = 7 })[:16], nil},
 		{"Ethernet header only", udpFrame(base)[:14], nil},
 	}
-	dup, err := unix.Dup(p.prog)
+	dup, err := unix.Dup(p.prog.FD())
 	if err != nil {
 		t.Fatal(err)
 	}

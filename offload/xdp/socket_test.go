@@ -19,7 +19,7 @@ func attachOpen(t *testing.T, tp *topo, opts Options, cfg Config, queues ...int)
 	var socks []*Socket
 	inNetns(t, tp.nsA, func() {
 		var err error
-		p, err = Attach(tp.idxA, opts)
+		p, err = Attach(nlConn(t), tp.idxA, opts)
 		if err != nil {
 			t.Fatalf("Attach: %v", err)
 		}

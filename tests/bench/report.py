@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402  (sibling module)
 import programs  # noqa: E402  (sibling module)
 
-SECTIONS = ["passthrough", "startup", "sockperf", "mux", "programs", "veth"]
+SECTIONS = ["passthrough", "startup", "sockperf", "mux", "programs", "veth", "churn", "fanout"]
 
 # Goals of the foundation issue.
 GOAL_PASSTHROUGH_RATIO = 1.15
@@ -646,6 +646,15 @@ Variants (`IFACE` is each namespace's veth end):
     return summary, section
 
 
+def read_md(raw, name):
+    """A part's Markdown written by its driver, or a note that it did not run."""
+    path = os.path.join(raw, name)
+    if not os.path.exists(path):
+        return "(not run in this report)"
+    with open(path) as f:
+        return f.read().strip()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--raw", required=True, help="raw data folder written by run.sh")
@@ -694,6 +703,8 @@ def main():
     with open(os.path.join(args.raw, "commands.txt")) as f:
         commands = f.read().rstrip("\n")
     veth_summary, veth_section = veth(args.raw)
+    churn_section = read_md(args.raw, "churn.md")
+    fanout_section = read_md(args.raw, "fanout.md")
     veth_commands = os.path.join(args.raw, "veth-commands.txt")
     if os.path.exists(veth_commands):
         with open(veth_commands) as f:
@@ -892,6 +903,21 @@ latencies and CPU (above 1: goxio better).
 ## 6. sockperf across a veth pair (AF_XDP transport)
 
 {veth_section}
+
+## 7. Socket churn (issue 17)
+
+`tests/bench/churn.py`: a TCP connection per request (connect, 1 byte each way, close) and a new UDP
+socket per request (socket, sendto, recv, close), the client under the kernel and under goxio, the
+server under goxio ("goxio peer") or without it.
+
+{churn_section}
+
+## 8. Multicast fan-out (issue 17)
+
+`tests/bench/fanout.py`: one publisher and 8 subscriber processes joined to one group on the
+loopback interface, 64 B datagrams; the highest rate at which every subscriber gets every datagram.
+
+{fanout_section}
 
 ## Commands
 

@@ -19,6 +19,10 @@
 #      tells how many bytes went through rings and how many through the kernel;
 #   6. sockperf across a veth pair between two network namespaces, kernel against the AF_XDP
 #      transport (GOXIO_XDP) on both ends (tests/bench/veth.sh; needs root, skipped otherwise);
+#   7. socket churn: a TCP connection per request and a UDP socket per request, client under the
+#      kernel and under goxio, against a goxio peer and a peer without goxio (churn.py, churn.c);
+#   8. multicast fan-out: 1 publisher, 8 subscriber processes, the highest loss-free rate of the
+#      kernel and of goxio (fanout.py, fanout.c, in a network namespace of its own: needs root);
 # then writes raw data under tests/bench/out/ and the report tests/bench/REPORT.md
 # (report.py) with a latency plot (plot.py, tests/bench/latency.png).
 #
@@ -54,6 +58,9 @@
 #   BENCH_DEADLINE         seconds the whole run may take before it stops with an error (default 900)
 #   BENCH_PORT             first TCP/UDP port on 127.0.0.1 the servers use (default 17100)
 #   BENCH_VETH_REPS, BENCH_VETH_PIN, BENCH_VETH_VARIANTS: part 6, see tests/bench/veth.sh
+#   BENCH_CHURN_ROUNDS     rounds per churn client run (default 2000)
+#   BENCH_GOXIO_ENV        variables of the goxio rows of parts 7 and 8 (default: the shared-memory
+#                          transports on, "GOXIO_SHM=1 GOXIO_SHM_TCP=1")
 #   BENCH_REPORT           where to write the report (default tests/bench/REPORT.md)
 set -euo pipefail
 
@@ -76,7 +83,7 @@ REDIS_N=${BENCH_REDIS_N:-100000}
 DEADLINE=${BENCH_DEADLINE:-900}
 PORT=${BENCH_PORT:-17100}
 REPORT=${BENCH_REPORT:-$HERE/REPORT.md}
-SECTIONS=passthrough,startup,sockperf,mux,programs,veth
+SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout
 ONLY=${BENCH_ONLY:-$SECTIONS}
 
 die() {
@@ -176,6 +183,8 @@ RAW=$OUT/raw
 CFLAGS=(-O2 -Wall -Wextra -Werror)
 gcc "${CFLAGS[@]}" -pthread -o "$BIN/calls" "$HERE/calls.c"
 gcc "${CFLAGS[@]}" -o "$BIN/onesock" "$HERE/onesock.c"
+gcc "${CFLAGS[@]}" -o "$BIN/churn" "$HERE/churn.c"
+gcc "${CFLAGS[@]}" -o "$BIN/fanout" "$HERE/fanout.c"
 
 FAKE=0
 if [[ $GOXIO_LIB == fake ]]; then
@@ -774,6 +783,31 @@ if section veth; then
 		PORT=$((PORT + 1000)) "$HERE/veth.sh" || die "veth pair measure failed"
 else
 	echo "not in BENCH_ONLY" >"$RAW/veth-skipped.txt"
+fi
+
+# ---------------------------------------------------------------- 7. socket churn
+GOXIO_ENV=${BENCH_GOXIO_ENV:-GOXIO_SHM=1 GOXIO_SHM_TCP=1}
+if section churn; then
+	check_deadline "churn"
+	log "socket churn"
+	"$PY" "$HERE/churn.py" --churn "$BIN/churn" --lib "$GOXIO_LIB" --env "$GOXIO_ENV VMA_TRACELEVEL=WARN" \
+		--rounds "${BENCH_CHURN_ROUNDS:-2000}" --reps "$SP_REPS" --port $((PORT + 500)) --out "$RAW/churn.md" \
+		>"$RAW/churn.log" 2>&1 || echo "churn.py failed: $(tail -n 3 "$RAW/churn.log")" >"$RAW/churn.md"
+	echo "python3 tests/bench/churn.py --churn tests/bench/out/bin/churn --lib LIB --env \"$GOXIO_ENV VMA_TRACELEVEL=WARN\" --rounds ${BENCH_CHURN_ROUNDS:-2000} --reps $SP_REPS" >>"$RAW/commands.txt"
+fi
+
+# ---------------------------------------------------------------- 8. multicast fan-out
+if section fanout; then
+	check_deadline "fanout"
+	log "multicast fan-out"
+	if [[ $(id -u) == 0 ]]; then
+		unshare --net bash -c 'ip link set lo up && exec "$@"' fanout "$PY" "$HERE/fanout.py" --fanout "$BIN/fanout" \
+			--lib "$GOXIO_LIB" --env "${GOXIO_ENV} VMA_TRACELEVEL=WARN" --out "$RAW/fanout.md" \
+			>"$RAW/fanout.log" 2>&1 || echo "fanout.py failed: $(tail -n 3 "$RAW/fanout.log")" >"$RAW/fanout.md"
+		echo "unshare --net; python3 tests/bench/fanout.py --fanout tests/bench/out/bin/fanout --lib LIB --env \"$GOXIO_ENV VMA_TRACELEVEL=WARN\"" >>"$RAW/commands.txt"
+	else
+		echo "not run: needs root (a network namespace of its own)" >"$RAW/fanout.md"
+	fi
 fi
 
 # ---------------------------------------------------------------- report

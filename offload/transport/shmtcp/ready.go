@@ -309,12 +309,8 @@ func (t *TCP) drainIdle(fd int, conn *ring.Conn) {
 	}
 	eof, e := t.drainWakes(fd, conn)
 	conn.ClearWake()
-	if (eof || e != 0) && conn.PeerState()&(ring.StateWriteShut|ring.StateReset) == 0 {
-		g := endGoneEOF
-		if conn.Unread() > 0 {
-			g = endGoneReset
-		}
-		t.peerGone(g)
+	if eof || e != 0 {
+		t.kernelEnded(conn, e)
 	}
 }
 

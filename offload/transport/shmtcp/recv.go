@@ -327,16 +327,7 @@ func (t *TCP) stepRing(fd int, conn *ring.Conn, d *dataCall, checkKernel bool) (
 	eof, e := t.drainWakes(fd, conn)
 	conn.ClearWake()
 	if eof || e != 0 {
-		// The kernel connection ended. A peer that closed, shut down or reset set its state
-		// first; one that died (killed, exited without close) did not: then EOF, or a reset
-		// when it died with our data unread, as its kernel would have reset.
-		if conn.PeerState()&(ring.StateWriteShut|ring.StateReset) == 0 {
-			g := endGoneEOF
-			if conn.Unread() > 0 {
-				g = endGoneReset
-			}
-			t.peerGone(g)
-		}
+		t.kernelEnded(conn, e) // the kernel connection ended
 	}
 	n, err = t.ringRead(fd, conn, d)
 	if errors.Is(err, ring.ErrEmpty) {

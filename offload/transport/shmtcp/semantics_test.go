@@ -471,3 +471,31 @@ func TestSendfileThroughRing(t *testing.T) {
 		t.Fatalf("sendfile not through the ring: %+v", st)
 	}
 }
+
+// TestDeadPeerWithUnreadWakeByte: a peer that dies (no close through the transport) with one of
+// our wake bytes unread in its kernel socket makes its kernel reset the connection, where the
+// kernel of a plain connection would have ended it with a FIN (nothing of ours was unread): the
+// receive reports EOF, the first send is accepted as the kernel's first send to a closed peer
+// is, and only the next one fails with EPIPE (it used to fail at once, with SIGPIPE).
+func TestDeadPeerWithUnreadWakeByte(t *testing.T) {
+	env := testEnv(t, nil)
+	c, s := pair(t, env, env)
+	switched(t, c, s)
+	// A byte beyond K on the kernel connection is a wake byte: the peer dies before reading it.
+	if _, err := unix.Write(c.fd, []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	unix.Close(s.fd)
+	s.closed = true // its transport never hears of it, as in a killed process
+	time.Sleep(50 * time.Millisecond)
+	if b, errno := c.recv(10, 0); len(b) != 0 || errno != 0 {
+		t.Fatalf("recv after the peer died: %q %v, want EOF", b, errno)
+	}
+	if n, errno := c.send([]byte("x"), unix.MSG_NOSIGNAL); n != 1 || errno != 0 {
+		t.Fatalf("first send to the dead peer: %d %v, want 1 as the kernel's", n, errno)
+	}
+	if _, errno := c.send([]byte("x"), unix.MSG_NOSIGNAL); errno != unix.EPIPE {
+		t.Fatalf("second send: %v, want EPIPE", errno)
+	}
+}

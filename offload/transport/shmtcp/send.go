@@ -83,6 +83,12 @@ func (t *TCP) sendRing(fd int) *ring.Conn {
 // kernelSend makes a send call on the kernel socket: before our switch (its bytes count in K),
 // or once the peer ended (peerEnded). txmu is held.
 func (t *TCP) kernelSend(c *transport.Call) (int, syscall.Errno, bool) {
+	if t.end.gone() == endGoneEOF {
+		var arr [maxBufs][]byte
+		if d, ok := parseCall(c, arr[:0]); ok && t.absorbSend() {
+			return d.total, 0, true // see kernelEnded
+		}
+	}
 	n, errno := kernel.Do(c)
 	if errno == 0 && n > 0 {
 		t.kTx += uint64(n)

@@ -2,6 +2,9 @@ package shmtcp
 
 import (
 	"sync/atomic"
+	"syscall"
+
+	ring "github.com/goxio/goxio/offload/shm"
 )
 
 // The connection's state machine. Every change of a connection's state is one of the
@@ -119,6 +122,11 @@ const (
 	// endResetSeen: a receive or send reported ECONNRESET (the kernel reports a reset once:
 	// after it receives return 0 and sends fail with EPIPE).
 	endResetSeen
+	// endWakeReset: with endGoneEOF, the kernel reported a reset that our own wake bytes,
+	// left unread by the dead peer, caused (kernelEnded); endSendAbsorbed: the first send
+	// after it was accepted (absorbSend).
+	endWakeReset
+	endSendAbsorbed
 
 	endGone = endGoneEOF | endGoneReset
 )
@@ -249,8 +257,45 @@ func (t *TCP) txGoBack() (uint64, bool) {
 // close marks the socket closed; false when it already was. The phases stay (see above).
 func (t *TCP) close() bool { return t.end.w.Or(endClosed)&endClosed == 0 }
 
+// kernelEnded records the end of the kernel connection (the kernel's EOF, or errno e from a
+// wake-up read). A peer that closed, shut down or reset set its segment state first: its state
+// says how the stream ends. One that died (killed, exited without close) did not: then EOF, or
+// a reset when it died with our data unread in its ring, as its kernel would have reset. A
+// reset the kernel reported while none of our data was unread came from our own wake bytes
+// that the peer left unread (its kernel resets a connection closed with unread bytes): its
+// kernel would have ended with a FIN, after which a kernel TCP send is accepted once before the
+// peer's reset comes back, so the first send is accepted without reaching the kernel
+// (absorbSend: it would fail with EPIPE there, and raise SIGPIPE).
+func (t *TCP) kernelEnded(conn *ring.Conn, e syscall.Errno) {
+	if conn.PeerState()&(ring.StateWriteShut|ring.StateReset) != 0 {
+		return
+	}
+	switch {
+	case conn.Unread() > 0:
+		t.peerGone(endGoneReset)
+	case e != 0:
+		t.peerGone(endGoneEOF | endWakeReset)
+	default:
+		t.peerGone(endGoneEOF)
+	}
+}
+
+// absorbSend reports whether a send is the first one after kernelEnded saw a reset that our
+// wake bytes caused (then the send is accepted without reaching the kernel); once only.
+func (t *TCP) absorbSend() bool {
+	for {
+		old := t.end.w.Load()
+		if old&endWakeReset == 0 || old&endSendAbsorbed != 0 {
+			return false
+		}
+		if t.end.w.CompareAndSwap(old, old|endSendAbsorbed) {
+			return true
+		}
+	}
+}
+
 // peerGone records how a peer that said nothing in its state ended, once: g is endGoneEOF or
-// endGoneReset.
+// endGoneReset (with endWakeReset).
 func (t *TCP) peerGone(g uint32) {
 	for {
 		old := t.end.w.Load()

@@ -42,6 +42,12 @@ type Params struct {
 	// returns its number; ReleaseFD undoes it before the fd is closed. nil: fds stay as they are.
 	AdoptFD   func(fd int) int
 	ReleaseFD func(fd int)
+	// OpenHigh runs open while the numbers below the internal range are held, so that the
+	// descriptors a library opens inside it (the netlink socket; cilium/ebpf's maps, program,
+	// link and its short-lived probes) land high; MarkFD makes one of them internal where it is.
+	// nil: open runs as it is, fds stay as they are.
+	OpenHigh func(open func() error) error
+	MarkFD   func(fd int)
 	// Kicker, when set, lets sends of a stream share kicks of the TX rings (kick.go); nil:
 	// every send kicks its TX ring at once.
 	Kicker Kicker
@@ -114,8 +120,8 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 	return e, nil
 }
 
-// nlLocked returns the netlink connection, opening it (as one of the library's own fds) the
-// first time; e.mu is held.
+// nlLocked returns the netlink connection, opening it the first time (its socket placed in the
+// internal range and marked internal: OpenHigh, MarkFD); e.mu is held.
 func (e *Env) nlLocked() (*packet.Conn, error) {
 	if e.nl != nil {
 		return e.nl, nil
@@ -123,11 +129,17 @@ func (e *Env) nlLocked() (*packet.Conn, error) {
 	if e.closed {
 		return nil, fmt.Errorf("xdp transport: netlink: environment closed: %w", ErrNotOffloaded)
 	}
-	nl, err := packet.Open()
-	if err != nil {
+	var nl *packet.Conn
+	open := func() (err error) {
+		nl, err = packet.Open()
+		return err
+	}
+	if err := e.openHigh(open); err != nil {
 		return nil, fmt.Errorf("xdp transport: %w", err)
 	}
-	nl.Adopt(e.adopt)
+	for _, fd := range nl.FDs() {
+		e.markFD(fd)
+	}
 	e.nl = nl
 	return nl, nil
 }
@@ -173,7 +185,9 @@ func (e *Env) Close() error {
 		}
 	}
 	if e.nl != nil {
-		e.releaseFD(e.nl.FD())
+		for _, fd := range e.nl.FDs() {
+			e.releaseFD(fd)
+		}
 		if err := e.nl.Close(); err != nil && first == nil {
 			first = err
 		}
@@ -203,6 +217,21 @@ func (e *Env) adopt(fd int) int {
 		return e.p.AdoptFD(fd)
 	}
 	return fd
+}
+
+// openHigh runs open through Params.OpenHigh (the descriptors it opens land in the internal
+// range), or as it is without one.
+func (e *Env) openHigh(open func() error) error {
+	if e.p.OpenHigh != nil {
+		return e.p.OpenHigh(open)
+	}
+	return open()
+}
+
+func (e *Env) markFD(fd int) {
+	if e.p.MarkFD != nil {
+		e.p.MarkFD(fd)
+	}
 }
 
 func (e *Env) releaseFD(fd int) {

@@ -141,13 +141,24 @@ func (e *Env) offloadLocked(ifc *iface) error {
 	} else if len(missing) > 0 {
 		return fmt.Errorf("offload %s: %w %s: %w", l.Name, ErrNoCapabilities, strings.Join(missing, ", "), ErrNotOffloaded)
 	}
-	prog, err := xdp.Attach(ifc.index, e.p.Program)
+	var prog *xdp.Program
+	err = e.openHigh(func() (err error) {
+		prog, err = xdp.Attach(nl, ifc.index, e.p.Program)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("offload %s: %w", l.Name, noXDP(err))
 	}
-	prog.Adopt(e.adopt)
+	for _, fd := range prog.FDs() {
+		e.markFD(fd)
+	}
 	for q := 0; q < prog.Queues(); q++ {
-		s, err := xdp.Open(ifc.index, q, e.p.Socket)
+		// Opened where its descriptor lands out of the program's numbers, then moved to the top.
+		var s *xdp.Socket
+		err := e.openHigh(func() (err error) {
+			s, err = xdp.Open(ifc.index, q, e.p.Socket)
+			return err
+		})
 		if err == nil {
 			s.Adopt(e.adopt)
 			err = prog.Register(s)

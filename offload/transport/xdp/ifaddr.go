@@ -3,9 +3,6 @@ package xdp
 import (
 	"fmt"
 	"net/netip"
-	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // ifAddr is one IPv4 address of an interface.
@@ -15,41 +12,19 @@ type ifAddr struct {
 }
 
 // addrsLocked lists the IPv4 addresses of this network namespace with their interfaces
-// (SIOCGIFCONF, then the interface of each label); e.mu is held (for the netlink connection).
+// (netlink RTM_GETADDR); e.mu is held (for the netlink connection).
 func (e *Env) addrsLocked() ([]ifAddr, error) {
 	nl, err := e.nlLocked()
 	if err != nil {
 		return nil, fmt.Errorf("list addresses: %w", err)
 	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	as, err := nl.Addrs()
 	if err != nil {
 		return nil, fmt.Errorf("list addresses: %w", err)
 	}
-	defer unix.Close(fd)
-	entries, err := ifconf(fd)
-	if err != nil {
-		return nil, fmt.Errorf("list addresses: %w", err)
-	}
-	index := map[string]int{}
-	var out []ifAddr
-	for _, en := range entries {
-		name, _, _ := strings.Cut(en.label, ":") // an alias label names its interface first
-		idx, ok := index[name]
-		if !ok {
-			l, err := nl.LinkByName(name)
-			if err != nil {
-				continue // gone meanwhile
-			}
-			idx = l.Index
-			index[name] = idx
-		}
-		out = append(out, ifAddr{ifindex: idx, addr: en.addr})
+	out := make([]ifAddr, len(as))
+	for i, a := range as {
+		out[i] = ifAddr{ifindex: a.Ifindex, addr: a.Addr}
 	}
 	return out, nil
-}
-
-// ifconfEntry is one entry of SIOCGIFCONF: an address and its label.
-type ifconfEntry struct {
-	label string
-	addr  netip.Addr
 }

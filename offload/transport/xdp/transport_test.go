@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/xdp"
+	"github.com/goxio/goxio/offload/xdp/packet"
 )
 
 // kernelRecv reads one datagram from a kernel socket (its receive timeout bounds the wait).
@@ -276,11 +277,16 @@ func TestMulticast(t *testing.T) {
 // the reason; the socket's traffic goes through its kernel socket both ways.
 func TestBusyInterface(t *testing.T) {
 	inTopo(t, func(t *testing.T, tp *topo) {
-		l, err := xdp.LinkByName(tp.ifA)
+		nl, err := packet.Open()
+		if err != nil {
+			t.Fatalf("netlink: %v", err)
+		}
+		defer nl.Close()
+		l, err := xdp.LinkByName(nl, tp.ifA)
 		if err != nil {
 			t.Fatalf("link: %v", err)
 		}
-		other, err := xdp.Attach(l.Index, xdp.Options{})
+		other, err := xdp.Attach(nl, l.Index, xdp.Options{})
 		if err != nil {
 			t.Fatalf("attach the other program: %v", err)
 		}

@@ -19,9 +19,11 @@
 //
 // # Routes, links, neighbours
 //
-// A Conn is one NETLINK_ROUTE socket (raw syscalls, blocking with a receive timeout: no Go
-// netpoller, no goroutine, no timer). RouteGet asks the kernel the question `ip route get` asks;
-// LinkByIndex and LinkByName read an interface; NeighGet reads one neighbour entry and NeighNudge
+// A Conn is the engine's one netlink connection type: a github.com/vishvananda/netlink Handle with
+// one NETLINK_ROUTE socket kept open (FDs reports it, so a caller can keep it out of the program's
+// reach), answers bounded by a deadline on the Go runtime's netpoller. RouteGet asks the kernel
+// the question `ip route get` asks; LinkByIndex and LinkByName read an interface (with its queue
+// counts and XDP state); Addrs lists the IPv4 addresses; NeighGet reads one neighbour entry and NeighNudge
 // asks the kernel to (re)validate one, which is how a missing or stale next hop gets resolved
 // without sending traffic through the kernel. NeighCache keeps neighbour answers keyed by
 // (ifindex, next hop) with an age limit supplied by the caller's clock and a generation counter

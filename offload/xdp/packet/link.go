@@ -1,9 +1,9 @@
 package packet
 
 import (
-	"encoding/binary"
 	"fmt"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,8 +19,15 @@ type Link struct {
 	MTU int
 	// Flags are the IFF_* flags (unix.IFF_UP, unix.IFF_RUNNING, ...).
 	Flags uint32
-	// Type is the ARPHRD_* hardware type (unix.ARPHRD_ETHER for Ethernet and veth).
-	Type uint16
+	// Encap is the hardware type as ip-link(8) names it ("ether" for Ethernet and veth,
+	// "loopback", ...).
+	Encap string
+	// RxQueues and TxQueues are the numbers of receive and transmit queues.
+	RxQueues, TxQueues int
+	// XDPAttached is how an XDP program is attached (the kernel's XDP_ATTACHED_* value, 0 for
+	// none) and XDPProgID the program's id (of the native one when several are attached).
+	XDPAttached uint8
+	XDPProgID   uint32
 }
 
 // Up reports whether the interface is administratively up and has its carrier (IFF_UP and
@@ -31,16 +38,23 @@ func (l *Link) Up() bool {
 
 // Ethernet reports whether the interface carries Ethernet frames (ARPHRD_ETHER with a MAC), the
 // only kind Build writes.
-func (l *Link) Ethernet() bool { return l.Type == unix.ARPHRD_ETHER && !l.MAC.IsZero() }
+func (l *Link) Ethernet() bool { return l.Encap == "ether" && !l.MAC.IsZero() }
 
 // LinkByIndex returns the interface with index ifindex. An unknown index gives an error wrapping
 // unix.ENODEV.
 func (c *Conn) LinkByIndex(ifindex int) (Link, error) {
-	l, err := c.getLink(ifindex, "")
+	h, err := c.handle()
 	if err != nil {
 		return Link{}, fmt.Errorf("link get index %d: %w", ifindex, err)
 	}
-	return l, nil
+	if ifindex <= 0 {
+		return Link{}, fmt.Errorf("link get index %d: %w", ifindex, unix.ENODEV)
+	}
+	l, err := h.LinkByIndex(ifindex)
+	if err != nil {
+		return Link{}, fmt.Errorf("link get index %d: %w", ifindex, kernelErr(err))
+	}
+	return linkOf(l), nil
 }
 
 // LinkByName returns the interface called name. An unknown name gives an error wrapping
@@ -49,54 +63,28 @@ func (c *Conn) LinkByName(name string) (Link, error) {
 	if name == "" || len(name) >= unix.IFNAMSIZ {
 		return Link{}, fmt.Errorf("link get %q: invalid name: %w", name, unix.EINVAL)
 	}
-	l, err := c.getLink(0, name)
+	h, err := c.handle()
 	if err != nil {
 		return Link{}, fmt.Errorf("link get %q: %w", name, err)
 	}
-	return l, nil
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return Link{}, fmt.Errorf("link get %q: %w", name, kernelErr(err))
+	}
+	return linkOf(l), nil
 }
 
-func (c *Conn) getLink(ifindex int, name string) (Link, error) {
-	var fam [unix.SizeofIfInfomsg]byte // family AF_UNSPEC, type, index, flags, change
-	binary.NativeEndian.PutUint32(fam[4:8], uint32(int32(ifindex)))
-	c.newRequest(unix.RTM_GETLINK, 0, fam[:])
-	c.addAttrU32(unix.IFLA_EXT_MASK, rtextFilterSkipStats)
-	if name != "" {
-		c.addAttr(unix.IFLA_IFNAME, append([]byte(name), 0))
+// linkOf converts the netlink library's link.
+func linkOf(nl netlink.Link) Link {
+	a := nl.Attrs()
+	l := Link{Index: a.Index, Name: a.Name, MTU: a.MTU, Flags: a.RawFlags, Encap: a.EncapType,
+		RxQueues: a.NumRxQueues, TxQueues: a.NumTxQueues}
+	if len(a.HardwareAddr) == len(l.MAC) {
+		l.MAC = MAC(a.HardwareAddr)
 	}
-	var l Link
-	found := false
-	err := c.exchange(unix.RTM_NEWLINK, func(b []byte) error {
-		if len(b) < unix.SizeofIfInfomsg {
-			return fmt.Errorf("short link message: %w", ErrNetlink)
-		}
-		found = true
-		l.Type = binary.NativeEndian.Uint16(b[2:4])
-		l.Index = int(int32(binary.NativeEndian.Uint32(b[4:8])))
-		l.Flags = binary.NativeEndian.Uint32(b[8:12])
-		var aerr error
-		err := forAttrs(b[unix.SizeofIfInfomsg:], func(typ uint16, val []byte) {
-			switch typ {
-			case unix.IFLA_IFNAME:
-				l.Name = cString(val)
-			case unix.IFLA_ADDRESS:
-				if len(val) == len(l.MAC) {
-					l.MAC = MAC(val)
-				}
-			case unix.IFLA_MTU:
-				v, err := attrU32(val)
-				keep(&aerr, err)
-				l.MTU = int(v)
-			}
-		})
-		keep(&aerr, err)
-		return aerr
-	})
-	if err != nil {
-		return Link{}, err
+	if x := a.Xdp; x != nil && x.Attached {
+		l.XDPAttached = uint8(x.AttachMode)
+		l.XDPProgID = x.ProgId
 	}
-	if !found {
-		return Link{}, fmt.Errorf("no link in the answer: %w", ErrNetlink)
-	}
-	return l, nil
+	return l
 }

@@ -1,11 +1,11 @@
 package packet
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
+	"net"
 	"strings"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -95,36 +95,29 @@ func (n *Neigh) Resolution() Resolution {
 	return n.State.Resolution()
 }
 
-// NeighGet reads the kernel's neighbour entry for ip on interface ifindex (RTM_GETNEIGH, Linux
-// 5.0 and later). No entry gives an error wrapping ErrNoNeighbour (and unix.ENOENT).
+// NeighGet reads the kernel's neighbour entry for ip on interface ifindex (the interface's
+// entries are dumped, RTM_GETNEIGH, and the one for ip is kept). No entry gives an error wrapping
+// ErrNoNeighbour (and unix.ENOENT).
 func (c *Conn) NeighGet(ifindex int, ip [4]byte) (Neigh, error) {
-	c.newRequest(unix.RTM_GETNEIGH, 0, ndmsg(ifindex, 0))
-	c.addAttr(unix.NDA_DST, ip[:])
-	n := Neigh{Ifindex: ifindex, IP: ip}
-	found := false
-	err := c.exchange(unix.RTM_NEWNEIGH, func(b []byte) error {
-		if len(b) < unix.SizeofNdMsg {
-			return fmt.Errorf("short neighbour message: %w", ErrNetlink)
-		}
-		found = true
-		n.State = NUDState(binary.NativeEndian.Uint16(b[8:10]))
-		n.Flags = b[10]
-		return forAttrs(b[unix.SizeofNdMsg:], func(typ uint16, val []byte) {
-			if typ == unix.NDA_LLADDR && len(val) == len(n.MAC) {
-				n.MAC, n.HasMAC = MAC(val), true
-			}
-		})
-	})
-	if errors.Is(err, unix.ENOENT) {
-		return Neigh{}, fmt.Errorf("neighbour get %s dev %d: %w (%w)", ipString(ip), ifindex, ErrNoNeighbour, err)
-	}
-	if err == nil && !found {
-		err = fmt.Errorf("no neighbour in the answer: %w", ErrNetlink)
-	}
+	h, err := c.handle()
 	if err != nil {
 		return Neigh{}, fmt.Errorf("neighbour get %s dev %d: %w", ipString(ip), ifindex, err)
 	}
-	return n, nil
+	ns, err := h.NeighList(ifindex, unix.AF_INET)
+	if err != nil {
+		return Neigh{}, fmt.Errorf("neighbour get %s dev %d: %w", ipString(ip), ifindex, kernelErr(err))
+	}
+	for _, nn := range ns {
+		if nn.LinkIndex != ifindex || ip4(nn.IP) != ip {
+			continue
+		}
+		n := Neigh{Ifindex: ifindex, IP: ip, State: NUDState(nn.State), Flags: uint8(nn.Flags)}
+		if len(nn.HardwareAddr) == len(n.MAC) {
+			n.MAC, n.HasMAC = MAC(nn.HardwareAddr), true
+		}
+		return n, nil
+	}
+	return Neigh{}, fmt.Errorf("neighbour get %s dev %d: %w (%w)", ipString(ip), ifindex, ErrNoNeighbour, unix.ENOENT)
 }
 
 // NeighNudge asks the kernel to resolve or revalidate the neighbour ip on interface ifindex, as if
@@ -133,20 +126,16 @@ func (c *Conn) NeighGet(ifindex int, ip [4]byte) (Neigh, error) {
 // left alone. It returns at once; look the entry up again later. Needs CAP_NET_ADMIN in the
 // namespace (else unix.EPERM: send one datagram through the kernel instead).
 func (c *Conn) NeighNudge(ifindex int, ip [4]byte) error {
-	c.newRequest(unix.RTM_NEWNEIGH, unix.NLM_F_CREATE, ndmsg(ifindex, unix.NTF_USE))
-	c.addAttr(unix.NDA_DST, ip[:])
-	if err := c.exchange(unix.RTM_NEWNEIGH, func([]byte) error { return nil }); err != nil {
+	h, err := c.handle()
+	if err == nil {
+		err = h.NeighSet(&netlink.Neigh{LinkIndex: ifindex, Family: unix.AF_INET, Flags: unix.NTF_USE,
+			IP: net.IP(ip[:])})
+		if err != nil {
+			err = kernelErr(err)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("neighbour nudge %s dev %d: %w", ipString(ip), ifindex, err)
 	}
 	return nil
-}
-
-// ndmsg is the fixed header of a neighbour request: family AF_INET, padding, ifindex, state 0,
-// flags, type 0.
-func ndmsg(ifindex int, flags uint8) []byte {
-	var b [unix.SizeofNdMsg]byte
-	b[0] = unix.AF_INET
-	binary.NativeEndian.PutUint32(b[4:8], uint32(int32(ifindex)))
-	b[10] = flags
-	return b[:]
 }

@@ -3,7 +3,9 @@ package packet
 import (
 	"errors"
 	"fmt"
+	"net"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -104,75 +106,31 @@ func (c *Conn) RouteGet(dst, srcHint [4]byte, oif int) (Route, error) {
 }
 
 func (c *Conn) getRoute(dst, srcHint [4]byte, oif int) (Route, error) {
-	var fam [unix.SizeofRtMsg]byte // family, dst_len, src_len, tos, table, protocol, scope, type, flags
-	fam[0] = unix.AF_INET
-	fam[1] = 32
-	if srcHint != [4]byte{} {
-		fam[2] = 32
-	}
-	c.newRequest(unix.RTM_GETROUTE, 0, fam[:])
-	c.addAttr(unix.RTA_DST, dst[:])
-	if srcHint != [4]byte{} {
-		c.addAttr(unix.RTA_SRC, srcHint[:])
-	}
-	if oif != 0 {
-		c.addAttrU32(unix.RTA_OIF, uint32(oif))
-	}
-	r := Route{Dst: dst}
-	var askedSrc [4]byte
-	found := false
-	err := c.exchange(unix.RTM_NEWROUTE, func(b []byte) error {
-		if len(b) < unix.SizeofRtMsg {
-			return fmt.Errorf("short route message: %w", ErrNetlink)
-		}
-		if b[0] != unix.AF_INET {
-			return fmt.Errorf("route of family %d: %w", b[0], ErrNetlink)
-		}
-		found = true
-		r.Table = uint32(b[4])
-		r.Type = RouteType(b[7])
-		var aerr error
-		err := forAttrs(b[unix.SizeofRtMsg:], func(typ uint16, val []byte) {
-			var err error
-			switch typ {
-			case unix.RTA_OIF:
-				var v uint32
-				v, err = attrU32(val)
-				r.Ifindex = int(v)
-			case unix.RTA_PREFSRC:
-				r.Src, err = attrIPv4(val)
-			case unix.RTA_SRC:
-				// Present when the request gave a source; RTA_PREFSRC then only appears when the
-				// kernel would pick another one.
-				askedSrc, err = attrIPv4(val)
-			case unix.RTA_GATEWAY:
-				r.Gateway, err = attrIPv4(val)
-			case unix.RTA_VIA:
-				err = fmt.Errorf("gateway of another family (RTA_VIA): %w", errors.ErrUnsupported)
-			case unix.RTA_TABLE:
-				r.Table, err = attrU32(val)
-			case unix.RTA_METRICS:
-				err = forAttrs(val, func(mtyp uint16, mval []byte) {
-					if mtyp == unix.RTAX_MTU {
-						v, merr := attrU32(mval)
-						keep(&aerr, merr)
-						r.RouteMTU = int(v)
-					}
-				})
-			}
-			keep(&aerr, err)
-		})
-		keep(&aerr, err)
-		return aerr
-	})
+	h, err := c.handle()
 	if err != nil {
 		return Route{}, err
 	}
-	if r.Src == [4]byte{} {
-		r.Src = askedSrc
+	opts := &netlink.RouteGetOptions{OifIndex: oif}
+	if srcHint != [4]byte{} {
+		opts.SrcAddr = net.IP(srcHint[:])
 	}
-	if !found || r.Ifindex == 0 {
+	rs, err := h.RouteGetWithOptions(net.IP(dst[:]), opts)
+	if err != nil {
+		return Route{}, kernelErr(err)
+	}
+	if len(rs) == 0 || rs[0].LinkIndex == 0 {
 		return Route{}, fmt.Errorf("no route with an output interface in the answer: %w", ErrNetlink)
+	}
+	nr := rs[0]
+	if nr.Via != nil {
+		return Route{}, fmt.Errorf("gateway of another family (RTA_VIA): %w", errors.ErrUnsupported)
+	}
+	r := Route{Dst: dst, Type: RouteType(nr.Type), Ifindex: nr.LinkIndex, Src: ip4(nr.Src),
+		Gateway: ip4(nr.Gw), Table: uint32(nr.Table), RouteMTU: nr.MTU}
+	if r.Src == [4]byte{} {
+		// The kernel echoes the source asked about (RTA_SRC) and gives RTA_PREFSRC only when it
+		// would pick another one.
+		r.Src = srcHint
 	}
 	return r, nil
 }

@@ -22,7 +22,7 @@ func TestLinks(t *testing.T) {
 		t.Fatalf("LinkByIndex(%d) = %+v, %v; want %+v", l.Index, byIndex, err, l)
 	}
 	lo, err := c.LinkByIndex(1)
-	if err != nil || lo.Name != "lo" || lo.Ethernet() || lo.Type != unix.ARPHRD_LOOPBACK || lo.Flags&unix.IFF_LOOPBACK == 0 {
+	if err != nil || lo.Name != "lo" || lo.Ethernet() || lo.Encap != "loopback" || lo.Flags&unix.IFF_LOOPBACK == 0 {
 		t.Fatalf("LinkByIndex(1) = %+v, %v", lo, err)
 	}
 	// The peer's interface is in the other namespace.

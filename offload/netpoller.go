@@ -1,0 +1,170 @@
+package offload
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The Go runtime's own descriptors.
+//
+// The runtime's netpoller is an epoll fd and an eventfd, opened by the runtime itself (raw
+// epoll_create1 and eventfd2, at the lowest free numbers) the first time anything needs it: any
+// Go timer (the background scavenger arms one after a few garbage collections), an os.File on a
+// pollable descriptor (os' init registers fds 0-2 when one of them is non-blocking). It cannot
+// be kept off (golang/go#32009), and its numbers cannot be chosen or changed afterwards (the
+// runtime keeps them in unexported variables). So the engine starts it deliberately, once, when
+// it starts, at a moment when every free number below the internal range is taken by a
+// temporary copy of /dev/null: the runtime's two descriptors then land at the bottom of the
+// internal range, are marked internal in the fd table (invisible to close, dup, dup2,
+// close_range, fcntl and /proc/self/fd walkers that go through the library), and the fillers are
+// closed. Later timers, os.File values and libraries that use them find the netpoller running
+// and open nothing more of the runtime's.
+
+// netpollerMaxBase bounds where the runtime's descriptors go: filling costs a dup and a close
+// per free number below it (together about 0.3 µs), so a soft RLIMIT_NOFILE of a million (Go
+// raises the soft limit to the hard one at start-up) must not mean a million fillers; 4032 costs
+// about 1 ms and a program sees the two numbers taken only once it holds 4032 fds at a time. The
+// shim's first constructor grows the fd table to hold them while the process has one thread
+// (goxio_fdt_reserve in shim/fdtable.c, same formula): growing a table that threads share waits
+// for an RCU grace period (milliseconds).
+const netpollerMaxBase = 1<<12 - 64
+
+// netpollerBase returns the number the runtime's epoll fd gets: near the top of the soft fd
+// limit, like the engine's other internal fds (moveHigh), but at most netpollerMaxBase.
+func netpollerBase() int {
+	var rl unix.Rlimit
+	base := 1000
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil && rl.Cur > 128 {
+		base = int(min(rl.Cur, FDTableSize) - 64)
+	}
+	return min(base, netpollerMaxBase)
+}
+
+// ErrNetpollerRunning is returned by StartNetpoller when the runtime's netpoller was already
+// running (started before the engine, e.g. by os' init on a non-blocking fd 0-2): its
+// descriptors stay where the runtime put them, marked internal (the program cannot close them,
+// but its next descriptors skip their numbers).
+var ErrNetpollerRunning = errors.New("the Go runtime's netpoller was already running")
+
+// StartNetpoller starts the Go runtime's netpoller with its epoll fd and eventfd at the bottom
+// of the internal range and marks both internal in table; it returns their numbers. Call it once,
+// when the engine starts, before anything in the engine may arm a Go timer or open an os.File.
+//
+// While it runs (well under a millisecond per thousand free numbers), free numbers below the
+// base are held by /dev/null copies marked internal: a program thread that creates a descriptor
+// meanwhile gets a higher number than the lowest free one, as it would if another of its threads
+// had just opened one; a program thread that closes or close_ranges descriptors meanwhile cannot
+// close a filler (it is internal), so closing the fillers afterwards never closes a number the
+// program was handed.
+func StartNetpoller(table FDTable) (epfd, evfd int, err error) {
+	base := netpollerBase()
+	if epfd, evfd := findNetpoller(); epfd >= 0 {
+		// Too late to place them; at least the program cannot close them. (A loader that held
+		// the free numbers below base while the runtime started has placed them already.)
+		table.Set(epfd, FlagInternal)
+		table.Set(evfd, FlagInternal)
+		if min(epfd, evfd) >= base {
+			return epfd, evfd, nil
+		}
+		return epfd, evfd, fmt.Errorf("start netpoller: epoll fd %d, eventfd %d: %w", epfd, evfd, ErrNetpollerRunning)
+	}
+	release, err := holdBelow(table, base)
+	if err != nil {
+		return -1, -1, fmt.Errorf("start netpoller: %w", err)
+	}
+	defer release()
+	if !isFree(base) || !isFree(base+1) {
+		return -1, -1, fmt.Errorf("start netpoller: descriptors %d and %d are taken: %w", base, base+1, unix.EBUSY)
+	}
+	// Any Go timer makes the runtime open its netpoller (runtime.netpollGenericInit); a timer
+	// with a function is added to the runtime's heap at once (a channel timer only when
+	// something waits on its channel).
+	time.AfterFunc(time.Hour, func() {}).Stop()
+	if !isPoller(base, "eventpoll") || !isPoller(base+1, "eventfd") {
+		return -1, -1, fmt.Errorf("start netpoller: a timer opened no epoll fd at %d: %w", base, ErrNetpollerRunning)
+	}
+	table.Set(base, FlagInternal)
+	table.Set(base+1, FlagInternal)
+	return base, base + 1, nil
+}
+
+// isFree reports whether no descriptor has number fd.
+func isFree(fd int) bool {
+	_, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	return errors.Is(err, unix.EBADF)
+}
+
+// isPoller reports whether fd is an anonymous inode of the kind given ("eventpoll", "eventfd").
+func isPoller(fd int, kind string) bool {
+	var buf [64]byte
+	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf[:])
+	return err == nil && string(buf[:n]) == "anon_inode:["+kind+"]"
+}
+
+// holdMu serializes the holders of the low numbers (StartNetpoller, OpenHigh).
+var holdMu sync.Mutex
+
+// holdBelow takes every free number below base with a /dev/null copy marked internal in table
+// and returns the function that gives them back. holdMu is held from the call to the release.
+func holdBelow(table FDTable, base int) (release func(), err error) {
+	holdMu.Lock()
+	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		holdMu.Unlock()
+		return nil, fmt.Errorf("hold descriptors: open /dev/null: %w", err)
+	}
+	// Grow the process's fd table to hold base+1 in one step when the shim has not (tests): with
+	// threads sharing the table, each growth waits for an RCU grace period (expand_fdtable), and
+	// filling number by number would grow it at every power of two.
+	if fd, err := unix.FcntlInt(uintptr(null), unix.F_DUPFD_CLOEXEC, base+2); err == nil {
+		unix.Close(fd)
+	}
+	fillers := make([]int, 0, 64)
+	release = func() {
+		for _, fd := range fillers {
+			table.Set(fd, 0)
+			unix.Close(fd)
+		}
+		holdMu.Unlock()
+	}
+	if null < base {
+		table.Set(null, FlagInternal)
+		fillers = append(fillers, null)
+	}
+	for {
+		fd, err := unix.FcntlInt(uintptr(null), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("hold descriptors below %d: %w", base, err)
+		}
+		if fd >= base {
+			unix.Close(fd)
+			break
+		}
+		table.Set(fd, FlagInternal)
+		fillers = append(fillers, fd)
+	}
+	if null >= base {
+		unix.Close(null)
+	}
+	return release, nil
+}
+
+// OpenHigh runs open while every free number below the internal range is held (as
+// StartNetpoller does), so that every descriptor open makes, kept or short-lived, lands in the
+// internal range, never at a number the program expects to get: for libraries that open
+// descriptors themselves (the netlink socket of vishvananda/netlink, cilium/ebpf's maps, program
+// and link). The caller marks the kept ones internal. open must not call OpenHigh.
+func OpenHigh(table FDTable, open func() error) error {
+	release, err := holdBelow(table, netpollerBase())
+	if err != nil {
+		return fmt.Errorf("open high: %w", err)
+	}
+	defer release()
+	return open()
+}
