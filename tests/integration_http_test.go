@@ -129,6 +129,44 @@ func TestIntegrationNodeHTTP(t *testing.T) {
 	}
 }
 
+// TestIntegrationNodeHTTPRounds serves rounds of 8 concurrent curl requests from one Node.js HTTP
+// server, so that the server closes connections and accepts new ones on the same numbers again and
+// again. libuv closes a connection with syscall(SYS_close, fd): before the library interposed
+// syscall(2), it missed those closes, kept the old connection behind the number, and a round hung
+// in most runs (node asleep in epoll_wait, curl in poll, nothing queued in either kernel socket).
+func TestIntegrationNodeHTTPRounds(t *testing.T) {
+	lib := integrationLib(t)
+	node := testutil.Program(t, "node", "nodejs")
+	curl := testutil.Program(t, "curl", "curl")
+	const rounds, parallel = 12, 8
+	for _, m := range testutil.MainModes {
+		t.Run(m.Name, func(t *testing.T) {
+			port := testutil.FreePort(t, "tcp")
+			srv := testutil.Start(t, "node", m.ServerEnv(lib), node, "-e", nodeServer, strconv.Itoa(port))
+			testutil.WaitTCP(t, port, 30*time.Second, srv)
+			dir := t.TempDir()
+			base := fmt.Sprintf("http://127.0.0.1:%d/", port)
+			for r := 0; r < rounds; r++ {
+				args := []string{"-sS", "--fail", "--max-time", "10", "--parallel", "--parallel-max", strconv.Itoa(parallel)}
+				for n := 0; n < parallel; n++ {
+					args = append(args, base+strconv.Itoa(n), "-o", filepath.Join(dir, fmt.Sprintf("r%d-%d", r, n)))
+				}
+				runClient(t, m.ClientEnv(lib), 20*time.Second, curl, args...)
+				for n := 0; n < parallel; n++ {
+					got, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("r%d-%d", r, n)))
+					if err != nil {
+						t.Fatalf("round %d request %d: %v", r, n, err)
+					}
+					if !bytes.Equal(got, nodeBody(n)) {
+						t.Fatalf("round %d request %d: got %d bytes, want %d; first line %q", r, n, len(got),
+							len(nodeBody(n)), firstLine(got))
+					}
+				}
+			}
+		})
+	}
+}
+
 func firstLine(b []byte) string {
 	s, _, _ := strings.Cut(string(b), "\n")
 	return s
