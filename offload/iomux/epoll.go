@@ -366,7 +366,7 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 	for i := 0; ; i++ {
 		n := set.ringEvents(out, 0, max)
 		if n > 0 || w.osCheckDue(i) {
-			k, errno := set.kernelEvents(c.A[0], out, n, max, &zero, 0)
+			k, errno := set.kernelEvents(c.A[0], out, n, max, &zero, 0, nil)
 			if errno != 0 && n == 0 {
 				if errno == unix.EINTR && !w.interrupted() {
 					continue // the Go runtime's own signal, not the program's
@@ -393,7 +393,7 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 			return int64(n)
 		}
 		sleep, bounded := boundSleep(w.remaining(), w.tcps)
-		k, errno := set.kernelEvents(c.A[0], out, 0, max, sleep, c.A[3])
+		k, errno := set.kernelEvents(c.A[0], out, 0, max, sleep, c.A[3], &w)
 		w.sleep(false)
 		hold()
 		if errno == unix.EINTR && !w.interrupted() {
@@ -493,9 +493,15 @@ func (set *epollSet) ringEvents(out []byte, from, max int) int {
 // kernelEvents waits (ts) for the program's set and writes its events into out[from:max]: the
 // kernel's own events for the program's other fds, and, for the tag event of the inner set, the
 // inner set's events translated to the members' data (wake datagrams dropped; a member already
-// reported from its rings gets the kernel's other bits added).
-func (set *epollSet) kernelEvents(addr uintptr, out []byte, from, max int, ts *unix.Timespec, mask uintptr) (int, syscall.Errno) {
+// reported from its rings gets the kernel's other bits added). A sleeping waiter (w, nil for a
+// look that does not sleep) stops counting as a sleeper on its sockets when the kernel returns,
+// before the inner events are read: an edge-triggered member empties its doorbell (Quiet) only
+// when no other thread sleeps on the socket.
+func (set *epollSet) kernelEvents(addr uintptr, out []byte, from, max int, ts *unix.Timespec, mask uintptr, w *waiter) (int, syscall.Errno) {
 	k, errno := sysc.EpollWait(set.epfd, addr+uintptr(from*umem.EpollEventSize), max-from, ts, mask)
+	if w != nil {
+		w.sleep(false)
+	}
 	if errno != 0 || k <= 0 {
 		return 0, errno
 	}
@@ -573,8 +579,11 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 			}
 			if m.events&unix.EPOLLET != 0 {
 				// Edge-triggered: the doorbell is emptied at once, so the next datagram rings
-				// again; it reports data that arrived since the last report only.
-				u.Quiet()
+				// again; it reports data that arrived since the last report only. An arrival
+				// this set reports is news for the other sets sleeping on the socket too: the
+				// doorbell stays for them (Quiet), and the last to wake empties it.
+				news := m.events&unix.EPOLLIN != 0 && u.Arrivals(m.fd) != m.et.seen && ringReady(u)
+				u.Quiet(news)
 				a := u.Arrivals(m.fd)
 				if !ringReady(u) || a == m.et.seen || m.events&unix.EPOLLIN == 0 {
 					continue

@@ -330,9 +330,8 @@ func TestOneSocketInSeveralSets(t *testing.T) {
 	wantEvents(t, f.wait(e1, 0))
 	ep.Deliver(1)
 	wantEvents(t, f.wait(e2, 0), event{unix.EPOLLIN, 2})
-	// Both sets asleep on the socket at once, woken by one arrival. (Level-triggered: with
-	// EPOLLET in both, the first set to wake empties the doorbell (Quiet) and the second may
-	// sleep on; see the report of issue 15.)
+	// Both sets asleep on the socket at once, woken by one arrival (level-triggered here; both
+	// edge-triggered: TestTwoEdgeTriggeredSetsAsleep).
 	f.mustCtl(e1, unix.EPOLL_CTL_ADD, ep.FD, unix.EPOLLIN, 1)
 	f.mustCtl(e2, unix.EPOLL_CTL_MOD, ep.FD, unix.EPOLLIN, 2)
 	ep.Take(10)
@@ -517,5 +516,33 @@ func TestCloseOfMember(t *testing.T) {
 		f.mustCtl(epfd, unix.EPOLL_CTL_ADD, ep2.FD, unix.EPOLLIN, 2)
 		ep2.Deliver(1)
 		wantEvents(t, f.wait(epfd, 0), event{unix.EPOLLIN, 2})
+	}
+}
+
+// TestTwoEdgeTriggeredSetsAsleep puts one datagram socket in two epoll sets, both edge-triggered,
+// waited on at once by two threads: every arrival is an edge for each set, as the kernel wakes
+// every epoll instance watching the socket. The first set to wake must not take the doorbell from
+// the other one while it sleeps.
+func TestTwoEdgeTriggeredSetsAsleep(t *testing.T) {
+	f := newFixture(t, Params{})
+	ep, _ := f.add(false)
+	e1, e2 := f.epoll(), f.epoll()
+	f.mustCtl(e1, unix.EPOLL_CTL_ADD, ep.FD, unix.EPOLLIN|unix.EPOLLET, 1)
+	f.mustCtl(e2, unix.EPOLL_CTL_ADD, ep.FD, unix.EPOLLIN|unix.EPOLLET, 2)
+	for round := 0; round < 20; round++ {
+		var wg sync.WaitGroup
+		got := make([][]event, 2)
+		for i, epfd := range []int{e1, e2} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i] = f.wait(epfd, 2*time.Second)
+			}()
+		}
+		<-later(30*time.Millisecond, func() { ep.Deliver(1) })
+		wg.Wait()
+		wantEvents(t, got[0], event{unix.EPOLLIN, 1})
+		wantEvents(t, got[1], event{unix.EPOLLIN, 2})
+		ep.Take(1)
 	}
 }

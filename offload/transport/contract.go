@@ -123,7 +123,11 @@ type Ready interface {
 	// Rang: a sleeper saw the doorbell readable (it is emptied once nothing is left to read).
 	Rang()
 	// Quiet empties the doorbell though data is unread (an edge-triggered member reported it).
-	Quiet()
+	// With news (the caller reports an arrival), not while another thread of ours sleeps on the
+	// socket (Sleep): the doorbell is its only wake-up, and the kernel reports an arrival to every
+	// epoll set waiting on the socket; the caller must not count itself as a sleeper then. A set
+	// that wakes with nothing new empties it whatever (no busy loop of sets that reported).
+	Quiet(news bool)
 }
 
 // Mark is a spin mark taken with Ready.Mark.
@@ -224,7 +228,7 @@ func (Base) Bell() int { return -1 }
 func (Base) Rang() {}
 
 // Quiet does nothing.
-func (Base) Quiet() {}
+func (Base) Quiet(bool) {}
 
 var (
 	_ Hooks = Base{}

@@ -155,8 +155,14 @@ func (u *UDP) NextSize() (int, bool) {
 }
 
 // Quiet empties the doorbell even though ring data is unread: an edge-triggered epoll member
-// already reported that data, and the next datagram rings again (a new edge).
-func (u *UDP) Quiet() {
+// already reported that data, and the next datagram rings again (a new edge). With news, not
+// while another thread of ours sleeps on the socket (another epoll set, a poll): the kernel wakes
+// every waiter for an arrival, and an emptied doorbell would let the one that has not looked yet
+// sleep on (the contract's Quiet).
+func (u *UDP) Quiet(news bool) {
+	if news && u.sleepers.Load() > 0 {
+		return
+	}
 	if !u.enter() {
 		return
 	}

@@ -163,4 +163,4 @@ func (t *TCP) Bell() int { return -1 }
 func (t *TCP) Rang() {}
 
 // Quiet does nothing.
-func (t *TCP) Quiet() {}
+func (t *TCP) Quiet(bool) {}

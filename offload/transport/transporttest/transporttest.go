@@ -276,12 +276,20 @@ func (e *Endpoint) Rang() {
 	empty := e.queued == 0
 	e.mu.Unlock()
 	if empty {
-		e.Quiet()
+		e.drainBell()
 	}
 }
 
-// Quiet empties the doorbell.
-func (e *Endpoint) Quiet() {
+// Quiet empties the doorbell; with news, not while another thread sleeps on the endpoint (as the
+// real transports do).
+func (e *Endpoint) Quiet(news bool) {
+	if !news || e.sleepers.Load() == 0 {
+		e.drainBell()
+	}
+}
+
+// drainBell empties the doorbell.
+func (e *Endpoint) drainBell() {
 	if e.bell < 0 || e.closed.Load() {
 		return
 	}

@@ -161,7 +161,7 @@ func transportPath(tp *topo) error {
 		return fmt.Errorf("no bell")
 	}
 	u.Rang()
-	u.Quiet()
+	u.Quiet(true)
 	u.HandOver()
 	e.RingStats()
 	e.Invalidate()

@@ -120,8 +120,13 @@ func (u *UDP) Rang() {
 }
 
 // Quiet empties the wake pipe even though datagrams are queued: an edge-triggered epoll member
-// already reported them, and the next queued frame writes again (a new edge).
-func (u *UDP) Quiet() {
+// already reported them, and the next queued frame writes again (a new edge). With news, not
+// while another thread of ours sleeps on the socket: the pipe is its only wake-up (the
+// contract's Quiet).
+func (u *UDP) Quiet(news bool) {
+	if news && u.q.sleepers.Load() > 0 {
+		return
+	}
 	if !u.enter() {
 		return
 	}
