@@ -24,6 +24,8 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 	if d.Target == conf.TargetOS {
 		s.passthrough = true
 		s.reason = transport.ReasonRule
+	} else if s.async.Load() {
+		s.kind, s.reason = transport.KindOS, transport.ReasonUnsupported // async.go
 	} else if !e.offloadTCPLocked(s) {
 		e.offloadUDPLocked(s)
 	}
