@@ -1,5 +1,5 @@
 /*
- * calls_process.c: fork, vfork and daemon.
+ * calls_process.c: fork, vfork and daemon; posix_spawn, posix_spawnp, system and popen.
  *
  * A forked child never enters Go (lifecycle.c detects it with one load); it keeps using every
  * inherited socket through its kernel socket. Before the fork the parent's shared-memory sockets
@@ -9,10 +9,13 @@
  */
 #include "goxio.h"
 
+#include <spawn.h>
+#include <stdio.h>
 #include <unistd.h>
 
 void goxio_mark_child(void);
 void goxio_go_prefork(void);
+void goxio_go_prespawn(int all);
 
 /* prefork hands the engine's shared-memory sockets back to the kernel before a fork: the child
  * shares them and cannot read rings (it never enters Go); what the rings held is spilled where
@@ -38,4 +41,40 @@ int daemon(int nochdir, int noclose) {
 	if (r == 0)
 		goxio_mark_child();
 	return r;
+}
+
+/* prespawn hands the engine's shared-memory sockets that a spawned child inherits back to the
+ * kernel (offload/spawn.go): the child's program uses them through the kernel, and the kernel
+ * orders their datagrams across both processes. glibc's system and popen spawn through an
+ * internal posix_spawn that no preload sees, hence their own wrappers. all: file actions may dup
+ * a close-on-exec fd into the child, so every socket counts as inherited. */
+static void prespawn(int all) {
+	if (goxio_active() && !goxio_is_forked_child())
+		goxio_go_prespawn(all);
+}
+
+/* spawn_actions reports whether file actions are given and not empty (glibc's public __used). */
+static int spawn_actions(const posix_spawn_file_actions_t *fa) { return fa != NULL && fa->__used > 0; }
+
+int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+	prespawn(spawn_actions(fa));
+	return REAL(posix_spawn)(pid, path, fa, attr, argv, envp);
+}
+
+int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+		 const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+	prespawn(spawn_actions(fa));
+	return REAL(posix_spawnp)(pid, file, fa, attr, argv, envp);
+}
+
+int system(const char *command) {
+	if (command != NULL)
+		prespawn(0);
+	return REAL(system)(command);
+}
+
+FILE *popen(const char *command, const char *type) {
+	prespawn(0);
+	return REAL(popen)(command, type);
 }

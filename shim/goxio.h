@@ -96,6 +96,10 @@ struct goxio_real {
 	pid_t (*fork)(void);
 	pid_t (*vfork)(void);
 	int (*daemon)(int, int);
+	int (*posix_spawn)(pid_t *, const char *, const void *, const void *, char *const[], char *const[]);
+	int (*posix_spawnp)(pid_t *, const char *, const void *, const void *, char *const[], char *const[]);
+	int (*system)(const char *);
+	void *(*popen)(const char *, const char *);
 	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 	sighandler_t (*signal)(int, sighandler_t);
 	long (*syscall)(long, ...);
