@@ -7,10 +7,16 @@ SYSCONFDIR ?= /etc
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
 GOTAGS  := netgo,osusergo
 LDFLAGS := -X github.com/goxio/goxio/internal/version.Version=$(VERSION)
-LIBLDFLAGS := $(LDFLAGS) -extldflags=-Wl,-soname,libgoxio.so
+ENGLDFLAGS := $(LDFLAGS) -extldflags=-Wl,-soname,libgoxio-engine.so
 LIB     := $(BUILD)/libgoxio.so
+ENGINE  := $(BUILD)/libgoxio-engine.so
+CC      ?= cc
+PRELOAD_SRC := $(wildcard shim/preload/*.c)
+PRELOAD_HDR := $(wildcard shim/preload/*.h) shim/goxio.h
+PRELOAD_CFLAGS := -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-unused-function -fPIC \
+	-fno-strict-aliasing -fvisibility=default
 
-.PHONY: all deps demo lib tools test unit integration bench install deb man fuzz clean
+.PHONY: all deps demo lib engine tools test unit integration bench install deb man fuzz clean
 
 all: lib tools
 
@@ -22,9 +28,19 @@ deps:
 demo: deps all
 	BUILD=$(BUILD) ./scripts/demo.sh
 
-lib:
+# Two libraries: libgoxio.so, the one programs preload (plain C: trampolines, fd table, signal and
+# fork wrappers), and libgoxio-engine.so (the Go engine, c-shared), which libgoxio.so loads from
+# its own directory when a process first moves data on an inet socket.
+lib: $(LIB) engine
+
+$(LIB): $(PRELOAD_SRC) $(PRELOAD_HDR)
 	@mkdir -p $(BUILD)
-	$(GO) build -buildmode=c-shared -tags $(GOTAGS) -ldflags '$(LIBLDFLAGS)' -o $(LIB) ./shim
+	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-soname,libgoxio.so -Wl,-z,now -o $@ $(PRELOAD_SRC) -ldl -lpthread
+
+engine:
+	@mkdir -p $(BUILD)
+	$(GO) build -buildmode=c-shared -tags $(GOTAGS) -ldflags '$(ENGLDFLAGS)' -o $(ENGINE) ./shim
+	@rm -f $(BUILD)/libgoxio-engine.h
 
 tools:
 	@mkdir -p $(BUILD)
@@ -40,10 +56,10 @@ unit:
 
 integration: all
 	GOXIO_LIB=$(abspath $(LIB)) GOXIO_BIN=$(abspath $(BUILD)) $(GO) test -count=1 -timeout 40m ./tests/...
-	# The semantic suite and the real programs again with the shared-memory transports (UDP and
-	# TCP) active: same results.
+	# The semantic suite, the real programs and CPython's suites again with the shared-memory
+	# transports (UDP and TCP) active: same results.
 	GOXIO_LIB=$(abspath $(LIB)) GOXIO_BIN=$(abspath $(BUILD)) GOXIO_TEST_LIB_ENV="GOXIO_SHM=1 GOXIO_SHM_TCP=1" \
-		$(GO) test -count=1 -timeout 30m -run 'TestSemantic|TestIntegration' ./tests/
+		$(GO) test -count=1 -timeout 30m -run 'TestSemantic|TestIntegration|TestCPython' ./tests/
 
 bench: all
 	GOXIO_LIB=$(abspath $(LIB)) GOXIO_BIN=$(abspath $(BUILD)) ./tests/bench/run.sh
@@ -51,6 +67,7 @@ bench: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSCONFDIR)
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libgoxio.so
+	install -m 0755 $(ENGINE) $(DESTDIR)$(PREFIX)/lib/libgoxio-engine.so
 	install -m 0755 $(BUILD)/goxio $(BUILD)/goxio_stats $(DESTDIR)$(PREFIX)/bin/
 	test -e $(DESTDIR)$(SYSCONFDIR)/libvma.conf || install -m 0644 libvma.conf $(DESTDIR)$(SYSCONFDIR)/libvma.conf
 	for m in packaging/man/*.[1-8]; do \

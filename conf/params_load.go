@@ -16,6 +16,9 @@ var otherEnv = map[string]bool{
 	ParamsFileEnv: true,
 	"GOXIO_LIB":   true, // tests and tools: path of libgoxio.so
 	"GOXIO_BIN":   true, // tests: folder of the goxio tools
+	// GOXIO_ENGINE: path of libgoxio-engine.so, read by the preload library (shim/preload/loader.c)
+	// and goxio run; default: next to libgoxio.so.
+	"GOXIO_ENGINE": true,
 	// GOXIO_TEST_LIB_ENV: tests only, extra environment for programs run under the library.
 	"GOXIO_TEST_LIB_ENV": true,
 }

@@ -99,11 +99,11 @@ mkdir -p "$STAGE/usr/share/lintian/overrides"
 printf '%s\n' "goxio: statically-linked-binary [usr/bin/goxio]" \
 	"goxio: statically-linked-binary [usr/bin/goxio_stats]" >"$STAGE/usr/share/lintian/overrides/goxio"
 # Symbols are for debugging builds; the Go runtime keeps its own tables for stack traces.
-strip --strip-unneeded "$STAGE/usr/lib/libgoxio.so"
+strip --strip-unneeded "$STAGE/usr/lib/libgoxio.so" "$STAGE/usr/lib/libgoxio-engine.so"
 strip "$STAGE/usr/bin/goxio" "$STAGE/usr/bin/goxio_stats"
 
 # The lowest glibc the binaries link against (the tools are static Go programs: none).
-libc_min=$(for f in "$STAGE/usr/lib/libgoxio.so" "$STAGE/usr/bin/"*; do
+libc_min=$(for f in "$STAGE/usr/lib/libgoxio.so" "$STAGE/usr/lib/libgoxio-engine.so" "$STAGE/usr/bin/"*; do
 	objdump -T "$f" 2>/dev/null || true # a static program has no dynamic symbols
 done | { grep -o 'GLIBC_[0-9][0-9.]*' || true; } | sed 's/GLIBC_//' | sort -uV | tail -1)
 [[ -n $libc_min ]] || die "no GLIBC symbol versions found in $STAGE/usr/lib/libgoxio.so"
@@ -138,7 +138,7 @@ done
 check_deb() {
 	local deb=$1 list x
 	list=$(dpkg-deb -c "$deb" | awk '{print $1, $NF}')
-	for want in "-rw-r--r-- ./usr/lib/libgoxio.so" "-rwxr-xr-x ./usr/bin/goxio" \
+	for want in "-rw-r--r-- ./usr/lib/libgoxio.so" "-rw-r--r-- ./usr/lib/libgoxio-engine.so" "-rwxr-xr-x ./usr/bin/goxio" \
 		"-rwxr-xr-x ./usr/bin/goxio_stats" "-rw-r--r-- ./etc/libvma.conf"; do
 		grep -qxF -- "$want" <<<"$list" || die "$deb: missing or wrong mode: $want"
 	done
@@ -154,6 +154,10 @@ check_deb() {
 	dpkg-deb -x "$deb" "$x"
 	timeout 20 env LD_PRELOAD="$x/usr/lib/libgoxio.so" /bin/true ||
 		die "$deb: LD_PRELOAD of the packaged library into /bin/true failed"
+	# the engine loads from next to the library at the first data call on an inet socket
+	timeout 20 env LD_PRELOAD="$x/usr/lib/libgoxio.so" python3 -c \
+		"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))" 2>&1 |
+		grep -qF "goxio INFO" || die "$deb: the packaged library did not load its engine (no banner)"
 	timeout 10 "$x/usr/bin/goxio" version 2>&1 | grep -qF -- "$version" ||
 		die "$deb: '$x/usr/bin/goxio version' does not print $version"
 	for page in "${MANPAGES[@]}"; do

@@ -15,6 +15,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# CPython's own regression suite for the system Python (tests/cpython_test.go runs its socket,
+# selector and event-loop modules with and without the library).
+pyver=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+if ! /usr/bin/python3 -c 'import test.test_socket, test.test_asyncio.test_events' >/dev/null 2>&1; then
+	echo "install-deps: installing libpython${pyver}-testsuite"
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "libpython${pyver}-testsuite" >/dev/null
+fi
 # Debian starts these services on install; goxio's tests start their own on free ports.
 for svc in redis-server nginx; do
 	service "$svc" stop >/dev/null 2>&1 || true

@@ -1,7 +1,7 @@
 package main
 
 /*
-#include "goxio.h"
+#include "engine.h"
 */
 import "C"
 
@@ -29,13 +29,17 @@ func goxio_go_call(op C.int, fd C.int, a0, a1, a2, a3, a4 C.uintptr_t) C.long {
 	return C.long(e.Call(&c))
 }
 
-// goxio_go_start is called by the library's last constructor, on the program's main thread. Like
-// every exported function it only runs once the Go initialization has finished; it then starts
-// the library (start, init.go), so the engine is ready before the program's main().
+// goxio_go_start is called by goxio_engine_init (host.c), on the thread whose call made the
+// preload library load the engine. Like every exported function it only runs once the Go
+// initialization has finished; it then starts the engine (start, init.go). It returns 1 when the
+// engine serves calls.
 //
 //export goxio_go_start
 func goxio_go_start() C.int {
 	start()
+	if lib.engine == nil {
+		return 0
+	}
 	return 1
 }
 

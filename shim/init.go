@@ -1,7 +1,7 @@
 package main
 
 /*
-#include "goxio.h"
+#include "engine.h"
 extern int goxio_log_fd;
 */
 import "C"

@@ -4,17 +4,19 @@
 //go:debug containermaxprocs=0
 //go:debug updatemaxprocs=0
 
-// Command libgoxio is built with -buildmode=c-shared into libgoxio.so: the library a program
-// preloads (LD_PRELOAD=libgoxio.so) to have its sockets served by goxio.
+// Command libgoxio-engine is built with -buildmode=c-shared into libgoxio-engine.so: the Go
+// engine, which the preload library (libgoxio.so, plain C, in shim/preload) loads with dlopen
+// when a process first moves data on, or waits on, an inet socket.
 //
-// The C files of this package are the interception layer (see goxio.h); the Go files start the
-// engine and are the engine's single entry point from C.
+// goxio.h is the contract between the two libraries; host.c is the engine's side of it (the one
+// init call, goxio_engine_init); the Go files start the engine (start, init.go) and are its entry
+// points from C.
 package main
 
 /*
 #cgo CFLAGS: -D_GNU_SOURCE -O2 -Wall -Wno-unused-function
 #cgo LDFLAGS: -ldl -lpthread -Wl,--wrap=pthread_create
-#include "goxio.h"
+#include "engine.h"
 */
 import "C"
 

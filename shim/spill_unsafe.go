@@ -1,7 +1,7 @@
 package main
 
 /*
-#include "goxio.h"
+#include "engine.h"
 */
 import "C"
 

@@ -1,7 +1,7 @@
 package main
 
 /*
-#include "goxio.h"
+#include "engine.h"
 extern int goxio_stats_file_fd;
 */
 import "C"

@@ -26,8 +26,9 @@
  * pthread_create. The attr the runtime passes is its own local (gcc_linux_amd64.c): the wrapper
  * changes its scheduling fields for the call and restores them before returning.
  */
-#include "goxio.h"
+#include "engine.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 package main
 
 /*
-#include "goxio.h"
+#include "engine.h"
 
 void goxio_sysmon_guard(int tid, int policy, int priority, long slack);
 int goxio_sysmon_probe(int policy, int priority, int nice);

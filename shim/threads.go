@@ -1,7 +1,7 @@
 package main
 
 /*
-#include "goxio.h"
+#include "engine.h"
 */
 import "C"
 
@@ -30,7 +30,7 @@ var procsWanted int
 // it runs before the engine is ready, so before any thread is counted.
 func watchThreads(procs int) {
 	procsWanted = procs
-	C.goxio_quiet_threads = C.int(max(procs/2, 1))
+	C.goxio_set_quiet_threads(C.int(max(procs/2, 1)))
 }
 
 // goxio_go_threads is called by the thread whose first call into the engine made the count n
@@ -42,7 +42,7 @@ func goxio_go_threads(n C.int) {
 	if n == 2 {
 		raiseProcs(procsWanted, lib.log)
 	}
-	if n <= C.goxio_quiet_threads {
+	if n <= C.goxio_get_quiet_threads() {
 		return
 	}
 	tid, err := udpcall.LoudSysmon()
@@ -56,9 +56,9 @@ func goxio_go_threads(n C.int) {
 			zap.Int("threads", int(n)), zap.Error(err))
 	case tid != 0:
 		log.Debug("many threads call into goxio: the Go runtime's monitor thread gets its normal priority back (set GOMAXPROCS above twice the thread count to keep it idle)",
-			zap.Int("threads", int(n)), zap.Int("tid", tid), zap.Int("limit", int(C.goxio_quiet_threads)))
+			zap.Int("threads", int(n)), zap.Int("tid", tid), zap.Int("limit", int(C.goxio_get_quiet_threads())))
 	default:
 		log.Debug("many threads call into goxio: the Go runtime's monitor thread keeps its normal priority",
-			zap.Int("threads", int(n)), zap.Int("limit", int(C.goxio_quiet_threads)))
+			zap.Int("threads", int(n)), zap.Int("limit", int(C.goxio_get_quiet_threads())))
 	}
 }

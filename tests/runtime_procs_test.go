@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/goxio/goxio/tests/internal/testutil"
 )
 
 // TestRuntimeProcs checks how many processors (Ps) the library's Go runtime starts with and
@@ -30,7 +32,9 @@ func TestRuntimeProcs(t *testing.T) {
 			if c.env != "" {
 				env = append(env, "GOMAXPROCS="+c.env)
 			}
-			res := runClient(t, env, 30*time.Second, "/bin/true")
+			// The engine (and its runtime) loads at the first data call on an inet socket.
+			res := runClient(t, env, 30*time.Second, testutil.Python(t), "-c",
+				"import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('127.0.0.1', 9))")
 			m := line.FindSubmatch(res.Stderr)
 			if m == nil {
 				t.Fatalf("no \"Go runtime\" line in the library's log:\n%s", res.Stderr)

@@ -73,6 +73,9 @@ func buildTools(dir string) error {
 	if err := run("gcc", "-shared", "-fPIC", "-o", tools.lib, libSrc); err != nil {
 		return err
 	}
+	if err := os.Link(tools.lib, filepath.Join(bin, engineName)); err != nil {
+		return err
+	}
 	src := filepath.Join(dir, "env.c")
 	prog := `#include <stdio.h>
 #include <stdlib.h>
@@ -295,6 +298,10 @@ func TestRun(t *testing.T) {
 	if r.stderr != "" {
 		t.Errorf("stderr for a dynamic C program: %s", r.stderr)
 	}
+
+	// The engine the library would load is missing: said, still run.
+	r = goxio(t, []string{"GOXIO_ENGINE=" + filepath.Join(tools.dir, "none.so")}, "run", "--", tools.envC)
+	expect(t, r, 0, []string{"LD_PRELOAD=" + tools.lib + "\n"}, []string{"goxio: run: the engine " + filepath.Join(tools.dir, "none.so") + " is missing"})
 
 	// Prepended to an existing LD_PRELOAD, without duplicating itself.
 	other := filepath.Join(tools.dir, "other.so")

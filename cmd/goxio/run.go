@@ -17,6 +17,10 @@ import (
 // libName is the file name of the preload library.
 const libName = "libgoxio.so"
 
+// engineName is the file name of the engine, which the preload library loads from its own
+// directory (or from $GOXIO_ENGINE) when a process first needs it.
+const engineName = "libgoxio-engine.so"
+
 // installedLibs are the places a packaged or `make install`ed library lives.
 var installedLibs = []string{"/usr/local/lib/" + libName, "/usr/lib/" + libName}
 
@@ -69,6 +73,9 @@ func runCmd(args []string, stderr io.Writer, environ []string) int {
 		fmt.Fprintf(stderr, "goxio: run: library: %v\n", err)
 		return 1
 	}
+	if msg := checkEngine(env, libPath); msg != "" {
+		fmt.Fprintf(stderr, "goxio: run: %s\n", msg)
+	}
 	old, _ := env.get("LD_PRELOAD")
 	env.set("LD_PRELOAD", prependPreload(libPath, old))
 
@@ -111,6 +118,20 @@ func findLibrary(env *environment) (string, []string) {
 		}
 	}
 	return "", cands
+}
+
+// checkEngine says what is wrong when the engine the library will load is missing: $GOXIO_ENGINE
+// if set, else libgoxio-engine.so next to the library. Without it, the program runs with every
+// call going to the kernel.
+func checkEngine(env *environment, libPath string) string {
+	eng, ok := env.get("GOXIO_ENGINE")
+	if !ok || eng == "" {
+		eng = filepath.Join(filepath.Dir(libPath), engineName)
+	}
+	if st, err := os.Stat(eng); err != nil || !st.Mode().IsRegular() {
+		return "the engine " + eng + " is missing: the program's sockets will all go to the kernel"
+	}
+	return ""
 }
 
 // prependPreload puts lib first in an LD_PRELOAD value (whose items are

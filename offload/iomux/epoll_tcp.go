@@ -13,7 +13,11 @@ import (
 // (Ready.Poll), so a wake byte left after its data was read reports nothing, and EPOLLOUT
 // follows the ring. EPOLLET is emulated: EPOLLIN is reported again only when more bytes arrived
 // since the last report, EPOLLOUT only after the connection was not writable in between, and a
-// report carries every ready event, as the kernel's does.
+// report carries every ready event, as the kernel's does. The inner registration stays
+// level-triggered for an edge-triggered member too: at most one data wake byte is in flight per
+// direction (shm/wake.go), so while one sits unread an edge-triggered registration would not
+// wake a sleeper for the next ring data. The cost: a wait on a set whose edge-triggered member
+// has unread input that is no news looks again instead of sleeping for good.
 
 // epollPollBits are the epoll bits that are poll bits of the same value.
 const epollPollBits = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLPRI | unix.EPOLLERR | unix.EPOLLHUP | unix.EPOLLRDHUP
@@ -39,44 +43,59 @@ func (m *member) wantInner() uint32 {
 }
 
 // tcpEvents is what m reports for the kernel's events kernel (0 for a look at the rings only);
-// ok false when the kernel's answer stands (the connection has no segment).
+// ok false when the kernel's answer stands (the connection has no segment) and, for a look at the
+// rings only, when there is nothing to say.
 func (m *member) tcpEvents(t transport.Endpoint, kernel uint32) (uint32, bool) {
 	want := int16(m.events & epollPollBits)
 	rev, ok := t.Poll(m.fd, want, int16(kernel&epollPollBits))
-	if !ok {
+	if !ok && (kernel == 0 || m.events&unix.EPOLLET == 0) {
 		return kernel, false
 	}
+	// Without a segment the kernel's answer is the truth, and an edge-triggered member still
+	// reports its edges only.
 	ev := uint32(uint16(rev)) & (m.events | unix.EPOLLERR | unix.EPOLLHUP)
 	if m.events&unix.EPOLLET != 0 {
-		// The kernel reports, at each wake-up of the file, every event that is ready then: an
-		// edge is bytes that arrived since the last report, the end of input (a FIN),
-		// writability that was lost in between, or a hang-up or error bit that was not reported
-		// yet; without one nothing is reported.
-		edge := false
-		if ev&unix.EPOLLIN != 0 {
-			if a := t.Arrivals(m.fd); a != m.et.seen {
-				m.et.seen = a
-				edge = true
-			}
-			if !m.et.end && t.Ended() {
-				m.et.end = true
-				edge = true
-			}
-		}
-		if ev&unix.EPOLLOUT != 0 {
-			edge = edge || !m.et.outSeen
-			m.et.outSeen = true
-		} else {
-			m.et.outSeen = false
-		}
-		const hangs = unix.EPOLLERR | unix.EPOLLHUP | unix.EPOLLRDHUP
-		if ev&hangs&^m.et.hang != 0 {
-			edge = true
-		}
-		m.et.hang = ev & hangs
-		if !edge {
-			ev = 0
-		}
+		ev = m.edges(t, ev, kernel != 0)
 	}
 	return ev, true
+}
+
+// edges filters an edge-triggered member's ready events ev. The kernel reports, at each wake-up
+// of the file, every event that is ready then: an edge is bytes that arrived since the last
+// report, the end of input (a FIN), writability that was lost in between, or a hang-up or error
+// bit that was not reported yet; without one nothing is reported. full says the look had the
+// kernel's answer; a look at the rings alone does not know the kernel's bits (before our switch
+// writability is the kernel's, before the reader's switch input is), so an event missing from it
+// is not an event lost: only what the look knows is taken as gone.
+func (m *member) edges(t transport.Endpoint, ev uint32, full bool) uint32 {
+	edge := false
+	if ev&unix.EPOLLIN != 0 {
+		if a := t.Arrivals(m.fd); a != m.et.seen {
+			m.et.seen = a
+			edge = true
+		}
+		if !m.et.end && t.Ended() {
+			m.et.end = true
+			edge = true
+		}
+	}
+	if ev&unix.EPOLLOUT != 0 {
+		edge = edge || !m.et.outSeen
+		m.et.outSeen = true
+	} else if full || t.KernelEvents(unix.POLLOUT)&unix.POLLOUT == 0 {
+		m.et.outSeen = false // writability is the ring's after our switch: known without the kernel
+	}
+	const hangs = unix.EPOLLERR | unix.EPOLLHUP | unix.EPOLLRDHUP
+	if ev&hangs&^m.et.hang != 0 {
+		edge = true
+	}
+	if full {
+		m.et.hang = ev & hangs
+	} else {
+		m.et.hang |= ev & hangs
+	}
+	if !edge {
+		return 0
+	}
+	return ev
 }

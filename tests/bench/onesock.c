@@ -1,7 +1,9 @@
 /*
  * onesock: the smallest program that uses a socket the way goxio cares
- * about: create one AF_INET UDP socket, bind it to 127.0.0.1:0, close it,
- * exit. Used to measure start-up time and RSS added by the library.
+ * about: create one AF_INET UDP socket, bind it to 127.0.0.1:0, send one
+ * datagram to itself (the first data call: the library loads its engine),
+ * close it, exit. Used to measure start-up time and RSS added by the library
+ * in a process that loads the engine.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -23,6 +25,12 @@ int main(void)
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		perror("bind");
+		return 1;
+	}
+	socklen_t len = sizeof(sa);
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 ||
+	    sendto(fd, "x", 1, 0, (struct sockaddr *)&sa, sizeof(sa)) != 1) {
+		perror("sendto");
 		return 1;
 	}
 	if (close(fd) != 0) {

@@ -5,7 +5,8 @@
 # It measures, interleaving kernel and goxio runs (A B A B ...):
 #   1. passthrough cost: ns per fcntl/getsockopt call with and without LD_PRELOAD, and in a process
 #      with one idle thread (calls.c);
-#   2. start-up time (hyperfine) and max RSS (/usr/bin/time) of /bin/true and onesock.c;
+#   2. start-up time (hyperfine) and max RSS (/usr/bin/time) of /bin/true (no engine) and onesock.c
+#      (one datagram: loads the engine), time of a script of 200 short commands (under goxio run);
 #   3. sockperf on 127.0.0.1, both ends under the same variant: UDP ping-pong 64 B and 1400 B,
 #      UDP throughput 64 B, UDP under-load, TCP ping-pong and throughput 64 B; variants kernel,
 #      goxio (kernel transport), goxio-shm (shared-memory UDP transport, GOXIO_SHM=1, default
@@ -14,11 +15,15 @@
 #      they run the TCP tests only, their UDP path being goxio-shm's);
 #   4. the sockperf server's multiplexers (-F epoll, poll, select, recvfrom) under kernel and goxio-shm;
 #   5. TCP programs, both ends under kernel or goxio-shm-tcp: iperf3 (Gbit/s), redis-server with
-#      redis-benchmark (SET and GET requests/s), nginx (one process, 1 KiB static file) with wrk
+#      redis-benchmark (SET and GET requests/s), nginx (master + 2 workers, 1 KiB static file) with wrk
 #      (requests/s, latency percentiles); a goxio_stats snapshot of the goxio server during each run
 #      tells how many bytes went through rings and how many through the kernel;
 #   6. sockperf across a veth pair between two network namespaces, kernel against the AF_XDP
 #      transport (GOXIO_XDP) on both ends (tests/bench/veth.sh; needs root, skipped otherwise);
+#   7. socket churn: a TCP connection per request and a UDP socket per request, client under the
+#      kernel and under goxio, against a goxio peer and a peer without goxio (churn.py, churn.c);
+#   8. multicast fan-out: 1 publisher, 8 subscriber processes, the highest loss-free rate of the
+#      kernel and of goxio (fanout.py, fanout.c, in a network namespace of its own: needs root);
 # then writes raw data under tests/bench/out/ and the report tests/bench/REPORT.md
 # (report.py) with a latency plot (plot.py, tests/bench/latency.png).
 #
@@ -54,6 +59,9 @@
 #   BENCH_DEADLINE         seconds the whole run may take before it stops with an error (default 900)
 #   BENCH_PORT             first TCP/UDP port on 127.0.0.1 the servers use (default 17100)
 #   BENCH_VETH_REPS, BENCH_VETH_PIN, BENCH_VETH_VARIANTS: part 6, see tests/bench/veth.sh
+#   BENCH_CHURN_ROUNDS     rounds per churn client run (default 2000)
+#   BENCH_GOXIO_ENV        variables of the goxio rows of parts 7 and 8 (default: the shared-memory
+#                          transports on, "GOXIO_SHM=1 GOXIO_SHM_TCP=1")
 #   BENCH_REPORT           where to write the report (default tests/bench/REPORT.md)
 set -euo pipefail
 
@@ -76,7 +84,7 @@ REDIS_N=${BENCH_REDIS_N:-100000}
 DEADLINE=${BENCH_DEADLINE:-900}
 PORT=${BENCH_PORT:-17100}
 REPORT=${BENCH_REPORT:-$HERE/REPORT.md}
-SECTIONS=passthrough,startup,sockperf,mux,programs,veth
+SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout
 ONLY=${BENCH_ONLY:-$SECTIONS}
 
 die() {
@@ -176,6 +184,21 @@ RAW=$OUT/raw
 CFLAGS=(-O2 -Wall -Wextra -Werror)
 gcc "${CFLAGS[@]}" -pthread -o "$BIN/calls" "$HERE/calls.c"
 gcc "${CFLAGS[@]}" -o "$BIN/onesock" "$HERE/onesock.c"
+gcc "${CFLAGS[@]}" -o "$BIN/churn" "$HERE/churn.c"
+gcc "${CFLAGS[@]}" -o "$BIN/fanout" "$HERE/fanout.c"
+# script200: a shell script of 200 short commands (none uses an inet socket: under goxio no process
+# of it loads the engine).
+{
+	echo '#!/bin/sh'
+	for i in $(seq 1 40); do
+		echo 'true'
+		echo 'ls / >/dev/null'
+		echo 'grep -c root /etc/passwd >/dev/null'
+		echo 'cat /etc/hostname >/dev/null 2>&1'
+		echo 'date +%s >/dev/null'
+	done
+} >"$BIN/script200.sh"
+chmod +x "$BIN/script200.sh"
 
 FAKE=0
 if [[ $GOXIO_LIB == fake ]]; then
@@ -191,6 +214,10 @@ fi
 GOXIO_LIB_SRC=$GOXIO_LIB
 if [[ $FAKE == 0 ]]; then
 	cp "$GOXIO_LIB_SRC" "$BIN/libgoxio.so"
+	# the engine, which the library loads from its own folder
+	eng=$(dirname "$GOXIO_LIB_SRC")/libgoxio-engine.so
+	[[ -f $eng ]] || die "engine $eng not found next to $GOXIO_LIB_SRC: run 'make lib' first"
+	cp "$eng" "$BIN/libgoxio-engine.so"
 	GOXIO_LIB=$BIN/libgoxio.so
 fi
 if ! timeout 20 env LD_PRELOAD="$GOXIO_LIB" /bin/true >"$RAW/preload-check.log" 2>&1; then
@@ -310,13 +337,20 @@ fi
 if section startup; then
 	log "start-up: $REPS rounds of hyperfine x 2 programs x 2 variants"
 	for rep in $(seq 1 "$REPS"); do
-		for prog in true onesock; do
-			path=/bin/true
-			[[ $prog == true ]] || path=$BIN/onesock
+		for prog in true onesock script200; do
+			case $prog in
+			true) path=/bin/true ;;
+			onesock) path=$BIN/onesock ;;
+			script200) path=$BIN/script200.sh ;;
+			esac
 			for variant in kernel goxio; do
 				check_deadline "start-up $prog"
 				cmd=(env)
-				[[ $variant == kernel ]] || cmd+=(LD_PRELOAD="$GOXIO_LIB")
+				if [[ $variant == goxio && $prog == script200 && -x $GOXIO_BIN/goxio && $FAKE == 0 ]]; then
+					cmd=("$GOXIO_BIN/goxio" run --lib "$GOXIO_LIB" --)
+				elif [[ $variant == goxio ]]; then
+					cmd+=(LD_PRELOAD="$GOXIO_LIB")
+				fi
 				cmd+=("$path")
 				hf=(hyperfine -N --warmup 3 --runs 20 --style basic
 					--export-json "$RAW/startup/$prog-$variant-r$rep.json" "${cmd[*]}")
@@ -694,14 +728,17 @@ prog_run() {
 		"$(time_cpu "$base.server.time")" "$status" "$left" "$(server_end "$base.server.time")" >>"$RAW/programs.tsv"
 }
 
-# nginx_conf writes nginx's configuration for port $1: one process that serves (no master, no
-# daemon), everything under the private prefix, no access log.
+# nginx_conf writes nginx's configuration for port $1: its usual shape, a master and 2 worker
+# processes (forked: under goxio each worker loads its own engine), no daemon, everything under
+# the private prefix, no access log.
 nginx_conf() {
-	local p=$PROG_TMP/nginx
+	local p=$PROG_TMP/nginx user=
+	[[ $(id -u) != 0 ]] || user="user root;" # workers would switch to nobody, who cannot enter $p
 	cat >"$p/nginx.conf" <<EOF
+$user
 daemon off;
-master_process off;
-worker_processes 1;
+master_process on;
+worker_processes 2;
 pid $p/nginx.pid;
 error_log $p/error.log warn;
 events { worker_connections 1024; }
@@ -774,6 +811,31 @@ if section veth; then
 		PORT=$((PORT + 1000)) "$HERE/veth.sh" || die "veth pair measure failed"
 else
 	echo "not in BENCH_ONLY" >"$RAW/veth-skipped.txt"
+fi
+
+# ---------------------------------------------------------------- 7. socket churn
+GOXIO_ENV=${BENCH_GOXIO_ENV:-GOXIO_SHM=1 GOXIO_SHM_TCP=1}
+if section churn; then
+	check_deadline "churn"
+	log "socket churn"
+	"$PY" "$HERE/churn.py" --churn "$BIN/churn" --lib "$GOXIO_LIB" --env "$GOXIO_ENV VMA_TRACELEVEL=WARN" \
+		--rounds "${BENCH_CHURN_ROUNDS:-2000}" --reps "$SP_REPS" --port $((PORT + 500)) --out "$RAW/churn.md" \
+		>"$RAW/churn.log" 2>&1 || echo "churn.py failed: $(tail -n 3 "$RAW/churn.log")" >"$RAW/churn.md"
+	echo "python3 tests/bench/churn.py --churn tests/bench/out/bin/churn --lib LIB --env \"$GOXIO_ENV VMA_TRACELEVEL=WARN\" --rounds ${BENCH_CHURN_ROUNDS:-2000} --reps $SP_REPS" >>"$RAW/commands.txt"
+fi
+
+# ---------------------------------------------------------------- 8. multicast fan-out
+if section fanout; then
+	check_deadline "fanout"
+	log "multicast fan-out"
+	if [[ $(id -u) == 0 ]]; then
+		unshare --net bash -c 'ip link set lo up && exec "$@"' fanout "$PY" "$HERE/fanout.py" --fanout "$BIN/fanout" \
+			--lib "$GOXIO_LIB" --env "${GOXIO_ENV} VMA_TRACELEVEL=WARN" --out "$RAW/fanout.md" \
+			>"$RAW/fanout.log" 2>&1 || echo "fanout.py failed: $(tail -n 3 "$RAW/fanout.log")" >"$RAW/fanout.md"
+		echo "unshare --net; python3 tests/bench/fanout.py --fanout tests/bench/out/bin/fanout --lib LIB --env \"$GOXIO_ENV VMA_TRACELEVEL=WARN\"" >>"$RAW/commands.txt"
+	else
+		echo "not run: needs root (a network namespace of its own)" >"$RAW/fanout.md"
+	fi
 fi
 
 # ---------------------------------------------------------------- report

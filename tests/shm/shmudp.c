@@ -17,10 +17,12 @@
  *        At the end prints "sender ID got N first F last L gaps G" lines and
  *        "summary total T bad B reorder R badsrc S gaps G idle I"; -W then waits for "exit".
  *   tx   -p port [-d addr] -s id [-n count] [-a window [-A acks]] [-u pause_us] [-T duration_ms]
- *        [-c] [-N] [-l len] [-m] [-W]
+ *        [-c] [-N] [-l len] [-m [-U]] [-W]
  *        Sends count datagrams (0: until duration_ms) to addr:port (127.0.0.1), from a socket
  *        bound to 127.0.0.1:0 (-c: connect()ed instead, sending with send(); -m: multicast
- *        sender on 127.0.0.1). -a: waits for the ack of each window's last datagram (5 s), from
+ *        sender on 127.0.0.1; -U: not bound, as a feed's publisher: its options are set before
+ *        a first datagram, to addr:port+1, binds it; -M: sends with sendmmsg, 4 datagrams a call, the window a
+ *        multiple of 4). -a: waits for the ack of each window's last datagram (5 s), from
  *        each of -A receivers (multicast; default 1).
  *        -N: non-blocking socket; EAGAIN is counted, the datagram skipped. "exit" on stdin ends
  *        the sending early. Prints
@@ -37,7 +39,11 @@
  *   forkspill -n count
  *        Datagrams queued in a socket at a fork are received once, by the child or the parent.
  *        Prints "ready FDR FDS", "child got N bad B", "parent got N bad B extra E".
- *   noop Opens and binds one UDP socket, closes it, exits (a goxio process start: sweeps).
+ *   noop Opens and binds one UDP socket, polls it once (under goxio the engine loads at a
+ *        process's first wait or data call on an inet socket, and sweeps), closes it, exits.
+ *
+ * A receiver polls its socket once (timeout 0) before it prints "ready": under goxio that loads the
+ * engine, which publishes the socket, before the test starts any sender.
  *
  * Exit codes: 0 done (the test judges the counts), 2 a system call failed, 3 an ack timed out.
  */
@@ -46,6 +52,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -138,6 +145,15 @@ static void set_rcvtimeo(int fd, int ms)
 	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0)
 		die("SO_RCVTIMEO");
+}
+
+/* poll_once looks at fd without waiting: the first wait on an inet socket, which under goxio
+ * loads the engine (it adopts and publishes the sockets made before). */
+static void poll_once(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, 0) < 0)
+		die("poll");
 }
 
 static int local_port(int fd)
@@ -238,6 +254,7 @@ static int rx_main(int argc, char **argv)
 			die("IP_ADD_MEMBERSHIP");
 	}
 	set_rcvtimeo(fd, 200);
+	poll_once(fd);
 	printf("ready %d %d\n", local_port(fd), fd);
 	fflush(stdout);
 	pthread_t th;
@@ -316,14 +333,46 @@ static int rx_main(int argc, char **argv)
 
 /* ---- sender ---- */
 
+#define MBATCH 4
+
+/* send_batch sends datagrams seq.. seq+MBATCH-1 (fewer at the end of count) with one sendmmsg
+ * and checks that every one went whole; 0 on success. */
+static int send_batch(int fd, struct sockaddr_in *to, uint32_t id, uint32_t seq, long count, uint16_t port, int fixed)
+{
+	static uint8_t bufs[MBATCH][MAXDG];
+	struct mmsghdr mv[MBATCH];
+	struct iovec iov[MBATCH];
+	int k = 0;
+	memset(mv, 0, sizeof mv);
+	for (; k < MBATCH && (count == 0 || seq + (uint32_t)k < (uint32_t)count); k++) {
+		iov[k].iov_base = bufs[k];
+		iov[k].iov_len = build(bufs[k], id, seq + (uint32_t)k, (uint32_t)count, port, fixed);
+		mv[k].msg_hdr.msg_name = to;
+		mv[k].msg_hdr.msg_namelen = sizeof *to;
+		mv[k].msg_hdr.msg_iov = &iov[k];
+		mv[k].msg_hdr.msg_iovlen = 1;
+	}
+	int r = sendmmsg(fd, mv, (unsigned)k, 0);
+	if (r != k) {
+		printf("FATAL sendmmsg %d of %d: %s\n", r, k, strerror(errno));
+		return 2;
+	}
+	for (int i = 0; i < k; i++)
+		if (mv[i].msg_len != iov[i].iov_len) {
+			printf("FATAL sendmmsg message %d: msg_len %u of %zu\n", i, mv[i].msg_len, iov[i].iov_len);
+			return 2;
+		}
+	return 0;
+}
+
 static int tx_main(int argc, char **argv)
 {
 	int port = 0, id = 0, window = 0, pause_us = 0, duration = 0, conn = 0, nonblock = 0, fixed = 0;
-	int mcast = 0, waitexit = 0, nacks = 1;
+	int mcast = 0, waitexit = 0, nacks = 1, unbound = 0, mmsg = 0;
 	long count = 0;
 	const char *dst = "127.0.0.1";
 	int o;
-	while ((o = getopt(argc, argv, "p:d:s:n:a:A:u:T:cNl:mW")) != -1) {
+	while ((o = getopt(argc, argv, "p:d:s:n:a:A:u:T:cNl:mUMW")) != -1) {
 		switch (o) {
 		case 'p': port = atoi(optarg); break;
 		case 'd': dst = optarg; break;
@@ -337,11 +386,13 @@ static int tx_main(int argc, char **argv)
 		case 'N': nonblock = 1; break;
 		case 'l': fixed = atoi(optarg); break;
 		case 'm': mcast = 1; break;
+		case 'U': unbound = 1; break;
+		case 'M': mmsg = 1; break;
 		case 'W': waitexit = 1; break;
 		default: return 2;
 		}
 	}
-	if (id < 0 || id >= MAXSENDERS || (count == 0 && duration == 0)) {
+	if (id < 0 || id >= MAXSENDERS || (count == 0 && duration == 0) || (mmsg && (conn || window % MBATCH))) {
 		printf("FATAL bad arguments\n");
 		return 2;
 	}
@@ -361,6 +412,11 @@ static int tx_main(int argc, char **argv)
 	if (conn) {
 		if (connect(fd, (struct sockaddr *)&to, sizeof to) < 0)
 			die("connect");
+	} else if (unbound) {
+		struct sockaddr_in other = to;
+		other.sin_port = htons(port + 1);
+		if (sendto(fd, "", 0, 0, (struct sockaddr *)&other, sizeof other) < 0)
+			die("first send");
 	} else {
 		struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 		if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
@@ -382,17 +438,23 @@ static int tx_main(int argc, char **argv)
 	for (uint32_t seq = 0; count == 0 || seq < (uint32_t)count; seq++) {
 		if ((duration > 0 && now_ms() - start > duration) || atomic_load(&stop_flag))
 			break;
-		size_t n = build(buf, (uint32_t)id, seq, (uint32_t)count, (uint16_t)myport, fixed);
-		ssize_t r = conn ? send(fd, buf, n, 0) : sendto(fd, buf, n, 0, (struct sockaddr *)&to, sizeof to);
-		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && nonblock) {
-			eagain++;
-		} else if (r < 0) {
-			die("send");
-		} else if ((size_t)r != n) {
-			printf("FATAL short send %zd of %zu\n", r, n);
-			return 2;
-		} else {
+		if (mmsg) {
+			if (seq % MBATCH == 0 && send_batch(fd, &to, (uint32_t)id, seq, count, (uint16_t)myport, fixed) != 0)
+				return 2;
 			ok++;
+		} else {
+			size_t n = build(buf, (uint32_t)id, seq, (uint32_t)count, (uint16_t)myport, fixed);
+			ssize_t r = conn ? send(fd, buf, n, 0) : sendto(fd, buf, n, 0, (struct sockaddr *)&to, sizeof to);
+			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && nonblock) {
+				eagain++;
+			} else if (r < 0) {
+				die("send");
+			} else if ((size_t)r != n) {
+				printf("FATAL short send %zd of %zu\n", r, n);
+				return 2;
+			} else {
+				ok++;
+			}
 		}
 		if (window > 0 && (seq % window == (uint32_t)window - 1 || seq == (uint32_t)count - 1)) {
 			for (int acked = 0; acked < nacks;) {
@@ -454,6 +516,7 @@ static int self_main(int argc, char **argv)
 		die("sockets");
 	set_rcvtimeo(fa, 5000);
 	set_rcvtimeo(fb, 5000);
+	poll_once(fa);
 	printf("ready %d %d\n", fa, fb);
 	fflush(stdout);
 	pthread_t th;
@@ -549,6 +612,7 @@ static int mself_main(int argc, char **argv)
 			die("IP_ADD_MEMBERSHIP");
 		set_rcvtimeo(fr[i], 5000);
 	}
+	poll_once(fr[0]);
 	printf("ready %d %d\n", fr[0], fr[1]);
 	fflush(stdout);
 	pthread_t th;
@@ -733,6 +797,7 @@ static int noop_main(void)
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
 		die("noop socket");
+	poll_once(fd);
 	close(fd);
 	printf("noop done\n");
 	return 0;

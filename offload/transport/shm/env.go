@@ -148,7 +148,11 @@ func (e *Env) Close() {
 
 // outlet returns this process's outlet towards an inbox, opening it on first use; nil when the
 // inbox cannot take another sender or is gone.
-func (e *Env) outlet(inbox string) *outlet {
+func (e *Env) outlet(inbox string) *outlet { return e.outletSized(inbox, e.ringBytes) }
+
+// outletSized is outlet with the ring's data capacity for a new outlet (an existing one is
+// returned as it is).
+func (e *Env) outletSized(inbox string, ringBytes int) *outlet {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if o := e.outlets[inbox]; o != nil {
@@ -157,7 +161,7 @@ func (e *Env) outlet(inbox string) *outlet {
 		}
 		e.dropOutletLocked(inbox, o)
 	}
-	ro, err := ring.DialInbox(e.p.Dir, inbox, e.ringBytes)
+	ro, err := ring.DialInbox(e.p.Dir, inbox, ringBytes)
 	if err != nil {
 		e.log.Debug("shm: no ring to inbox", zap.String("inbox", inbox), zap.Error(err))
 		return nil

@@ -26,7 +26,8 @@ import (
 // source is a flagged sender and whose destination (IP_PKTINFO, switched on internally while the
 // socket has joins) is a group it joined for that source: it has the ring copy. Ring records of
 // multicast datagrams carry the destination group and port after the source sockaddr, and a
-// member that has left the group since the sender looked it up drops them.
+// member that has left the group since the sender looked it up drops them. A send that only
+// reaches this namespace's sockets, all of them ring members, skips the kernel (mchost.go).
 //
 // Known limits: the interface of a join and IP_MULTICAST_IF are not compared (a ring copy
 // reaches a member joined on another interface than the one the datagram leaves through), and a
@@ -77,6 +78,9 @@ func (u *UDP) Join(fd int, group, source netip.Addr) {
 	}
 	u.joins = append(u.joins, join{group: group, source: source})
 	u.publishJoinsLocked(fd)
+	if in := u.inbox.Load(); in != nil {
+		u.applyLimit(in)
+	}
 }
 
 // Leave drops memberships the kernel socket left: the one for source, or every join of the
@@ -97,6 +101,9 @@ func (u *UDP) Leave(group, source netip.Addr) {
 	clear(u.joins[len(kept):])
 	u.joins = kept
 	u.snapJoinsLocked()
+	if in := u.inbox.Load(); in != nil {
+		u.applyLimit(in)
+	}
 }
 
 // publishJoinsLocked publishes every join not yet published, with the socket's binding; u.mu is
@@ -171,7 +178,10 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 	}
 	r := &route{dst: dst, gen: gen}
 	defer u.route.Store(r)
-	if !u.mcLoop.Load() || !dst.Addr().Is4() || dst.Port() == 0 {
+	// IP_MULTICAST_LOOP and IP_MULTICAST_IF are read from the kernel socket, the one truth: the
+	// program may have set them before the socket had this transport (a sender's options come
+	// before its first send, which decides its role).
+	if !optOn(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP) || !dst.Addr().Is4() || dst.Port() == 0 {
 		return r
 	}
 	local, ok := u.ensureBound(fd)
@@ -180,10 +190,8 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 	}
 	src := local.Addr()
 	if src.IsUnspecified() {
-		if ifa := u.mcIf.Load(); ifa != 0 {
-			var b [4]byte
-			binary.BigEndian.PutUint32(b[:], ifa)
-			src = netip.AddrFrom4(b)
+		if a, err := unix.GetsockoptInet4Addr(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF); err == nil && a != [4]byte{} {
+			src = netip.AddrFrom4(a)
 		} else {
 			src = u.env.source(dst.Addr())
 		}
@@ -195,7 +203,7 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 	var buf [16]discoveryEntry
 	members := u.env.dir.LookupMembers(dst, from, buf[:0])
 	for _, m := range members {
-		out := u.env.outlet(m.Inbox)
+		out := u.env.outletSized(m.Inbox, max(u.env.ringBytes, mcRingBytes))
 		if out == nil {
 			u.dropped()
 			continue
@@ -205,6 +213,7 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 	if len(r.mc) > 0 && !u.markSender(fd) {
 		r.mc = nil // not flagged: a member would keep the kernel's copy too
 	}
+	r.from, r.hostOnly = from, hostOnly(fd)
 	putSockaddr4(r.name[:], from)
 	ip := dst.Addr().As4()
 	copy(r.name[unix.SizeofSockaddrInet4:], ip[:])
@@ -249,8 +258,14 @@ func (u *UDP) fanout(r *route, bufs [][]byte, total int) {
 }
 
 // sendMulticast sends a datagram to a group: through the kernel, then into the members' rings.
-func (u *UDP) sendMulticast(c *transport.Call, dst netip.AddrPort, bufs [][]byte, total int) (int, int, bool) {
+// A plain send (no control message, no flag the rings do not honour) that only reaches sockets
+// of this namespace, all of them ring members, skips the kernel (mchost.go).
+func (u *UDP) sendMulticast(c *transport.Call, dst netip.AddrPort, bufs [][]byte, total int, plain bool) (int, int, bool) {
 	r := u.mcRoute(c.FD, dst)
+	if plain && r != nil && r.hostOnly && len(r.mc) > 0 && r.hostServed() {
+		u.fanout(r, bufs, total)
+		return total, 0, false
+	}
 	n, errno, _ := u.kernelSend(c)
 	if errno == 0 && r != nil && len(r.mc) > 0 {
 		u.fanout(r, bufs, total)
@@ -339,16 +354,8 @@ func pktinfoDst(ctl []byte) (dst [4]byte, ok bool) {
 // socket after the program set them.
 func (u *UDP) ipOptionSet(fd, name int) {
 	switch name {
-	case unix.IP_MULTICAST_LOOP:
-		u.mcLoop.Store(optOn(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP))
-		u.route.Store(nil)
-	case unix.IP_MULTICAST_IF:
-		var ifa uint32
-		if a, err := unix.GetsockoptInet4Addr(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF); err == nil {
-			ifa = binary.BigEndian.Uint32(a[:])
-		}
-		u.mcIf.Store(ifa)
-		u.route.Store(nil)
+	case unix.IP_MULTICAST_LOOP, unix.IP_MULTICAST_IF:
+		u.route.Store(nil) // mcRoute reads them again
 	case unix.IP_MULTICAST_ALL:
 		u.mu.Lock()
 		if in := u.inbox.Load(); in != nil && u.published {
@@ -411,6 +418,9 @@ func (u *UDP) sendmmsg(c *transport.Call) (int, syscall.Errno, bool) {
 		}
 		routes[i] = u.mcRoute(c.FD, dst)
 	}
+	if routes != nil && int(c.A[2])&^sendFlags == 0 && hostServedAll(c.A[0], routes) {
+		return u.fanoutAll(c.A[0], routes), 0, false
+	}
 	n, errno, os := u.kernelSend(c)
 	if errno != 0 || routes == nil {
 		return n, errno, os
@@ -432,4 +442,48 @@ func (u *UDP) sendmmsg(c *transport.Call) (int, syscall.Errno, bool) {
 		}
 	}
 	return n, errno, os
+}
+
+// hostServedAll reports whether every message of a sendmmsg vector goes to a group whose
+// datagrams only ring members would receive (sendMulticast's test, message by message), with no
+// control message and a length the rings take.
+func hostServedAll(vec uintptr, routes []*route) bool {
+	var arr [udpcall.MaxBufs][]byte
+	for i, r := range routes {
+		if r == nil || !r.hostOnly || len(r.mc) == 0 {
+			return false
+		}
+		mp, _ := umem.Mmsghdr(vec, i)
+		m := umem.Msghdr(mp)
+		if m.Controllen != 0 {
+			return false
+		}
+		iov, iovlen := umem.MsgIov(m)
+		if iovlen < 0 || iovlen > umem.MaxIov {
+			return false
+		}
+		if _, total := umem.Iovecs(arr[:0], iov, iovlen); total < 0 || total > maxUDPPayload {
+			return false
+		}
+	}
+	for _, r := range routes {
+		if !r.hostServed() {
+			return false
+		}
+	}
+	return true
+}
+
+// fanoutAll copies every message of a sendmmsg vector into its members' rings and sets each
+// message's msg_len, as the kernel's sendmmsg does; it returns the number of messages.
+func (u *UDP) fanoutAll(vec uintptr, routes []*route) int {
+	var arr [udpcall.MaxBufs][]byte
+	for i, r := range routes {
+		mp, lenp := umem.Mmsghdr(vec, i)
+		iov, iovlen := umem.MsgIov(umem.Msghdr(mp))
+		bufs, total := umem.Iovecs(arr[:0], iov, iovlen)
+		u.fanout(r, bufs, total)
+		*lenp = uint32(total)
+	}
+	return len(routes)
 }

@@ -25,6 +25,11 @@ type route struct {
 	name [mcNameLen]byte // the source sockaddr_in; for a group, then the group and port
 	bell *bellAddr       // the receiver's doorbell
 	mc   []mcTarget      // a group's goxio members
+
+	// A group's datagrams that leave through the loopback interface (mchost.go).
+	from     netip.AddrPort // the source they carry
+	hostOnly bool           // they reach only this namespace's sockets
+	host     hostState      // whether every kernel receiver of them is a ring member
 }
 
 // sendFlags are the send flags the rings honour; any other flag sends through the kernel.
@@ -59,7 +64,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 		if total < 0 || total > maxUDPPayload {
 			return u.kernel(c)
 		}
-		n, errno, os := u.sendMulticast(c, dst, bufs, total)
+		n, errno, os := u.sendMulticast(c, dst, bufs, total, !ctl && flags&^sendFlags == 0)
 		return n, syscall.Errno(errno), os
 	}
 	if ctl || flags&^sendFlags != 0 || total < 0 || total > maxUDPPayload {

@@ -72,9 +72,12 @@ type UDP struct {
 	joinSnap   atomic.Pointer[[]joinKey]
 	pktinfoOn  atomic.Bool
 	pktinfoOwn bool
-	mcSender   bool          // the binding is flagged as a multicast ring sender
-	mcLoop     atomic.Bool   // IP_MULTICAST_LOOP (on by default)
-	mcIf       atomic.Uint32 // IP_MULTICAST_IF address, host order; 0: the route's
+	mcSender   bool // the binding is flagged as a multicast ring sender
+	// kernelLimit is the receive-buffer limit SO_RCVBUF gives (setLimit); rcvbufSet: the
+	// program set SO_RCVBUF. A member of a group that kept the default gets the ring's capacity
+	// (applyLimit, mclimit.go).
+	kernelLimit atomic.Int64
+	rcvbufSet   atomic.Bool
 
 	spill atomic.Pointer[[]byte] // datagrams spilled at a fork (handover.go)
 }
@@ -90,7 +93,6 @@ type Counts struct{ RingRx, OSRx, RingTx, McastDups uint64 }
 func (e *Env) NewUDP(nonblock func() bool) *UDP {
 	u := &UDP{env: e, nonblock: nonblock}
 	u.bell.Store(-1)
-	u.mcLoop.Store(true)
 	return u
 }
 
@@ -163,13 +165,15 @@ func (u *UDP) setLimit(fd int, in *ring.Inbox) {
 	if err != nil {
 		return
 	}
-	in.SetLimit(max(v, u.env.p.RxBytesMin))
+	u.kernelLimit.Store(int64(max(v, u.env.p.RxBytesMin)))
+	u.applyLimit(in)
 }
 
 // OptionSet tells the socket that the program set an option on its kernel socket; the ones the
 // transport follows are read back from the kernel (SO_RCVTIMEO).
 func (u *UDP) OptionSet(fd, level, name int) {
 	if level == unix.SOL_SOCKET && (name == unix.SO_RCVBUF || name == unix.SO_RCVBUFFORCE) {
+		u.rcvbufSet.Store(true)
 		if u.enter() {
 			if in := u.inbox.Load(); in != nil {
 				u.setLimit(fd, in)

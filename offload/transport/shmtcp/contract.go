@@ -119,11 +119,20 @@ func (t *TCP) Finish(fd int) {
 // Starting is false: before the segment, receives read the kernel socket.
 func (t *TCP) Starting() bool { return false }
 
-// Arrivals are the bytes received so far, from the ring and the kernel, and those waiting in the
-// ring.
-func (t *TCP) Arrivals(int) uint64 {
+// Arrivals counts the bytes that arrived for a receive on the connection so far: the bytes
+// received (ring and kernel) and the bytes a receive would get now (the ring's, the kernel's data
+// before the reader's switch, or the kernel socket fd's queue without a segment). It grows with
+// every arrival whatever path the bytes take (new bytes behind unread kernel bytes too), and
+// only then.
+func (t *TCP) Arrivals(fd int) uint64 {
 	st := t.Stats()
-	return st.RingRx + st.RxFill + st.KernelRx
+	q, ok := t.InQueue(fd)
+	if !ok {
+		if n, e := ioctlInt(fd, unix.SIOCINQ); e == 0 {
+			q = n
+		}
+	}
+	return st.RingRx + st.KernelRx + uint64(max(q, 0))
 }
 
 // Spin does nothing: pollers of a connection take a Mark.

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -35,6 +36,12 @@ func CheckPreload(t testing.TB, lib string) {
 		msg = "ld.so cannot preload " + lib + ":\n" + string(res.Stderr)
 	case !bytes.Contains(res.Stdout, []byte(filepath.Base(lib))):
 		msg = "LD_PRELOAD=" + lib + " is not mapped into the program (see /proc/self/maps)"
+	}
+	// The library loads its engine from its own folder at a process's first data call: without
+	// it every call would go to the kernel and every comparison pass for the wrong reason.
+	engine := filepath.Join(filepath.Dir(lib), "libgoxio-engine.so")
+	if st, err := os.Stat(engine); msg == "" && (err != nil || !st.Mode().IsRegular()) {
+		msg = "the engine " + engine + " is missing next to " + lib + ": build it with `make lib`"
 	}
 	preloadOnce.Store(lib, msg)
 	if msg != "" {

@@ -6,7 +6,7 @@
  * see an fd closed or replaced. Readers: every trampoline, with a relaxed load; a stale read can
  * only send a call to the slow path, which re-checks under the engine's lock.
  */
-#include "goxio.h"
+#include "preload.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -34,6 +34,8 @@ void goxio_fdt_set(int fd, int flags) {
 	uint8_t old = __atomic_exchange_n(&goxio_fdt[fd], (uint8_t)flags, __ATOMIC_ACQ_REL);
 	if ((old ^ (uint8_t)flags) & GOXIO_FD_RING)
 		__atomic_add_fetch(&goxio_ring_fds, (flags & GOXIO_FD_RING) ? 1 : -1, __ATOMIC_RELAXED);
+	if ((old ^ (uint8_t)flags) & GOXIO_FD_LAZY)
+		__atomic_add_fetch(&goxio_lazy_fds, (flags & GOXIO_FD_LAZY) ? 1 : -1, __ATOMIC_RELAXED);
 	if (flags != 0) {
 		int high = __atomic_load_n(&fdt_high, __ATOMIC_RELAXED);
 		while (fd > high && !__atomic_compare_exchange_n(&fdt_high, &high, fd, 1, __ATOMIC_RELAXED,
@@ -46,8 +48,9 @@ int goxio_fdt_get(int fd) { return goxio_fd_flags(fd); }
 
 int goxio_fdt_high(void) { return __atomic_load_n(&fdt_high, __ATOMIC_RELAXED); }
 
-/* goxio_fdt_reserve grows the process's fd table, while the process has one thread (the first
- * constructor, before the Go runtime starts its threads), to hold the two numbers where the engine
+/* goxio_fdt_reserve grows the process's fd table, just before the loader opens the engine (before
+ * the Go runtime starts its threads; a process that never loads the engine pays nothing), to hold
+ * the two numbers where the engine
  * starts the Go runtime's netpoller (offload/netpoller.go: min(min(soft limit as the runtime
  * raises it, GOXIO_FDT_SIZE) - 64, 4032), and the next one). Growing a table that several threads
  * share waits for an RCU grace period (milliseconds); growing it now costs microseconds. */
@@ -174,9 +177,3 @@ void goxio_internal_lost(int fd) {
 	goxio_fdt_set(fd, 0);
 	pthread_mutex_unlock(&internal_mu);
 }
-
-/* The log file's fd (VMA_LOG_FILE), owned by the logger; -1 when logging to stderr. */
-int goxio_log_fd = -1;
-
-/* VMA_STATS_FILE's fd, owned by the statistics writer; -1 when unset. */
-int goxio_stats_file_fd = -1;

@@ -5,7 +5,7 @@
  * Order on close: the engine forgets the fd first, then the kernel closes it, so a number freed by
  * the kernel is never still described by stale bookkeeping when another thread gets it.
  */
-#include "goxio.h"
+#include "preload.h"
 #include "trampoline.h"
 
 #include <fcntl.h>
@@ -22,12 +22,16 @@ void goxio_internal_lost(int fd);
 void goxio_fd_stale(int fd, uint8_t fl) {
 	if (fl & GOXIO_FD_INTERNAL)
 		goxio_internal_lost(fd);
-	if (fl & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH))
+	if (fl & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH | GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL))
 		goxio_fd_gone(fd);
 }
 
 void goxio_fd_gone(int fd) {
 	uint8_t fl = goxio_fd_flags(fd);
+	if (fl & (GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL)) {
+		goxio_fdt_set(fd, fl & ~(GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL));
+		fl = goxio_fd_flags(fd);
+	}
 	if (!(fl & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH)))
 		return;
 	if (goxio_active())
@@ -68,7 +72,7 @@ int close_range(unsigned int lo, unsigned int hi, int flags) {
 		uint8_t fl = goxio_fd_flags((int)fd);
 		if (fl == 0)
 			continue;
-		if (fl & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH))
+		if (fl & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH | GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL))
 			goxio_fd_gone((int)fd);
 		if (fl & GOXIO_FD_INTERNAL) {
 			if (fd > start && real_close_range(start, fd - 1, flags) < 0)
@@ -93,7 +97,8 @@ void closefrom(int lo) {
 int fclose(FILE *fp) {
 	if (fp != NULL) {
 		int fd = fileno(fp);
-		if (fd >= 0 && GOXIO_UNLIKELY(goxio_fd_flags(fd) & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH)))
+		if (fd >= 0 && GOXIO_UNLIKELY(goxio_fd_flags(fd) & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH | GOXIO_FD_LAZY |
+									  GOXIO_FD_LAZY_EPOLL)))
 			goxio_fd_gone(fd);
 	}
 	return REAL(fclose)(fp);
@@ -110,6 +115,8 @@ int dup(int fd) {
 		goxio_fd_fresh(nfd);
 		if (GOXIO_UNLIKELY(fl & GOXIO_FD_ENGINE) && goxio_active())
 			goxio_call(GOXIO_OP_DUP, fd, (uintptr_t)nfd, 0, 0, 0, 0);
+		else if (GOXIO_UNLIKELY(fl & GOXIO_FD_LAZY))
+			goxio_lazy_mark(nfd, 0, -1, NULL, 0);
 	}
 	return nfd;
 }
@@ -125,12 +132,14 @@ static int dup23(int old, int new, int flags, int three) {
 	if (old != new) {
 		if (fn & GOXIO_FD_INTERNAL)
 			goxio_internal_relocate(new);
-		if (fn & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH))
+		if (fn & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH | GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL))
 			goxio_fd_gone(new);
 	}
 	int r = three ? REAL(dup3)(old, new, flags) : REAL(dup2)(old, new);
 	if (r >= 0 && old != new && (fo & GOXIO_FD_ENGINE) && goxio_active())
 		goxio_call(GOXIO_OP_DUP, old, (uintptr_t)new, 0, 0, 0, 0);
+	else if (r >= 0 && old != new && (fo & GOXIO_FD_LAZY))
+		goxio_lazy_mark(new, 0, -1, NULL, 0);
 	return r;
 }
 
@@ -152,26 +161,18 @@ static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd, long arg) {
 	if ((fl & GOXIO_FD_ENGINE) && goxio_active())
 		return (int)goxio_call(GOXIO_OP_FCNTL, fd, (uintptr_t)cmd, (uintptr_t)arg, 0, 0, 0);
 	int r = real(fd, cmd, arg);
-	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0)
+	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0) {
 		goxio_fd_fresh(r);
+		if (fl & GOXIO_FD_LAZY)
+			goxio_lazy_mark(r, 0, -1, NULL, 0);
+	}
 	return r;
 }
 
 /* fcntl and ioctl are variadic; their third argument is read as a long, as glibc does. */
-int fcntl(int fd, int cmd, ...) {
-	va_list ap;
-	va_start(ap, cmd);
-	long arg = va_arg(ap, long);
-	va_end(ap);
-	return fcntl_common(REAL(fcntl), fd, cmd, arg);
-}
-
-int fcntl64(int fd, int cmd, ...) {
-	va_list ap;
-	va_start(ap, cmd);
-	long arg = va_arg(ap, long);
-	va_end(ap);
-	return fcntl_common(REAL(fcntl64), fd, cmd, arg);
+/* fcntl and fcntl64 are defined in calls_fcntl.c (without the variadic prototype). */
+GOXIO_HIDDEN int goxio_fcntl_slow(int (*real)(int, int, ...), int fd, int cmd, long arg) {
+	return fcntl_common(real, fd, cmd, arg);
 }
 
 int ioctl(int fd, unsigned long req, ...) {

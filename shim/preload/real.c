@@ -5,7 +5,7 @@
  * library's constructor); REAL() then resolves the table on first use. pthread_once makes that
  * thread-safe; dlsym never calls a function this library interposes.
  */
-#include "goxio.h"
+#include "preload.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -4,29 +4,28 @@
  *
  * - A program's handler gets SA_ONSTACK added, because it may run on a thread that is executing
  *   Go code and Go requires alternate signal stacks there.
- * - A handler inside this library is the Go runtime's own: seeing one tells goxio_late that the
- *   runtime's constructor ran (see lifecycle.c).
+ * - The engine's Go runtime installs its handlers when it loads (loader.c), through this
+ *   wrapper: its calls (made from the engine's code) go to the kernel unchanged. Where it
+ *   replaced a handler of the program's (it forwards to it), sigaction still reports the
+ *   program's.
  * - A program's handler is installed behind goxio_sig_tramp, which counts, per thread, the
  *   handlers that ran (and those without SA_RESTART) before calling the program's handler: a
  *   receive or a select/poll/epoll that polls rings in user space has no system call for the
  *   signal to interrupt, so it watches the counters to return EINTR as the kernel would
  *   (goxio_sig_counters). sigaction reports the program's own handler, never the trampoline.
  */
-#include "goxio.h"
+#include "preload.h"
 
 #include <string.h>
 
-extern volatile int goxio_runtime_ctor_ran;
-extern uintptr_t goxio_self_lo, goxio_self_hi;
 
 static int is_function(const struct sigaction *act) {
 	uintptr_t h = (act->sa_flags & SA_SIGINFO) ? (uintptr_t)act->sa_sigaction : (uintptr_t)act->sa_handler;
 	return h != (uintptr_t)SIG_DFL && h != (uintptr_t)SIG_IGN && h != (uintptr_t)SIG_ERR;
 }
 
-static int in_self(const struct sigaction *act) {
-	uintptr_t h = (act->sa_flags & SA_SIGINFO) ? (uintptr_t)act->sa_sigaction : (uintptr_t)act->sa_handler;
-	return h >= goxio_self_lo && h < goxio_self_hi;
+static uintptr_t handler_of(const struct sigaction *act) {
+	return (act->sa_flags & SA_SIGINFO) ? (uintptr_t)act->sa_sigaction : (uintptr_t)act->sa_handler;
 }
 
 /* The program's handlers behind the trampoline, by signal number. */
@@ -34,6 +33,7 @@ static struct sigaction app_act[NSIG];
 static volatile int app_set[NSIG];
 
 static __thread struct goxio_sig_counters sig_counters;
+__thread __attribute__((tls_model("initial-exec"))) int goxio_sig_depth;
 
 struct goxio_sig_counters *goxio_sig_counters(void) { return &sig_counters; }
 
@@ -44,17 +44,21 @@ void goxio_sig_tramp(int sig, siginfo_t *info, void *ctx) {
 	const struct sigaction *a = &app_act[sig];
 	if (!(a->sa_flags & SA_RESTART))
 		__atomic_add_fetch(&sig_counters.interrupting, 1, __ATOMIC_RELAXED);
+	goxio_sig_depth++;
 	if (a->sa_flags & SA_SIGINFO)
 		a->sa_sigaction(sig, info, ctx);
 	else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN)
 		a->sa_handler(sig);
+	goxio_sig_depth--;
 }
 
 /* app_view turns what the kernel holds into what the program installed. */
 static void app_view(int sig, struct sigaction *old) {
 	if (old == NULL || sig <= 0 || sig >= NSIG)
 		return;
-	if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction == goxio_sig_tramp && app_set[sig])
+	if (!app_set[sig])
+		return;
+	if (((old->sa_flags & SA_SIGINFO) && old->sa_sigaction == goxio_sig_tramp) || goxio_in_engine(handler_of(old)))
 		memcpy(old, &app_act[sig], sizeof(*old));
 }
 
@@ -62,6 +66,8 @@ int goxio_is_sig_tramp(uintptr_t h) { return h == (uintptr_t)goxio_sig_tramp; }
 
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
 	int r;
+	if (GOXIO_UNLIKELY(goxio_in_engine((uintptr_t)__builtin_return_address(0))))
+		return REAL(sigaction)(sig, act, old); /* the engine's Go runtime */
 	if (act == NULL || !is_function(act)) {
 		r = REAL(sigaction)(sig, act, old);
 		if (r == 0) {
@@ -71,10 +77,8 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
 		}
 		return r;
 	}
-	if (in_self(act)) {
-		goxio_runtime_ctor_ran = 1;
+	if (goxio_in_engine(handler_of(act)))
 		return REAL(sigaction)(sig, act, old);
-	}
 	if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP)
 		return REAL(sigaction)(sig, act, old);
 	struct sigaction prev_app;

@@ -12,14 +12,49 @@
  * polled. epoll_wait on such a set (GOXIO_FD_EPOLL) enters the engine, which translates; a forked
  * child, which never enters Go, only has the tag events removed.
  */
-#include "goxio.h"
+#include "preload.h"
 
 #include <time.h>
+
+/* glibc declares poll's array write-only (access attribute); the trampolines read the fds the
+ * program put there, which the kernel reads too. */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 /* goxio_ring_fds counts the fds flagged GOXIO_FD_RING (fdtable.c). While it is not zero, select
  * and poll enter the engine, which reads the program's fd arrays with fault protection (a bad
  * pointer is EFAULT, as from the kernel) and looks for ring sockets itself. */
 extern volatile int goxio_ring_fds;
+
+/* lazy_pollfd loads the engine when one of the fds is a socket made before it (GOXIO_FD_LAZY):
+ * a wait on such a socket is its first use that the engine must see. */
+__attribute__((noinline)) static void lazy_pollfd(const struct pollfd *fds, nfds_t n) {
+	if (GOXIO_LIKELY(__atomic_load_n(&goxio_lazy_fds, __ATOMIC_RELAXED) == 0) || fds == NULL)
+		return;
+	for (nfds_t i = 0; i < n; i++)
+		if ((goxio_fd_flags(fds[i].fd) & GOXIO_FD_LAZY) && goxio_lazy_waits(fds[i].fd)) {
+			goxio_lazy_fd(fds[i].fd);
+			return;
+		}
+}
+
+static void lazy_fdset(int n, const fd_set *r, const fd_set *w, const fd_set *e) {
+	if (GOXIO_LIKELY(__atomic_load_n(&goxio_lazy_fds, __ATOMIC_RELAXED) == 0))
+		return;
+	if (n > FD_SETSIZE)
+		n = FD_SETSIZE;
+	for (int fd = 0; fd < n; fd++)
+		if ((goxio_fd_flags(fd) & GOXIO_FD_LAZY) && goxio_lazy_waits(fd) &&
+		    ((r != NULL && FD_ISSET(fd, r)) || (w != NULL && FD_ISSET(fd, w)) || (e != NULL && FD_ISSET(fd, e)))) {
+			goxio_lazy_fd(fd);
+			return;
+		}
+}
+
+/* lazy_epoll loads the engine when the epoll set holds a socket made before it. */
+static inline void lazy_epoll(int epfd) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(epfd) & GOXIO_FD_LAZY_EPOLL))
+		goxio_lazy_fd(epfd);
+}
 
 static inline int rings_possible(void) { return __atomic_load_n(&goxio_ring_fds, __ATOMIC_RELAXED) > 0 && goxio_active(); }
 
@@ -94,6 +129,7 @@ static const struct timespec *ms_to_ts(int ms, struct timespec *ts) {
 }
 
 int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv) {
+	lazy_fdset(n, r, w, e);
 	if (GOXIO_UNLIKELY(rings_possible()) && any_ring_fdset(n, r)) {
 		struct goxio_select_args a = {tv, NULL, NULL, goxio_sig_counters()};
 		return (int)goxio_call(GOXIO_OP_SELECT, -1, (uintptr_t)n, (uintptr_t)r, (uintptr_t)w, (uintptr_t)e, (uintptr_t)&a);
@@ -107,6 +143,7 @@ int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv) {
 }
 
 int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *mask) {
+	lazy_fdset(n, r, w, e);
 	if (GOXIO_UNLIKELY(rings_possible()) && any_ring_fdset(n, r)) {
 		struct goxio_select_args a = {NULL, ts, mask, goxio_sig_counters()};
 		if (ts == NULL)
@@ -127,6 +164,7 @@ static int poll_engine(struct pollfd *fds, nfds_t n, const struct timespec *ts, 
 }
 
 int poll(struct pollfd *fds, nfds_t n, int timeout) {
+	lazy_pollfd(fds, n);
 	if (GOXIO_UNLIKELY(rings_possible()) && any_ring_pollfd(fds, n)) {
 		struct timespec ts;
 		return poll_engine(fds, n, ms_to_ts(timeout, &ts), NULL);
@@ -140,6 +178,8 @@ int poll(struct pollfd *fds, nfds_t n, int timeout) {
 }
 
 int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
+	if (n <= fdslen / sizeof(*fds))
+		lazy_pollfd(fds, n);
 	if (GOXIO_UNLIKELY(rings_possible()) && n <= fdslen / sizeof(*fds) && any_ring_pollfd(fds, n)) {
 		struct timespec ts;
 		return poll_engine(fds, n, ms_to_ts(timeout, &ts), NULL);
@@ -153,6 +193,7 @@ int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
 }
 
 int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask) {
+	lazy_pollfd(fds, n);
 	if (GOXIO_UNLIKELY(rings_possible()) && any_ring_pollfd(fds, n))
 		return poll_engine(fds, n, ts, mask);
 	if (GOXIO_UNLIKELY(spills_possible())) {
@@ -164,6 +205,8 @@ int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_
 }
 
 int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask, size_t fdslen) {
+	if (n <= fdslen / sizeof(*fds))
+		lazy_pollfd(fds, n);
 	if (GOXIO_UNLIKELY(rings_possible()) && n <= fdslen / sizeof(*fds) && any_ring_pollfd(fds, n))
 		return poll_engine(fds, n, ts, mask);
 	if (GOXIO_UNLIKELY(spills_possible()) && n <= fdslen / sizeof(*fds)) {
@@ -182,7 +225,11 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
 	}
 	if (GOXIO_UNLIKELY(ff & GOXIO_FD_RING) && goxio_active())
 		return (int)goxio_call(GOXIO_OP_EPOLL_CTL, fd, (uintptr_t)epfd, (uintptr_t)op, (uintptr_t)ev, 0, 0);
-	return REAL(epoll_ctl)(epfd, op, fd, ev);
+	int r = REAL(epoll_ctl)(epfd, op, fd, ev);
+	if (GOXIO_UNLIKELY(ff & GOXIO_FD_LAZY) && r == 0 && op == EPOLL_CTL_ADD && !(ef & GOXIO_FD_LAZY_EPOLL) &&
+	    goxio_lazy_waits(fd))
+		goxio_fdt_set(epfd, goxio_fd_flags(epfd) | GOXIO_FD_LAZY_EPOLL);
+	return r;
 }
 
 /* strip_tags removes the engine's tag events from what the kernel returned (forked children and
@@ -205,6 +252,7 @@ static int epoll_engine(int epfd, struct epoll_event *ev, int n, const struct ti
 }
 
 int epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout) {
+	lazy_epoll(epfd);
 	if (GOXIO_UNLIKELY(goxio_fd_flags(epfd) & GOXIO_FD_EPOLL)) {
 		if (goxio_active()) {
 			struct timespec ts;
@@ -213,10 +261,14 @@ int epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout) {
 		int r = REAL(epoll_wait)(epfd, ev, n, timeout);
 		return r > 0 ? strip_tags(ev, r) : r;
 	}
-	return REAL(epoll_wait)(epfd, ev, n, timeout);
+	int r = REAL(epoll_wait)(epfd, ev, n, timeout);
+	if (GOXIO_UNLIKELY(r > 0 && (goxio_fd_flags(epfd) & GOXIO_FD_EPOLL)) && (r = strip_tags(ev, r)) == 0 && timeout != 0)
+		return epoll_wait(epfd, ev, n, timeout); /* the engine took the set over while we slept */
+	return r;
 }
 
 int epoll_pwait(int epfd, struct epoll_event *ev, int n, int timeout, const sigset_t *mask) {
+	lazy_epoll(epfd);
 	if (GOXIO_UNLIKELY(goxio_fd_flags(epfd) & GOXIO_FD_EPOLL)) {
 		if (goxio_active()) {
 			struct timespec ts;
@@ -225,7 +277,10 @@ int epoll_pwait(int epfd, struct epoll_event *ev, int n, int timeout, const sigs
 		int r = REAL(epoll_pwait)(epfd, ev, n, timeout, mask);
 		return r > 0 ? strip_tags(ev, r) : r;
 	}
-	return REAL(epoll_pwait)(epfd, ev, n, timeout, mask);
+	int r = REAL(epoll_pwait)(epfd, ev, n, timeout, mask);
+	if (GOXIO_UNLIKELY(r > 0 && (goxio_fd_flags(epfd) & GOXIO_FD_EPOLL)) && (r = strip_tags(ev, r)) == 0 && timeout != 0)
+		return epoll_pwait(epfd, ev, n, timeout, mask); /* the engine took the set over while we slept */
+	return r;
 }
 
 int epoll_pwait2(int epfd, struct epoll_event *ev, int n, const struct timespec *ts, const sigset_t *mask) {
@@ -233,6 +288,7 @@ int epoll_pwait2(int epfd, struct epoll_event *ev, int n, const struct timespec 
 		errno = ENOSYS;
 		return -1;
 	}
+	lazy_epoll(epfd);
 	if (GOXIO_UNLIKELY(goxio_fd_flags(epfd) & GOXIO_FD_EPOLL)) {
 		if (goxio_active())
 			return epoll_engine(epfd, ev, n, ts, mask);

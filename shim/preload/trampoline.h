@@ -4,7 +4,7 @@
 #ifndef GOXIO_TRAMPOLINE_H
 #define GOXIO_TRAMPOLINE_H
 
-#include "goxio.h"
+#include "preload.h"
 
 /* TRAMPOLINE returns from the enclosing function: the real call for ordinary fds (one byte load),
  * EBADF for the library's own fds, the engine for its sockets while it is active. */
@@ -13,6 +13,27 @@
 		uint8_t fl_ = goxio_fd_flags(fd);                                                          \
 		if (GOXIO_LIKELY(fl_ == 0))                                                                \
 			return realcall;                                                                   \
+		if (fl_ & GOXIO_FD_INTERNAL) {                                                             \
+			errno = EBADF;                                                                     \
+			return -1;                                                                         \
+		}                                                                                          \
+		if ((fl_ & GOXIO_FD_ENGINE) && goxio_active())                                             \
+			return goxio_call(op, fd, (uintptr_t)(a0), (uintptr_t)(a1), (uintptr_t)(a2),       \
+					  (uintptr_t)(a3), (uintptr_t)(a4));                               \
+		return realcall;                                                                           \
+	} while (0)
+
+/* DATA_TRAMPOLINE is TRAMPOLINE for the calls that move data: on a socket made before the engine
+ * was loaded (GOXIO_FD_LAZY), the first such call loads it, which adopts the socket. */
+#define DATA_TRAMPOLINE(fd, op, realcall, a0, a1, a2, a3, a4)                                             \
+	do {                                                                                               \
+		uint8_t fl_ = goxio_fd_flags(fd);                                                          \
+		if (GOXIO_LIKELY(fl_ == 0))                                                                \
+			return realcall;                                                                   \
+		if (GOXIO_UNLIKELY(fl_ & GOXIO_FD_LAZY)) {                                                 \
+			goxio_lazy_fd(fd);                                                                 \
+			fl_ = goxio_fd_flags(fd);                                                          \
+		}                                                                                          \
 		if (fl_ & GOXIO_FD_INTERNAL) {                                                             \
 			errno = EBADF;                                                                     \
 			return -1;                                                                         \

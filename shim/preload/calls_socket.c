@@ -4,7 +4,7 @@
  * Shape of every trampoline (see goxio.h): flags == 0 -> real function; the library's own fd ->
  * EBADF; an engine socket while the engine is active -> goxio_call; anything else -> real.
  */
-#include "goxio.h"
+#include "preload.h"
 #include "trampoline.h"
 
 #include <netinet/in.h>
@@ -14,8 +14,14 @@ int socket(int domain, int type, int protocol) {
 	if (fd < 0)
 		return fd;
 	goxio_fd_fresh(fd);
-	if (domain == AF_INET && ((type & 0xf) == SOCK_DGRAM || (type & 0xf) == SOCK_STREAM) && goxio_active())
-		goxio_call(GOXIO_OP_SOCKET, fd, (uintptr_t)domain, (uintptr_t)type, (uintptr_t)protocol, 0, 0);
+	if (domain == AF_INET && ((type & 0xf) == SOCK_DGRAM || (type & 0xf) == SOCK_STREAM)) {
+		int saved = errno;
+		if (goxio_active())
+			goxio_call(GOXIO_OP_SOCKET, fd, (uintptr_t)domain, (uintptr_t)type, (uintptr_t)protocol, 0, 0);
+		else if (!goxio_is_forked_child())
+			goxio_lazy_mark(fd, 0, -1, NULL, 0); /* the engine adopts it when it loads */
+		errno = saved;
+	}
 	return fd;
 }
 
@@ -34,7 +40,15 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
 	TRAMPOLINE(fd, GOXIO_OP_BIND, REAL(bind)(fd, addr, len), addr, len, 0, 0, 0);
 }
 
-int listen(int fd, int backlog) { TRAMPOLINE(fd, GOXIO_OP_LISTEN, REAL(listen)(fd, backlog), backlog, 0, 0, 0, 0); }
+int listen(int fd, int backlog) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY)) {
+		int r = REAL(listen)(fd, backlog);
+		if (r == 0)
+			goxio_lazy_mark(fd, GOXIO_LAZY_LISTENING, -1, NULL, 0);
+		return r;
+	}
+	TRAMPOLINE(fd, GOXIO_OP_LISTEN, REAL(listen)(fd, backlog), backlog, 0, 0, 0, 0);
+}
 
 static int accept_common(int fd, struct sockaddr *addr, socklen_t *len, int flags, int four) {
 	uint8_t fl = goxio_fd_flags(fd);
@@ -45,8 +59,14 @@ static int accept_common(int fd, struct sockaddr *addr, socklen_t *len, int flag
 	if (GOXIO_UNLIKELY(fl & GOXIO_FD_ENGINE) && goxio_active())
 		return (int)goxio_call(GOXIO_OP_ACCEPT4, fd, (uintptr_t)addr, (uintptr_t)len, (uintptr_t)flags, 0, 0);
 	int nfd = four ? REAL(accept4)(fd, addr, len, flags) : REAL(accept)(fd, addr, len);
-	if (nfd >= 0)
+	if (nfd >= 0) {
 		goxio_fd_fresh(nfd);
+		if (GOXIO_UNLIKELY(fl & GOXIO_FD_LAZY)) {
+			int saved = errno;
+			goxio_lazy_mark(nfd, GOXIO_LAZY_ACCEPTED, fd, NULL, 0);
+			errno = saved;
+		}
+	}
 	return nfd;
 }
 
@@ -61,6 +81,15 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
 }
 
 int connect(int fd, const struct sockaddr *addr, socklen_t len) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY)) {
+		int r = REAL(connect)(fd, addr, len);
+		if (r == 0 || errno == EINPROGRESS) {
+			int saved = errno;
+			goxio_lazy_mark(fd, GOXIO_LAZY_CONNECTED, -1, addr, len);
+			errno = saved;
+		}
+		return r;
+	}
 	TRAMPOLINE(fd, GOXIO_OP_CONNECT, REAL(connect)(fd, addr, len), addr, len, 0, 0, 0);
 }
 
@@ -72,7 +101,27 @@ int getpeername(int fd, struct sockaddr *addr, socklen_t *len) {
 	TRAMPOLINE(fd, GOXIO_OP_GETPEERNAME, REAL(getpeername)(fd, addr, len), addr, len, 0, 0, 0);
 }
 
+static int is_dgram(int fd) {
+	int type = 0, saved = errno;
+	socklen_t l = sizeof type;
+	int r = REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &l);
+	errno = saved;
+	return r == 0 && type == SOCK_DGRAM;
+}
+
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY) && level == IPPROTO_IP && is_dgram(fd)) {
+		/* Multicast memberships and source filters of a UDP socket: the engine must see them
+		 * (they publish the socket as a member), so the engine loads now. Without it, the
+		 * socket stays with the kernel when an engine adopts it later. */
+		goxio_lazy_fd(fd);
+		if (goxio_fd_flags(fd) & GOXIO_FD_LAZY) {
+			int r = REAL(setsockopt)(fd, level, name, val, len);
+			if (r == 0)
+				goxio_lazy_mark(fd, GOXIO_LAZY_MCAST, -1, NULL, 0);
+			return r;
+		}
+	}
 	TRAMPOLINE(fd, GOXIO_OP_SETSOCKOPT, REAL(setsockopt)(fd, level, name, val, len), level, name, val, len, 0);
 }
 

@@ -2,7 +2,7 @@
  * calls_io.c: trampolines for data transfer: read/recv and write/send families, their glibc
  * fortified variants, recvmmsg/sendmmsg and sendfile.
  */
-#include "goxio.h"
+#include "preload.h"
 #include "trampoline.h"
 
 #include <sys/sendfile.h>
@@ -34,6 +34,10 @@ extern void __chk_fail(void) __attribute__((noreturn));
 		uint8_t fl_ = goxio_fd_flags(fd);                                                          \
 		if (GOXIO_LIKELY(fl_ == 0))                                                                \
 			return realcall;                                                                   \
+		if (GOXIO_UNLIKELY(fl_ & GOXIO_FD_LAZY)) {                                                 \
+			goxio_lazy_fd(fd);                                                                 \
+			fl_ = goxio_fd_flags(fd);                                                          \
+		}                                                                                          \
 		if (fl_ & GOXIO_FD_INTERNAL) {                                                             \
 			errno = EBADF;                                                                     \
 			return -1;                                                                         \
@@ -49,7 +53,7 @@ extern void __chk_fail(void) __attribute__((noreturn));
 
 ssize_t read(int fd, void *buf, size_t n) {
 	SPILL1(fd, buf, n, 0, NULL, NULL);
-	TRAMPOLINE(fd, GOXIO_OP_READ, REAL(read)(fd, buf, n), buf, n, 0, 0, 0);
+	DATA_TRAMPOLINE(fd, GOXIO_OP_READ, REAL(read)(fd, buf, n), buf, n, 0, 0, 0);
 }
 
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
@@ -61,12 +65,12 @@ ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
 
 ssize_t readv(int fd, const struct iovec *iov, int cnt) {
 	SPILL(fd, 0, iov, cnt > 0 ? (size_t)cnt : 0, NULL, NULL, NULL);
-	TRAMPOLINE(fd, GOXIO_OP_READV, REAL(readv)(fd, iov, cnt), iov, cnt, 0, 0, 0);
+	DATA_TRAMPOLINE(fd, GOXIO_OP_READV, REAL(readv)(fd, iov, cnt), iov, cnt, 0, 0, 0);
 }
 
 ssize_t recv(int fd, void *buf, size_t n, int flags) {
 	SPILL1(fd, buf, n, flags, NULL, NULL);
-	TRAMPOLINE(fd, GOXIO_OP_RECVFROM, REAL(recv)(fd, buf, n, flags), buf, n, flags, 0, 0);
+	DATA_TRAMPOLINE(fd, GOXIO_OP_RECVFROM, REAL(recv)(fd, buf, n, flags), buf, n, flags, 0, 0);
 }
 
 ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags) {
@@ -78,7 +82,7 @@ ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags) {
 
 ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen) {
 	SPILL1(fd, buf, n, flags, addr, alen);
-	TRAMPOLINE(fd, GOXIO_OP_RECVFROM, REAL(recvfrom)(fd, buf, n, flags, addr, alen), buf, n, flags, addr, alen);
+	DATA_TRAMPOLINE(fd, GOXIO_OP_RECVFROM, REAL(recvfrom)(fd, buf, n, flags, addr, alen), buf, n, flags, addr, alen);
 }
 
 ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
@@ -101,7 +105,7 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
 			return r_;
 		}
 	}
-	TRAMPOLINE(fd, GOXIO_OP_RECVMSG, REAL(recvmsg)(fd, msg, flags), msg, flags, 0, 0, 0);
+	DATA_TRAMPOLINE(fd, GOXIO_OP_RECVMSG, REAL(recvmsg)(fd, msg, flags), msg, flags, 0, 0, 0);
 }
 
 int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *timeout) {
@@ -120,31 +124,31 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timesp
 		if (k > 0)
 			return (int)k;
 	}
-	TRAMPOLINE(fd, GOXIO_OP_RECVMMSG, REAL(recvmmsg)(fd, v, n, flags, timeout), v, n, flags, timeout, 0);
+	DATA_TRAMPOLINE(fd, GOXIO_OP_RECVMMSG, REAL(recvmmsg)(fd, v, n, flags, timeout), v, n, flags, timeout, 0);
 }
 
 ssize_t write(int fd, const void *buf, size_t n) {
-	TRAMPOLINE(fd, GOXIO_OP_WRITE, REAL(write)(fd, buf, n), buf, n, 0, 0, 0);
+	DATA_TRAMPOLINE(fd, GOXIO_OP_WRITE, REAL(write)(fd, buf, n), buf, n, 0, 0, 0);
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int cnt) {
-	TRAMPOLINE(fd, GOXIO_OP_WRITEV, REAL(writev)(fd, iov, cnt), iov, cnt, 0, 0, 0);
+	DATA_TRAMPOLINE(fd, GOXIO_OP_WRITEV, REAL(writev)(fd, iov, cnt), iov, cnt, 0, 0, 0);
 }
 
 ssize_t send(int fd, const void *buf, size_t n, int flags) {
-	TRAMPOLINE(fd, GOXIO_OP_SENDTO, REAL(send)(fd, buf, n, flags), buf, n, flags, 0, 0);
+	DATA_TRAMPOLINE(fd, GOXIO_OP_SENDTO, REAL(send)(fd, buf, n, flags), buf, n, flags, 0, 0);
 }
 
 ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr, socklen_t alen) {
-	TRAMPOLINE(fd, GOXIO_OP_SENDTO, REAL(sendto)(fd, buf, n, flags, addr, alen), buf, n, flags, addr, alen);
+	DATA_TRAMPOLINE(fd, GOXIO_OP_SENDTO, REAL(sendto)(fd, buf, n, flags, addr, alen), buf, n, flags, addr, alen);
 }
 
 ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
-	TRAMPOLINE(fd, GOXIO_OP_SENDMSG, REAL(sendmsg)(fd, msg, flags), msg, flags, 0, 0, 0);
+	DATA_TRAMPOLINE(fd, GOXIO_OP_SENDMSG, REAL(sendmsg)(fd, msg, flags), msg, flags, 0, 0, 0);
 }
 
 int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags) {
-	TRAMPOLINE(fd, GOXIO_OP_SENDMMSG, REAL(sendmmsg)(fd, v, n, flags), v, n, flags, 0, 0);
+	DATA_TRAMPOLINE(fd, GOXIO_OP_SENDMMSG, REAL(sendmmsg)(fd, v, n, flags), v, n, flags, 0, 0);
 }
 
 ssize_t sendfile(int out, int in, off_t *off, size_t count) {
@@ -152,7 +156,7 @@ ssize_t sendfile(int out, int in, off_t *off, size_t count) {
 		errno = EBADF;
 		return -1;
 	}
-	TRAMPOLINE(out, GOXIO_OP_SENDFILE, REAL(sendfile)(out, in, off, count), in, off, count, 0, 0);
+	DATA_TRAMPOLINE(out, GOXIO_OP_SENDFILE, REAL(sendfile)(out, in, off, count), in, off, count, 0, 0);
 }
 
 ssize_t sendfile64(int out, int in, off_t *off, size_t count) {
@@ -160,5 +164,5 @@ ssize_t sendfile64(int out, int in, off_t *off, size_t count) {
 		errno = EBADF;
 		return -1;
 	}
-	TRAMPOLINE(out, GOXIO_OP_SENDFILE, REAL(sendfile64)(out, in, off, count), in, off, count, 0, 0);
+	DATA_TRAMPOLINE(out, GOXIO_OP_SENDFILE, REAL(sendfile64)(out, in, off, count), in, off, count, 0, 0);
 }

@@ -14,7 +14,7 @@
  *	records at 8-aligned offsets: u32 len | u32 namelen | u8 name[16] | u8 data[len]
  * Everything is checked against size before it is read.
  */
-#include "goxio.h"
+#include "preload.h"
 
 #include <string.h>
 

@@ -1,45 +1,56 @@
 /*
  * calls_process.c: fork, vfork and daemon; posix_spawn, posix_spawnp, system and popen.
  *
- * A forked child never enters Go (lifecycle.c detects it with one load); it keeps using every
- * inherited socket through its kernel socket. Before the fork the parent's shared-memory sockets
+ * A forked child of a process with the engine never enters Go (lifecycle.c detects it with one
+ * load); it keeps using every inherited socket through its kernel socket. A child of a process
+ * without it loads its own when it needs it (loader.c), except a vfork child. Before the fork the parent's shared-memory sockets
  * go back to the kernel for good (their ring datagrams spilled for both processes: spill.c). vfork is served by fork: a vfork child shares the
  * parent's memory, and a call into the engine from it would change the parent's bookkeeping
  * (VMA does the same).
  */
-#include "goxio.h"
+#include "preload.h"
 
 #include <spawn.h>
 #include <stdio.h>
 #include <unistd.h>
 
-void goxio_mark_child(void);
-void goxio_go_prefork(void);
-void goxio_go_prespawn(int all);
+GOXIO_HIDDEN void goxio_engine_settle(void);
 
 /* prefork hands the engine's shared-memory sockets back to the kernel before a fork: the child
  * shares them and cannot read rings (it never enters Go); what the rings held is spilled where
  * both processes read it (spill.c). */
 static void prefork(void) {
+	goxio_engine_settle();
 	if (goxio_active() && !goxio_is_forked_child())
-		goxio_go_prefork();
+		goxio_eng.prefork();
 }
 
 pid_t fork(void) {
 	prefork();
+	goxio_lazy_fork(GOXIO_LAZY_FORKED);
 	pid_t pid = REAL(fork)();
-	if (pid == 0)
+	if (pid == 0) {
 		goxio_mark_child();
+		goxio_lazy_fork(GOXIO_LAZY_CHILD);
+	}
 	return pid;
 }
 
-pid_t vfork(void) { return fork(); }
+pid_t vfork(void) {
+	pid_t pid = fork();
+	if (pid == 0)
+		goxio_mark_vfork_child();
+	return pid;
+}
 
 int daemon(int nochdir, int noclose) {
 	prefork();
+	goxio_lazy_fork(GOXIO_LAZY_FORKED);
 	int r = REAL(daemon)(nochdir, noclose);
-	if (r == 0)
+	if (r == 0) {
 		goxio_mark_child();
+		goxio_lazy_fork(GOXIO_LAZY_CHILD);
+	}
 	return r;
 }
 
@@ -49,8 +60,9 @@ int daemon(int nochdir, int noclose) {
  * internal posix_spawn that no preload sees, hence their own wrappers. all: file actions may dup
  * a close-on-exec fd into the child, so every socket counts as inherited. */
 static void prespawn(int all) {
+	goxio_engine_settle();
 	if (goxio_active() && !goxio_is_forked_child())
-		goxio_go_prespawn(all);
+		goxio_eng.prespawn(all);
 }
 
 /* spawn_actions reports whether file actions are given and not empty (glibc's public __used). */

@@ -8,7 +8,7 @@
  * Then it is raised again here, in C, on the calling thread, before the call returns, so the
  * default action (or a later-unblocked pending signal) happens as without the library.
  */
-#include "goxio.h"
+#include "preload.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -16,19 +16,15 @@
 
 #define GOXIO_ERR_SIGPIPE 0x10000
 
-extern uintptr_t goxio_self_lo, goxio_self_hi;
-
 static void sigpipe_again(void) {
 	struct sigaction cur;
 	if (REAL(sigaction)(SIGPIPE, NULL, &cur) != 0)
 		return;
 	uintptr_t h = (cur.sa_flags & SA_SIGINFO) ? (uintptr_t)cur.sa_sigaction : (uintptr_t)cur.sa_handler;
-	if (h >= goxio_self_lo && h < goxio_self_hi && !goxio_is_sig_tramp(h))
+	if (goxio_in_engine(h) && !goxio_is_sig_tramp(h))
 		pthread_kill(pthread_self(), SIGPIPE);
 }
 
-extern long goxio_go_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4);
-extern void goxio_go_threads(int n);
 
 /*
  * Threads that ever called into the engine, counted at each thread's first call (threads that
@@ -47,14 +43,14 @@ static __attribute__((noinline)) void count_thread(void) {
 	thread_seen = 1;
 	int n = atomic_fetch_add_explicit(&threads_seen, 1, memory_order_relaxed) + 1;
 	if (n == 2 || n == goxio_quiet_threads + 1)
-		goxio_go_threads(n);
+		goxio_eng.threads(n);
 }
 
 long goxio_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4) {
 	int saved = errno;
 	if (GOXIO_UNLIKELY(!thread_seen))
 		count_thread();
-	long r = goxio_go_call(op, fd, a0, a1, a2, a3, a4);
+	long r = goxio_eng.call(op, fd, a0, a1, a2, a3, a4);
 	if (GOXIO_LIKELY(r >= 0)) {
 		errno = saved;
 		return r;

@@ -1,0 +1,33 @@
+/*
+ * engine.h: the C side as the engine (libgoxio-engine.so) sees it.
+ *
+ * The functions below keep the names the engine's Go files have always called; host.c
+ * implements them through the struct goxio_host that the preload library handed to
+ * goxio_engine_init. They are hidden: the engine's calls never bind to the preload library's
+ * symbols of the same name.
+ */
+#ifndef GOXIO_ENGINE_H
+#define GOXIO_ENGINE_H
+
+#include "goxio.h"
+
+#define GOXIO_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GOXIO_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+GOXIO_HIDDEN void goxio_fdt_set(int fd, int flags);
+GOXIO_HIDDEN int goxio_fdt_get(int fd);
+GOXIO_HIDDEN uint64_t goxio_fdt_tag(int fd);
+GOXIO_HIDDEN int goxio_internal_adopt(int fd, int *owner);
+GOXIO_HIDDEN struct goxio_sig_counters *goxio_sig_counters(void);
+GOXIO_HIDDEN void goxio_spill_set(int fd, void *region);
+GOXIO_HIDDEN void goxio_set_ready(int ready);
+GOXIO_HIDDEN int goxio_main_is_go(void);
+GOXIO_HIDDEN void goxio_set_quiet_threads(int n);
+GOXIO_HIDDEN int goxio_get_quiet_threads(void);
+
+/* The owners of the engine's internal fds (fdtable.c relocates them): the log file's
+ * (VMA_LOG_FILE) and VMA_STATS_FILE's; -1 when unset. */
+extern int goxio_log_fd;
+extern int goxio_stats_file_fd;
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * host.c: the engine's side of the one call between the two libraries (shim/goxio.h).
+ *
+ * goxio_engine_init keeps the preload library's struct goxio_host, fills in the engine's entry
+ * points and starts the engine (goxio_go_start: like every exported Go function it first waits
+ * for the Go runtime's initialization, which dlopen started).
+ */
+#include "engine.h"
+
+#include <arpa/inet.h>
+#include <stddef.h>
+
+static const struct goxio_host *host;
+
+int goxio_log_fd = -1;
+int goxio_stats_file_fd = -1;
+
+void goxio_fdt_set(int fd, int flags) { host->fdt_set(fd, flags); }
+int goxio_fdt_get(int fd) { return host->fdt_get(fd); }
+uint64_t goxio_fdt_tag(int fd) { return host->fdt_tag(fd); }
+int goxio_internal_adopt(int fd, int *owner) { return host->internal_adopt(fd, owner); }
+struct goxio_sig_counters *goxio_sig_counters(void) { return host->sig_counters(); }
+void goxio_spill_set(int fd, void *region) { host->spill_set(fd, region); }
+void goxio_set_ready(int ready) { host->set_ready(ready); }
+int goxio_main_is_go(void) { return host->main_is_go; }
+void goxio_set_quiet_threads(int n) { __atomic_store_n(host->quiet_threads, n, __ATOMIC_RELAXED); }
+int goxio_get_quiet_threads(void) { return __atomic_load_n(host->quiet_threads, __ATOMIC_RELAXED); }
+
+/* Go exports (exports.go, threads.go, adopt.go). */
+extern long goxio_go_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4);
+extern void goxio_go_prefork(void);
+extern void goxio_go_prespawn(int all);
+extern void goxio_go_exit(void);
+extern void goxio_go_threads(int n);
+extern void goxio_go_adopt(int fd, uint32_t how, int ref, uint32_t addr, int port);
+extern int goxio_go_start(void);
+
+static void adopt(int fd, const struct goxio_lazy_info *info) {
+	int port = info->peer.sin_family == AF_INET ? ntohs(info->peer.sin_port) : -1;
+	goxio_go_adopt(fd, info->how, info->ref, ntohl(info->peer.sin_addr.s_addr), port);
+}
+
+int goxio_engine_init(const struct goxio_host *h, struct goxio_engine *e) {
+	if (h == NULL || e == NULL || h->size != sizeof(struct goxio_host) || e->size != sizeof(struct goxio_engine))
+		return 0; /* a preload library and an engine from different builds */
+	host = h;
+	e->call = goxio_go_call;
+	e->prefork = goxio_go_prefork;
+	e->prespawn = goxio_go_prespawn;
+	e->exit = goxio_go_exit;
+	e->threads = goxio_go_threads;
+	e->adopt = adopt;
+	return goxio_go_start();
+}

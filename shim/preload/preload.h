@@ -1,0 +1,275 @@
+/*
+ * goxio.h: the C side of the interception layer.
+ *
+ * Every intercepted libc call is a trampoline that reads one byte of the fd table. A zero byte
+ * (the common case) sends the call straight to the real libc function; a non-zero byte takes the
+ * slow path: the library's own fds look closed (EBADF), sockets owned by the engine go into Go
+ * (one cgo transition), but only while the Go engine is ready and the process is not a forked child.
+ * Nothing on the fast path allocates, locks, or makes a system call of its own.
+ */
+#ifndef GOXIO_H
+#define GOXIO_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+
+/* ---- the engine, loaded on demand (loader.c) ---- */
+
+/* goxio_eng holds the engine's entry points once it is loaded. */
+GOXIO_HIDDEN extern struct goxio_engine goxio_eng;
+
+/* goxio_engine_need loads the engine if it is not yet (once, thread-safely) and reports whether
+ * calls may now enter it. It returns 0 without loading inside a signal handler, in a vfork child,
+ * in a forked child of a process that has the engine, during the load on the loading thread, and
+ * after the load failed (the reason said once on stderr). */
+GOXIO_HIDDEN int goxio_engine_need(void);
+
+/* goxio_engine_loaded reports whether this process ever started loading the engine. */
+GOXIO_HIDDEN int goxio_engine_loaded(void);
+
+/* goxio_lazy_fd is called by a data call or a wait on a GOXIO_FD_LAZY fd (or GOXIO_FD_LAZY_EPOLL
+ * epoll fd): it loads the engine, which adopts the fd; the caller then reads the fd's flags again. */
+GOXIO_HIDDEN void goxio_lazy_fd(int fd);
+
+/* goxio_lazy_mark flags fd GOXIO_FD_LAZY (an inet socket the engine has not seen) and notes how
+ * it came to be (how: GOXIO_LAZY_*, ref: the listener it was accepted on, peer: connect's
+ * address); with the engine ready meanwhile, the engine adopts it at once. */
+GOXIO_HIDDEN void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct sockaddr *peer, socklen_t len);
+
+/* goxio_lazy_waits reports whether a wait (select, poll, epoll) on fd, flagged GOXIO_FD_LAZY,
+ * needs the engine: not for a listening socket, whose readiness is always the kernel's. */
+GOXIO_HIDDEN int goxio_lazy_waits(int fd);
+
+/* goxio_lazy_fork marks every lazy socket GOXIO_LAZY_FORKED (before a fork without the engine,
+ * in the parent) or GOXIO_LAZY_CHILD (after it, in the child). */
+GOXIO_HIDDEN void goxio_lazy_fork(uint32_t how);
+
+/* goxio_lazy_fds counts the fds flagged GOXIO_FD_LAZY: select and poll look for them only while
+ * it is not zero. */
+GOXIO_HIDDEN extern volatile int goxio_lazy_fds;
+
+/* goxio_in_engine reports whether address h lies in the engine's code (its signal handlers). */
+GOXIO_HIDDEN int goxio_in_engine(uintptr_t h);
+
+/* goxio_sig_depth counts the program's signal handlers running on this thread (signal.c). */
+GOXIO_HIDDEN extern __thread int goxio_sig_depth;
+
+/* goxio_mark_vfork_child notes that this process is a vfork child: it never loads the engine. */
+GOXIO_HIDDEN void goxio_mark_vfork_child(void);
+
+#endif
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "../goxio.h"
+
+#define GOXIO_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GOXIO_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- real libc functions (real.c) ---- */
+
+/* The real-function table: every symbol the library interposes, resolved once with
+ * dlsym(RTLD_NEXT). Entries are filled by goxio_real_init() (thread-safe, idempotent). */
+struct goxio_real {
+	int (*socket)(int, int, int);
+	int (*socketpair)(int, int, int, int[2]);
+	int (*close)(int);
+	int (*close_range)(unsigned int, unsigned int, int);
+	void (*closefrom)(int);
+	int (*shutdown)(int, int);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*accept)(int, struct sockaddr *, socklen_t *);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*__read_chk)(int, void *, size_t, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*__recv_chk)(int, void *, size_t, size_t, int);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*__recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	ssize_t (*sendfile64)(int, int, off_t *, size_t);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*__poll_chk)(struct pollfd *, nfds_t, int, size_t);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*__ppoll_chk)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t);
+	int (*epoll_create)(int);
+	int (*epoll_create1)(int);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	int (*epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *, const sigset_t *);
+	int (*fcntl)(int, int, ...);
+	int (*fcntl64)(int, int, ...);
+	int (*ioctl)(int, unsigned long, ...);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*fclose)(void *);
+	int (*open)(const char *, int, ...);
+	int (*open64)(const char *, int, ...);
+	int (*openat)(int, const char *, int, ...);
+	int (*openat64)(int, const char *, int, ...);
+	int (*creat)(const char *, mode_t);
+	int (*pipe)(int[2]);
+	int (*pipe2)(int[2], int);
+	int (*eventfd)(unsigned int, int);
+	pid_t (*fork)(void);
+	pid_t (*vfork)(void);
+	int (*daemon)(int, int);
+	int (*posix_spawn)(pid_t *, const char *, const void *, const void *, char *const[], char *const[]);
+	int (*posix_spawnp)(pid_t *, const char *, const void *, const void *, char *const[], char *const[]);
+	int (*system)(const char *);
+	void *(*popen)(const char *, const char *);
+	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+	sighandler_t (*signal)(int, sighandler_t);
+	long (*syscall)(long, ...);
+};
+
+GOXIO_HIDDEN extern struct goxio_real goxio_real;
+GOXIO_HIDDEN void goxio_real_init(void);
+
+/* REAL(name) is the real libc function, resolving the table on first use. */
+#define REAL(name) (GOXIO_LIKELY(goxio_real.name != NULL) ? goxio_real.name : (goxio_real_init(), goxio_real.name))
+
+/* ---- fd table (fdtable.c) ---- */
+
+/* goxio_fdt_tag is the epoll data the engine registers an inner epoll fd with in a program's epoll
+ * set: an address inside the table, which no program datum can equal. */
+GOXIO_HIDDEN int goxio_is_tag(uint64_t data);
+GOXIO_HIDDEN uint64_t goxio_fdt_tag(int fd);
+
+GOXIO_HIDDEN extern volatile uint8_t goxio_fdt[GOXIO_FDT_SIZE];
+
+/* goxio_fd_flags is the fast-path check: one byte load, no fence. */
+static inline uint8_t goxio_fd_flags(int fd) {
+	if (GOXIO_UNLIKELY((unsigned)fd >= GOXIO_FDT_SIZE))
+		return 0;
+	return __atomic_load_n(&goxio_fdt[fd], __ATOMIC_RELAXED);
+}
+
+GOXIO_HIDDEN void goxio_fdt_set(int fd, int flags);
+
+/* ---- datagrams spilled at a fork (spill.c) ---- */
+
+/* goxio_spill_set gives fd (one of the fds of a socket) the spill region the engine made of its
+ * ring datagrams before a fork, and flags it GOXIO_FD_SPILL. */
+GOXIO_HIDDEN void goxio_spill_set(int fd, void *region);
+/* goxio_spill_any is non-zero once some fd was given a spill region. */
+GOXIO_HIDDEN extern int goxio_spill_any;
+/* goxio_spill_ready reports whether fd is spill-flagged and its region still holds a datagram (a
+ * receive would take it): select and poll report it readable (calls_iomux.c). */
+GOXIO_HIDDEN int goxio_spill_ready(int fd);
+/* goxio_spill_recv serves a receive on a spill-flagged fd from its region: 1 with *ret set when a
+ * spilled datagram was taken (or peeked), 0 when the region is empty (the caller goes on). */
+GOXIO_HIDDEN int goxio_spill_recv(int fd, const struct iovec *iov, size_t iovcnt, int flags, void *name,
+				  socklen_t *namelen, int *msgflags, long *ret);
+GOXIO_HIDDEN int goxio_fdt_get(int fd);
+GOXIO_HIDDEN int goxio_fdt_high(void);
+
+/* goxio_fdt_reserve grows the fd table to hold the Go runtime's netpoller high (fdtable.c). */
+GOXIO_HIDDEN void goxio_fdt_reserve(void);
+
+/* Internal fds (log file, stderr copy): placed high, invisible, relocated when the program
+ * dup2()s onto one. The variable pointed to is the fd's owner and is updated atomically. */
+GOXIO_HIDDEN int goxio_internal_adopt(int fd, int *owner);
+GOXIO_HIDDEN int goxio_internal_relocate(int fd);
+
+/* ---- lifecycle (lifecycle.c) ---- */
+
+/* goxio_active reports whether calls may enter Go: the engine is ready and this process is not
+ * a forked child of the one that started it (the Go runtime does not survive fork). */
+GOXIO_HIDDEN int goxio_active(void);
+GOXIO_HIDDEN void goxio_set_ready(int ready);
+GOXIO_HIDDEN int goxio_main_is_go(void);
+GOXIO_HIDDEN int goxio_is_forked_child(void);
+GOXIO_HIDDEN void goxio_mark_child(void);
+
+/* ---- signals (signal.c) ---- */
+
+GOXIO_HIDDEN struct goxio_sig_counters *goxio_sig_counters(void);
+GOXIO_HIDDEN int goxio_is_sig_tramp(uintptr_t handler);
+GOXIO_HIDDEN void goxio_block_async_signals(void);
+
+/* ---- the boundary into Go (calls.c) ---- */
+
+/* goxio_call enters the engine and turns its result into the C convention: a negative result is
+ * -errno, returned as -1 with errno set; otherwise errno is left untouched. */
+GOXIO_HIDDEN long goxio_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3,
+			     uintptr_t a4);
+
+/* goxio_quiet_threads: how many threads may call into the engine before goxio_go_threads gives
+ * the runtime's monitor thread its normal priority back (boundary.c). */
+GOXIO_HIDDEN extern int goxio_quiet_threads;
+
+
+/* ---- the engine, loaded on demand (loader.c) ---- */
+
+/* goxio_eng holds the engine's entry points once it is loaded. */
+GOXIO_HIDDEN extern struct goxio_engine goxio_eng;
+
+/* goxio_engine_need loads the engine if it is not yet (once, thread-safely) and reports whether
+ * calls may now enter it. It returns 0 without loading inside a signal handler, in a vfork child,
+ * in a forked child of a process that has the engine, during the load on the loading thread, and
+ * after the load failed (the reason said once on stderr). */
+GOXIO_HIDDEN int goxio_engine_need(void);
+
+/* goxio_engine_loaded reports whether this process ever started loading the engine. */
+GOXIO_HIDDEN int goxio_engine_loaded(void);
+
+/* goxio_lazy_fd is called by a data call or a wait on a GOXIO_FD_LAZY fd (or GOXIO_FD_LAZY_EPOLL
+ * epoll fd): it loads the engine, which adopts the fd; the caller then reads the fd's flags again. */
+GOXIO_HIDDEN void goxio_lazy_fd(int fd);
+
+/* goxio_lazy_mark flags fd GOXIO_FD_LAZY (an inet socket the engine has not seen) and notes how
+ * it came to be (how: GOXIO_LAZY_*, ref: the listener it was accepted on, peer: connect's
+ * address); with the engine ready meanwhile, the engine adopts it at once. */
+GOXIO_HIDDEN void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct sockaddr *peer, socklen_t len);
+
+/* goxio_lazy_waits reports whether a wait (select, poll, epoll) on fd, flagged GOXIO_FD_LAZY,
+ * needs the engine: not for a listening socket, whose readiness is always the kernel's. */
+GOXIO_HIDDEN int goxio_lazy_waits(int fd);
+
+/* goxio_lazy_fork marks every lazy socket GOXIO_LAZY_FORKED (before a fork without the engine,
+ * in the parent) or GOXIO_LAZY_CHILD (after it, in the child). */
+GOXIO_HIDDEN void goxio_lazy_fork(uint32_t how);
+
+/* goxio_lazy_fds counts the fds flagged GOXIO_FD_LAZY: select and poll look for them only while
+ * it is not zero. */
+GOXIO_HIDDEN extern volatile int goxio_lazy_fds;
+
+/* goxio_in_engine reports whether address h lies in the engine's code (its signal handlers). */
+GOXIO_HIDDEN int goxio_in_engine(uintptr_t h);
+
+/* goxio_sig_depth counts the program's signal handlers running on this thread (signal.c). */
+GOXIO_HIDDEN extern __thread int goxio_sig_depth;
+
+/* goxio_mark_vfork_child notes that this process is a vfork child: it never loads the engine. */
+GOXIO_HIDDEN void goxio_mark_vfork_child(void);
+
+#endif
