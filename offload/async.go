@@ -58,3 +58,17 @@ func (e *Engine) asyncOn(s *Socket) {
 	e.reg.mu.Unlock()
 	e.sendBack(s, fds, t, transport.ReasonUnsupported, asyncWhy)
 }
+
+// asyncMode reports whether s is in asynchronous mode: the engine saw it set, or the kernel
+// socket fd has O_ASYNC (set before the engine loaded, or before the socket was adopted).
+func (s *Socket) asyncMode(fd int) bool {
+	if s.async.Load() {
+		return true
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil || fl&unix.O_ASYNC == 0 {
+		return false
+	}
+	s.async.Store(true)
+	return true
+}

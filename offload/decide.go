@@ -24,7 +24,7 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 	if d.Target == conf.TargetOS {
 		s.passthrough = true
 		s.reason = transport.ReasonRule
-	} else if s.async.Load() {
+	} else if s.asyncMode(fd) {
 		s.kind, s.reason = transport.KindOS, transport.ReasonUnsupported // async.go
 	} else if !e.offloadTCPLocked(s) {
 		e.offloadUDPLocked(s)
