@@ -392,8 +392,7 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 			hold()
 			return int64(n)
 		}
-		sleep, bounded := boundSleep(w.remaining(), w.tcps)
-		k, errno := set.kernelEvents(c.A[0], out, 0, max, sleep, c.A[3])
+		k, errno := set.kernelEvents(c.A[0], out, 0, max, w.remaining(), c.A[3])
 		w.sleep(false)
 		hold()
 		if errno == unix.EINTR && !w.interrupted() {
@@ -404,9 +403,6 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 		}
 		if k > 0 {
 			return int64(k)
-		}
-		if bounded {
-			continue // marks of others: look at the rings again
 		}
 		if left := w.remaining(); left != nil && left.Sec == 0 && left.Nsec == 0 {
 			return 0
