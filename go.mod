@@ -5,8 +5,10 @@ go 1.26.0
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/cilium/ebpf v0.21.0
+	github.com/gopacket/gopacket v1.7.7
 	github.com/vishvananda/netlink v1.3.1
 	go.uber.org/zap v1.28.0
+	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.49.0
 )
 

@@ -21,6 +21,7 @@ import (
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/internal/logging"
 	"github.com/goxio/goxio/internal/version"
+	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/stats"
 )
 
@@ -46,6 +47,7 @@ func openStats(p conf.Params) *stats.Writer {
 		return nil
 	}
 	lib.log.Debug("statistics segment", zap.String("path", w.Path()))
+	capture.Init(w.CaptureWord(), os.Getpid(), func(err error) { lib.log.Warn("goxio capture not attached", zap.Error(err)) })
 	if p.StatsFile != "" {
 		fd, err := unix.Open(p.StatsFile, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_CLOEXEC, 0o644)
 		if err != nil {

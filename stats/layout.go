@@ -63,6 +63,7 @@ const (
 	hCmdDone            // incremented by the writer after it ran a command
 	hMcSeq              // seqlock of the multicast group table
 	hSockHigh           // one past the highest socket slot ever used (reader scan bound)
+	hCapture            // the capture word (offload/capture): 0, or the generation of an attached capture segment
 	headerWords  = 64
 )
 

@@ -6,6 +6,7 @@
 //	goxio rules match --app NAME [--id ID] ROLE ADDR:PORT[:ADDR:PORT] [FILE]
 //	goxio params [--env]
 //	goxio doctor IFACE
+//	goxio capture (-p PID | -n NAME | --all) [options] [FILTER]
 //	goxio version
 //	goxio help
 //
@@ -37,6 +38,9 @@ const usage = `usage:
   goxio doctor IFACE
         check whether XDP (native, generic) and AF_XDP (zero-copy, copy)
         work on a network interface, and which capabilities are missing
+  goxio capture (-p PID... | -n NAME | --all) [OPTIONS] [FILTER]
+        write the packets goxio's fast paths carry, as tcpdump would see
+        them, to pcap or pcapng (goxio-capture(1); goxio capture -h)
   goxio version
   goxio help
 
@@ -67,6 +71,8 @@ func cli(args []string, stdout, stderr io.Writer, environ []string) int {
 		return paramsCmd(args[1:], stdout, stderr, environ)
 	case "doctor":
 		return doctorCmd(args[1:], stdout, stderr)
+	case "capture":
+		return captureCmd(args[1:], stdout, stderr, environ)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "%s %s (%s, %s/%s)\n", version.Name, version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return 0

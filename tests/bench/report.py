@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402  (sibling module)
 import programs  # noqa: E402  (sibling module)
 
-SECTIONS = ["passthrough", "startup", "sockperf", "mux", "programs", "veth", "churn", "fanout"]
+SECTIONS = ["passthrough", "startup", "sockperf", "mux", "programs", "veth", "churn", "fanout", "capture"]
 
 # Goals of the foundation issue.
 GOAL_PASSTHROUGH_RATIO = 1.15

@@ -24,6 +24,9 @@
 #      kernel and under goxio, against a goxio peer and a peer without goxio (churn.py, churn.c);
 #   8. multicast fan-out: 1 publisher, 8 subscriber processes, the highest loss-free rate of the
 #      kernel and of goxio (fanout.py, fanout.c, in a network namespace of its own: needs root);
+#   9. goxio capture (tests/bench/capture.sh): sockperf UDP ping-pong over shared memory with no
+#      capture, a capture matching nothing and one matching everything, and a sustained stream
+#      captured to a file (its Markdown is appended to the report);
 # then writes raw data under tests/bench/out/ and the report tests/bench/REPORT.md
 # (report.py) with a latency plot (plot.py, tests/bench/latency.png).
 #
@@ -37,7 +40,7 @@
 #                          the report to out/REPORT.md instead of the committed one
 #   GOXIO_BIN              folder holding the goxio tools (version string, goxio_stats snapshots)
 #   BENCH_ONLY             sections to run, comma-separated among passthrough, startup, sockperf, mux,
-#                          programs, veth (default: all); the report then has only those, and goes to
+#                          programs, veth, churn, fanout, capture (default: all); the report then has only those, and goes to
 #                          out/REPORT.md unless BENCH_REPORT says otherwise
 #   BENCH_VARIANTS         sockperf variants to run, comma-separated, kernel included (default: all)
 #   BENCH_TESTS            sockperf tests to run, comma-separated (udp-pp, udp-pp-1400, tcp-pp, udp-tp,
@@ -84,7 +87,7 @@ REDIS_N=${BENCH_REDIS_N:-100000}
 DEADLINE=${BENCH_DEADLINE:-900}
 PORT=${BENCH_PORT:-17100}
 REPORT=${BENCH_REPORT:-$HERE/REPORT.md}
-SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout
+SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout,capture
 ONLY=${BENCH_ONLY:-$SECTIONS}
 
 die() {
@@ -838,9 +841,23 @@ if section fanout; then
 	fi
 fi
 
+# ---------------------------------------------------------------- 9. goxio capture
+if section capture; then
+	check_deadline "capture"
+	log "capture: sockperf ping-pong without and with a capture, a stream captured to a file"
+	CAPBENCH_PORT=$((PORT + 2000)) CAPBENCH_REPS=$SP_REPS GOXIO_BIN=${GOXIO_BIN:-} \
+		"$HERE/capture.sh" >"$RAW/capture.md" 2>"$RAW/capture.log" || log "capture measure failed (see $RAW/capture.log)"
+fi
+
 # ---------------------------------------------------------------- report
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RAW/meta.env"
 check_deadline "report"
 log "report: $REPORT"
 "$PY" "$HERE/report.py" --raw "$RAW" --report "$REPORT" --plot-dir "$(dirname "$REPORT")"
+if [[ -s $RAW/capture.md ]]; then
+	{
+		echo
+		sed 's/^# /## /' "$RAW/capture.md"
+	} >>"$REPORT"
+fi
 log "done in ${SECONDS}s"

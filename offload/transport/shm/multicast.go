@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/discovery"
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
@@ -267,6 +268,9 @@ func (u *UDP) sendMulticast(c *transport.Call, dst netip.AddrPort, bufs [][]byte
 		return total, 0, false
 	}
 	n, errno, _ := u.kernelSend(c)
+	if errno == 0 && capture.On() {
+		u.tapMulticast(c.FD, dst, bufs, total, r != nil && len(r.mc) > 0)
+	}
 	if errno == 0 && r != nil && len(r.mc) > 0 {
 		u.fanout(r, bufs, total)
 	}
@@ -438,6 +442,9 @@ func (u *UDP) sendmmsg(c *transport.Call) (int, syscall.Errno, bool) {
 		}
 		bufs, total := umem.Iovecs(arr[:0], iov, iovlen)
 		if total >= 0 && total <= maxUDPPayload {
+			if capture.On() {
+				u.tapMulticast(c.FD, r.dst, bufs, total, true)
+			}
 			u.fanout(r, bufs, total)
 		}
 	}

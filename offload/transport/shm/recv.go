@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
@@ -186,6 +187,7 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx) (int, bool) {
 		in.Refresh()
 		name, data, err = in.Peek()
 	}
+	full := name // with a group's datagram, the group after the source
 	for err == nil && len(name) == mcNameLen {
 		// A group's datagram: taken while the socket's joins admit it (it may have left).
 		if src := sockaddr4(name); u.admits(netip.AddrFrom4([4]byte(name[unix.SizeofSockaddrInet4:])), src.Addr()) {
@@ -208,6 +210,9 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx) (int, bool) {
 		u.countRingRx(in, len(data))
 	}
 	copied := umem.Scatter(rc.Bufs, data)
+	if capture.On() && !peek {
+		u.tapRx(full, data, in.PeekSender())
+	}
 	if rc.NameLen != nil {
 		l := min(int(*rc.NameLen), len(name))
 		copy(umem.Bytes(rc.NamePtr, l), name)

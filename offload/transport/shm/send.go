@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
@@ -30,6 +31,7 @@ type route struct {
 	from     netip.AddrPort // the source they carry
 	hostOnly bool           // they reach only this namespace's sockets
 	host     hostState      // whether every kernel receiver of them is a ring member
+	peer     int            // the receiving process (capture records name it)
 }
 
 // sendFlags are the send flags the rings honour; any other flag sends through the kernel.
@@ -78,6 +80,9 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	switch {
 	case err == nil:
 		u.ringTx.Add(1)
+		if capture.On() {
+			capture.UDP(capture.ShmUDP, capture.Out, c.FD, r.peer, sockaddr4(r.name[:]), dst, bufs, total)
+		}
 		if wake {
 			ringBell(u.env.ringerFD(), r.bell)
 		}
@@ -87,6 +92,9 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 			return -1, unix.EAGAIN, false
 		}
 		u.dropped()
+		if capture.On() {
+			capture.UDP(capture.ShmUDP, capture.Out, c.FD, r.peer, sockaddr4(r.name[:]), dst, bufs, total)
+		}
 		return total, 0, false // dropped, as by a full kernel receive buffer
 	case errors.Is(err, ring.ErrClosed):
 		u.route.Store(nil)
@@ -140,6 +148,7 @@ func (u *UDP) routeTo(fd int, dst netip.AddrPort) *route {
 	if len(found) == 1 && !found[0].ReusePort {
 		r.out = u.env.outlet(found[0].Inbox)
 		r.bell = newBellAddr(found[0].Inbox)
+		r.peer = found[0].PID
 	}
 	if ce := u.env.log.Check(zap.DebugLevel, "shm route"); ce != nil {
 		ce.Write(zap.Stringer("dst", dst), zap.Stringer("src", from), zap.Int("found", len(found)), zap.Bool("ring", r.out != nil))

@@ -10,7 +10,9 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/discovery"
+	"github.com/goxio/goxio/offload/internal/sysc"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
 )
@@ -80,6 +82,8 @@ type UDP struct {
 	rcvbufSet   atomic.Bool
 
 	spill atomic.Pointer[[]byte] // datagrams spilled at a fork (handover.go)
+
+	capFD atomic.Int32 // the fd the socket got its port on, named in capture records (capture.go)
 }
 
 type discoveryEntry = discovery.Entry
@@ -113,10 +117,20 @@ func (u *UDP) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
 		return -1, unix.EBADF, false
 	}
 	defer u.exit()
+	fd := c.FD
+	var n int
+	var errno syscall.Errno
+	var viaOS bool
 	if c.Op.Receive() {
-		return u.recv(&c)
+		n, errno, viaOS = u.recv(&c)
+	} else {
+		n, errno, viaOS = u.send(&c)
 	}
-	return u.send(&c)
+	if viaOS && errno == 0 && capture.On() {
+		c.FD = fd
+		u.tapOS(&c, n)
+	}
+	return n, errno, viaOS
 }
 
 // Bound tells the socket that its kernel socket fd has a local address now (bind, connect, or the
@@ -132,6 +146,7 @@ func (u *UDP) Bound(fd int) {
 		return
 	}
 	u.local = local
+	u.capFD.Store(int32(fd))
 	in := u.inbox.Load()
 	if in == nil {
 		var err error
@@ -362,12 +377,8 @@ func optOn(fd, level, name int) bool {
 }
 
 func sockname(fd int) netip.AddrPort {
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		return netip.AddrPort{}
-	}
-	if a, ok := sa.(*unix.SockaddrInet4); ok {
-		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	if a := sysc.Sockname(fd); a.Addr().Is4() {
+		return a
 	}
 	return netip.AddrPort{}
 }

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
@@ -243,6 +244,9 @@ func (t *TCP) stepKernel(fd int, conn *ring.Conn, d *dataCall) (int, syscall.Err
 			return t.stepRing(fd, t.settle(fd, conn, false), d, true)
 		}
 		if !peek {
+			if capture.On() && !d.discard {
+				t.tapIn(fd, capture.Kernel, d.bufs, n, t.kRx)
+			}
 			t.kRx += uint64(n)
 			t.rxSwitch()
 		}
@@ -359,7 +363,9 @@ func (t *TCP) ringRead(fd int, conn *ring.Conn, d *dataCall) (int, error) {
 		t.txOweWake(fd)
 	}
 	if n > 0 {
-		t.ringRx.Add(uint64(n))
+		if pos := t.ringRx.Add(uint64(n)) - uint64(n); capture.On() {
+			t.tapIn(fd, capture.ShmTCP, d.bufs, n, t.rxK+pos)
+		}
 	}
 	return n, err
 }

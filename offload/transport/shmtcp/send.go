@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
@@ -91,6 +92,9 @@ func (t *TCP) kernelSend(c *transport.Call) (int, syscall.Errno, bool) {
 	}
 	n, errno := kernel.Do(c)
 	if errno == 0 && n > 0 {
+		if capture.On() {
+			t.tapKernelSend(c, n, t.kTx)
+		}
 		t.kTx += uint64(n)
 		t.kernTx.Add(uint64(n))
 	}
@@ -158,7 +162,9 @@ func (t *TCP) ringSend(fd int, conn *ring.Conn, call *dataCall, nonblock bool) (
 		}
 		if n > 0 {
 			sent += n
-			t.ringTx.Add(uint64(n))
+			if pos := t.ringTx.Add(uint64(n)) - uint64(n); capture.On() {
+				t.tapOut(fd, capture.ShmTCP, dl.bufs, n, t.kTx+pos)
+			}
 			if sent >= d.total {
 				return sent, 0
 			}

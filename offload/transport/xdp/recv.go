@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
@@ -211,6 +212,9 @@ func (u *UDP) fromQueue(rc *udpcall.Rx) (int, bool) {
 		q.depth.Store(int32(q.n))
 		q.mu.Unlock()
 		defer b.release()
+		if capture.On() {
+			capture.Frame(capture.XDP, capture.In, int(u.capFD.Load()), 0, b.f.Data)
+		}
 		u.xdpRx.Add(1)
 		u.xdpRxBytes.Add(uint64(len(b.payload)))
 	}

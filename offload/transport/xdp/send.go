@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
@@ -155,6 +156,9 @@ func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total
 		return 0, 0, false
 	}
 	x.tx[0].Data = x.tx[0].Data[:k]
+	if capture.On() {
+		capture.Frame(capture.XDP, capture.Out, int(u.capFD.Load()), 0, x.tx[0].Data)
+	}
 	now := nanotime()
 	deferKick := batch || u.env.streaming(x, now)
 	sent, _ := x.s.Post(x.tx[:])

@@ -73,6 +73,8 @@ type UDP struct {
 	route atomic.Pointer[route] // the last destination and how to reach it
 
 	counters
+
+	capFD atomic.Int32 // the fd the socket got its port on, named in capture records
 }
 
 // NewUDP returns the transport of one UDP socket. nonblock reports the socket's O_NONBLOCK.
@@ -125,6 +127,7 @@ func (u *UDP) Bound(fd int) {
 		return
 	}
 	u.local = local
+	u.capFD.Store(int32(fd))
 	u.publishUnlock()
 }
 

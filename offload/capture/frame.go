@@ -1,0 +1,171 @@
+package capture
+
+import (
+	"encoding/binary"
+	"net/netip"
+)
+
+// The headers a packet would have had through the kernel on the loopback interface: Ethernet
+// with zero addresses (what Linux puts on lo), IPv4 without options (DF set, TTL 64, or 1 to a
+// multicast group, as a socket's defaults), UDP, or TCP without options.
+const (
+	EthLen    = 14
+	IPLen     = 20
+	UDPLen    = 8
+	TCPLen    = 20
+	UDPHdrLen = EthLen + IPLen + UDPLen
+	TCPHdrLen = EthLen + IPLen + TCPLen
+	// MaxTCPPayload is the most payload one synthesized TCP segment carries (IPv4's 16-bit total
+	// length); larger writes become several segments.
+	MaxTCPPayload = 65535 - IPLen - TCPLen
+)
+
+// TCP flags of synthesized segments.
+const (
+	tcpPSH = 0x08
+	tcpACK = 0x10
+)
+
+// putIP writes the Ethernet and IPv4 headers of a packet of payload bytes after the IP header.
+func putIP(b []byte, proto uint8, src, dst netip.Addr, payload int, id uint16) {
+	clear(b[:EthLen])
+	binary.BigEndian.PutUint16(b[12:], 0x0800)
+	ip := b[EthLen : EthLen+IPLen]
+	ip[0], ip[1] = 0x45, 0
+	binary.BigEndian.PutUint16(ip[2:], uint16(IPLen+payload))
+	binary.BigEndian.PutUint16(ip[4:], id)
+	binary.BigEndian.PutUint16(ip[6:], 0x4000) // DF
+	ip[8] = 64
+	if dst.IsMulticast() {
+		ip[8] = 1
+	}
+	ip[9] = proto
+	ip[10], ip[11] = 0, 0
+	s, d := src.As4(), dst.As4()
+	copy(ip[12:16], s[:])
+	copy(ip[16:20], d[:])
+	binary.BigEndian.PutUint16(ip[10:], ^fold(sum(0, ip)))
+}
+
+// putUDP writes the headers of a UDP datagram from src to dst with total bytes of payload into
+// b (UDPHdrLen bytes), its checksum left for l4Checksum.
+func putUDP(b []byte, src, dst netip.AddrPort, total int, id uint16) {
+	putIP(b, 17, src.Addr(), dst.Addr(), UDPLen+total, id)
+	u := b[EthLen+IPLen : UDPHdrLen]
+	binary.BigEndian.PutUint16(u, src.Port())
+	binary.BigEndian.PutUint16(u[2:], dst.Port())
+	binary.BigEndian.PutUint16(u[4:], uint16(UDPLen+total))
+	u[6], u[7] = 0, 0
+}
+
+// putTCP writes the headers of a TCP segment (PSH|ACK) of n bytes, its checksum left for
+// l4Checksum.
+func putTCP(b []byte, src, dst netip.AddrPort, seq, ack uint32, n int, id uint16) {
+	putIP(b, 6, src.Addr(), dst.Addr(), TCPLen+n, id)
+	t := b[EthLen+IPLen : TCPHdrLen]
+	binary.BigEndian.PutUint16(t, src.Port())
+	binary.BigEndian.PutUint16(t[2:], dst.Port())
+	binary.BigEndian.PutUint32(t[4:], seq)
+	binary.BigEndian.PutUint32(t[8:], ack)
+	t[12], t[13] = 5<<4, tcpPSH|tcpACK
+	binary.BigEndian.PutUint16(t[14:], 65535)
+	t[16], t[17], t[18], t[19] = 0, 0, 0, 0
+}
+
+// Where the UDP and TCP checksums lie in a synthesized frame (their last byte, plus one).
+const (
+	udpSumEnd = EthLen + IPLen + 8
+	tcpSumEnd = EthLen + IPLen + 18
+)
+
+// l4Checksum fills in the UDP (hdr UDPHdrLen) or TCP (hdr TCPHdrLen) checksum of a frame whose
+// headers are in b and whose payload is bufs' bytes [from, from+n): the one step that reads the
+// whole payload, done only for a packet recorded or a program that reads the checksum.
+func l4Checksum(b []byte, hdr int, bufs [][]byte, from, n int) {
+	l4 := b[EthLen+IPLen : hdr]
+	switch hdr {
+	case UDPHdrLen:
+		c := ^fold(payloadSum(pseudo(b, 17, UDPLen+n)+sum(0, l4), bufs, from, n))
+		if c == 0 {
+			c = 0xffff // a computed zero is sent as all ones (RFC 768)
+		}
+		binary.BigEndian.PutUint16(l4[6:], c)
+	case TCPHdrLen:
+		binary.BigEndian.PutUint16(l4[16:], ^fold(payloadSum(pseudo(b, 6, TCPLen+n)+sum(0, l4), bufs, from, n)))
+	}
+}
+
+// pseudo is the checksum of the IPv4 pseudo-header of a frame whose IP header is in b.
+func pseudo(b []byte, proto uint8, l4len int) uint64 {
+	ip := b[EthLen:]
+	return sum(0, ip[12:20]) + uint64(proto) + uint64(l4len)
+}
+
+// sum adds b to an Internet checksum accumulator as 16-bit big-endian words (b of even length
+// unless it is the last piece).
+func sum(acc uint64, b []byte) uint64 {
+	for len(b) >= 2 {
+		acc += uint64(b[0])<<8 | uint64(b[1])
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		acc += uint64(b[0]) << 8
+	}
+	return acc
+}
+
+// payloadSum adds bytes [from, from+n) of the scattered bufs to acc, keeping the 16-bit word
+// alignment across buffer boundaries.
+func payloadSum(acc uint64, bufs [][]byte, from, n int) uint64 {
+	odd := false
+	for _, p := range bufs {
+		if n == 0 {
+			break
+		}
+		if from >= len(p) {
+			from -= len(p)
+			continue
+		}
+		p = p[from:]
+		from = 0
+		p = p[:min(len(p), n)]
+		n -= len(p)
+		if odd && len(p) > 0 {
+			acc += uint64(p[0])
+			p = p[1:]
+			odd = false
+		}
+		acc = sum(acc, p[:len(p)&^1])
+		if len(p)&1 == 1 {
+			acc += uint64(p[len(p)-1]) << 8
+			odd = true
+		}
+	}
+	return acc
+}
+
+// fold folds a checksum accumulator into 16 bits.
+func fold(acc uint64) uint16 {
+	for acc>>16 != 0 {
+		acc = acc&0xffff + acc>>16
+	}
+	return uint16(acc)
+}
+
+// gather copies bytes [from, from+len(dst)) of the scattered bufs into dst; it returns how many
+// it copied.
+func gather(dst []byte, bufs [][]byte, from int) int {
+	n := 0
+	for _, p := range bufs {
+		if n == len(dst) {
+			break
+		}
+		if from >= len(p) {
+			from -= len(p)
+			continue
+		}
+		n += copy(dst[n:], p[from:])
+		from = 0
+	}
+	return n
+}

@@ -1,0 +1,79 @@
+package shmtcp
+
+import (
+	"net/netip"
+
+	"github.com/goxio/goxio/offload/capture"
+	"github.com/goxio/goxio/offload/transport"
+)
+
+// Taps for goxio capture (offload/capture). Each direction of a connection is numbered as a TCP
+// stream would be: sequence number = an initial number derived from the direction's endpoints
+// (so both processes number a direction alike) + the byte's offset in the direction (its kernel
+// bytes before the switch, K, then the ring's). Wireshark's "Follow TCP stream" of a capture then
+// gives back the bytes the program sent, per direction. The send and receive paths call these
+// behind capture.On(), one relaxed load while no capture is attached.
+
+// capEnds is a connection's endpoints as the taps name them, looked up at the first tap.
+type capEnds struct{ local, remote netip.AddrPort }
+
+// ends returns the connection's endpoints (nil when the kernel does not know them).
+func (t *TCP) ends(fd int) *capEnds {
+	if e := t.capEnds.Load(); e != nil {
+		return e
+	}
+	e := &capEnds{local: sockname(fd, false), remote: sockname(fd, true)}
+	if !e.local.Addr().Is4() || !e.remote.Addr().Is4() {
+		return nil
+	}
+	t.capEnds.Store(e)
+	return e
+}
+
+// isn is the initial sequence number of the direction from src to dst (FNV-1a of the endpoints).
+func isn(src, dst netip.AddrPort) uint32 {
+	h := uint32(2166136261)
+	s, d := src.Addr().As4(), dst.Addr().As4()
+	for _, b := range [...]byte{s[0], s[1], s[2], s[3], byte(src.Port() >> 8), byte(src.Port()),
+		d[0], d[1], d[2], d[3], byte(dst.Port() >> 8), byte(dst.Port())} {
+		h = (h ^ uint32(b)) * 16777619
+	}
+	return h
+}
+
+// tapOut taps n bytes of bufs the connection sent, the first at offset pos of our direction.
+func (t *TCP) tapOut(fd int, via uint8, bufs [][]byte, n int, pos uint64) {
+	e := t.ends(fd)
+	if e == nil {
+		return
+	}
+	ack := isn(e.remote, e.local) + uint32(t.kernRx.Load()+t.ringRx.Load())
+	capture.TCP(via, capture.Out, fd, t.peerPID(), e.local, e.remote, isn(e.local, e.remote)+uint32(pos), ack, bufs, n)
+}
+
+// tapIn taps n bytes of bufs the connection received, the first at offset pos of the peer's
+// direction.
+func (t *TCP) tapIn(fd int, via uint8, bufs [][]byte, n int, pos uint64) {
+	e := t.ends(fd)
+	if e == nil {
+		return
+	}
+	ack := isn(e.local, e.remote) + uint32(t.kernTx.Load()+t.ringTx.Load())
+	capture.TCP(via, capture.In, fd, t.peerPID(), e.remote, e.local, isn(e.remote, e.local)+uint32(pos), ack, bufs, n)
+}
+
+// tapKernelSend taps a send the kernel took before our switch (n bytes at offset pos).
+func (t *TCP) tapKernelSend(c *transport.Call, n int, pos uint64) {
+	var arr [maxBufs][]byte
+	if d, ok := parseCall(c, arr[:0]); ok && n <= d.total {
+		t.tapOut(c.FD, capture.Kernel, d.bufs, n, pos)
+	}
+}
+
+// peerPID is the process at the other end of the segment (0: none, or not known yet).
+func (t *TCP) peerPID() int {
+	if conn := t.conn.Load(); conn != nil {
+		return conn.PeerPID()
+	}
+	return 0
+}
