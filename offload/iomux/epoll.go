@@ -392,7 +392,8 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 			hold()
 			return int64(n)
 		}
-		k, errno := set.kernelEvents(c.A[0], out, 0, max, w.remaining(), c.A[3])
+		sleep, bounded := boundSleep(w.remaining(), w.tcps)
+		k, errno := set.kernelEvents(c.A[0], out, 0, max, sleep, c.A[3])
 		w.sleep(false)
 		hold()
 		if errno == unix.EINTR && !w.interrupted() {
@@ -403,6 +404,9 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 		}
 		if k > 0 {
 			return int64(k)
+		}
+		if bounded {
+			continue // marks of others: look at the rings again
 		}
 		if left := w.remaining(); left != nil && left.Sec == 0 && left.Nsec == 0 {
 			return 0

@@ -15,10 +15,14 @@ import (
 // shared-memory TCP member from that thread's first epoll_wait until it is about to sleep in the
 // kernel, and takes them again when it wakes up: the marks say "this process will look".
 //
-// Marks held by a set whose thread runs the program (or that nobody waits on any more) do not
-// keep wake bytes away from another thread asleep on the same connection (a blocking receive,
-// another set): a sleeper holds a sleeper's bias on the connection (shmtcp's Sleep), and the
-// peer's writer wakes it whatever the marks.
+// Marks held by a set that nobody waits on any more (the thread moved on, or a second thread
+// started waiting: then the set stops keeping marks) would keep wake bytes away from another
+// sleeper on the same connection (a blocking receive, another set). So every sleeper that finds
+// marks it does not own on a connection it waits for sleeps at most awakeCheck at a time and
+// looks at the rings again in between.
+
+// awakeCheck bounds one sleep of a waiter while marks of others are held on its connections.
+const awakeCheck = 1e6 // ns
 
 // A member deleted from the set (EPOLL_CTL_DEL) keeps its mark while the set does (lingering):
 // event loops delete and add a connection around every request (redis-benchmark's ae does);
@@ -139,4 +143,29 @@ func (m *member) releaseAwake(set *epollSet) {
 		m.awake = nil
 		set.marks--
 	}
+}
+
+// othersAwake reports whether marks are held on a connection of tcps that the caller does not
+// hold itself (it gave its own back): a writer then skips the wake byte the caller would sleep
+// for.
+func othersAwake(tcps []transport.Endpoint) bool {
+	for _, t := range tcps {
+		if t.Marked() {
+			return true
+		}
+	}
+	return false
+}
+
+// boundSleep is the sleep timeout of a waiter: ts, or at most awakeCheck while others hold
+// marks on its connections (bounded reports that).
+func boundSleep(ts *unix.Timespec, tcps []transport.Endpoint) (out *unix.Timespec, bounded bool) {
+	if !othersAwake(tcps) {
+		return ts, false
+	}
+	if ts != nil && ts.Nano() <= awakeCheck {
+		return ts, false
+	}
+	b := unix.NsecToTimespec(awakeCheck)
+	return &b, true
 }

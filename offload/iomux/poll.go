@@ -217,13 +217,17 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 			continue
 		}
 		kernelEvents()
-		k, errno := sysc.PpollFds(all, w.remaining(), mask)
+		sleep, bounded := boundSleep(w.remaining(), w.tcps)
+		k, errno := sysc.PpollFds(all, sleep, mask)
 		w.sleep(false)
 		if errno == unix.EINTR && !w.interrupted() {
 			continue // the Go runtime's own signal (preemption), not the program's: wait on
 		}
 		if errno != 0 {
 			return -int64(errno)
+		}
+		if k == 0 && bounded {
+			continue // marks of others on our connections: look at the rings again
 		}
 		if k == 0 {
 			return done(0)

@@ -10,13 +10,9 @@ import "sync/atomic"
 // Data available (the reader sleeps on an empty ring):
 //
 //	writer, after publishing tail (Write, ShutdownWrite, Close):
-//	    if (spinners <= 0 || spinners >= SleeperBias/2) && CAS(wakePending, 0, 1) { wake the reader }
-//	reader: SpinBegin; poll Read; SpinEnd; SleepBegin; Read (or Readable) once more; if still
-//	    empty, sleep; SleepEnd; on a wake-up: ClearWake, then Read.
-//
-// SleepBegin (stream_spin.go) plays SpinEnd's part for a reader that finds marks of others (an
-// epoll set's awake marks): its read-modify-write precedes the last look, so the same argument
-// holds with the bias in place of a zero count.
+//	    if spinners == 0 && CAS(wakePending, 0, 1) { wake the reader }
+//	reader: SpinBegin; poll Read; SpinEnd; Read (or Readable) once more; if still empty, sleep;
+//	    on a wake-up: ClearWake, then Read.
 //
 // This is wake.go's argument unchanged: either the writer's tail store precedes the reader's
 // last check (the reader sees the data), or the reader's SpinEnd precedes the writer's spinners

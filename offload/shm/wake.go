@@ -34,10 +34,8 @@ import "sync/atomic"
 
 // needWake is the sender's half, called after publishing.
 func needWake(spinners *int32, wakePending *uint32) bool {
-	// A negative count (a peer scribbled on it) means nobody spins; a count of half SleeperBias
-	// or more means a reader sleeps in the kernel whatever marks others hold (stream_wake.go;
-	// half, so that a count off by a few still reads right).
-	if s := atomic.LoadInt32(spinners); s > 0 && s < SleeperBias/2 {
+	// A negative count (a peer scribbled on it) means nobody spins.
+	if atomic.LoadInt32(spinners) > 0 {
 		return false
 	}
 	// Load before the CAS: a pending wake-up costs no read-modify-write on the shared line.

@@ -111,6 +111,9 @@ type Ready interface {
 	// Mark takes a spin mark that may outlive a call (epoll's awake marks); nil: none taken.
 	// The holder gives it back with SpinEnd.
 	Mark() Mark
+	// Marked reports whether spin marks are held on the connection by others (the caller gave
+	// its own back): a sleeper then sleeps briefly, since wake-ups are skipped.
+	Marked() bool
 	// Sleep marks (on) or unmarks a thread of ours asleep in the kernel waiting for the socket;
 	// mark before the last look. Every Sleep(true) is followed by one Sleep(false).
 	Sleep(on bool)
@@ -207,6 +210,9 @@ func (Base) Spin(bool) {}
 
 // Mark takes none.
 func (Base) Mark() Mark { return nil }
+
+// Marked is false.
+func (Base) Marked() bool { return false }
 
 // Sleep does nothing.
 func (Base) Sleep(bool) {}

@@ -65,3 +65,7 @@ func (u *UDP) Ended() bool { return false }
 
 // Mark takes none: pollers mark the inbox with Spin.
 func (u *UDP) Mark() transport.Mark { return nil }
+
+// Marked is false (marks of others do not keep wake-ups from a datagram socket's sleepers:
+// wakeSleepers rings for them).
+func (u *UDP) Marked() bool { return false }

@@ -149,6 +149,13 @@ func (t *TCP) Mark() transport.Mark {
 	return c
 }
 
+// Marked reports whether spin marks are held on the segment (by others, once the caller gave its
+// own back).
+func (t *TCP) Marked() bool {
+	c := t.SpinConn()
+	return c != nil && c.Spinners() > 0
+}
+
 // Bell is -1: a connection's wake-ups arrive on its kernel socket (KernelEvents).
 func (t *TCP) Bell() int { return -1 }
 

@@ -327,24 +327,13 @@ func (t *TCP) SpinConn() *ring.Conn {
 }
 
 // Sleep marks (on) or unmarks a thread of ours asleep in the kernel waiting for the connection's
-// data (a blocking receive, select, poll, epoll_wait); mark before the last look at the ring.
-// While any of our threads sleeps, the connection's reading direction holds one sleeper's bias
-// (ring.Conn.SleepBegin): the peer's writer then sends its wake byte even while marks of others
-// (an epoll set's awake marks) are held. Every Sleep(true) is followed by one Sleep(false).
+// data (select, poll, epoll_wait); mark before the last look at the ring, and check for marks of
+// others (SpinConn().Spinners()) after marking. Every Sleep(true) is followed by one
+// Sleep(false).
 func (t *TCP) Sleep(on bool) {
-	t.sleepmu.Lock()
-	defer t.sleepmu.Unlock()
 	if on {
-		if t.rxSleepers.Add(1) == 1 {
-			if c := t.conn.Load(); c != nil {
-				c.SleepBegin()
-				t.sleepConn = c
-			}
-		}
-		return
-	}
-	if t.rxSleepers.Add(-1) == 0 && t.sleepConn != nil {
-		t.sleepConn.SleepEnd()
-		t.sleepConn = nil
+		t.rxSleepers.Add(1)
+	} else {
+		t.rxSleepers.Add(-1)
 	}
 }

@@ -137,14 +137,18 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 			spinning = false
 			continue // one more look before sleeping
 		}
-		// Sleeping holds a sleeper's bias on the connection (Sleep): the peer's wake byte comes
-		// whatever marks others hold (an epoll set's awake marks, offload/iomux/epoll_awake.go).
+		// Marks of others (an epoll set's awake marks, offload/iomux/epoll_awake.go) keep the
+		// peer's wake byte away: then look at the ring again every millisecond.
 		t.Sleep(true)
+		limit := int64(0)
+		if c := t.conn.Load(); c != nil && t.rx.switched() && c.Spinners() > 0 {
+			limit = 1e6
+		}
 		var e syscall.Errno
 		if t.rx.switched() && t.Readable(fd) {
 			e = unix.EINTR // the last look (after marking) found something: go round
 		} else {
-			_, e = t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.Timeout(0))
+			_, e = t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.Timeout(limit))
 		}
 		t.Sleep(false)
 		if e != 0 && e != unix.EINTR {

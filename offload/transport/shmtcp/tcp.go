@@ -56,12 +56,9 @@ type TCP struct {
 
 	sleepers atomic.Int32 // calls asleep in ppoll on a duplicate of the kernel socket
 	// rxSleepers counts our threads asleep in the kernel waiting for data (a receive, select,
-	// poll, epoll_wait): while there are any nobody takes a spin mark (SpinConn), and sleepConn
-	// holds a sleeper's bias on the connection (Sleep), so the peer sends wake bytes whatever
-	// marks were taken before. Changed under sleepmu (read without it).
+	// poll, epoll_wait): while there are any nobody takes a spin mark (SpinConn), so the peer
+	// keeps sending wake bytes; a sleeper that finds marks taken before sleeps 1 ms at a time.
 	rxSleepers atomic.Int32
-	sleepmu    sync.Mutex
-	sleepConn  *ring.Conn // the connection holding our sleepers' bias; nil: none
 
 	waitAvg wait.Avg // how long blocking receives wait for bytes, typically (recv.go)
 	// lastKernel is when a receive on the ring last looked at the kernel socket (recv.go).

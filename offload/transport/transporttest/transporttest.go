@@ -250,6 +250,9 @@ type mark Endpoint
 // SpinEnd gives the mark back.
 func (m *mark) SpinEnd() { (*Endpoint)(m).marks.Add(-1) }
 
+// Marked reports marks held.
+func (e *Endpoint) Marked() bool { return e.stream && e.marks.Load() > 0 }
+
 // Sleep counts sleepers.
 func (e *Endpoint) Sleep(on bool) {
 	if on {

@@ -69,3 +69,6 @@ func (u *UDP) Ended() bool { return false }
 
 // Mark takes none: pollers mark the queue with Spin.
 func (u *UDP) Mark() transport.Mark { return nil }
+
+// Marked is false.
+func (u *UDP) Marked() bool { return false }
