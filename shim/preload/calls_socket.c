@@ -125,6 +125,10 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len) {
 	TRAMPOLINE(fd, GOXIO_OP_SETSOCKOPT, REAL(setsockopt)(fd, level, name, val, len), level, name, val, len, 0);
 }
 
+GOXIO_HIDDEN int goxio_vma_get_api(void *val, socklen_t *len);
+
 int getsockopt(int fd, int level, int name, void *val, socklen_t *len) {
+	if (GOXIO_UNLIKELY(name == 2800 && level == SOL_SOCKET))
+		return goxio_vma_get_api(val, len); /* SO_VMA_GET_API, on any fd (vma_extra.c) */
 	TRAMPOLINE(fd, GOXIO_OP_GETSOCKOPT, REAL(getsockopt)(fd, level, name, val, len), level, name, val, len, 0);
 }

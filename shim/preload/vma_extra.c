@@ -1,0 +1,321 @@
+/*
+ * vma_extra.c: VMA's extra socket API (goxio_extra.h): the API object getsockopt(SO_VMA_GET_API)
+ * returns, the members goxio provides, and the refusing stubs of the others.
+ *
+ * Held records (recvfrom_zcopy, free_packets): a record is a buffer of RECORD_CAP bytes the library
+ * owns; recvfrom_zcopy receives into it through the ordinary (interposed) recvfrom, so the socket's
+ * transport, the engine's lazy load and the statistics all apply unchanged, and hands it to the
+ * program until free_packets. The packet id the program sees is not an address but a handle (slot
+ * index and generation), so a foreign or stale id is recognised without reading memory through it.
+ */
+#include "preload.h"
+#include "trampoline.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../goxio_extra.h"
+
+_Static_assert(sizeof(struct vma_api_t) == 21 * 8, "vma_api_t: 21 slots of 8 bytes");
+_Static_assert(sizeof(struct vma_packet_t) == 16 && sizeof(struct vma_packets_t) == 8, "VMA packet layout");
+
+/* RECORD_CAP holds the largest UDP datagram (65507 bytes) and a large TCP read. */
+#define RECORD_CAP 65536
+
+/* ---- held records ---- */
+
+struct record {
+	char *buf;    /* RECORD_CAP bytes, kept across reuse of the slot */
+	uint32_t gen; /* bumped at every free: a stale handle no longer matches */
+	int fd;       /* the socket holding it, -1 when free */
+	int next;     /* next free slot, -1 at the end */
+};
+
+static pthread_mutex_t rec_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct record *recs;
+static int nrecs, free_head = -1;
+
+/* handle_of encodes slot i and its generation; 0 is never a handle. */
+static void *handle_of(int i, uint32_t gen) { return (void *)(((uintptr_t)gen << 32) | (uintptr_t)(i + 1)); }
+
+/* slot_of returns the slot of handle h if h is one this library gave fd and still held, else -1.
+ * Called with rec_mu held. */
+static int slot_of(void *h, int fd) {
+	uintptr_t v = (uintptr_t)h;
+	long i = (long)(v & 0xffffffffu) - 1;
+	if (i < 0 || i >= nrecs)
+		return -1;
+	struct record *r = &recs[i];
+	if (r->fd != fd || r->gen != (uint32_t)(v >> 32))
+		return -1;
+	return (int)i;
+}
+
+/* rec_take reserves a record for fd: its slot, buffer and handle, or -1 with errno ENOMEM. */
+static int rec_take(int fd, char **buf, void **handle) {
+	pthread_mutex_lock(&rec_mu);
+	int i = free_head;
+	if (i >= 0) {
+		free_head = recs[i].next;
+	} else {
+		int n = nrecs ? nrecs * 2 : 64;
+		struct record *grown = realloc(recs, (size_t)n * sizeof *grown);
+		if (grown == NULL) {
+			pthread_mutex_unlock(&rec_mu);
+			errno = ENOMEM;
+			return -1;
+		}
+		recs = grown;
+		for (int j = n - 1; j > nrecs; j--) {
+			recs[j] = (struct record){.buf = NULL, .gen = 1, .fd = -1, .next = free_head};
+			free_head = j;
+		}
+		i = nrecs;
+		recs[i] = (struct record){.buf = NULL, .gen = 1, .fd = -1, .next = -1};
+		nrecs = n;
+	}
+	if (recs[i].buf == NULL && (recs[i].buf = malloc(RECORD_CAP)) == NULL) {
+		recs[i].next = free_head;
+		free_head = i;
+		pthread_mutex_unlock(&rec_mu);
+		errno = ENOMEM;
+		return -1;
+	}
+	recs[i].fd = fd;
+	*buf = recs[i].buf;
+	*handle = handle_of(i, recs[i].gen);
+	pthread_mutex_unlock(&rec_mu);
+	return i;
+}
+
+/* rec_put returns slot i to the free list. Called with rec_mu held. */
+static void rec_put(int i) {
+	recs[i].fd = -1;
+	recs[i].gen++;
+	if (recs[i].gen == 0)
+		recs[i].gen = 1;
+	recs[i].next = free_head;
+	free_head = i;
+}
+
+/* ---- members goxio provides ---- */
+
+static int vma_recvfrom_zcopy(int s, void *buf, size_t len, int *flags, struct sockaddr *from, socklen_t *fromlen) {
+	if (flags == NULL || (buf == NULL && len > 0)) {
+		errno = EFAULT;
+		return -1;
+	}
+	int in = *flags & ~(MSG_VMA_ZCOPY_FORCE | MSG_VMA_ZCOPY);
+	size_t need = sizeof(struct vma_packets_t) + sizeof(struct vma_packet_t) + sizeof(struct iovec);
+	if (len < need) {
+		/* no room for the packet description: VMA copies the data instead, unless forced */
+		if (*flags & MSG_VMA_ZCOPY_FORCE) {
+			errno = ENOBUFS;
+			return -1;
+		}
+		*flags = in & ~MSG_VMA_ZCOPY;
+		return (int)recvfrom(s, buf, len, in, from, fromlen);
+	}
+	char *data;
+	void *handle;
+	int i = rec_take(s, &data, &handle); /* data stays put while the slot is taken */
+	if (i < 0)
+		return -1;
+	ssize_t n = recvfrom(s, data, RECORD_CAP, in & ~MSG_TRUNC, from, fromlen);
+	if (n <= 0 || (in & MSG_PEEK)) {
+		int saved = errno;
+		pthread_mutex_lock(&rec_mu);
+		rec_put(i);
+		pthread_mutex_unlock(&rec_mu);
+		errno = saved;
+		if (n > 0 && (in & MSG_PEEK)) {
+			/* a peek hands nothing over: the data stays queued; copy what fits */
+			size_t c = (size_t)n < len ? (size_t)n : len;
+			memcpy(buf, data, c);
+			*flags = in;
+			return (int)c;
+		}
+		return (int)n;
+	}
+	struct vma_packets_t *p = buf;
+	p->n_packet_num = 1;
+	p->pkts[0].packet_id = handle;
+	p->pkts[0].sz_iov = 1;
+	p->pkts[0].iov[0].iov_base = data;
+	p->pkts[0].iov[0].iov_len = (size_t)n;
+	*flags = in | MSG_VMA_ZCOPY;
+	return (int)n;
+}
+
+static int vma_free_packets(int s, struct vma_packet_t *pkts, size_t count) {
+	if (count > 0 && pkts == NULL) {
+		errno = EFAULT;
+		return -1;
+	}
+	pthread_mutex_lock(&rec_mu);
+	/* every id is checked before any is freed: a bad array frees nothing */
+	for (size_t k = 0; k < count; k++) {
+		int i = slot_of(pkts[k].packet_id, s);
+		for (size_t j = 0; i >= 0 && j < k; j++)
+			if (pkts[j].packet_id == pkts[k].packet_id)
+				i = -1; /* the same id twice in one call */
+		if (i < 0) {
+			pthread_mutex_unlock(&rec_mu);
+			errno = ENOENT;
+			return -1;
+		}
+	}
+	for (size_t k = 0; k < count; k++)
+		rec_put(slot_of(pkts[k].packet_id, s));
+	pthread_mutex_unlock(&rec_mu);
+	return 0;
+}
+
+/* served reports the table flags of a socket the engine serves, loading the engine first for a
+ * socket made before it was; 0 for any other fd. */
+static uint8_t served(int fd) {
+	uint8_t fl = goxio_fd_flags(fd);
+	if (fl & GOXIO_FD_LAZY) {
+		goxio_lazy_fd(fd);
+		fl = goxio_fd_flags(fd);
+	}
+	if (!(fl & GOXIO_FD_ENGINE) || !goxio_active())
+		return 0;
+	return fl;
+}
+
+static int vma_get_socket_rings_num(int fd) {
+	uint8_t fl = served(fd);
+	if (fl == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return (fl & GOXIO_FD_RING) ? 1 : 0;
+}
+
+static int vma_get_socket_rings_fds(int fd, int *ring_fds, int ring_fds_sz) {
+	uint8_t fl = served(fd);
+	if (fl == 0 || ring_fds == NULL || ring_fds_sz < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!(fl & GOXIO_FD_RING) || ring_fds_sz == 0)
+		return 0;
+	ring_fds[0] = fd; /* readable through select, poll and epoll when the ring holds data */
+	return 1;
+}
+
+/* ---- members goxio refuses (as VMA's own stubs do: -1, EOPNOTSUPP) ---- */
+
+#define REFUSE                                                                                             \
+	do {                                                                                               \
+		errno = EOPNOTSUPP;                                                                        \
+		return -1;                                                                                 \
+	} while (0)
+
+static int no_register_recv_callback(int s, vma_recv_callback_t cb, void *ctx) { REFUSE; }
+static int no_recvfrom_zcopy(int s, void *buf, size_t len, int *flags, struct sockaddr *from, socklen_t *fromlen) {
+	REFUSE;
+}
+static int no_free_packets(int s, struct vma_packet_t *pkts, size_t count) { REFUSE; }
+static int no_add_conf_rule(const char *line) { REFUSE; }
+static int no_thread_offload(int offload, pthread_t tid) { REFUSE; }
+static int no_socketxtreme_poll(int fd, struct vma_completion_t *c, unsigned int n, int flags) { REFUSE; }
+static int no_get_socket_rings_num(int fd) { REFUSE; }
+static int no_get_socket_rings_fds(int fd, int *fds, int n) { REFUSE; }
+static int no_get_socket_tx_ring_fd(int fd, struct sockaddr *to, socklen_t len) { REFUSE; }
+static int no_socketxtreme_free_vma_packets(struct vma_packet_desc_t *p, int n) { REFUSE; }
+static int no_socketxtreme_ref_vma_buff(struct vma_buff_t *b) { REFUSE; }
+static int no_socketxtreme_free_vma_buff(struct vma_buff_t *b) { REFUSE; }
+static int no_dump_fd_stats(int fd, int level) { REFUSE; }
+static int no_vma_add_ring_profile(struct vma_ring_type_attr *p, int *key) { REFUSE; }
+static int no_get_socket_network_header(int fd, void *ptr, uint16_t *len) { REFUSE; }
+static int no_get_ring_direct_descriptors(int fd, struct vma_mlx_hw_device_data *d) { REFUSE; }
+static int no_register_memory_on_ring(int fd, void *addr, size_t len, uint32_t *key) { REFUSE; }
+static int no_deregister_memory_on_ring(int fd, void *addr, size_t len) { REFUSE; }
+static int no_vma_modify_ring(struct vma_modify_ring_attr *a) { REFUSE; }
+static int no_ioctl(void *cmsg, size_t len) { REFUSE; }
+
+/* ---- the API object ---- */
+
+static struct vma_api_t api = {
+	.register_recv_callback = no_register_recv_callback,
+	.recvfrom_zcopy = no_recvfrom_zcopy,
+	.free_packets = no_free_packets,
+	.add_conf_rule = no_add_conf_rule,
+	.thread_offload = no_thread_offload,
+	.socketxtreme_poll = no_socketxtreme_poll,
+	.get_socket_rings_num = no_get_socket_rings_num,
+	.get_socket_rings_fds = no_get_socket_rings_fds,
+	.get_socket_tx_ring_fd = no_get_socket_tx_ring_fd,
+	.socketxtreme_free_vma_packets = no_socketxtreme_free_vma_packets,
+	.socketxtreme_ref_vma_buff = no_socketxtreme_ref_vma_buff,
+	.socketxtreme_free_vma_buff = no_socketxtreme_free_vma_buff,
+	.dump_fd_stats = no_dump_fd_stats,
+	.vma_add_ring_profile = no_vma_add_ring_profile,
+	.get_socket_network_header = no_get_socket_network_header,
+	.get_ring_direct_descriptors = no_get_ring_direct_descriptors,
+	.register_memory_on_ring = no_register_memory_on_ring,
+	.deregister_memory_on_ring = no_deregister_memory_on_ring,
+	.vma_modify_ring = no_vma_modify_ring,
+	.vma_extra_supported_mask = 0,
+	.ioctl = no_ioctl,
+};
+
+static pthread_once_t api_once = PTHREAD_ONCE_INIT;
+
+/* switched_off reports whether v is one of the false values of the engine's boolean parameters
+ * (conf.parseBool): false, no, off, disable, disabled in any case, or an integer equal to 0. A value
+ * the engine refuses (it says so at start) leaves the API on, its default. */
+static int switched_off(const char *v) {
+	while (*v == ' ' || *v == '\t')
+		v++;
+	static const char *const off[] = {"false", "no", "off", "disable", "disabled"};
+	for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
+		size_t n = strlen(off[i]);
+		if (strncasecmp(v, off[i], n) == 0 && (v[n] == 0 || v[n] == ' ' || v[n] == '\t'))
+			return 1;
+	}
+	char *end;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	while (*end == ' ' || *end == '\t')
+		end++;
+	return end != v && *end == 0 && errno == 0 && n == 0;
+}
+
+/* api_init fills in the members goxio provides, unless GOXIO_EXTRA_API switches them off. */
+static void api_init(void) {
+	int saved = errno;
+	const char *v = getenv("GOXIO_EXTRA_API");
+	int off = v != NULL && switched_off(v);
+	errno = saved;
+	if (off)
+		return;
+	api.recvfrom_zcopy = vma_recvfrom_zcopy;
+	api.free_packets = vma_free_packets;
+	api.get_socket_rings_num = vma_get_socket_rings_num;
+	api.get_socket_rings_fds = vma_get_socket_rings_fds;
+	api.vma_extra_supported_mask = VMA_EXTRA_API_RECVFROM_ZCOPY | VMA_EXTRA_API_FREE_PACKETS |
+				       VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS;
+}
+
+/* goxio_vma_get_api answers getsockopt(any fd, SOL_SOCKET, SO_VMA_GET_API): the API object's
+ * address in *val. */
+GOXIO_HIDDEN int goxio_vma_get_api(void *val, socklen_t *len) {
+	if (val == NULL || len == NULL) {
+		errno = EFAULT;
+		return -1;
+	}
+	if (*len < sizeof(struct vma_api_t *)) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_once(&api_once, api_init);
+	struct vma_api_t *p = &api;
+	memcpy(val, &p, sizeof p);
+	*len = sizeof p;
+	return 0;
+}
