@@ -17,6 +17,12 @@
  *     recvfrom_zcopy receives a struct vma_packets_t with one packet and one iovec pointing at it,
  *     and *flags gets MSG_VMA_ZCOPY. free_packets refuses (ENOENT) a packet id this socket does not
  *     hold: a second free, another socket's packet, or a pointer it never returned.
+ *   register_recv_callback: on a UDP socket the library serves (EINVAL on any other fd), each
+ *     datagram goes to the callback before the program's read, recv, recvfrom, readv or recvmsg
+ *     sees it, from inside that call: VMA_PACKET_DROP discards it, VMA_PACKET_HOLD hands its record
+ *     to the program (vma_info_t.packet_id, for free_packets), VMA_PACKET_RECV lets the call deliver
+ *     it. A NULL callback unregisters. Peeks and recvmmsg do not run the callback; select, poll and
+ *     epoll report a socket readable for a datagram the callback may then drop.
  *   get_socket_rings_num, get_socket_rings_fds: one ring per socket the library serves; its fd is
  *     the socket's own, readable (through select, poll and epoll) when the ring holds data.
  *     EINVAL for a socket the library does not serve.
