@@ -23,6 +23,9 @@
  *     to the program (vma_info_t.packet_id, for free_packets), VMA_PACKET_RECV lets the call deliver
  *     it. A NULL callback unregisters. Peeks and recvmmsg do not run the callback; select, poll and
  *     epoll report a socket readable for a datagram the callback may then drop.
+ *   thread_offload: thread_offload(0, tid) makes the sockets thread tid creates from then on plain
+ *     kernel sockets the library never serves; thread_offload(1, tid) undoes it. Existing sockets
+ *     keep their transport.
  *   get_socket_rings_num, get_socket_rings_fds: one ring per socket the library serves; its fd is
  *     the socket's own, readable (through select, poll and epoll) when the ring holds data.
  *     EINVAL for a socket the library does not serve.

@@ -16,7 +16,9 @@ import (
 // kernel and on the shared-memory transports; with GOXIO_EXTRA_API=0 the mask is empty, every
 // member refuses with EOPNOTSUPP, and it takes its fallback path. callback.c: a receive callback's
 // DROP, RECV and HOLD verdicts against read, recv, recvfrom and recvmsg, or the program's own
-// filtering without it. The data each prints is the same in every run.
+// filtering without it. thread.c: thread_offload(0, tid) keeps a thread's new sockets with the
+// kernel (the EINVAL probes say so), thread_offload(1, tid) undoes it. The data each prints is the
+// same in every run.
 func TestIntegrationVMAExtraAPI(t *testing.T) {
 	lib := integrationLib(t)
 	runs := []struct {
@@ -28,7 +30,7 @@ func TestIntegrationVMAExtraAPI(t *testing.T) {
 		{"mask cleared", "cleared", testutil.Env(lib, "GOXIO_EXTRA_API=0")},
 		{"mask cleared, shared memory", "cleared", testutil.Env(lib, append([]string{"GOXIO_EXTRA_API=off"}, shmEnv...)...)},
 	}
-	for _, prog := range []string{"zcopy", "callback"} {
+	for _, prog := range []string{"zcopy", "callback", "thread"} {
 		t.Run(prog, func(t *testing.T) {
 			bin := filepath.Join(t.TempDir(), prog)
 			testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "vmaapi", prog+".c"), bin, "-O2", "-Wall", "-Werror")

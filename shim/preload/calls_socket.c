@@ -9,11 +9,17 @@
 
 #include <netinet/in.h>
 
+GOXIO_HIDDEN extern volatile int goxio_vma_kernel_threads;
+GOXIO_HIDDEN int goxio_vma_thread_kernel(void);
+
 int socket(int domain, int type, int protocol) {
 	int fd = REAL(socket)(domain, type, protocol);
 	if (fd < 0)
 		return fd;
 	goxio_fd_fresh(fd);
+	/* a thread VMA's thread_offload(0, tid) named makes kernel sockets (vma_extra.c) */
+	if (GOXIO_UNLIKELY(__atomic_load_n(&goxio_vma_kernel_threads, __ATOMIC_ACQUIRE) != 0) && goxio_vma_thread_kernel())
+		return fd;
 	if (domain == AF_INET && ((type & 0xf) == SOCK_DGRAM || (type & 0xf) == SOCK_STREAM)) {
 		int saved = errno;
 		if (goxio_active())

@@ -362,6 +362,49 @@ GOXIO_HIDDEN int goxio_vma_cb_recv(int fd, const struct iovec *iov, size_t iovcn
 	return 1;
 }
 
+/* ---- threads whose new sockets stay with the kernel (thread_offload) ---- */
+
+#define MAX_KERNEL_THREADS 256
+
+static pthread_mutex_t thr_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t kernel_threads[MAX_KERNEL_THREADS];
+
+/* goxio_vma_kernel_threads counts the threads thread_offload(0, tid) named: socket() looks for its
+ * thread among them only while it is not zero (calls_socket.c). */
+GOXIO_HIDDEN volatile int goxio_vma_kernel_threads;
+
+static int vma_thread_offload(int offload, pthread_t tid) {
+	pthread_mutex_lock(&thr_mu);
+	int n = goxio_vma_kernel_threads, i = 0;
+	while (i < n && !pthread_equal(kernel_threads[i], tid))
+		i++;
+	if (offload && i < n) {
+		kernel_threads[i] = kernel_threads[n - 1];
+		n--;
+	} else if (!offload && i == n) {
+		if (n == MAX_KERNEL_THREADS) {
+			pthread_mutex_unlock(&thr_mu);
+			errno = ENOMEM;
+			return -1;
+		}
+		kernel_threads[n++] = tid;
+	}
+	__atomic_store_n(&goxio_vma_kernel_threads, n, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&thr_mu);
+	return 0;
+}
+
+/* goxio_vma_thread_kernel reports whether sockets this thread makes stay with the kernel. */
+GOXIO_HIDDEN int goxio_vma_thread_kernel(void) {
+	pthread_t self = pthread_self();
+	int found = 0;
+	pthread_mutex_lock(&thr_mu);
+	for (int i = 0; i < goxio_vma_kernel_threads && !found; i++)
+		found = pthread_equal(kernel_threads[i], self);
+	pthread_mutex_unlock(&thr_mu);
+	return found;
+}
+
 /* ---- members goxio refuses (as VMA's own stubs do: -1, EOPNOTSUPP) ---- */
 
 #define REFUSE                                                                                             \
@@ -451,10 +494,11 @@ static void api_init(void) {
 		return;
 	api.register_recv_callback = vma_register_recv_callback;
 	api.recvfrom_zcopy = vma_recvfrom_zcopy;
+	api.thread_offload = vma_thread_offload;
 	api.free_packets = vma_free_packets;
 	api.get_socket_rings_num = vma_get_socket_rings_num;
 	api.get_socket_rings_fds = vma_get_socket_rings_fds;
-	api.vma_extra_supported_mask = VMA_EXTRA_API_REGISTER_RECV_CALLBACK | VMA_EXTRA_API_RECVFROM_ZCOPY | VMA_EXTRA_API_FREE_PACKETS |
+	api.vma_extra_supported_mask = VMA_EXTRA_API_REGISTER_RECV_CALLBACK | VMA_EXTRA_API_RECVFROM_ZCOPY | VMA_EXTRA_API_THREAD_OFFLOAD | VMA_EXTRA_API_FREE_PACKETS |
 				       VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS;
 }
 

@@ -71,6 +71,7 @@ static void check_api(void) {
 		CHECK(i == 19 || slot != NULL, "slot %d is NULL", i); /* 19: the mask */
 	}
 	uint64_t want = VMA_EXTRA_API_REGISTER_RECV_CALLBACK | VMA_EXTRA_API_RECVFROM_ZCOPY | VMA_EXTRA_API_FREE_PACKETS |
+			VMA_EXTRA_API_THREAD_OFFLOAD |
 			VMA_EXTRA_API_GET_SOCKET_RINGS_NUM |
 			VMA_EXTRA_API_GET_SOCKET_RINGS_FDS;
 	if (strcmp(mode, "cleared") == 0)
