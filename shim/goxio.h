@@ -139,6 +139,9 @@ struct goxio_engine {
 	void (*threads)(int n);
 	/* adopt registers fd, a socket or epoll set the process made before the engine loaded. */
 	void (*adopt)(int fd, const struct goxio_lazy_info *info);
+	/* VMA's extra API (shim/preload/vma_extra.c): add_conf_rule and dump_fd_stats; 0 or -errno. */
+	long (*vma_rule)(const char *line);
+	long (*vma_dump)(int fd, int level);
 };
 
 /* goxio_engine_init is the one call of the preload library into the engine after dlopen: it

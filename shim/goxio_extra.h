@@ -11,7 +11,9 @@
  * With GOXIO_EXTRA_API=0 in the environment every bit is clear and every member refuses with
  * EOPNOTSUPP, so programs take their fallback paths.
  *
- * What goxio provides (bits set in the mask):
+ * What goxio provides (bits set in the mask). "Served" means the library handles the socket (it is
+ * not passed through to the kernel by a rule, thread_offload or the library's own choice), whatever
+ * transport carries its data:
  *   recvfrom_zcopy, free_packets: the datagram (or the stream's next bytes) is handed over in a
  *     record the library owns and the program holds until free_packets; the buffer given to
  *     recvfrom_zcopy receives a struct vma_packets_t with one packet and one iovec pointing at it,
@@ -26,6 +28,10 @@
  *   thread_offload: thread_offload(0, tid) makes the sockets thread tid creates from then on plain
  *     kernel sockets the library never serves; thread_offload(1, tid) undoes it. Existing sockets
  *     keep their transport.
+ *   add_conf_rule: one "use" line in libvma.conf syntax goes first among the rules deciding for
+ *     this process; sockets decided before keep their decision. Any other line: -1, EINVAL.
+ *   dump_fd_stats: the socket's state (fd 0: every socket) goes to the library's log at log_level,
+ *     in VMA's numbering (0 panic .. 8 all); another level: -1, EINVAL.
  *   get_socket_rings_num, get_socket_rings_fds: one ring per socket the library serves; its fd is
  *     the socket's own, readable (through select, poll and epoll) when the ring holds data.
  *     EINVAL for a socket the library does not serve.

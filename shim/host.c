@@ -33,6 +33,10 @@ extern void goxio_go_exit(void);
 extern void goxio_go_threads(int n);
 extern void goxio_go_adopt(int fd, uint32_t how, int ref, uint32_t addr, int port);
 extern int goxio_go_start(void);
+extern long goxio_go_vma_rule(char *line);
+extern long goxio_go_vma_dump(int fd, int level);
+
+static long vma_rule(const char *line) { return goxio_go_vma_rule((char *)line); }
 
 static void adopt(int fd, const struct goxio_lazy_info *info) {
 	int port = info->peer.sin_family == AF_INET ? ntohs(info->peer.sin_port) : -1;
@@ -48,5 +52,7 @@ int goxio_engine_init(const struct goxio_host *h, struct goxio_engine *e) {
 	e->exit = goxio_go_exit;
 	e->threads = goxio_go_threads;
 	e->adopt = adopt;
+	e->vma_rule = vma_rule;
+	e->vma_dump = goxio_go_vma_dump;
 	return goxio_go_start();
 }

@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 // kernel and on the shared-memory transports; with GOXIO_EXTRA_API=0 the mask is empty, every
 // member refuses with EOPNOTSUPP, and it takes its fallback path. callback.c: a receive callback's
 // DROP, RECV and HOLD verdicts against read, recv, recvfrom and recvmsg, or the program's own
-// filtering without it. thread.c: thread_offload(0, tid) keeps a thread's new sockets with the
+// filtering without it. rules.c: add_conf_rule's rules decide the next sockets, first in the list;
+// dump_fd_stats logs the socket. thread.c: thread_offload(0, tid) keeps a thread's new sockets with the
 // kernel (the EINVAL probes say so), thread_offload(1, tid) undoes it. The data each prints is the
 // same in every run.
 func TestIntegrationVMAExtraAPI(t *testing.T) {
@@ -30,7 +32,7 @@ func TestIntegrationVMAExtraAPI(t *testing.T) {
 		{"mask cleared", "cleared", testutil.Env(lib, "GOXIO_EXTRA_API=0")},
 		{"mask cleared, shared memory", "cleared", testutil.Env(lib, append([]string{"GOXIO_EXTRA_API=off"}, shmEnv...)...)},
 	}
-	for _, prog := range []string{"zcopy", "callback", "thread"} {
+	for _, prog := range []string{"zcopy", "callback", "thread", "rules"} {
 		t.Run(prog, func(t *testing.T) {
 			bin := filepath.Join(t.TempDir(), prog)
 			testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "vmaapi", prog+".c"), bin, "-O2", "-Wall", "-Werror")
@@ -44,7 +46,23 @@ func TestIntegrationVMAExtraAPI(t *testing.T) {
 				if bytes.Contains(got.Stderr, []byte("unknown parameter")) {
 					t.Errorf("%s: %s", r.name, got.Stderr)
 				}
+				if prog == "rules" && r.mode == "full" {
+					checkDump(t, r.name, string(got.Stderr))
+				}
 			}
 		})
+	}
+}
+
+// checkDump finds the log line dump_fd_stats wrote for the fd rules.c names ("dump fd N").
+func checkDump(t *testing.T, name, stderr string) {
+	t.Helper()
+	m := regexp.MustCompile(`dump fd (\d+)`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Errorf("%s: rules.c did not say which fd it dumped:\n%s", name, stderr)
+		return
+	}
+	if !regexp.MustCompile(`fd dump .*fd=` + m[1] + ` udp transport=`).MatchString(stderr) {
+		t.Errorf("%s: no log line of fd %s from dump_fd_stats:\n%s", name, m[1], stderr)
 	}
 }

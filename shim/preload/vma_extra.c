@@ -405,6 +405,42 @@ GOXIO_HIDDEN int goxio_vma_thread_kernel(void) {
 	return found;
 }
 
+/* ---- members the engine serves ---- */
+
+/* engine_result turns the engine's 0 or -errno into the C convention. */
+static int engine_result(long r) {
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return 0;
+}
+
+/* need_engine loads the engine if it is not yet; ENODEV when it cannot run here (a signal
+ * handler, a vfork child, a forked child of a process that had it, a failed load). */
+static int need_engine(void) {
+	if (goxio_engine_need() && goxio_active())
+		return 1;
+	errno = ENODEV;
+	return 0;
+}
+
+static int vma_add_conf_rule(const char *line) {
+	if (line == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!need_engine())
+		return -1;
+	return engine_result(goxio_eng.vma_rule(line));
+}
+
+static int vma_dump_fd_stats(int fd, int level) {
+	if (!need_engine())
+		return -1;
+	return engine_result(goxio_eng.vma_dump(fd, level));
+}
+
 /* ---- members goxio refuses (as VMA's own stubs do: -1, EOPNOTSUPP) ---- */
 
 #define REFUSE                                                                                             \
@@ -495,10 +531,13 @@ static void api_init(void) {
 	api.register_recv_callback = vma_register_recv_callback;
 	api.recvfrom_zcopy = vma_recvfrom_zcopy;
 	api.thread_offload = vma_thread_offload;
+	api.add_conf_rule = vma_add_conf_rule;
+	api.dump_fd_stats = vma_dump_fd_stats;
 	api.free_packets = vma_free_packets;
 	api.get_socket_rings_num = vma_get_socket_rings_num;
 	api.get_socket_rings_fds = vma_get_socket_rings_fds;
-	api.vma_extra_supported_mask = VMA_EXTRA_API_REGISTER_RECV_CALLBACK | VMA_EXTRA_API_RECVFROM_ZCOPY | VMA_EXTRA_API_THREAD_OFFLOAD | VMA_EXTRA_API_FREE_PACKETS |
+	api.vma_extra_supported_mask = VMA_EXTRA_API_REGISTER_RECV_CALLBACK | VMA_EXTRA_API_RECVFROM_ZCOPY | VMA_EXTRA_API_THREAD_OFFLOAD |
+				       VMA_EXTRA_API_ADD_CONF_RULE | VMA_EXTRA_API_DUMP_FD_STATS | VMA_EXTRA_API_FREE_PACKETS |
 				       VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS;
 }
 
