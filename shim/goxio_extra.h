@@ -32,6 +32,12 @@
  *     this process; sockets decided before keep their decision. Any other line: -1, EINVAL.
  *   dump_fd_stats: the socket's state (fd 0: every socket) goes to the library's log at log_level,
  *     in VMA's numbering (0 panic .. 8 all); another level: -1, EINVAL.
+ *   get_socket_network_header: for a connected UDP socket, the 42 bytes of Ethernet II, IPv4 and
+ *     UDP headers its datagrams carry (MACs from the kernel's route and neighbour tables, zero on
+ *     loopback; addresses, ports, TOS, TTL, DF); lengths, IPv4 id and checksums, which differ per
+ *     datagram, are zero. EINVAL for a socket the library does not serve (VMA's "is it
+ *     offloaded?" probe), ENOTCONN for one without a peer, ENOBUFS (and the size in *len) for a
+ *     short buffer; a NULL ptr only sets *len. EHOSTUNREACH while the next hop is unresolved.
  *   get_socket_rings_num, get_socket_rings_fds: one ring per socket the library serves; its fd is
  *     the socket's own, readable (through select, poll and epoll) when the ring holds data.
  *     EINVAL for a socket the library does not serve.

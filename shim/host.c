@@ -35,6 +35,7 @@ extern void goxio_go_adopt(int fd, uint32_t how, int ref, uint32_t addr, int por
 extern int goxio_go_start(void);
 extern long goxio_go_vma_rule(char *line);
 extern long goxio_go_vma_dump(int fd, int level);
+extern long goxio_go_vma_macs(uint32_t src, uint32_t dst, uint64_t *dst_mac, uint64_t *src_mac);
 
 static long vma_rule(const char *line) { return goxio_go_vma_rule((char *)line); }
 
@@ -54,5 +55,6 @@ int goxio_engine_init(const struct goxio_host *h, struct goxio_engine *e) {
 	e->adopt = adopt;
 	e->vma_rule = vma_rule;
 	e->vma_dump = goxio_go_vma_dump;
+	e->vma_macs = goxio_go_vma_macs;
 	return goxio_go_start();
 }

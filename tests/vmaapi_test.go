@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -18,7 +19,8 @@ import (
 // member refuses with EOPNOTSUPP, and it takes its fallback path. callback.c: a receive callback's
 // DROP, RECV and HOLD verdicts against read, recv, recvfrom and recvmsg, or the program's own
 // filtering without it. rules.c: add_conf_rule's rules decide the next sockets, first in the list;
-// dump_fd_stats logs the socket. thread.c: thread_offload(0, tid) keeps a thread's new sockets with the
+// dump_fd_stats logs the socket. header.c: get_socket_network_header of a connected UDP socket
+// equals the datagram captured on lo (kernel transport, as root). thread.c: thread_offload(0, tid) keeps a thread's new sockets with the
 // kernel (the EINVAL probes say so), thread_offload(1, tid) undoes it. The data each prints is the
 // same in every run.
 func TestIntegrationVMAExtraAPI(t *testing.T) {
@@ -32,7 +34,7 @@ func TestIntegrationVMAExtraAPI(t *testing.T) {
 		{"mask cleared", "cleared", testutil.Env(lib, "GOXIO_EXTRA_API=0")},
 		{"mask cleared, shared memory", "cleared", testutil.Env(lib, append([]string{"GOXIO_EXTRA_API=off"}, shmEnv...)...)},
 	}
-	for _, prog := range []string{"zcopy", "callback", "thread", "rules"} {
+	for _, prog := range []string{"zcopy", "callback", "thread", "rules", "header"} {
 		t.Run(prog, func(t *testing.T) {
 			bin := filepath.Join(t.TempDir(), prog)
 			testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "vmaapi", prog+".c"), bin, "-O2", "-Wall", "-Werror")
@@ -48,6 +50,10 @@ func TestIntegrationVMAExtraAPI(t *testing.T) {
 				}
 				if prog == "rules" && r.mode == "full" {
 					checkDump(t, r.name, string(got.Stderr))
+				}
+				if prog == "header" && r.name == "kernel transport" && os.Geteuid() == 0 &&
+					!bytes.Contains(got.Stderr, []byte("header equals the captured datagram's")) {
+					t.Errorf("%s: the header was not compared with a captured datagram:\n%s", r.name, got.Stderr)
 				}
 			}
 		})

@@ -11,6 +11,8 @@
 #include "preload.h"
 #include "trampoline.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,6 +443,82 @@ static int vma_dump_fd_stats(int fd, int level) {
 	return engine_result(goxio_eng.vma_dump(fd, level));
 }
 
+/* NETWORK_HEADER_LEN is the size of the headers get_socket_network_header gives: Ethernet II,
+ * IPv4 without options, UDP. */
+#define NETWORK_HEADER_LEN (14 + 20 + 8)
+
+static void put16(unsigned char *p, unsigned v) {
+	p[0] = (unsigned char)(v >> 8);
+	p[1] = (unsigned char)v;
+}
+
+static void put_mac(unsigned char *p, uint64_t m) {
+	for (int i = 0; i < 6; i++)
+		p[i] = (unsigned char)(m >> (8 * (5 - i)));
+}
+
+/* vma_get_socket_network_header writes the Ethernet, IPv4 and UDP headers of the connected UDP
+ * socket fd's datagrams: MACs, addresses, ports, TOS, TTL and the DF flag as they would be sent;
+ * the fields that differ per datagram (lengths, IPv4 id, checksums) are zero. */
+static int vma_get_socket_network_header(int fd, void *ptr, uint16_t *len) {
+	int type = 0;
+	socklen_t tl = sizeof type;
+	if (len == NULL || served(fd) == 0) {
+		errno = EINVAL; /* not a socket the library serves */
+		return -1;
+	}
+	struct sockaddr_in self = {0}, peer = {0};
+	socklen_t sl = sizeof self, pl = sizeof peer;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_DGRAM ||
+	    getsockname(fd, (struct sockaddr *)&self, &sl) != 0 || self.sin_family != AF_INET ||
+	    getpeername(fd, (struct sockaddr *)&peer, &pl) != 0 || peer.sin_family != AF_INET) {
+		errno = ENOTCONN; /* VMA's answer for a socket without a header: not a connected UDP one */
+		return -1;
+	}
+	if (ptr == NULL || *len < NETWORK_HEADER_LEN) {
+		*len = NETWORK_HEADER_LEN;
+		if (ptr == NULL)
+			return 0;
+		errno = ENOBUFS;
+		return -1;
+	}
+	int tos = 0, ttl = 64, pmtu = IP_PMTUDISC_WANT;
+	socklen_t ol = sizeof tos;
+	getsockopt(fd, IPPROTO_IP, IP_TOS, &tos, &ol);
+	ol = sizeof ttl;
+	getsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, &ol);
+	ol = sizeof pmtu;
+	getsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, &ol);
+	uint64_t dmac = 0, smac = 0;
+	if (!need_engine())
+		return -1;
+	long r = goxio_eng.vma_macs(ntohl(self.sin_addr.s_addr), ntohl(peer.sin_addr.s_addr), &dmac, &smac);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	unsigned char h[NETWORK_HEADER_LEN] = {0};
+	put_mac(h, dmac);
+	put_mac(h + 6, smac);
+	put16(h + 12, 0x0800);
+	unsigned char *ip = h + 14;
+	ip[0] = 0x45;
+	ip[1] = (unsigned char)tos;
+	/* Linux sets DF on UDP unless path-MTU discovery is off (don't) */
+	if (pmtu == IP_PMTUDISC_WANT || pmtu == IP_PMTUDISC_DO || pmtu == IP_PMTUDISC_PROBE)
+		put16(ip + 6, 0x4000);
+	ip[8] = (unsigned char)ttl;
+	ip[9] = IPPROTO_UDP;
+	memcpy(ip + 12, &self.sin_addr, 4);
+	memcpy(ip + 16, &peer.sin_addr, 4);
+	unsigned char *udp = ip + 20;
+	memcpy(udp, &self.sin_port, 2);
+	memcpy(udp + 2, &peer.sin_port, 2);
+	memcpy(ptr, h, sizeof h);
+	*len = NETWORK_HEADER_LEN;
+	return 0;
+}
+
 /* ---- members goxio refuses (as VMA's own stubs do: -1, EOPNOTSUPP) ---- */
 
 #define REFUSE                                                                                             \
@@ -533,11 +611,13 @@ static void api_init(void) {
 	api.thread_offload = vma_thread_offload;
 	api.add_conf_rule = vma_add_conf_rule;
 	api.dump_fd_stats = vma_dump_fd_stats;
+	api.get_socket_network_header = vma_get_socket_network_header;
 	api.free_packets = vma_free_packets;
 	api.get_socket_rings_num = vma_get_socket_rings_num;
 	api.get_socket_rings_fds = vma_get_socket_rings_fds;
 	api.vma_extra_supported_mask = VMA_EXTRA_API_REGISTER_RECV_CALLBACK | VMA_EXTRA_API_RECVFROM_ZCOPY | VMA_EXTRA_API_THREAD_OFFLOAD |
-				       VMA_EXTRA_API_ADD_CONF_RULE | VMA_EXTRA_API_DUMP_FD_STATS | VMA_EXTRA_API_FREE_PACKETS |
+				       VMA_EXTRA_API_ADD_CONF_RULE | VMA_EXTRA_API_DUMP_FD_STATS |
+				       VMA_EXTRA_API_GET_SOCKET_NETWORK_HEADER | VMA_EXTRA_API_FREE_PACKETS |
 				       VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS;
 }
 
