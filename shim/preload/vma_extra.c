@@ -127,7 +127,8 @@ static int vma_recvfrom_zcopy(int s, void *buf, size_t len, int *flags, struct s
 	int i = rec_take(s, &data, &handle); /* data stays put while the slot is taken */
 	if (i < 0)
 		return -1;
-	ssize_t n = recvfrom(s, data, RECORD_CAP, in & ~MSG_TRUNC, from, fromlen);
+	/* MSG_WAITALL would wait for a whole record: the stream's bytes come as they are there */
+	ssize_t n = recvfrom(s, data, RECORD_CAP, in & ~(MSG_TRUNC | MSG_WAITALL), from, fromlen);
 	if (n <= 0 || (in & MSG_PEEK)) {
 		int saved = errno;
 		pthread_mutex_lock(&rec_mu);
