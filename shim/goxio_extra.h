@@ -38,9 +38,10 @@
  *     datagram, are zero. EINVAL for a socket the library does not serve (VMA's "is it
  *     offloaded?" probe), ENOTCONN for one without a peer, ENOBUFS (and the size in *len) for a
  *     short buffer; a NULL ptr only sets *len. EHOSTUNREACH while the next hop is unresolved.
- *   get_socket_rings_num, get_socket_rings_fds: one ring per socket the library serves; its fd is
- *     the socket's own, readable (through select, poll and epoll) when the ring holds data.
- *     EINVAL for a socket the library does not serve.
+ *   get_socket_rings_num, get_socket_rings_fds, get_socket_tx_ring_fd: one ring per socket the
+ *     library serves through a ring transport (none, and ENODATA for the TX ring, for one served
+ *     through the kernel); its fd is the socket's own, readable (through select, poll and epoll)
+ *     when the ring holds data. EINVAL for a socket the library does not serve.
  *
  * The names, constants and layouts are VMA's (they must match for binary compatibility); a program
  * may include either this header or VMA's, not both.

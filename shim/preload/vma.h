@@ -28,6 +28,7 @@ GOXIO_HIDDEN int vma_register_recv_callback(int s, vma_recv_callback_t cb, void 
 GOXIO_HIDDEN int vma_thread_offload(int offload, pthread_t tid);
 GOXIO_HIDDEN int vma_get_socket_rings_num(int fd);
 GOXIO_HIDDEN int vma_get_socket_rings_fds(int fd, int *ring_fds, int ring_fds_sz);
+GOXIO_HIDDEN int vma_get_socket_tx_ring_fd(int fd, struct sockaddr *to, socklen_t tolen);
 GOXIO_HIDDEN int vma_add_conf_rule(const char *line);
 GOXIO_HIDDEN int vma_dump_fd_stats(int fd, int level);
 GOXIO_HIDDEN int vma_get_socket_network_header(int fd, void *ptr, uint16_t *len);

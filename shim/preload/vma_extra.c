@@ -108,10 +108,12 @@ static void api_init(void) {
 	api.free_packets = vma_free_packets;
 	api.get_socket_rings_num = vma_get_socket_rings_num;
 	api.get_socket_rings_fds = vma_get_socket_rings_fds;
+	api.get_socket_tx_ring_fd = vma_get_socket_tx_ring_fd;
 	api.vma_extra_supported_mask = VMA_EXTRA_API_REGISTER_RECV_CALLBACK | VMA_EXTRA_API_RECVFROM_ZCOPY | VMA_EXTRA_API_THREAD_OFFLOAD |
 				       VMA_EXTRA_API_ADD_CONF_RULE | VMA_EXTRA_API_DUMP_FD_STATS |
 				       VMA_EXTRA_API_GET_SOCKET_NETWORK_HEADER | VMA_EXTRA_API_FREE_PACKETS |
-				       VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS;
+				       VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS |
+				       VMA_EXTRA_API_GET_SOCKET_TX_RING_FD;
 }
 
 /* goxio_vma_get_api answers getsockopt(any fd, SOL_SOCKET, SO_VMA_GET_API): the API object's

@@ -1,6 +1,6 @@
 /*
  * vma_members.c: VMA's members that ask which sockets the library serves (get_socket_rings_num,
- * get_socket_rings_fds), that change what it serves (thread_offload), and those the engine answers
+ * get_socket_rings_fds, get_socket_tx_ring_fd), that change what it serves (thread_offload), and those the engine answers
  * (add_conf_rule, dump_fd_stats, get_socket_network_header).
  */
 #include "vma.h"
@@ -40,6 +40,19 @@ int vma_get_socket_rings_fds(int fd, int *ring_fds, int ring_fds_sz) {
 		return 0;
 	ring_fds[0] = fd; /* readable through select, poll and epoll when the ring holds data */
 	return 1;
+}
+
+int vma_get_socket_tx_ring_fd(int fd, struct sockaddr *to, socklen_t tolen) {
+	uint8_t fl = served(fd);
+	if (fl == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!(fl & GOXIO_FD_RING)) {
+		errno = ENODATA; /* served through the kernel: no ring */
+		return -1;
+	}
+	return fd; /* one ring per socket, both ways */
 }
 
 /* ---- threads whose new sockets stay with the kernel (thread_offload) ---- */

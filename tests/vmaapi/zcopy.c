@@ -74,7 +74,7 @@ static void check_api(void) {
 			VMA_EXTRA_API_THREAD_OFFLOAD | VMA_EXTRA_API_ADD_CONF_RULE | VMA_EXTRA_API_DUMP_FD_STATS |
 			VMA_EXTRA_API_GET_SOCKET_NETWORK_HEADER |
 			VMA_EXTRA_API_GET_SOCKET_RINGS_NUM |
-			VMA_EXTRA_API_GET_SOCKET_RINGS_FDS;
+			VMA_EXTRA_API_GET_SOCKET_RINGS_FDS | VMA_EXTRA_API_GET_SOCKET_TX_RING_FD;
 	if (strcmp(mode, "cleared") == 0)
 		want = 0;
 	CHECK(api->vma_extra_supported_mask == want, "mask %#llx, want %#llx",
@@ -115,16 +115,21 @@ static void udp(void) {
 	CHECK(getsockname(tx, (struct sockaddr *)&txa, &txl) == 0, "getsockname tx");
 	close(tx); /* the held datagrams outlive their sender */
 
-	if (have(VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS)) {
+	if (have(VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS | VMA_EXTRA_API_GET_SOCKET_TX_RING_FD)) {
 		int rings = api->get_socket_rings_num(rx), fds[4] = {-1, -1, -1, -1};
 		CHECK(rings >= 0 && rings <= 1, "get_socket_rings_num %d", rings);
 		CHECK(api->get_socket_rings_fds(rx, fds, 4) == rings && (rings == 0 || fds[0] == rx), "get_socket_rings_fds");
+		errno = 0;
+		int txr = api->get_socket_tx_ring_fd(rx, (struct sockaddr *)&a, sizeof a);
+		CHECK(rings == 1 ? txr == rx : (txr == -1 && errno == ENODATA), "get_socket_tx_ring_fd %d with %d rings", txr, rings);
 		int p[2];
 		CHECK(pipe(p) == 0, "pipe");
 		errno = 0;
 		CHECK(api->get_socket_rings_num(p[0]) == -1 && errno == EINVAL, "rings of a pipe");
 		errno = 0;
 		CHECK(api->get_socket_rings_fds(p[0], fds, 4) == -1 && errno == EINVAL, "ring fds of a pipe");
+		errno = 0;
+		CHECK(api->get_socket_tx_ring_fd(p[0], NULL, 0) == -1 && errno == EINVAL, "TX ring of a pipe");
 		close(p[0]);
 		close(p[1]);
 	}
