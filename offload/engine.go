@@ -39,7 +39,7 @@ type Engine struct {
 	os     transport.Endpoint // the kernel transport
 
 	sectionOnce sync.Once
-	sect        *conf.Section
+	sect        atomic.Pointer[conf.Section] // replaced whole when a rule is added at run time (AddRule)
 
 	mux *iomux.Mux // select, poll and epoll
 }
