@@ -122,6 +122,10 @@ func (e *Engine) adoptTCP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 	if listening(fd) {
 		s.st.SetState(stats.TCPListen)
 		e.decide(s, fd, conf.RoleTCPServer, local, remoteNone)
+		// Published as a listen would: a process with an engine that connects to it later
+		// (iperf3's data connection, a client reconnecting to a prefork worker) judges its
+		// peer from the directory (tcppeer.go).
+		e.tcpListening(s, fd)
 		return
 	}
 	switch {
