@@ -108,9 +108,9 @@ func (e *Engine) Call(c *transport.Call) int64 {
 	return e.control(s, c)
 }
 
-// open registers a new AF_INET socket the program just created.
+// open registers a new AF_INET or AF_INET6 socket the program just created.
 func (e *Engine) open(fd, domain, typ, proto int) {
-	if uint(fd) >= FDTableSize || domain != unix.AF_INET {
+	if uint(fd) >= FDTableSize || !inetDomain(domain) {
 		return
 	}
 	kind := typ & 0xf
@@ -120,14 +120,23 @@ func (e *Engine) open(fd, domain, typ, proto int) {
 	s := &Socket{id: e.nextID.Add(1), domain: domain, typ: kind, proto: proto, tr: e.os, kind: transport.KindOS}
 	s.mux.Stream = kind == sockStream
 	s.nonblock.Store(typ&unix.SOCK_NONBLOCK != 0)
-	if !e.cfg.Offload {
+	switch {
+	case !e.cfg.Offload:
 		s.passthrough = true
 		s.reason = transport.ReasonDisabled
+	case domain == unix.AF_INET6 && kind == sockDgram:
+		// No ring transport carries IPv6 datagrams yet (their records hold a sockaddr_in, and
+		// the AF_XDP path builds IPv4 headers): the kernel serves the socket, for good.
+		s.passthrough = true
+		s.reason = transport.ReasonUnsupported
 	}
 	e.openStats(fd, s)
 	e.register(fd, s)
 	e.log.Debug("socket", zap.Int("fd", fd), zap.String("proto", s.protoName()), zap.Bool("offload", !s.passthrough))
 }
+
+// inetDomain reports whether sockets of the domain are the engine's candidates.
+func inetDomain(domain int) bool { return domain == unix.AF_INET || domain == unix.AF_INET6 }
 
 // register makes fd refer to s, in the registry and in the C-side table.
 func (e *Engine) register(fd int, s *Socket) {

@@ -14,7 +14,7 @@ int socket(int domain, int type, int protocol) {
 	if (fd < 0)
 		return fd;
 	goxio_fd_fresh(fd);
-	if (domain == AF_INET && ((type & 0xf) == SOCK_DGRAM || (type & 0xf) == SOCK_STREAM)) {
+	if ((domain == AF_INET || domain == AF_INET6) && ((type & 0xf) == SOCK_DGRAM || (type & 0xf) == SOCK_STREAM)) {
 		int saved = errno;
 		if (goxio_active())
 			goxio_call(GOXIO_OP_SOCKET, fd, (uintptr_t)domain, (uintptr_t)type, (uintptr_t)protocol, 0, 0);
