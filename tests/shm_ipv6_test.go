@@ -16,11 +16,22 @@ import (
 	"github.com/goxio/goxio/tests/internal/testutil"
 )
 
-// ringTCP sums the bytes a process's TCP sockets of the family received through rings and
-// through the kernel, and counts those sockets on the shared-memory transport.
+// ringTCP sums the bytes a process's (pid 0: every process's) connected TCP sockets of the
+// family received through rings and through the kernel, and counts those sockets on the
+// shared-memory transport.
 func (h *shmHarness) ringTCP(pid, family int) (sockets int, ring, kern uint64) {
-	for _, p := range h.stats(pid).Processes {
-		if p.Process.Pid != pid {
+	var d statsDoc
+	if pid == 0 {
+		res := runStatsTool(h.t, "-k", h.statsDir, "-v", "5", "-c", "1", "--json")
+		if res.code != 0 {
+			h.t.Fatalf("goxio_stats --json: exit %d\n%s", res.code, res.stderr)
+		}
+		d = parseStatsDocs(h.t, res.stdout)[0]
+	} else {
+		d = h.stats(pid)
+	}
+	for _, p := range d.Processes {
+		if pid != 0 && p.Process.Pid != pid {
 			continue
 		}
 		for _, s := range p.Sockets {
@@ -142,5 +153,56 @@ func TestShmIPv6Node(t *testing.T) {
 	}
 	srv.stdin.Close()
 	srv.wait(30 * time.Second)
+	h.requireClean()
+}
+
+// TestShmIPv6Nginx: nginx (a master and two forked workers) with listen [::]:port, and wrk over
+// [::1], both under the library with the shared-memory TCP transport: no errors, and while wrk
+// runs the workers' connections are on shm and receive through rings.
+func TestShmIPv6Nginx(t *testing.T) {
+	h := newShmHarness(t)
+	nginx := testutil.Program(t, "nginx", "nginx")
+	wrk := testutil.Program(t, "wrk", "wrk")
+	prefix := t.TempDir()
+	for _, d := range []string{"html", "tmp", "logs"} {
+		if err := os.MkdirAll(filepath.Join(prefix, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(prefix, "html", "index.html"), []byte(strings.Repeat("nginx over IPv6\n", 200)), 0o644)
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root;" // workers as nobody could not enter the test's temporary folder
+	}
+	port := testutil.FreePortBoth(t)
+	cfg := strings.Replace(fmt.Sprintf(nginxConf, user, prefix, port), fmt.Sprintf("listen 127.0.0.1:%d;", port),
+		fmt.Sprintf("listen [::]:%d;", port), 1)
+	if !strings.Contains(cfg, "listen [::]:") {
+		t.Fatalf("nginx configuration without the IPv6 listen line:\n%s", cfg)
+	}
+	conf := filepath.Join(prefix, "nginx.conf")
+	writeFile(t, conf, []byte(cfg), 0o644)
+	srv := testutil.Start(t, "nginx", h.tcpEnv(), nginx, "-p", prefix, "-c", conf)
+	testutil.WaitBound(t, "tcp", port, 20*time.Second, srv)
+	url := fmt.Sprintf("http://[::1]:%d/", port)
+	cli := testutil.Start(t, "wrk", h.tcpEnv(), wrk, "-t1", "-c4", "-d3s", url)
+	time.Sleep(1500 * time.Millisecond)
+	socks, ring, kern := h.ringTCP(0, unix.AF_INET6)
+	res := cli.Wait(30 * time.Second)
+	out := cli.Output()
+	srv.Stop(10 * time.Second)
+	if res.ExitCode != 0 {
+		t.Fatalf("wrk %s: %s\n%s", url, res, testutil.Tail(out, 2000))
+	}
+	rate := wrkRate.FindStringSubmatch(out)
+	if rate == nil || wrkErrors.MatchString(out) {
+		t.Fatalf("wrk %s: errors or no rate\n%s", url, testutil.Tail(out, 2000))
+	}
+	t.Logf("wrk %s: %s requests/s; %d IPv6 connection(s) on shm (both ends), %d bytes through rings, %d through the kernel",
+		url, rate[1], socks, ring, kern)
+	// wrk's 4 connections and nginx's 4: both ends of each on shm.
+	if socks != 8 || ring == 0 || kern > ring/100 {
+		t.Errorf("%d IPv6 connection(s) on shm with %d bytes through rings and %d through the kernel", socks, ring, kern)
+	}
 	h.requireClean()
 }
