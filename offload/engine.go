@@ -120,15 +120,9 @@ func (e *Engine) open(fd, domain, typ, proto int) {
 	s := &Socket{id: e.nextID.Add(1), domain: domain, typ: kind, proto: proto, tr: e.os, kind: transport.KindOS}
 	s.mux.Stream = kind == sockStream
 	s.nonblock.Store(typ&unix.SOCK_NONBLOCK != 0)
-	switch {
-	case !e.cfg.Offload:
+	if !e.cfg.Offload {
 		s.passthrough = true
 		s.reason = transport.ReasonDisabled
-	case domain == unix.AF_INET6 && kind == sockDgram:
-		// No ring transport carries IPv6 datagrams yet (their records hold a sockaddr_in, and
-		// the AF_XDP path builds IPv4 headers): the kernel serves the socket, for good.
-		s.passthrough = true
-		s.reason = transport.ReasonUnsupported
 	}
 	e.openStats(fd, s)
 	e.register(fd, s)

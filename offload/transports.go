@@ -88,6 +88,14 @@ func (e *Engine) offloadAcceptedLocked(s *Socket, lr transport.Endpoint) {
 // offloadUDPLocked gives an offloaded UDP socket a ring transport (once): the AF_XDP one when
 // useXDPLocked says so, else the shared-memory one; s.mu is held.
 func (e *Engine) offloadUDPLocked(s *Socket) {
+	if s.typ == sockDgram && s.domain == unix.AF_INET6 {
+		// No ring transport carries IPv6 datagrams (the shared-memory records hold a
+		// sockaddr_in source, the AF_XDP path builds IPv4 headers): the kernel serves the
+		// socket for good, its addresses and the reason in the statistics.
+		s.passthrough = true
+		s.kind, s.reason = transport.KindOS, transport.ReasonUnsupportedProtocol
+		return
+	}
 	if !e.udpRings() || s.typ != sockDgram || s.domain != unix.AF_INET {
 		s.kind, s.reason = transport.KindOS, transport.ReasonNoFasterPath
 		return

@@ -206,3 +206,78 @@ func TestShmIPv6Nginx(t *testing.T) {
 	}
 	h.requireClean()
 }
+
+// socketsOf returns a process's sockets of the family and type (1 stream, 2 datagram).
+func (h *shmHarness) socketsOf(pid, family, typ int) []stats.SocketSnapshot {
+	var out []stats.SocketSnapshot
+	for _, p := range h.stats(pid).Processes {
+		for _, s := range p.Sockets {
+			if p.Process.Pid == pid && s.Family == family && s.Type == typ {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// TestShmIPv6Rules: a libvma.conf rule with an IPv6 address ("use os tcp_server [::]:PORT")
+// sends the asyncio server's IPv6 listener, so its connections, to the kernel with the rule in
+// the statistics, while its IPv4 connection (0.0.0.0 is not [::] for an IPv6 rule) stays on shm; the server's AF_INET6
+// UDP socket is on the kernel with reason "unsupported protocol".
+func TestShmIPv6Rules(t *testing.T) {
+	h := newShmHarness(t)
+	py := testutil.Python(t)
+	script := filepath.Join(testutil.RepoRoot(), "tests", "shm", "dualstack.py")
+	port := testutil.FreePortBoth(t)
+	rules := filepath.Join(t.TempDir(), "libvma.conf")
+	// A listener's rule matches its bound address: asyncio's AF_INET6 listener is on [::].
+	writeFile(t, rules, []byte(fmt.Sprintf("use os tcp_server [::]:%d\n", port)), 0o644)
+	srv := h.start("asyncio server", h.env("GOXIO_SHM_TCP=1", "VMA_CONFIG_FILE="+rules), nil, py, script, "server", strconv.Itoa(port))
+	srv.expect("listening", 20*time.Second)
+	for _, c := range []struct {
+		host      string
+		family    int
+		transport stats.Transport
+		reason    stats.Reason
+	}{
+		{"127.0.0.1", unix.AF_INET, stats.TransportSHM, stats.ReasonNone},
+		{"::1", unix.AF_INET6, stats.TransportOS, stats.ReasonRule},
+	} {
+		cli := h.start("asyncio client "+c.host, h.tcpEnv(), nil, py, script, "client", c.host, strconv.Itoa(port), "100000")
+		if got := cli.expect("client ", 60*time.Second); !strings.HasSuffix(got, "same") {
+			t.Fatalf("client %s: %q", c.host, got)
+		}
+		var conns, listeners []stats.SocketSnapshot
+		for _, s := range h.socketsOf(srv.pid(), c.family, unix.SOCK_STREAM) {
+			if s.Peer.IsValid() {
+				conns = append(conns, s)
+			} else {
+				listeners = append(listeners, s)
+			}
+		}
+		if len(listeners) != 1 || listeners[0].Transport != c.transport || listeners[0].Reason != c.reason {
+			t.Errorf("client %s: server listeners %+v, want one on %v (reason %v)", c.host, listeners, c.transport, c.reason)
+		}
+		if c.reason == stats.ReasonRule {
+			// The kernel serves the listener and what it accepts (the engine sees only closes).
+			if len(listeners) == 1 && !strings.Contains(listeners[0].Rule, "[::]:") {
+				t.Errorf("client %s: rule %q", c.host, listeners[0].Rule)
+			}
+			if len(conns) != 0 {
+				t.Errorf("client %s: connections of a listener on the kernel in the engine: %+v", c.host, conns)
+			}
+		} else if len(conns) != 1 || conns[0].Transport != stats.TransportSHM {
+			t.Errorf("client %s: server connections %+v, want one on shm", c.host, conns)
+		}
+		cli.say("close")
+		cli.wait(30 * time.Second)
+	}
+	udp := h.socketsOf(srv.pid(), unix.AF_INET6, unix.SOCK_DGRAM)
+	if len(udp) != 1 || udp[0].Transport != stats.TransportOS || udp[0].Reason != stats.ReasonUnsupportedProtocol ||
+		udp[0].Local.String() != fmt.Sprintf("[::1]:%d", port) {
+		t.Errorf("server's IPv6 UDP sockets: %+v, want one on os, reason unsupported protocol, local [::1]:%d", udp, port)
+	}
+	srv.say("stop")
+	srv.wait(30 * time.Second)
+	h.requireClean()
+}

@@ -1,7 +1,8 @@
 """Python asyncio over IPv6 and dual-stack, as deployed: a server from asyncio.start_server()
 without a host (it listens on 0.0.0.0 and on ::), a client that opens a connection to "localhost".
 
-    dualstack.py server PORT      prints "listening", echoes every connection until stdin closes
+    dualstack.py server PORT      prints "listening", echoes every connection until a line
+                                  comes on stdin; holds an AF_INET6 UDP socket on [::1]:PORT
     dualstack.py client HOST PORT N
                                   after a first small round trip, sends N bytes to HOST:PORT
                                   through an echo round trip, prints "client <family> sent N got
@@ -26,10 +27,14 @@ async def serve(port):
         writer.close()
 
     srv = await asyncio.start_server(echo, port=port, reuse_address=True)
+    # An IPv6 UDP socket too: goxio serves it through the kernel (reason "unsupported").
+    udp6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    udp6.bind(("::1", port))
     fams = sorted(socket.AddressFamily(s.family).name for s in srv.sockets)
     print("listening", " ".join(fams), flush=True)
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, sys.stdin.readline)
+    udp6.close()
     srv.close()
 
 
