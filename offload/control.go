@@ -45,6 +45,7 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 		if errno == 0 {
 			s.st.SetState(stats.TCPListen)
 			e.decide(s, c.FD, conf.RoleTCPServer, localAddr(c.FD), remoteNone)
+			e.tcpListening(s, c.FD)
 		}
 	case transport.OpConnect:
 		if errno == 0 || errno == unix.EINPROGRESS {
@@ -56,6 +57,8 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 				e.decide(s, c.FD, role, localAddr(c.FD), remote)
 				if s.typ == sockDgram {
 					e.udpConnected(s, c.FD, remote)
+				} else {
+					e.tcpConnecting(s)
 				}
 			} else if errno == 0 && s.typ == sockDgram {
 				e.udpConnected(s, c.FD, remoteNone) // AF_UNSPEC: disconnected

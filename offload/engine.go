@@ -176,6 +176,7 @@ func (e *Engine) dropLocked(fd int, s *Socket) {
 // finish is called when the last fd of s is gone.
 func (e *Engine) finish(fd int, s *Socket) {
 	defer e.cfg.Stats.CloseSocket(s.st)
+	e.tcpUnlisten(s)
 	if r := s.rings(); r != nil {
 		r.Finish(fd)
 		// The kernel drops a closed file from the epoll sets it is in; so does the engine from
@@ -246,6 +247,7 @@ func (e *Engine) Shutdown() {
 				conns = append(conns, end{r, fd})
 			}
 		}
+		e.tcpUnlisten(s)
 	})
 	e.reg.mu.Unlock()
 	for _, u := range socks {
@@ -255,6 +257,9 @@ func (e *Engine) Shutdown() {
 	// data), and a segment nobody attached to loses its name now rather than at a later sweep.
 	for _, c := range conns {
 		c.r.Finish(c.fd)
+	}
+	if e.cfg.SHMTCP != nil {
+		e.cfg.SHMTCP.Close() // the connection segments kept for reuse, once every connection ended
 	}
 	e.shmClose()
 }

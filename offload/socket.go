@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/goxio/goxio/conf"
+	"github.com/goxio/goxio/offload/discovery"
 	"github.com/goxio/goxio/offload/iomux"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/stats"
@@ -29,6 +30,8 @@ type Socket struct {
 	// kernel's: s.tr, read without the lock); its address identifies the socket there.
 	mux       iomux.Socket
 	queueTick atomic.Uint32 // data calls of a stream socket on rings, for publishQueues
+	// listening is the discovery entry of a listening shared-memory TCP socket (tcppeer.go).
+	listening atomic.Pointer[discovery.Handle]
 
 	mu sync.Mutex // guards the fields below
 	// passthrough: handed to the kernel for good (a rule said os, or offload is disabled): the

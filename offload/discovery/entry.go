@@ -40,6 +40,10 @@ type Entry struct {
 	// members through rings as well as through the kernel: a member that gets one of its
 	// datagrams from the kernel's loopback got it from a ring too (see Dir.MulticastSender).
 	MulticastSender bool
+
+	// Stream marks a listening TCP socket of a goxio process (no UDP binding: UDP lookups
+	// never return it; LookupListener does). Its Inbox is only a label.
+	Stream bool
 }
 
 // record is an entry as read from the table, with its bookkeeping.
@@ -195,6 +199,9 @@ func encode(w *[entryWords]uint64, e Entry, pid int, start, claim uint64) {
 	if e.MulticastSender {
 		flags |= fMulticastSender
 	}
+	if e.Stream {
+		flags |= fStream
+	}
 	w[eOwner] = uint64(uint32(pid)) | flags<<32
 	w[eStart] = start
 	w[eClaim] = claim
@@ -241,6 +248,7 @@ func decode(w *[entryWords]uint64) (r record, ok bool) {
 	e.ReusePort = flags&fReusePort != 0
 	e.NoMulticastAll = flags&fNoMulticastAll != 0
 	e.MulticastSender = flags&fMulticastSender != 0
+	e.Stream = flags&fStream != 0
 	la, ok1 := getAddr(w[:], eLocal, kinds&3)
 	pa, ok2 := getAddr(w[:], ePeer, kinds>>2&3)
 	g, ok3 := getAddr(w[:], eGroup, kinds>>4&3)

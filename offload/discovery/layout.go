@@ -76,7 +76,8 @@ const (
 	fReusePort
 	fNoMulticastAll
 	fMulticastSender
-	fAllFlags = fV6Only | fReuseAddr | fReusePort | fNoMulticastAll | fMulticastSender
+	fStream   // a listening TCP socket (Entry.Stream)
+	fAllFlags = fV6Only | fReuseAddr | fReusePort | fNoMulticastAll | fMulticastSender | fStream
 )
 
 // Address kinds in the meta word.

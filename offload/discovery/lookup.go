@@ -148,16 +148,21 @@ func (d *Dir) Lookup(dst, src netip.AddrPort, buf []Entry) []Entry {
 }
 
 // filter selects entries by their raw words: bound to port, or (group set)
-// a membership of the group whose kind and words are given.
+// a membership of the group whose kind and words are given; UDP entries, or
+// (stream set) listening TCP sockets.
 type filter struct {
 	port   uint16
 	group  bool
 	gkind  uint64
 	g0, g1 uint64
+	stream bool
 }
 
-// want reports whether an entry with these meta and group words passes.
-func (f *filter) want(meta, g0, g1 uint64) bool {
+// want reports whether an entry with these owner, meta and group words passes.
+func (f *filter) want(owner, meta, g0, g1 uint64) bool {
+	if (owner>>32&fStream != 0) != f.stream {
+		return false
+	}
 	return metaPort(meta) == f.port || f.group && meta>>52&3 == f.gkind && g0 == f.g0 && g1 == f.g1
 }
 
@@ -169,11 +174,12 @@ func (d *Dir) scan(flt filter, f func(slot int, w *[entryWords]uint64) bool) {
 	for i, hi := 0, d.high(); i < hi; i++ {
 		s := d.slot(i)
 		// Cheap filters first (racy, checked again on the consistent copy).
-		if uint32(atomic.LoadUint64(&s[eOwner])) == 0 ||
-			!flt.want(atomic.LoadUint64(&s[eMeta]), atomic.LoadUint64(&s[eGroup]), atomic.LoadUint64(&s[eGroup+1])) {
+		owner := atomic.LoadUint64(&s[eOwner])
+		if uint32(owner) == 0 ||
+			!flt.want(owner, atomic.LoadUint64(&s[eMeta]), atomic.LoadUint64(&s[eGroup]), atomic.LoadUint64(&s[eGroup+1])) {
 			continue
 		}
-		if readEntry(s, &w, &budget) != readOK || !flt.want(w[eMeta], w[eGroup], w[eGroup+1]) {
+		if readEntry(s, &w, &budget) != readOK || !flt.want(w[eOwner], w[eMeta], w[eGroup], w[eGroup+1]) {
 			continue
 		}
 		if !f(i, &w) {
@@ -187,7 +193,7 @@ func (d *Dir) lookupUnicast(dst, src netip.AddrPort, out []Entry) []Entry {
 	v4 := daddr.Is4()
 	var buf [8]candidate
 	exact, wild := buf[:0:4], buf[4:4:8]
-	c := liveCache{d: d}
+	c := liveCache{d: d, recent: true}
 	d.scan(filter{port: dst.Port()}, func(slot int, w *[entryWords]uint64) bool {
 		r, ok := decode(w)
 		if !ok {

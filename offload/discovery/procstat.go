@@ -11,3 +11,5 @@ func parseStat(b []byte) (state byte, start uint64, err error) { return procstat
 func selfStartTime() (uint64, error) { return procstat.SelfStart() }
 
 func processAlive(pid int, start uint64) bool { return procstat.Alive(pid, start) }
+
+func processAliveRecent(pid int, start uint64) bool { return procstat.AliveRecent(pid, start) }

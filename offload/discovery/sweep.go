@@ -7,11 +7,14 @@ import "sync/atomic"
 // would have returned, Publish sweeps when the table is full.
 
 // liveCache remembers liveness answers within one scan, so a process with
-// many entries costs one read of /proc.
+// many entries costs one read of /proc. recent: a process found alive by
+// anybody in this process within procstat.RecentTTL counts as alive without a
+// read (unicast look-ups, which run for every new socket; never sweeps).
 type liveCache struct {
-	d   *Dir
-	n   int
-	ent [16]struct {
+	d      *Dir
+	recent bool
+	n      int
+	ent    [16]struct {
 		pid   int
 		start uint64
 		alive bool
@@ -28,7 +31,12 @@ func (c *liveCache) alive(pid int, start uint64) bool {
 			return c.ent[i].alive
 		}
 	}
-	a := processAlive(pid, start)
+	var a bool
+	if c.recent {
+		a = processAliveRecent(pid, start)
+	} else {
+		a = processAlive(pid, start)
+	}
 	if c.n < len(c.ent) {
 		c.ent[c.n].pid, c.ent[c.n].start, c.ent[c.n].alive = pid, start, a
 		c.n++

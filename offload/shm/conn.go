@@ -51,6 +51,8 @@ type Conn struct {
 	path    string
 	dev     uint64 // identity of our file, for unlinking our own name only
 	ino     uint64
+	pool    pooled // side 0: the segment as the pool keeps it after Close (conn_pool.go)
+	dir     string // side 1: the directory, for the creator's pool name (conn_pool.go)
 	token   uint64
 	myFlags *uint64 // our side's StreamState word
 	peer    *uint64 // the peer's StreamState word
@@ -197,11 +199,20 @@ func (c *Conn) close(s StreamState) (bool, error) {
 		wake = true
 	}
 	var first error
+	keep := false
 	if c.side == 0 {
 		first = removeOwnName(c.path, c.dev, c.ino)
+		if first == nil && c.pool.mem != nil {
+			poolPut(c.pool) // reused once side 1 released it (conn_pool.go)
+			keep = true
+		}
+	} else {
+		releaseSide1(c.mem, c.dev, c.ino, c.dir) // our last access to the mapping
 	}
-	if err := shmseg.Unmap(c.mem); err != nil && first == nil {
-		first = err
+	if !keep {
+		if err := shmseg.Unmap(c.mem); err != nil && first == nil {
+			first = err
+		}
 	}
 	c.mem = nil
 	c.tx = txDir{}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/goxio/goxio/internal/shmseg"
@@ -76,13 +75,16 @@ func OpenConn(cfg ConnConfig) (*Conn, error) {
 		return nil, fmt.Errorf("open conn %s: own start time: %w", name, err)
 	}
 	path := shmseg.Join(cfg.Dir, name)
+	// Attach first: the second end finds the name in one open(2) and builds nothing (creating
+	// first made it build a whole segment only to find the name taken); the first end pays
+	// that failed open(2).
 	for range 4 {
-		c, err := createConn(cfg, name, path, pid, start)
-		if err == nil || !errors.Is(err, unix.EEXIST) {
+		c, again, err := attachConn(cfg, name, path, pid, start)
+		if c != nil || !again {
 			return c, err
 		}
-		c, stale, err := attachConn(cfg, name, path, pid, start)
-		if c != nil || !stale {
+		c, err = createConn(cfg, name, path, pid, start)
+		if err == nil || !errors.Is(err, unix.EEXIST) {
 			return c, err
 		}
 	}
@@ -93,35 +95,57 @@ func OpenConn(cfg ConnConfig) (*Conn, error) {
 // wrapping EEXIST means path exists.
 func createConn(cfg ConnConfig, name, path string, pid int, start uint64) (*Conn, error) {
 	cap0, cap1 := streamCapacity(cfg.SendBytes), streamCapacity(cfg.RecvBytes)
-	// start and pid keep a later process with our pid from picking the same temporary name.
-	tmp := path + ".new." + strconv.Itoa(pid) + "." + strconv.FormatUint(start<<20|connSeq.Add(1)&(1<<20-1), 36)
-	mem, err := createSegment(tmp, connSize(cap0, cap1))
-	if err != nil {
-		return nil, fmt.Errorf("open conn %s: %w", name, err)
-	}
 	var tok [8]byte
 	// getrandom(2) directly: crypto/rand's first use arms a one-minute runtime timer (its
 	// "entropy blocked" warning), which starts the Go netpoller (epoll_create1, eventfd2)
 	// inside the program.
 	if _, err := unix.Getrandom(tok[:], 0); err != nil {
-		shmseg.Unmap(mem)
-		shmseg.Unlink(tmp)
 		return nil, fmt.Errorf("open conn %s: token: %w", name, err)
 	}
-	initConn(mem, cap0, cap1, cfg, max(binary.NativeEndian.Uint64(tok[:]), 1), pid, start)
-	var st unix.Stat_t
-	err = unix.Stat(tmp, &st)
-	if err == nil {
-		err = unix.Link(tmp, path)
-	}
-	shmseg.Unlink(tmp)
-	if err != nil {
-		shmseg.Unmap(mem)
+	token := max(binary.NativeEndian.Uint64(tok[:]), 1)
+	for {
+		p, reused := poolTake(cfg.Dir, cap0, cap1)
+		if reused {
+			resetConn(p.mem)
+		} else {
+			// start and pid keep a later process with our pid from picking the same pool name.
+			p = pooled{dir: cfg.Dir, cap0: cap0, cap1: cap1, seq: start<<20 | connSeq.Add(1)&(1<<20-1)}
+			p.path = poolPath(cfg.Dir, pid, p.seq)
+			mem, err := createSegment(p.path, connSize(cap0, cap1))
+			if err != nil {
+				return nil, fmt.Errorf("open conn %s: %w", name, err)
+			}
+			p.mem = mem
+			var st unix.Stat_t
+			if err := unix.Stat(p.path, &st); err != nil {
+				drop(p)
+				return nil, fmt.Errorf("open conn %s: stat: %w", name, err)
+			}
+			p.dev, p.ino = st.Dev, st.Ino
+		}
+		atomic.StoreUint64(word64(p.mem, cnPool), p.seq)
+		initConn(p.mem, cap0, cap1, cfg, token, pid, start)
+		err := unix.Link(p.path, path)
+		switch {
+		case err == nil:
+			c := newConn(p.mem, 0, cap0, cap1, name, path)
+			c.dev, c.ino, c.pool = p.dev, p.ino, p
+			return c, nil
+		case errors.Is(err, unix.EEXIST) && reused:
+			poolPut(p) // still ours to reuse: nobody has seen it
+			return nil, fmt.Errorf("open conn %s: link: %w", name, err)
+		case errors.Is(err, unix.EEXIST):
+			// The peer created first (both ends looked at once): a new segment is not kept, so
+			// that a process killed later leaves no file nobody else knows of.
+			drop(p)
+			return nil, fmt.Errorf("open conn %s: link: %w", name, err)
+		case reused:
+			drop(p) // its pool name went away (a sweep): make a new one
+			continue
+		}
+		drop(p)
 		return nil, fmt.Errorf("open conn %s: link: %w", name, err)
 	}
-	c := newConn(mem, 0, cap0, cap1, name, path)
-	c.dev, c.ino = st.Dev, st.Ino
-	return c, nil
 }
 
 // initConn writes the header of a fresh (zeroed) segment, side 0 included; magic last.
@@ -249,7 +273,9 @@ func attachConn(cfg ConnConfig, name, path string, pid int, start uint64) (c *Co
 	atomic.StoreUint64(tagp, uint64(uint32(pid))<<32|tagReady)
 	// The segment is ours even if the name stays (the creator's Close removes it then).
 	removeLocked(path)
-	return newConn(mem, 1, cap0, cap1, name, path), false, nil
+	c = newConn(mem, 1, cap0, cap1, name, path)
+	c.dev, c.ino, c.dir = st.Dev, st.Ino, cfg.Dir
+	return c, false, nil
 }
 
 // lockName opens path (never following a symlink), takes flock(LOCK_EX) without blocking (a

@@ -111,6 +111,7 @@ func TestConn5000(t *testing.T) {
 			t.Fatalf("conn %d: close b: %v", i, err)
 		}
 	}
+	DrainConnPool() // the segments kept for reuse go at exit
 	ours, all = mapsMentioning(t, dir)
 	t.Logf("after close: %d mappings of ours (%d in all, %d before), %d bytes in use, %d fds more",
 		ours, all, allBefore, fsUsed(t, dir)-usedBefore, openFDs(t)-fdsBefore)

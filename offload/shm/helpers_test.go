@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -22,16 +24,22 @@ func testDir(t testing.TB) string {
 	return dir
 }
 
-// dirFiles lists the files left in dir.
+// dirFiles lists the files left in dir, but for the pool names of segments and rings this
+// process created (they stay for reuse while the process lives: conn_pool_test.go and
+// ring_pool_test.go check them).
 func dirFiles(t testing.TB, dir string) []string {
 	t.Helper()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatalf("read dir: %v", err)
 	}
+	own := connNamePrefix + "pool.new." + strconv.Itoa(os.Getpid()) + "."
+	ownRing := "goxio.ringpool." + strconv.Itoa(os.Getpid()) + "."
 	var names []string
 	for _, e := range ents {
-		names = append(names, e.Name())
+		if !strings.HasPrefix(e.Name(), own) && !strings.HasPrefix(e.Name(), ownRing) {
+			names = append(names, e.Name())
+		}
 	}
 	return names
 }

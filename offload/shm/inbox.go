@@ -239,6 +239,7 @@ func (in *Inbox) Refresh() {
 	if sweep {
 		for _, r := range in.rings {
 			if !r.lingering && !processAlive(r.pid, r.start) {
+				r.dead = true
 				in.linger(r)
 			}
 		}
@@ -351,6 +352,9 @@ func (in *Inbox) linger(r *ring) {
 // publishes the new list.
 func (in *Inbox) detach(r *ring) {
 	atomic.StoreUint64(word64(r.mem, rgDetached), 1)
+	if r.dead {
+		unlinkDeadPool(in.dir, r)
+	}
 	shmseg.Unlink(r.path)
 	if r.slot >= 0 && in.bySlot[r.slot] == r {
 		base := slotTableOff + r.slot*slotSize

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/goxio/goxio/internal/procstat"
 	"github.com/goxio/goxio/internal/shmseg"
 
 	"golang.org/x/sys/unix"
@@ -24,6 +25,7 @@ type Outlet struct {
 	ibMem    []byte
 	ringMem  []byte
 	ringPath string
+	pool     pooledRing // the ring as the pool keeps it after Close (ring_pool.go)
 	slot     int
 	tag      uint64
 
@@ -68,18 +70,20 @@ func DialInbox(dir, inboxName string, ringBytes int) (*Outlet, error) {
 		shmseg.Unmap(ib)
 		return nil, fmt.Errorf("dial inbox %q: bad header: %w", inboxName, ErrCorrupt)
 	}
+	// The owner was usually found alive by the discovery look-up that named the inbox a moment
+	// ago (procstat.AliveRecent); an inbox whose owner closed it says so in its header.
 	if atomic.LoadUint64(o.ibClosed) != 0 ||
-		!processAlive(int(atomic.LoadUint64(word64(ib, ibPID))), atomic.LoadUint64(word64(ib, ibStart))) {
+		!procstat.AliveRecent(int(atomic.LoadUint64(word64(ib, ibPID))), atomic.LoadUint64(word64(ib, ibStart))) {
 		shmseg.Unmap(ib)
 		return nil, fmt.Errorf("dial inbox %q: closed or owner gone: %w", inboxName, ErrClosed)
 	}
 
-	// The ring file, under a name no other live or dead process uses.
+	// The ring file, under a name no other live or dead process uses (ring_pool.go).
 	var id uint64
 	for try := 0; ; try++ {
 		id = start<<20 | ringSeq.Add(1)&(1<<20-1)
 		o.ringPath = shmseg.Join(dir, ringName(inboxName, pid, id))
-		o.ringMem, err = createSegment(o.ringPath, ringDataOff+int(capacity))
+		o.pool, err = newRingFile(dir, inboxName, capacity, pid, start, id)
 		if err == nil {
 			break
 		}
@@ -88,12 +92,12 @@ func DialInbox(dir, inboxName string, ringBytes int) (*Outlet, error) {
 			return nil, fmt.Errorf("dial inbox %q: ring: %w", inboxName, err)
 		}
 	}
-	initRing(o.ringMem, capacity, pid, start, id)
+	o.ringMem = o.pool.mem
 	o.p = newProducer(o.ringMem, capacity)
 
 	if err := o.register(inboxName, dir, int(slots), pid, start, id); err != nil {
 		shmseg.Unlink(o.ringPath)
-		shmseg.Unmap(o.ringMem)
+		dropRing(o.pool)
 		shmseg.Unmap(ib)
 		return nil, fmt.Errorf("dial inbox %q: %w", inboxName, err)
 	}
@@ -210,7 +214,8 @@ func (o *Outlet) Closed() bool {
 }
 
 // Close marks our ring closed and unmaps. The ring file stays until the receiver drained and
-// unlinked it; Close unlinks it itself when the inbox is closed or its owner is dead.
+// unlinked it; Close unlinks it itself when the inbox is closed or its owner is dead. A ring the
+// receiver detached is kept mapped for this process's next outlet (ring_pool.go).
 func (o *Outlet) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -221,12 +226,15 @@ func (o *Outlet) Close() error {
 	atomic.StoreUint64(word64(o.ringMem, rgClosed), 1)
 	atomic.AddUint64(o.genp, 1)
 	var first error
-	if atomic.LoadUint64(o.ibClosed) != 0 ||
-		!processAlive(int(atomic.LoadUint64(word64(o.ibMem, ibPID))), atomic.LoadUint64(word64(o.ibMem, ibStart))) {
+	detached := atomic.LoadUint64(word64(o.ringMem, rgDetached)) != 0 // the receiver unlinks the ring name
+	if !detached && (atomic.LoadUint64(o.ibClosed) != 0 ||
+		!processAlive(int(atomic.LoadUint64(word64(o.ibMem, ibPID))), atomic.LoadUint64(word64(o.ibMem, ibStart)))) {
 		first = shmseg.Unlink(o.ringPath)
 	}
-	if err := shmseg.Unmap(o.ringMem); err != nil && first == nil {
-		first = err
+	if detached && o.pool.mem != nil {
+		ringPoolPut(o.pool) // the receiver's last access was its detach
+	} else {
+		dropRing(o.pool) // our pool name; the receiver keeps its mapping and the ring name
 	}
 	if err := shmseg.Unmap(o.ibMem); err != nil && first == nil {
 		first = err

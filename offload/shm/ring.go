@@ -152,6 +152,7 @@ type ring struct {
 	start     uint64
 	id        uint64
 	lingering bool // sender closed or gone, or slot reclaimed: detach once drained
+	dead      bool // the sender died: detach removes its pool name too (ring_pool.go)
 }
 
 // newRing validates the header of a mapped ring segment and returns its consumer. The header

@@ -61,9 +61,10 @@ type Env struct {
 	ringerOnce sync.Once
 	ringer     int // the socket that rings other inboxes' doorbells; made at the first wake-up
 
-	mu      sync.Mutex
-	outlets map[string]*outlet
-	sources map[netip.Addr]netip.Addr
+	mu          sync.Mutex
+	outlets     map[string]*outlet
+	outletsKept int // outlets left by the last sweep (outlets.go)
+	sources     map[netip.Addr]netip.Addr
 }
 
 // quietSysmonOnce: the monitor thread is looked for once per process.
@@ -144,6 +145,7 @@ func (e *Env) Close() {
 	for name, o := range e.outlets {
 		e.dropOutletLocked(name, o)
 	}
+	ring.DrainRingPool() // the rings kept for reuse, once no outlet uses them
 }
 
 // outlet returns this process's outlet towards an inbox, opening it on first use; nil when the
@@ -161,6 +163,7 @@ func (e *Env) outletSized(inbox string, ringBytes int) *outlet {
 		}
 		e.dropOutletLocked(inbox, o)
 	}
+	e.sweepOutletsLocked()
 	ro, err := ring.DialInbox(e.p.Dir, inbox, ringBytes)
 	if err != nil {
 		e.log.Debug("shm: no ring to inbox", zap.String("inbox", inbox), zap.Error(err))

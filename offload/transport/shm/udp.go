@@ -12,6 +12,7 @@ import (
 
 	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/discovery"
+	"github.com/goxio/goxio/offload/internal/sysc"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
 )
@@ -376,12 +377,8 @@ func optOn(fd, level, name int) bool {
 }
 
 func sockname(fd int) netip.AddrPort {
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		return netip.AddrPort{}
-	}
-	if a, ok := sa.(*unix.SockaddrInet4); ok {
-		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	if a := sysc.Sockname(fd); a.Addr().Is4() {
+		return a
 	}
 	return netip.AddrPort{}
 }

@@ -110,3 +110,7 @@ func (e *Env) NewTCP(nonblock func() bool) *TCP {
 
 // ringSize is a direction's ring size for a socket buffer of buf bytes.
 func (e *Env) ringSize(buf int) int { return min(max(e.p.RingBytes, buf), e.p.MaxRingBytes) }
+
+// Close releases what the process kept for later connections (the segments of closed
+// connections it created, offload/shm's pool); call it at exit, after the connections closed.
+func (e *Env) Close() { ring.DrainConnPool() }

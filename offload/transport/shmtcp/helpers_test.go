@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	ring "github.com/goxio/goxio/offload/shm"
+
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -23,6 +25,7 @@ func testEnv(t testing.TB, mod func(*Params)) *Env {
 		t.Fatalf("temp dir: %v", err)
 	}
 	t.Cleanup(func() {
+		ring.DrainConnPool() // what the process kept for reuse goes at exit
 		left, _ := os.ReadDir(dir)
 		for _, f := range left {
 			t.Errorf("file left in %s: %s", dir, f.Name())

@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	ring "github.com/goxio/goxio/offload/shm"
+
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -76,6 +78,7 @@ func child(v string) int {
 	}
 	tr.Close(fd)
 	unix.Close(fd)
+	ring.DrainConnPool() // as the library does at exit
 	return 0
 }
 

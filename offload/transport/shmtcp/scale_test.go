@@ -2,6 +2,8 @@ package shmtcp
 
 import (
 	"testing"
+
+	ring "github.com/goxio/goxio/offload/shm"
 )
 
 // TestManyConnections opens and closes 1200 paired connections, 200 open at a time, each moving
@@ -54,6 +56,7 @@ func TestManyConnections(t *testing.T) {
 	if n := fdCount(t); n != fds0 {
 		t.Fatalf("fds: %d before, %d after", fds0, n)
 	}
+	ring.DrainConnPool() // the segments kept for reuse go at exit
 	if m := mappingsOf(t, env.p.Dir); m != maps0 {
 		t.Fatalf("mappings of %s: %d before, %d after", env.p.Dir, maps0, m)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
@@ -358,21 +359,8 @@ func optInt(fd, name int) int {
 
 // sockname is the socket's local (or peer) address; the zero value when unknown.
 func sockname(fd int, peer bool) netip.AddrPort {
-	var sa unix.Sockaddr
-	var err error
 	if peer {
-		sa, err = unix.Getpeername(fd)
-	} else {
-		sa, err = unix.Getsockname(fd)
+		return sysc.Peername(fd)
 	}
-	if err != nil {
-		return netip.AddrPort{}
-	}
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
-	case *unix.SockaddrInet6:
-		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
-	}
-	return netip.AddrPort{}
+	return sysc.Sockname(fd)
 }

@@ -1,0 +1,62 @@
+package offload
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/goxio/goxio/offload/transport/shmtcp"
+)
+
+// Whether a TCP peer is a goxio process, known before any connection segment is made. A
+// shared-memory TCP socket that listens publishes itself in the discovery directory; a
+// connecting socket whose remote address is no such listener (a program without goxio, a
+// listener whose rule is os, a host elsewhere) stays on the kernel for good without opening a
+// segment: a connection per request to a server without goxio costs no file, no mapping and no
+// option reads. A connection to a goxio listener pairs as before (its first data call opens the
+// segment). Accepted connections are not judged here: their peer's port is not published.
+
+// tcpListening publishes a shared-memory TCP socket that has just listened (once; a second
+// listen(2) only changes the backlog).
+func (e *Engine) tcpListening(s *Socket, fd int) {
+	if _, ok := s.rings().(*shmtcp.TCP); !ok || e.cfg.SHM == nil || s.listening.Load() != nil {
+		return
+	}
+	local := localAddr(fd)
+	if !local.IsValid() {
+		return
+	}
+	h, err := e.cfg.SHM.PublishListener(local)
+	if err != nil {
+		e.log.Info("shmtcp: listener not published, its connections stay on the kernel", zap.Int("fd", fd), zap.Error(err))
+		return
+	}
+	if !s.listening.CompareAndSwap(nil, &h) {
+		h.Withdraw() // another thread's listen published first
+	}
+}
+
+// tcpUnlisten withdraws the listener entry of a socket whose last fd is gone.
+func (e *Engine) tcpUnlisten(s *Socket) {
+	if h := s.listening.Swap(nil); h != nil {
+		h.Withdraw()
+	}
+}
+
+// tcpConnecting judges a TCP socket whose connect the kernel accepted (done or in progress):
+// the listener it reached exists now, and, when it is no goxio listener, the connection never
+// pairs (judged now, not at the first data call: the listener may close before that).
+func (e *Engine) tcpConnecting(s *Socket) {
+	t, ok := s.rings().(*shmtcp.TCP)
+	if !ok || e.cfg.SHM == nil {
+		return
+	}
+	s.mu.Lock()
+	remote := s.remote
+	s.mu.Unlock()
+	if e.cfg.SHM.GoxioListener(remote) {
+		return
+	}
+	t.NoPeer()
+	if ce := e.log.Check(zap.DebugLevel, "shmtcp: the peer is no goxio listener, the connection stays on the kernel"); ce != nil {
+		ce.Write(zap.Stringer("remote", remote))
+	}
+}

@@ -1,0 +1,30 @@
+package shm
+
+import (
+	"fmt"
+	"net/netip"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/discovery"
+)
+
+// Listening TCP sockets in the discovery directory (discovery/listener.go): the shared-memory
+// TCP transport pairs a connection only when both ends are goxio processes, and a connecting end
+// learns that its peer is one from the directory, before it pays for a connection segment.
+
+// PublishListener publishes a listening TCP socket of this process bound to local (AF_INET);
+// withdraw the handle when the socket closes. An error when the directory is full or closed:
+// connections to the socket then stay on the kernel.
+func (e *Env) PublishListener(local netip.AddrPort) (discovery.Handle, error) {
+	label := fmt.Sprintf("goxio.%d.tcp.%d", unix.Geteuid(), e.pid)
+	h, err := e.dir.Publish(discovery.ListenerEntry(unix.AF_INET, local, label))
+	if err != nil {
+		return discovery.Handle{}, fmt.Errorf("publish listener %v: %w", local, err)
+	}
+	return h, nil
+}
+
+// GoxioListener reports whether remote is a listening TCP socket a goxio process of this
+// namespace published (memory reads only).
+func (e *Env) GoxioListener(remote netip.AddrPort) bool { return e.dir.LookupListener(remote) }

@@ -1,0 +1,13 @@
+package shmtcp
+
+// NoPeer tells a connecting socket that its peer is no goxio process (the engine found no goxio
+// listener at the address it connected to): the connection never pairs, and every call goes to
+// the kernel socket as it is, as after an Established that opened no segment. It does nothing
+// once Established started.
+func (t *TCP) NoPeer() {
+	t.estmu.Lock()
+	defer t.estmu.Unlock()
+	if t.est.Load() == estNone {
+		t.est.Store(estDone)
+	}
+}
