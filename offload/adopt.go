@@ -122,6 +122,9 @@ func (e *Engine) adoptTCP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 	if listening(fd) {
 		s.st.SetState(stats.TCPListen)
 		e.decide(s, fd, conf.RoleTCPServer, local, remoteNone)
+		// Published as a listen would (tcppeer.go): a prefork worker's connections pair only
+		// when clients find the listener it adopted.
+		e.tcpListening(s, fd)
 		return
 	}
 	switch {
