@@ -20,7 +20,7 @@ int socket(int domain, int type, int protocol) {
 	/* a thread VMA's thread_offload(0, tid) named makes kernel sockets (vma_extra.c) */
 	if (GOXIO_UNLIKELY(__atomic_load_n(&goxio_vma_kernel_threads, __ATOMIC_ACQUIRE) != 0) && goxio_vma_thread_kernel())
 		return fd;
-	if (domain == AF_INET && ((type & 0xf) == SOCK_DGRAM || (type & 0xf) == SOCK_STREAM)) {
+	if ((domain == AF_INET || domain == AF_INET6) && ((type & 0xf) == SOCK_DGRAM || (type & 0xf) == SOCK_STREAM)) {
 		int saved = errno;
 		if (goxio_active())
 			goxio_call(GOXIO_OP_SOCKET, fd, (uintptr_t)domain, (uintptr_t)type, (uintptr_t)protocol, 0, 0);
