@@ -107,16 +107,17 @@ type Reason uint8
 
 // The reasons.
 const (
-	ReasonNone           Reason = iota // not on the kernel, or no decision yet
-	ReasonRule                         // a libvma.conf rule says os
-	ReasonNoFasterPath                 // offload allowed, but no transport faster than the kernel reaches the peer
-	ReasonUnsupported                  // the socket uses something the fast paths do not support
-	ReasonResources                    // a resource limit (rings, memory, slots) was reached
-	ReasonDisabled                     // VMA_OFFLOADED_SOCKETS=0
-	ReasonForkedChild                  // the process is a forked child of the one that started goxio
-	ReasonInterfaceBusy                // the interface has another XDP program (another process owns it)
-	ReasonNoCapabilities               // the process lacks the capabilities AF_XDP needs
-	ReasonNoXDP                        // the interface or the kernel supports no XDP or AF_XDP mode
+	ReasonNone                Reason = iota // not on the kernel, or no decision yet
+	ReasonRule                              // a libvma.conf rule says os
+	ReasonNoFasterPath                      // offload allowed, but no transport faster than the kernel reaches the peer
+	ReasonUnsupported                       // the socket uses something the fast paths do not support
+	ReasonResources                         // a resource limit (rings, memory, slots) was reached
+	ReasonDisabled                          // VMA_OFFLOADED_SOCKETS=0
+	ReasonForkedChild                       // the process is a forked child of the one that started goxio
+	ReasonInterfaceBusy                     // the interface has another XDP program (another process owns it)
+	ReasonNoCapabilities                    // the process lacks the capabilities AF_XDP needs
+	ReasonNoXDP                             // the interface or the kernel supports no XDP or AF_XDP mode
+	ReasonUnsupportedProtocol               // a family or protocol no fast path carries (IPv6 UDP)
 )
 
 func (r Reason) String() string {
@@ -141,6 +142,8 @@ func (r Reason) String() string {
 		return "missing capabilities"
 	case ReasonNoXDP:
 		return "no XDP support"
+	case ReasonUnsupportedProtocol:
+		return "unsupported protocol"
 	}
 	return "reason(" + strconv.Itoa(int(r)) + ")"
 }
