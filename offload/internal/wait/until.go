@@ -1,8 +1,9 @@
 package wait
 
 import (
-	"github.com/goxio/goxio/offload/internal/sysc"
 	"syscall"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
 
 	"golang.org/x/sys/unix"
 
@@ -24,8 +25,8 @@ const untilTick = 2e6 // ns
 // (nil: none).
 func Until(fd int, signals func() *transport.SigCounters, ready func() bool) (readable bool, errno syscall.Errno) {
 	var timeo int64
-	if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
-		timeo = tv.Nano()
+	if ns, err := sysc.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
+		timeo = ns
 	}
 	var w Call
 	w.Start(timeo, signals)
@@ -41,11 +42,11 @@ func Until(fd int, signals func() *transport.SigCounters, ready func() bool) (re
 			ts = unix.NsecToTimespec(min(untilTick, max(w.Deadline-sysc.Nanotime(), 0)))
 		}
 		fds := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}}
-		_, err := unix.Ppoll(fds[:], &ts, nil)
+		_, errno := sysc.PpollFds(fds[:], &ts, 0)
 		switch {
-		case err == unix.EINTR:
+		case errno == unix.EINTR:
 			continue // w.Check decides
-		case err != nil:
+		case errno != 0:
 			return true, 0 // the receive itself reports it
 		case fds[0].Revents != 0:
 			return true, 0
