@@ -6,8 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/goxio/goxio/offload/internal/sysc"
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
 )
 
 // The Go runtime's own descriptors.

@@ -2,7 +2,6 @@ package shmtcp
 
 import (
 	"errors"
-	"github.com/goxio/goxio/offload/internal/wait"
 	"io"
 	"syscall"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/internal/wait"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"

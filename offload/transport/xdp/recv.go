@@ -2,7 +2,6 @@ package xdp
 
 import (
 	"encoding/binary"
-	"github.com/goxio/goxio/offload/internal/wait"
 	"net/netip"
 	"syscall"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
 	"github.com/goxio/goxio/offload/transport/udpcall"
