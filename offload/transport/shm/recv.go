@@ -75,6 +75,11 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 	// until EAGAIN); a blocking one every RxUDPPollOSRatio polls, and when the kernel woke it.
 	checkOS := nonblock
 	viaOS := false
+	kernel := udpcall.KernelLook{
+		Now:   func() (int, syscall.Errno, bool) { return u.kernelNow(c) },
+		Shut:  func() bool { return u.readShut(c.FD) },
+		Ratio: p.RxUDPPollOSRatio,
+	}
 	var w wait.Call
 	kfd := -1
 	defer func() {
@@ -91,22 +96,13 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 				u.waitAvg.Waited(&w)
 				return n, 0, true
 			}
-			if checkOS || (p.RxUDPPollOSRatio > 0 && l.Polls > 0 && l.Polls%p.RxUDPPollOSRatio == 0) {
-				checkOS = false
-				if n, errno, done := u.kernelNow(c); done {
-					if errno == 0 {
-						u.osRx.Add(1)
-						u.waitAvg.Waited(&w)
-					}
-					viaOS = true
-					return n, errno, true
+			if n, errno, got, done := kernel.Look(&checkOS, l.Polls, nonblock); done {
+				if got {
+					u.osRx.Add(1)
+					u.waitAvg.Waited(&w)
 				}
-				if !nonblock && u.readShut(c.FD) {
-					// shutdown(SHUT_RD): the kernel's blocking receive returns 0 once the queue
-					// is empty (a non-blocking one says EAGAIN).
-					viaOS = true
-					return 0, 0, true
-				}
+				viaOS = true
+				return n, errno, true
 			}
 			if nonblock {
 				return -1, unix.EAGAIN, true
