@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/internal/procstat"
 )
 
 // The engine's looks at /proc and at its own process, made with raw system calls: an os.File
@@ -55,27 +57,16 @@ func DirNames(path string) (names []string, dirfd int, err error) {
 	}
 }
 
-// ReadFile reads a small file (/proc) whole (EINTR retried).
+// ReadFile reads a small file (/proc) whole: again with a buffer twice as large while the
+// file fills the buffer.
 func ReadFile(path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer unix.Close(fd)
-	var out []byte
 	buf := make([]byte, 16<<10)
 	for {
-		n, err := unix.Read(fd, buf)
-		if err == unix.EINTR {
-			continue
+		b, err := procstat.ReadPath(path, buf)
+		if err != nil || len(b) < len(buf) {
+			return b, err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
-		}
-		if n == 0 {
-			return out, nil
-		}
-		out = append(out, buf[:n]...)
+		buf = make([]byte, 2*len(buf))
 	}
 }
 

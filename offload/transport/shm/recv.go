@@ -81,12 +81,8 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 		Ratio: p.RxUDPPollOSRatio,
 	}
 	var w wait.Call
-	kfd := -1
-	defer func() {
-		if kfd >= 0 {
-			unix.Close(kfd)
-		}
-	}()
+	var own udpcall.OwnFD
+	defer own.Close()
 	n, errno := wait.Loop(&w, wait.Policy{
 		Polls: p.RxPoll, Cold: !u.waitAvg.SpinWorth(), Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
 	}, wait.Steps{
@@ -131,14 +127,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 				u.sleepers.Add(-1)
 				return 0, 0, false
 			}
-			if kfd < 0 {
-				// The call's own reference to the socket, as the kernel's receive holds its
-				// file: another thread closing the program's fd does not end the wait.
-				if k, err := unix.FcntlInt(uintptr(c.FD), unix.F_DUPFD_CLOEXEC, highFD); err == nil {
-					kfd = k
-					c.FD = kfd
-				}
-			}
+			own.Take(c) // the call's own reference to the socket
 			u.sleeping(in)
 			r0, r1, errno := ppoll2(c.FD, bell, w.Remaining())
 			u.sleepers.Add(-1)
@@ -160,10 +149,6 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 	})
 	return n, errno, viaOS
 }
-
-// highFD is where a receive's own copy of its socket goes: away from the low numbers the program
-// expects to get from its own calls meanwhile.
-const highFD = 1 << 10
 
 // fromRing copies the next ring datagram into the call's buffers. A fault on the program's
 // memory still consumes the datagram (the kernel drops it too) and panics to the caller.

@@ -74,12 +74,8 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 		Ratio: p.RxUDPPollOSRatio,
 	}
 	var w wait.Call
-	kfd := -1
-	defer func() {
-		if kfd >= 0 {
-			unix.Close(kfd)
-		}
-	}()
+	var own udpcall.OwnFD
+	defer own.Close()
 	// Spin first unless the socket's receives typically wait long (wait.Avg), eagerly
 	// (wait.Spin: giving the CPU away every few polls from the start, for the peer or the
 	// thread that takes the frames from the RX ring when it shares this CPU), and again after
@@ -113,14 +109,7 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 			return 0, 0, false
 		},
 		Sleep: func() (int, syscall.Errno, bool) {
-			if kfd < 0 {
-				// The call's own reference to the socket, as the kernel's receive holds its
-				// file: another thread closing the program's fd does not end the wait.
-				if k, err := unix.FcntlInt(uintptr(c.FD), unix.F_DUPFD_CLOEXEC, highFD); err == nil {
-					kfd = k
-					c.FD = kfd
-				}
-			}
+			own.Take(c) // the call's own reference to the socket
 			r0, errno := u.sleep(c.FD, &w)
 			if errno == unix.EINTR {
 				return 0, 0, false // the signal counters decide: EINTR or, with SA_RESTART, wait on
@@ -134,9 +123,6 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 	})
 	return n, errno, viaOS
 }
-
-// highFD is where a receive's own copy of its socket goes.
-const highFD = 1 << 10
 
 // sleep waits until the kernel socket fd is readable, a frame arrives on an RX ring, another
 // thread queues a frame for this socket, or the wait's deadline; it returns the kernel socket's
