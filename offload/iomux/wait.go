@@ -50,14 +50,18 @@ func (w *waiter) init(e *Mux, ts *unix.Timespec, sig uintptr) syscall.Errno {
 }
 
 // policy is the waiter's spinning for wait.Loop: SelectPoll microseconds from the call's start
-// (< 0: until the deadline), never past the deadline; any signal handler ends the call.
+// (< 0: until the deadline), never past the deadline, none with a zero timeout; any signal
+// handler ends the call.
 func (w *waiter) policy() wait.Policy {
 	p := wait.Policy{Timed: true, Budget: int64(w.e.p.SelectPoll) * 1000, AnySignal: true}
 	if w.e.p.SelectPoll < 0 {
 		p.Budget = -1
 	}
-	if w.deadline > 0 {
+	switch {
+	case w.deadline > 0:
 		p.Until = w.deadline
+	case w.deadline < 0:
+		p.Budget = 0 // a zero timeout: looks, never spins
 	}
 	return p
 }
