@@ -12,7 +12,7 @@ LIB     := $(BUILD)/libgoxio.so
 ENGINE  := $(BUILD)/libgoxio-engine.so
 CC      ?= cc
 PRELOAD_SRC := $(wildcard shim/preload/*.c)
-PRELOAD_HDR := $(wildcard shim/preload/*.h) shim/goxio.h
+PRELOAD_HDR := $(wildcard shim/preload/*.h) shim/goxio.h shim/goxio_extra.h
 PRELOAD_CFLAGS := -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-unused-function -fPIC \
 	-fno-strict-aliasing -fvisibility=default
 
@@ -69,6 +69,8 @@ install: all
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libgoxio.so
 	install -m 0755 $(ENGINE) $(DESTDIR)$(PREFIX)/lib/libgoxio-engine.so
 	install -m 0755 $(BUILD)/goxio $(BUILD)/goxio_stats $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/include
+	install -m 0644 shim/goxio_extra.h $(DESTDIR)$(PREFIX)/include/goxio_extra.h
 	test -e $(DESTDIR)$(SYSCONFDIR)/libvma.conf || install -m 0644 libvma.conf $(DESTDIR)$(SYSCONFDIR)/libvma.conf
 	for m in packaging/man/*.[1-8]; do \
 		[ -e "$$m" ] || continue; s=$${m##*.}; \

@@ -135,6 +135,10 @@ type Params struct {
 	XDPBusyPoll int    // GOXIO_XDP_BUSY_POLL: microseconds of kernel busy polling on AF_XDP sockets; 0 none
 	XDPTxDelay  int    // GOXIO_XDP_TX_DELAY: microseconds a send may wait to share a TX kick; 0 every send kicks
 
+	// ExtraAPI is GOXIO_EXTRA_API: VMA's extra API (SO_VMA_GET_API) offers goxio's members; off, its
+	// mask is empty and every member refuses. The preload library reads it from the environment.
+	ExtraAPI bool
+
 	// src[i] names where params[i] got its value; nil or "" is the default.
 	src []string
 }
@@ -171,6 +175,7 @@ func Defaults() Params {
 		InternalThreadAffinity: "-1",
 		SHMDir:                 "/dev/shm",
 		XDPMode:                "auto",
+		ExtraAPI:               true,
 	}
 }
 

@@ -147,6 +147,8 @@ var params = []param{
 		0, 1000000, func(p *Params) *int { return &p.XDPBusyPoll }),
 	intParam("GOXIO_XDP_TX_DELAY", "Microseconds a datagram of a stream of AF_XDP sends may wait for a TX kick shared with the next ones; 0 every send kicks at once (a waiting datagram is lost if the program then calls _exit or is killed).",
 		0, 1000000, func(p *Params) *int { return &p.XDPTxDelay }),
+	boolParam("GOXIO_EXTRA_API", "VMA's extra API (getsockopt SO_VMA_GET_API, goxio_extra.h) offers the members goxio provides; 0 leaves its mask empty and every member refusing with EOPNOTSUPP, so programs take their fallback paths. Read from the environment only.",
+		func(p *Params) *bool { return &p.ExtraAPI }),
 }
 
 // paramIndex maps a VMA_ name to its index in params.

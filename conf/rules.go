@@ -94,31 +94,43 @@ func (p Protocol) String() string {
 
 // Endpoint is one address:port pattern of a rule.
 type Endpoint struct {
-	// Prefix is the IPv4 network to match; the zero Prefix (not IsValid)
-	// stands for "*", any address.
+	// Prefix is the network to match: IPv4 (a.b.c.d/n) or IPv6 ([x::y/n]); the zero Prefix
+	// (not IsValid) stands for "*", any address.
 	Prefix netip.Prefix
 	// PortLo and PortHi bound the port range, inclusive; "*" is 0-65535.
 	PortLo, PortHi uint16
 	// AnyPort is true when the rule wrote "*" for the port.
 	AnyPort bool
 
-	net, mask uint32 // Prefix as host-order words; mask 0 matches any address
+	net, mask uint32 // an IPv4 Prefix as host-order words; mask 0 matches any address
 }
 
 // Any reports whether the endpoint matches every address and port ("*:*").
-func (e Endpoint) Any() bool { return e.mask == 0 && e.PortLo == 0 && e.PortHi == 65535 }
+func (e Endpoint) Any() bool { return !e.Prefix.IsValid() && e.PortLo == 0 && e.PortHi == 65535 }
+
+// v6 reports whether the endpoint's address is an IPv6 prefix.
+func (e Endpoint) v6() bool { return e.Prefix.IsValid() && e.Prefix.Addr().Is6() }
 
 // String formats the endpoint in libvma.conf syntax: "*:*", "10.0.0.0/8:80",
-// "1.2.3.4:1000-2000".
+// "1.2.3.4:1000-2000", "[::1]:80", "[2001:db8::/32]:*".
 func (e Endpoint) String() string {
 	var b strings.Builder
-	if e.Prefix.IsValid() {
+	switch {
+	case e.v6():
+		b.WriteByte('[')
+		b.WriteString(e.Prefix.Addr().String())
+		if e.Prefix.Bits() != 128 {
+			b.WriteByte('/')
+			b.WriteString(strconv.Itoa(e.Prefix.Bits()))
+		}
+		b.WriteByte(']')
+	case e.Prefix.IsValid():
 		b.WriteString(e.Prefix.Addr().String())
 		if e.Prefix.Bits() != 32 {
 			b.WriteByte('/')
 			b.WriteString(strconv.Itoa(e.Prefix.Bits()))
 		}
-	} else {
+	default:
 		b.WriteByte('*')
 	}
 	b.WriteByte(':')
@@ -135,20 +147,45 @@ func (e Endpoint) String() string {
 	return b.String()
 }
 
-// covers reports whether e matches every address and port that x matches.
+// covers reports whether e matches every address and port that x matches. It may answer
+// false when it cannot tell cheaply (an IPv4 prefix against an IPv6 one): it feeds warnings only.
 func (e Endpoint) covers(x Endpoint) bool {
-	return e.mask&x.mask == e.mask && x.net&e.mask == e.net && e.PortLo <= x.PortLo && x.PortHi <= e.PortHi
+	if e.PortLo > x.PortLo || x.PortHi > e.PortHi {
+		return false
+	}
+	switch {
+	case !e.Prefix.IsValid():
+		return true
+	case e.v6():
+		// An IPv6 prefix matches IPv4 addresses in their v4-mapped form (match).
+		xp := x.Prefix
+		if !xp.IsValid() {
+			return e.Prefix.Bits() == 0
+		}
+		if xp.Addr().Is4() {
+			xp = netip.PrefixFrom(netip.AddrFrom16(xp.Addr().As16()), 96+xp.Bits())
+		}
+		return e.Prefix.Bits() <= xp.Bits() && e.Prefix.Contains(xp.Addr())
+	case x.v6() || !x.Prefix.IsValid():
+		return false
+	}
+	return e.mask&x.mask == e.mask && x.net&e.mask == e.net
 }
 
-// match reports whether the IPv4 address a (host order) and port match.
-// ok is false when the address is not IPv4 (nor IPv4 embedded in IPv6): such
-// an address only matches "*".
-func (e *Endpoint) match(a uint32, ok bool, port uint16) bool {
+// match reports whether an address and port match. a, ok are the address as IPv4 the way VMA
+// reads it (ipv4Of: ok is false when it is not IPv4 nor IPv4 embedded in IPv6) and a16 the
+// address as IPv6 (IPv4 as ::ffff:a.b.c.d, no address as ::). An IPv4 prefix matches a, so an
+// IPv6 address only when it embeds IPv4 (as VMA); an IPv6 prefix matches a16, so IPv4
+// addresses as the kernel shows them to a dual-stack socket (v4-mapped).
+func (e *Endpoint) match(a uint32, ok bool, a16 netip.Addr, port uint16) bool {
 	if port < e.PortLo || port > e.PortHi {
 		return false
 	}
-	if e.mask == 0 {
+	switch {
+	case !e.Prefix.IsValid():
 		return true
+	case e.v6():
+		return e.Prefix.Contains(a16)
 	}
 	return ok && a&e.mask == e.net
 }

@@ -21,6 +21,8 @@ var ruleSeeds = []string{
 	"use os tcp_server * : 1 - 2\n\tuse\tvma\tudp_sender\t0.0.0.0/0:0\n",
 	"application-id [[:digit:]]* *\nuse os udp_connect *:*:127.0.0.1:*\n",
 	"use os tcp_server ::1:80\nuse os tcp_server 1.2.3.04:80\n",
+	"use os tcp_server [::1]:80\nuse vma udp_connect [2001:db8::/32]:*:[::ffff:10.0.0.0/104]:1-9\n",
+	"use os tcp_client [fe80::]/10:*:*:*\nuse os tcp_server [::1/129]:1\nuse os udp_sender [::1]\n",
 }
 
 // FuzzParseRules checks that parsing never panics, that every error names a

@@ -94,11 +94,12 @@ func (s *Section) Match(role Role, local, remote netip.AddrPort) Decision {
 	}
 	fa, fok, fp := ipv4Of(first)
 	sa, sok, sp := ipv4Of(second)
+	f16, s16 := ipv6Of(first), ipv6Of(second)
 	for _, r := range s.roles[role] {
-		if !r.First.match(fa, fok, fp) {
+		if !r.First.match(fa, fok, f16, fp) {
 			continue
 		}
-		if r.HasSecond && !r.Second.match(sa, sok, sp) {
+		if r.HasSecond && !r.Second.match(sa, sok, s16, sp) {
 			continue
 		}
 		return Decision{Target: r.Target, Rule: r, Section: s}
@@ -134,6 +135,15 @@ func ipv4Of(ap netip.AddrPort) (addr uint32, ok bool, port uint16) {
 		addr = 0x7f000001
 	}
 	return addr, true, port
+}
+
+// ipv6Of is the address of ap as IPv6 rules see it: IPv4 as ::ffff:a.b.c.d (the form a
+// dual-stack socket reports), the zone dropped, no address (the zero AddrPort) as ::.
+func ipv6Of(ap netip.AddrPort) netip.Addr {
+	if !ap.IsValid() {
+		return netip.IPv6Unspecified()
+	}
+	return netip.AddrFrom16(ap.Addr().As16())
 }
 
 // MatchProtocol decides at socket creation whether every socket of protocol

@@ -311,3 +311,62 @@ func BenchmarkSectionMatch(b *testing.B) {
 		s.Match(RoleTCPClient, local, remote)
 	}
 }
+
+// TestMatchIPv6: IPv6 prefixes in brackets match IPv6 addresses, and IPv4 ones in the v4-mapped
+// form a dual-stack socket reports; IPv4 rules match v4-mapped addresses as VMA reads them; the
+// canonical form of every rule parses back to itself.
+func TestMatchIPv6(t *testing.T) {
+	rs := mustParse(t, `application-id * *
+use os tcp_server [::1]:80
+use os tcp_server [2001:db8::5/32]:*
+use os udp_receiver 10.0.0.0/8:53
+use os udp_receiver [::ffff:192.168.0.0/112]:53
+use os tcp_client [fe80::]/10:*:*:*
+use vma udp_connect [::/0]:5000:[::1]:*
+use os udp_connect *:5000
+`)
+	runMatch(t, rs, []matchCase{
+		{"a", "", RoleTCPServer, "[::1]:80", "", TargetOS, 2},
+		{"a", "", RoleTCPServer, "[::1]:81", "", TargetVMA, 0},
+		{"a", "", RoleTCPServer, "127.0.0.1:80", "", TargetVMA, 0}, // ::1 is not 127.0.0.1 for an IPv6 rule
+		{"a", "", RoleTCPServer, "[::]:80", "", TargetVMA, 0},
+		{"a", "", RoleTCPServer, "[2001:db8:ffff::1]:9", "", TargetOS, 3},
+		{"a", "", RoleTCPServer, "[2001:db9::1]:9", "", TargetVMA, 0},
+		{"a", "", RoleTCPServer, "[fe80::1%eth0]:80", "", TargetVMA, 0},
+		// an IPv4 rule matches the v4-mapped form of its addresses
+		{"a", "", RoleUDPReceiver, "[::ffff:10.1.2.3]:53", "", TargetOS, 4},
+		{"a", "", RoleUDPReceiver, "10.1.2.3:53", "", TargetOS, 4},
+		// an IPv6 rule on v4-mapped addresses matches IPv4 too
+		{"a", "", RoleUDPReceiver, "192.168.3.4:53", "", TargetOS, 5},
+		{"a", "", RoleUDPReceiver, "[::ffff:192.168.3.4]:53", "", TargetOS, 5},
+		{"a", "", RoleUDPReceiver, "192.169.3.4:53", "", TargetVMA, 0},
+		{"a", "", RoleTCPClient, "[fe80::1%lo]:1", "[fe80::2%lo]:22", TargetOS, 6},
+		{"a", "", RoleTCPClient, "[::1]:1", "[fec0::2]:22", TargetVMA, 0},
+		// [::/0] matches every address, IPv4 ones included
+		{"a", "", RoleUDPConnect, "[::1]:7", "127.0.0.1:5000", TargetVMA, 7},
+		{"a", "", RoleUDPConnect, "127.0.0.1:7", "127.0.0.1:5000", TargetOS, 8},
+	})
+	want := []string{"[::1]:80", "[2001:db8::/32]:*", "10.0.0.0/8:53", "[::ffff:192.168.0.0/112]:53",
+		"[fe80::/10]:*:*:*", "[::/0]:5000:[::1]:*", "*:5000"}
+	for i, r := range rs.Sections[0].Rules {
+		s := r.First.String()
+		if r.HasSecond {
+			s += ":" + r.Second.String()
+		}
+		if s != want[i] {
+			t.Errorf("rule %d: %q, want %q", i, s, want[i])
+		}
+		again := mustParse(t, "use os "+r.Role.String()+" "+s+"\n")
+		if got := again.Sections[0].Rules[0]; got.First != r.First || got.Second != r.Second {
+			t.Errorf("rule %d: %q parses to %v", i, s, got)
+		}
+	}
+	lint := mustParse(t, "use os tcp_server [::/0]:*\nuse os tcp_server 10.0.0.0/8:80\nuse os tcp_server [2001:db8::/32]:1\nuse os tcp_server [2001:db8::1]:1\n").Lint()
+	var lines []int
+	for _, err := range lint {
+		lines = append(lines, err.(*RuleError).Line)
+	}
+	if len(lines) != 3 || lines[0] != 2 || lines[1] != 3 || lines[2] != 4 {
+		t.Errorf("Lint of rules after [::/0]:*: lines %v, want [2 3 4]: %v", lines, lint)
+	}
+}

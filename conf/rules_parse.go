@@ -206,14 +206,14 @@ func (p *ruleParser) parseUse(f []string, orig string) {
 	r.Role = role
 	// The address part is the rest of the line with white space removed.
 	tuple := strings.Join(f[3:], "")
-	if strings.Contains(tuple, "::") || strings.ContainsAny(tuple, "[]") {
-		p.errorf("use: address part %q has an empty field or an IPv6 address; rules take IPv4 addresses only, like VMA's (* matches IPv6 too)", tuple)
+	eps, err := splitTuple(tuple)
+	if err != nil {
+		p.errorf("use: address part %q: %v", tuple, err)
 		return
 	}
-	parts := strings.Split(tuple, ":")
-	switch len(parts) {
+	switch len(eps) {
+	case 1:
 	case 2:
-	case 4:
 		if !role.TwoAddresses() {
 			p.errorf("use: %s takes one address:port; the 4-part form (remote then local) is only for tcp_client and udp_connect", role)
 			return
@@ -223,12 +223,12 @@ func (p *ruleParser) parseUse(f []string, orig string) {
 		p.errorf("use: address part %q: want <address|*>:<ports|*>, or for tcp_client and udp_connect <remote>:<ports>:<local>:<ports>", tuple)
 		return
 	}
-	if r.First, err = parseEndpoint(parts[0], parts[1]); err != nil {
+	if r.First, err = parseEndpoint(eps[0][0], eps[0][1]); err != nil {
 		p.errorf("use: %v", err)
 		return
 	}
 	if r.HasSecond {
-		if r.Second, err = parseEndpoint(parts[2], parts[3]); err != nil {
+		if r.Second, err = parseEndpoint(eps[1][0], eps[1][1]); err != nil {
 			p.errorf("use: %v", err)
 			return
 		}
@@ -243,10 +243,79 @@ func (p *ruleParser) parseUse(f []string, orig string) {
 	p.cur.roles[role] = append(p.cur.roles[role], r)
 }
 
-// parseEndpoint parses "<address[/prefix]|*>" and "<port[-port]|*>".
+// splitTuple splits a rule's address part (white space removed) into its (address, ports)
+// pairs: "<address>:<ports>" once or twice, where an address is *, a.b.c.d[/n], or an IPv6
+// address in brackets, [x::y] or [x::y/n] ([x::y]/n is read as [x::y/n]). Anything else, an
+// IPv6 address without brackets included, is an error.
+func splitTuple(tuple string) ([][2]string, error) {
+	if strings.Contains(tuple, "::") && !strings.Contains(tuple, "[") {
+		return nil, fmt.Errorf("an empty field or an IPv6 address without brackets; write IPv6 addresses as [::1]:80")
+	}
+	var out [][2]string
+	for rest := tuple; ; {
+		var addr string
+		if strings.HasPrefix(rest, "[") {
+			end := strings.IndexByte(rest, ']')
+			if end < 0 {
+				return nil, fmt.Errorf("missing ] after %q", rest)
+			}
+			addr, rest = rest[:end+1], rest[end+1:]
+			if strings.HasPrefix(rest, "/") {
+				i := strings.IndexByte(rest, ':')
+				if i < 0 {
+					i = len(rest)
+				}
+				if strings.Contains(addr, "/") {
+					return nil, fmt.Errorf("address %s%s has two prefix lengths", addr, rest[:i])
+				}
+				addr, rest = addr[:len(addr)-1]+rest[:i]+"]", rest[i:]
+			}
+		} else {
+			i := strings.IndexByte(rest, ':')
+			if i < 0 {
+				return nil, fmt.Errorf("want <address|*>:<ports|*>")
+			}
+			addr, rest = rest[:i], rest[i:]
+		}
+		if inner := strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]"); strings.ContainsAny(inner, "[]") {
+			return nil, fmt.Errorf("address %q: misplaced bracket", addr)
+		}
+		if !strings.HasPrefix(rest, ":") {
+			return nil, fmt.Errorf("want <address|*>:<ports|*> (an IPv6 address goes in brackets: [::1]:80)")
+		}
+		ports, after, more := strings.Cut(rest[1:], ":")
+		out = append(out, [2]string{addr, ports})
+		if !more {
+			return out, nil
+		}
+		if len(out) == 2 {
+			return nil, fmt.Errorf("more than two <address>:<ports> (an IPv6 address goes in brackets: [::1]:80)")
+		}
+		rest = after
+	}
+}
+
+// parseEndpoint parses "<address[/prefix]|[ipv6[/prefix]]|*>" and "<port[-port]|*>".
 func parseEndpoint(addr, ports string) (Endpoint, error) {
 	var e Endpoint
-	if addr != "*" {
+	if v6, ok := strings.CutPrefix(addr, "["); ok {
+		v6 = strings.TrimSuffix(v6, "]")
+		a, bitsText, hasBits := strings.Cut(v6, "/")
+		bits := 128
+		if hasBits {
+			n, ok := parseDecimal(bitsText, 128)
+			if !ok {
+				return e, fmt.Errorf("address %q: prefix length must be a number 0-128", addr)
+			}
+			bits = n
+		}
+		ip, err := netip.ParseAddr(a)
+		if err != nil || !ip.Is6() || ip.Zone() != "" {
+			return e, fmt.Errorf("address %q: want an IPv6 address in brackets, [x::y] or [x::y/n] (no zone)", addr)
+		}
+		// As for IPv4, host bits beyond the prefix are ignored.
+		e.Prefix = netip.PrefixFrom(ip, bits).Masked()
+	} else if addr != "*" {
 		a, bits := addr, 32
 		if i := strings.IndexByte(addr, '/'); i >= 0 {
 			a = addr[:i]

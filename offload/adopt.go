@@ -17,11 +17,11 @@ import (
 )
 
 // The engine is loaded on demand (shim/preload/loader.c): by the first call of a process that
-// moves data on, or waits on, an AF_INET TCP or UDP socket. The sockets and epoll sets the process
-// made until then went to the kernel alone; Adopt takes each of them over as if the engine had
-// seen it from the start, from what the kernel tells about it (type, addresses, listening state,
-// options; an epoll set's members from /proc/self/fdinfo) and the little the preload library
-// noted (Lazy). Rule decisions are made then, by the role each socket has.
+// moves data on, or waits on, an AF_INET or AF_INET6 TCP or UDP socket. The sockets and epoll
+// sets the process made until then went to the kernel alone; Adopt takes each of them over as
+// if the engine had seen it from the start, from what the kernel tells about it (type,
+// addresses, listening state, options; an epoll set's members from /proc/self/fdinfo) and the
+// little the preload library noted (Lazy). Rule decisions are made then, by the role each socket has.
 
 // Lazy is what the preload library knows of a socket made before the engine loaded that the
 // kernel cannot tell later.
@@ -44,7 +44,7 @@ var adoptMu sync.Mutex
 var adoptedIno = map[uint64]int{}
 
 // Adopt takes over fd, a socket or epoll set the process made before the engine was loaded. An
-// fd that is neither an AF_INET TCP or UDP socket nor an epoll fd is left alone.
+// fd that is neither an AF_INET or AF_INET6 TCP or UDP socket nor an epoll fd is left alone.
 func (e *Engine) Adopt(fd int, l Lazy) {
 	if uint(fd) >= FDTableSize {
 		return
@@ -61,7 +61,7 @@ func (e *Engine) Adopt(fd int, l Lazy) {
 	domain, err1 := sysc.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
 	typ, err2 := sysc.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
 	proto, err3 := sysc.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PROTOCOL)
-	if err1 != nil || err2 != nil || err3 != nil || domain != unix.AF_INET || typ != sockStream && typ != sockDgram {
+	if err1 != nil || err2 != nil || err3 != nil || !inetDomain(domain) || typ != sockStream && typ != sockDgram {
 		return
 	}
 	ino := sysc.Inode(fd)
@@ -122,6 +122,10 @@ func (e *Engine) adoptTCP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 	if listening(fd) {
 		s.st.SetState(stats.TCPListen)
 		e.decide(s, fd, conf.RoleTCPServer, local, remoteNone)
+		// Published as a listen would: a process with an engine that connects to it later
+		// (iperf3's data connection, a client reconnecting to a prefork worker) judges its
+		// peer from the directory (tcppeer.go).
+		e.tcpListening(s, fd)
 		return
 	}
 	switch {

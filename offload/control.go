@@ -35,6 +35,9 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 			optionValue(r, int(int32(c.A[0])), int(int32(c.A[1])), c.A[2], c.A[3])
 		}
 	}
+	if errno == 0 && asyncCall(c) {
+		e.asyncOn(s)
+	}
 	switch c.Op {
 	case transport.OpBind:
 		if errno == 0 && s.typ == sockDgram {

@@ -24,6 +24,8 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 	if d.Target == conf.TargetOS {
 		s.passthrough = true
 		s.reason = transport.ReasonRule
+	} else if s.asyncMode(fd) {
+		s.kind, s.reason = transport.KindOS, transport.ReasonUnsupported // async.go
 	} else if !e.offloadTCPLocked(s) {
 		e.offloadUDPLocked(s)
 	}
@@ -45,8 +47,8 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 
 // section is the application-id section that decides for this process (nil: none, offload).
 func (e *Engine) section() *conf.Section {
-	e.sectionOnce.Do(func() { e.sect = e.cfg.Rules.For(e.cfg.Program, e.cfg.AppID) })
-	return e.sect
+	e.sectionOnce.Do(func() { e.sect.Store(e.cfg.Rules.For(e.cfg.Program, e.cfg.AppID)) })
+	return e.sect.Load()
 }
 
 // handOver gives every fd of s to the kernel: from now on the trampolines call libc directly,

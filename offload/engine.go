@@ -39,7 +39,7 @@ type Engine struct {
 	os     transport.Endpoint // the kernel transport
 
 	sectionOnce sync.Once
-	sect        *conf.Section
+	sect        atomic.Pointer[conf.Section] // replaced whole when a rule is added at run time (AddRule)
 
 	mux *iomux.Mux // select, poll and epoll
 }
@@ -108,9 +108,9 @@ func (e *Engine) Call(c *transport.Call) int64 {
 	return e.control(s, c)
 }
 
-// open registers a new AF_INET socket the program just created.
+// open registers a new AF_INET or AF_INET6 socket the program just created.
 func (e *Engine) open(fd, domain, typ, proto int) {
-	if uint(fd) >= FDTableSize || domain != unix.AF_INET {
+	if uint(fd) >= FDTableSize || !inetDomain(domain) {
 		return
 	}
 	kind := typ & 0xf
@@ -128,6 +128,9 @@ func (e *Engine) open(fd, domain, typ, proto int) {
 	e.register(fd, s)
 	e.log.Debug("socket", zap.Int("fd", fd), zap.String("proto", s.protoName()), zap.Bool("offload", !s.passthrough))
 }
+
+// inetDomain reports whether sockets of the domain are the engine's candidates.
+func inetDomain(domain int) bool { return domain == unix.AF_INET || domain == unix.AF_INET6 }
 
 // register makes fd refer to s, in the registry and in the C-side table.
 func (e *Engine) register(fd int, s *Socket) {

@@ -25,6 +25,9 @@ type Socket struct {
 	fds int
 
 	nonblock atomic.Bool
+	// async: the program put the socket in asynchronous mode (O_ASYNC); it uses the kernel for
+	// good (async.go).
+	async atomic.Bool
 
 	// mux is what select, poll and epoll read of the socket (its transport once it is not the
 	// kernel's: s.tr, read without the lock); its address identifies the socket there.

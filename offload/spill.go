@@ -41,34 +41,39 @@ func (e *Engine) BeforeFork(t SpillTable) {
 	})
 	e.reg.mu.Unlock()
 	for _, s := range order {
-		// The transport stops using its rings (a connection goes back to the kernel connection
-		// or never pairs, a datagram socket hands its datagrams over and goes back for good).
-		u := s.rings()
-		if u == nil {
-			continue
-		}
-		fds := fdsOf[s]
-		recs, back := u.Fork(fds[0])
-		if !back {
-			continue
-		}
-		e.giveUp(s, fds[0], transport.ReasonForkedChild, "fork: the child shares the socket")
-		if len(recs) == 0 {
-			continue
-		}
-		region, err := buildSpill(recs)
-		if err != nil {
-			e.log.Warn("datagrams waiting in rings at the fork are lost", zap.Int("fd", fds[0]),
-				zap.Int("datagrams", len(recs)), zap.Error(err))
-			continue
-		}
-		u.SetSpill(region)
-		for _, fd := range fds {
-			t.SetSpill(fd, regionAddr(region))
-		}
-		e.log.Debug("ring datagrams spilled at the fork", zap.Int("fd", fds[0]), zap.Int("datagrams", len(recs)))
+		e.sendBack(s, fdsOf[s], t, transport.ReasonForkedChild, "fork: the child shares the socket")
 	}
 	e.xdpBeforeFork()
+}
+
+// sendBack has the ring socket s, whose fds are fds, stop using its rings for good (a connection
+// goes back to the kernel connection or never pairs, a datagram socket hands its datagrams over
+// and goes back to the kernel with the reason r): what its rings held goes into a spill region
+// its fds read first (t learns it).
+func (e *Engine) sendBack(s *Socket, fds []int, t SpillTable, r transport.Reason, why string) {
+	u := s.rings()
+	if u == nil || len(fds) == 0 {
+		return
+	}
+	recs, back := u.Fork(fds[0])
+	if !back {
+		return
+	}
+	e.giveUp(s, fds[0], r, why)
+	if len(recs) == 0 {
+		return
+	}
+	region, err := buildSpill(recs)
+	if err != nil {
+		e.log.Warn("datagrams waiting in rings are lost", zap.Int("fd", fds[0]),
+			zap.Int("datagrams", len(recs)), zap.Error(err))
+		return
+	}
+	u.SetSpill(region)
+	for _, fd := range fds {
+		t.SetSpill(fd, regionAddr(region))
+	}
+	e.log.Debug("ring datagrams spilled", zap.Int("fd", fds[0]), zap.Int("datagrams", len(recs)))
 }
 
 // buildSpill lays records (source sockaddr, payload) out in a shared anonymous mapping.

@@ -75,6 +75,8 @@ func statsReason(r transport.Reason) stats.Reason {
 		return stats.ReasonNoCapabilities
 	case transport.ReasonNoXDP:
 		return stats.ReasonNoXDP
+	case transport.ReasonUnsupportedProtocol:
+		return stats.ReasonUnsupportedProtocol
 	}
 	return stats.ReasonNone
 }

@@ -2,7 +2,9 @@ package offload
 
 import (
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport/shmtcp"
 )
 
@@ -24,7 +26,15 @@ func (e *Engine) tcpListening(s *Socket, fd int) {
 	if !local.IsValid() {
 		return
 	}
-	h, err := e.cfg.SHM.PublishListener(local)
+	v6only := false
+	if s.domain == unix.AF_INET6 {
+		on, err := sysc.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY)
+		if err != nil {
+			return // not published: its connections stay on the kernel
+		}
+		v6only = on != 0
+	}
+	h, err := e.cfg.SHM.PublishListener(s.domain, v6only, local)
 	if err != nil {
 		e.log.Info("shmtcp: listener not published, its connections stay on the kernel", zap.Int("fd", fd), zap.Error(err))
 		return

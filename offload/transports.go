@@ -55,9 +55,12 @@ func (e *Engine) udpRings() bool { return e.cfg.SHM != nil || e.cfg.XDP != nil }
 func (e *Engine) tcpRings() bool { return e.cfg.SHMTCP != nil }
 
 // offloadTCPLocked gives an offloaded TCP socket the shared-memory transport (once); s.mu is
-// held. A connection accepted on such a listener gets one of its own (offloadAcceptedLocked).
+// held. AF_INET6 sockets are served too: the kernel connection keeps every address-returning
+// call (accept, getsockname, getpeername) the kernel's, and both ends name their segment with
+// v4-mapped addresses unmapped (offload/shm/conn_name.go), so a dual-stack end pairs with an
+// IPv4 one exactly when the kernel connected them. A connection accepted on such a listener gets one of its own (offloadAcceptedLocked).
 func (e *Engine) offloadTCPLocked(s *Socket) bool {
-	if e.cfg.SHMTCP == nil || s.typ != sockStream || s.domain != unix.AF_INET {
+	if e.cfg.SHMTCP == nil || s.typ != sockStream || !inetDomain(s.domain) {
 		return false
 	}
 	if s.rings() == nil {
@@ -85,6 +88,14 @@ func (e *Engine) offloadAcceptedLocked(s *Socket, lr transport.Endpoint) {
 // offloadUDPLocked gives an offloaded UDP socket a ring transport (once): the AF_XDP one when
 // useXDPLocked says so, else the shared-memory one; s.mu is held.
 func (e *Engine) offloadUDPLocked(s *Socket) {
+	if s.typ == sockDgram && s.domain == unix.AF_INET6 {
+		// No ring transport carries IPv6 datagrams (the shared-memory records hold a
+		// sockaddr_in source, the AF_XDP path builds IPv4 headers): the kernel serves the
+		// socket for good, its addresses and the reason in the statistics.
+		s.passthrough = true
+		s.kind, s.reason = transport.KindOS, transport.ReasonUnsupportedProtocol
+		return
+	}
 	if !e.udpRings() || s.typ != sockDgram || s.domain != unix.AF_INET {
 		s.kind, s.reason = transport.KindOS, transport.ReasonNoFasterPath
 		return

@@ -52,3 +52,14 @@ func goxio_go_prefork() {
 		e.BeforeFork(cTable{})
 	}
 }
+
+// goxio_go_prespawn runs in the parent just before posix_spawn, system or popen: the engine hands
+// the shared-memory sockets the child inherits back to the kernel (offload/spawn.go); all: every
+// socket (file actions may make any fd inherited).
+//
+//export goxio_go_prespawn
+func goxio_go_prespawn(all C.int) {
+	if e := lib.engine; e != nil {
+		e.BeforeSpawn(cTable{}, all != 0)
+	}
+}

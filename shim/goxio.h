@@ -139,6 +139,14 @@ struct goxio_engine {
 	void (*threads)(int n);
 	/* adopt registers fd, a socket or epoll set the process made before the engine loaded. */
 	void (*adopt)(int fd, const struct goxio_lazy_info *info);
+	/* prespawn hands the ring sockets a spawned child inherits back to the kernel (all: every
+	 * one) before posix_spawn, system or popen. */
+	void (*prespawn)(int all);
+	/* VMA's extra API (shim/preload/vma_extra.c): add_conf_rule and dump_fd_stats; 0 or -errno. */
+	long (*vma_rule)(const char *line);
+	long (*vma_dump)(int fd, int level);
+	/* get_socket_network_header's MACs: src and dst IPv4 in host order; MACs in the low 48 bits */
+	long (*vma_macs)(uint32_t src, uint32_t dst, uint64_t *dst_mac, uint64_t *src_mac);
 };
 
 /* goxio_engine_init is the one call of the preload library into the engine after dlopen: it

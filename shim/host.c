@@ -29,10 +29,16 @@ int goxio_get_quiet_threads(void) { return __atomic_load_n(host->quiet_threads, 
 /* Go exports (exports.go, threads.go, adopt.go). */
 extern long goxio_go_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4);
 extern void goxio_go_prefork(void);
+extern void goxio_go_prespawn(int all);
 extern void goxio_go_exit(void);
 extern void goxio_go_threads(int n);
 extern void goxio_go_adopt(int fd, uint32_t how, int ref, uint32_t addr, int port);
 extern int goxio_go_start(void);
+extern long goxio_go_vma_rule(char *line);
+extern long goxio_go_vma_dump(int fd, int level);
+extern long goxio_go_vma_macs(uint32_t src, uint32_t dst, uint64_t *dst_mac, uint64_t *src_mac);
+
+static long vma_rule(const char *line) { return goxio_go_vma_rule((char *)line); }
 
 static void adopt(int fd, const struct goxio_lazy_info *info) {
 	int port = info->peer.sin_family == AF_INET ? ntohs(info->peer.sin_port) : -1;
@@ -45,8 +51,12 @@ int goxio_engine_init(const struct goxio_host *h, struct goxio_engine *e) {
 	host = h;
 	e->call = goxio_go_call;
 	e->prefork = goxio_go_prefork;
+	e->prespawn = goxio_go_prespawn;
 	e->exit = goxio_go_exit;
 	e->threads = goxio_go_threads;
 	e->adopt = adopt;
+	e->vma_rule = vma_rule;
+	e->vma_dump = goxio_go_vma_dump;
+	e->vma_macs = goxio_go_vma_macs;
 	return goxio_go_start();
 }

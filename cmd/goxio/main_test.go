@@ -197,6 +197,12 @@ func TestRulesCheck(t *testing.T) {
 	expect(t, goxio(t, nil, "rules", "check", shadow), 0, []string{"ok, 2 sections"},
 		[]string{shadow + ":2: warning: section `application-id db2 *` is never used"})
 	expect(t, goxio(t, nil, "rules", "check", good, bad), 2, nil, []string{"usage"})
+
+	// IPv6 addresses and prefixes in brackets
+	six := writeTemp(t, "six.conf", "use os tcp_server [::1]:80\nuse os udp_receiver [fe80::]/10:*\nuse os tcp_server ::1:81\n")
+	expect(t, goxio(t, nil, "rules", "check", six), 1, nil,
+		[]string{six + `:3: use: address part "::1:81": an empty field or an IPv6 address without brackets; write IPv6 addresses as [::1]:80`,
+			"1 bad line(s)"})
 }
 
 func TestRulesMatch(t *testing.T) {
@@ -205,7 +211,8 @@ use os udp_receiver 239.1.1.1:*
 application-id * *
 use os udp_connect *:53
 use os tcp_client 10.0.0.0/8:443:192.168.0.0/16:*
-use vma tcp_server *:*
+use vma tcp_server *:80
+use os tcp_server [::1]:8080
 `)
 	cases := []struct {
 		env  []string
@@ -226,6 +233,12 @@ use vma tcp_server *:*
 			[]string{"rule:    no rule matched", "result:  vma"}},
 		{nil, []string{"--app", "srv", "tcp_server", "[::]:80", file},
 			[]string{"rule:    " + file + ":6", "result:  vma"}},
+		{nil, []string{"--app", "srv", "tcp_server", "[::1]:8080", file},
+			[]string{"local [::1]:8080", "rule:    " + file + ":7 `use os tcp_server [::1]:8080`", "result:  os"}},
+		{nil, []string{"--app", "srv", "tcp_server", "127.0.0.1:8080", file}, // ::1 is not 127.0.0.1 for an IPv6 rule
+			[]string{"rule:    no rule matched", "result:  vma"}},
+		{nil, []string{"--app", "curl", "tcp_client", "[::ffff:10.1.2.3]:443:[::ffff:192.168.7.7]:40000", file},
+			[]string{"rule:    " + file + ":5", "result:  os"}},
 		{[]string{"GOXIO_CONFIG_FILE=" + file}, []string{"--app", "dig", "udp_connect", "1.1.1.1:53"},
 			[]string{"result:  os"}},
 		{nil, []string{"--app", "x", "udp_sender", "1.1.1.1:53", filepath.Join(t.TempDir(), "none.conf")},

@@ -52,3 +52,31 @@ func TestListenerNotUDP(t *testing.T) {
 		t.Errorf("decode(encode(listener)) = %+v, %v", r, ok)
 	}
 }
+
+// AF_INET6 listeners are found as the kernel connects to them: a dual-stack wildcard by IPv4
+// and IPv6 destinations, a v6only one by IPv6 only, one bound to ::1 by ::1 only.
+func TestLookupListenerIPv6(t *testing.T) {
+	d, _ := openTest(t)
+	mustPublish(t, d, ListenerEntry(unix.AF_INET6, ap("[::]:7000"), "tcp.dual"))
+	v6only := ListenerEntry(unix.AF_INET6, ap("[::]:7001"), "tcp.v6only")
+	v6only.V6Only = true
+	mustPublish(t, d, v6only)
+	mustPublish(t, d, ListenerEntry(unix.AF_INET6, ap("[::1]:7002"), "tcp.lo6"))
+	for _, c := range []struct {
+		dst  string
+		want bool
+	}{
+		{"127.0.0.1:7000", true},
+		{"[::ffff:127.0.0.1]:7000", true},
+		{"[::1]:7000", true},
+		{"127.0.0.1:7001", false},
+		{"[::1]:7001", true},
+		{"[::1]:7002", true},
+		{"127.0.0.1:7002", false},
+		{"[::2]:7002", false},
+	} {
+		if got := d.LookupListener(ap(c.dst)); got != c.want {
+			t.Errorf("LookupListener(%s) = %v, want %v", c.dst, got, c.want)
+		}
+	}
+}

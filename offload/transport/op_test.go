@@ -50,7 +50,8 @@ func TestKindReasonStrings(t *testing.T) {
 		}
 	}
 	reasons := map[Reason]string{ReasonNone: "none", ReasonNoFasterPath: "no faster path",
-		ReasonForkedChild: "forked child", ReasonNoCapabilities: "missing capabilities", ReasonNoXDP: "no XDP support"}
+		ReasonForkedChild: "forked child", ReasonNoCapabilities: "missing capabilities", ReasonNoXDP: "no XDP support",
+		ReasonUnsupportedProtocol: "unsupported protocol"}
 	for r, want := range reasons {
 		if r.String() != want {
 			t.Errorf("Reason %d: %q, want %q", r, r.String(), want)

@@ -18,11 +18,12 @@ func _() {
 	_ = x[ReasonInterfaceBusy-7]
 	_ = x[ReasonNoCapabilities-8]
 	_ = x[ReasonNoXDP-9]
+	_ = x[ReasonUnsupportedProtocol-10]
 }
 
-const _Reason_name = "noneruleno faster pathunsupportedresourcesdisabledforked childinterface busymissing capabilitiesno XDP support"
+const _Reason_name = "noneruleno faster pathunsupportedresourcesdisabledforked childinterface busymissing capabilitiesno XDP supportunsupported protocol"
 
-var _Reason_index = [...]uint8{0, 4, 8, 22, 33, 42, 50, 62, 76, 96, 110}
+var _Reason_index = [...]uint8{0, 4, 8, 22, 33, 42, 50, 62, 76, 96, 110, 130}
 
 func (i Reason) String() string {
 	idx := int(i) - 0

@@ -125,6 +125,8 @@ const (
 	ReasonNoCapabilities // missing capabilities
 	// ReasonNoXDP: the interface or the kernel supports no XDP or AF_XDP mode.
 	ReasonNoXDP // no XDP support
+	// ReasonUnsupportedProtocol: a family or protocol no fast path carries (IPv6 UDP).
+	ReasonUnsupportedProtocol // unsupported protocol
 )
 
 //go:generate go tool stringer -type=Reason -linecomment

@@ -20,11 +20,28 @@ extern void __chk_fail(void) __attribute__((noreturn));
 		}                                                                                          \
 	} while (0)
 
-/* SPILL1 is SPILL for one buffer. */
+/* SPILL1 is SPILL for one buffer, and VMA_CB after it. */
 #define SPILL1(fd, buf, n, flags, name, namelen)                                                           \
 	do {                                                                                               \
 		struct iovec v_ = {(buf), (n)};                                                            \
 		SPILL(fd, flags, &v_, 1, name, namelen, NULL);                                             \
+		VMA_CB(fd, flags, &v_, 1, name, namelen, NULL);                                            \
+	} while (0)
+
+GOXIO_HIDDEN extern volatile int goxio_vma_cbs;
+GOXIO_HIDDEN int goxio_vma_cb_recv(int fd, const struct iovec *iov, size_t iovcnt, int flags, void *name,
+				   socklen_t *namelen, int *msgflags, long *ret);
+
+/* VMA_CB serves a receive on a socket with a VMA receive callback (vma_extra.c): the callback sees
+ * each datagram first. One global load while no callback is registered. */
+#define VMA_CB(fd, flags, iov, iovcnt, name, namelen, msgflags)                                           \
+	do {                                                                                               \
+		if (GOXIO_UNLIKELY(__atomic_load_n(&goxio_vma_cbs, __ATOMIC_RELAXED) != 0) &&              \
+		    goxio_fd_flags(fd) != 0) {                                                             \
+			long r_;                                                                           \
+			if (goxio_vma_cb_recv(fd, iov, iovcnt, flags, name, namelen, msgflags, &r_))       \
+				return r_;                                                                 \
+		}                                                                                          \
 	} while (0)
 
 /* CHK_TRAMPOLINE is TRAMPOLINE for glibc's fortified variants: on the engine path the buffer
@@ -65,6 +82,7 @@ ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
 
 ssize_t readv(int fd, const struct iovec *iov, int cnt) {
 	SPILL(fd, 0, iov, cnt > 0 ? (size_t)cnt : 0, NULL, NULL, NULL);
+	VMA_CB(fd, 0, iov, cnt > 0 ? (size_t)cnt : 0, NULL, NULL, NULL);
 	DATA_TRAMPOLINE(fd, GOXIO_OP_READV, REAL(readv)(fd, iov, cnt), iov, cnt, 0, 0, 0);
 }
 
@@ -100,6 +118,16 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
 		long r_;
 		if (!(flags & (MSG_ERRQUEUE | MSG_OOB)) &&
 		    goxio_spill_recv(fd, msg->msg_iov, msg->msg_iovlen, flags, msg->msg_name, &msg->msg_namelen, &mf_, &r_)) {
+			msg->msg_flags = mf_;
+			msg->msg_controllen = 0;
+			return r_;
+		}
+	}
+	if (GOXIO_UNLIKELY(__atomic_load_n(&goxio_vma_cbs, __ATOMIC_RELAXED) != 0) && goxio_fd_flags(fd) != 0 &&
+	    msg != NULL) {
+		int mf_ = 0;
+		long r_;
+		if (goxio_vma_cb_recv(fd, msg->msg_iov, msg->msg_iovlen, flags, msg->msg_name, &msg->msg_namelen, &mf_, &r_)) {
 			msg->msg_flags = mf_;
 			msg->msg_controllen = 0;
 			return r_;

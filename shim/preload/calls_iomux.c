@@ -62,6 +62,64 @@ static int any_ring_pollfd(const struct pollfd *fds, nfds_t n) { return fds != N
 
 static int any_ring_fdset(int n, const fd_set *r) { return r != NULL && n > 0; }
 
+/* Datagrams spilled at a fork (spill.c) are queued on their socket as far as the program can
+ * tell, but its kernel socket does not hold them: in a process with spill regions (a forked child
+ * above all, which never enters the engine) select and poll report such a socket readable, after
+ * a look at the kernel that does not wait (which also checks the program's arrays). */
+static inline int spills_possible(void) { return __atomic_load_n(&goxio_spill_any, __ATOMIC_RELAXED) != 0; }
+
+/* SPILL_NONE: no fd of the call holds spilled datagrams; the caller makes its own call. */
+#define SPILL_NONE (-2)
+
+/* spill_poll answers a poll at once when one of the fds asks for input and holds spilled
+ * datagrams, or when the kernel has something already; else SPILL_NONE. */
+static int spill_poll(struct pollfd *fds, nfds_t n, const sigset_t *mask) {
+	struct timespec zero = {0, 0};
+	int r = REAL(ppoll)(fds, n, &zero, mask);
+	if (r < 0)
+		return r;
+	int spilled = 0;
+	for (nfds_t i = 0; i < n; i++) {
+		short want = fds[i].events & (POLLIN | POLLRDNORM);
+		if (fds[i].fd < 0 || want == 0 || !goxio_spill_ready(fds[i].fd))
+			continue;
+		if (fds[i].revents == 0)
+			r++;
+		fds[i].revents |= want;
+		spilled = 1;
+	}
+	return spilled || r > 0 ? r : SPILL_NONE;
+}
+
+/* spill_select answers a select at once when one of the fds of the read set holds spilled
+ * datagrams; else SPILL_NONE. The read set is copied through the kernel (process_vm_readv), so
+ * that a bad pointer is left for the kernel's own call to report. */
+static int spill_select(int n, fd_set *r, fd_set *w, fd_set *e, const sigset_t *mask) {
+	if (r == NULL || n <= 0 || n > FD_SETSIZE)
+		return SPILL_NONE;
+	fd_set in;
+	FD_ZERO(&in);
+	size_t bytes = ((size_t)n + 8 * sizeof(long) - 1) / (8 * sizeof(long)) * sizeof(long);
+	struct iovec local = {&in, bytes}, remote = {r, bytes};
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)bytes)
+		return SPILL_NONE;
+	int any = 0;
+	for (int fd = 0; fd < n && !any; fd++)
+		any = FD_ISSET(fd, &in) && goxio_spill_ready(fd);
+	if (!any)
+		return SPILL_NONE;
+	struct timespec zero = {0, 0};
+	int k = REAL(pselect)(n, r, w, e, &zero, mask);
+	if (k < 0)
+		return k;
+	for (int fd = 0; fd < n; fd++)
+		if (FD_ISSET(fd, &in) && !FD_ISSET(fd, r) && goxio_spill_ready(fd)) {
+			FD_SET(fd, r);
+			k++;
+		}
+	return k;
+}
+
 static const struct timespec *ms_to_ts(int ms, struct timespec *ts) {
 	if (ms < 0)
 		return NULL;
@@ -76,6 +134,11 @@ int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv) {
 		struct goxio_select_args a = {tv, NULL, NULL, goxio_sig_counters()};
 		return (int)goxio_call(GOXIO_OP_SELECT, -1, (uintptr_t)n, (uintptr_t)r, (uintptr_t)w, (uintptr_t)e, (uintptr_t)&a);
 	}
+	if (GOXIO_UNLIKELY(spills_possible())) {
+		int k = spill_select(n, r, w, e, NULL);
+		if (k != SPILL_NONE)
+			return k;
+	}
 	return REAL(select)(n, r, w, e, tv);
 }
 
@@ -86,6 +149,11 @@ int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, c
 		if (ts == NULL)
 			a.tv = NULL;
 		return (int)goxio_call(GOXIO_OP_SELECT, -1, (uintptr_t)n, (uintptr_t)r, (uintptr_t)w, (uintptr_t)e, (uintptr_t)&a);
+	}
+	if (GOXIO_UNLIKELY(spills_possible())) {
+		int k = spill_select(n, r, w, e, mask);
+		if (k != SPILL_NONE)
+			return k;
 	}
 	return REAL(pselect)(n, r, w, e, ts, mask);
 }
@@ -101,6 +169,11 @@ int poll(struct pollfd *fds, nfds_t n, int timeout) {
 		struct timespec ts;
 		return poll_engine(fds, n, ms_to_ts(timeout, &ts), NULL);
 	}
+	if (GOXIO_UNLIKELY(spills_possible())) {
+		int k = spill_poll(fds, n, NULL);
+		if (k != SPILL_NONE)
+			return k;
+	}
 	return REAL(poll)(fds, n, timeout);
 }
 
@@ -111,6 +184,11 @@ int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
 		struct timespec ts;
 		return poll_engine(fds, n, ms_to_ts(timeout, &ts), NULL);
 	}
+	if (GOXIO_UNLIKELY(spills_possible()) && n <= fdslen / sizeof(*fds)) {
+		int k = spill_poll(fds, n, NULL);
+		if (k != SPILL_NONE)
+			return k;
+	}
 	return REAL(__poll_chk)(fds, n, timeout, fdslen);
 }
 
@@ -118,6 +196,11 @@ int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_
 	lazy_pollfd(fds, n);
 	if (GOXIO_UNLIKELY(rings_possible()) && any_ring_pollfd(fds, n))
 		return poll_engine(fds, n, ts, mask);
+	if (GOXIO_UNLIKELY(spills_possible())) {
+		int k = spill_poll(fds, n, mask);
+		if (k != SPILL_NONE)
+			return k;
+	}
 	return REAL(ppoll)(fds, n, ts, mask);
 }
 
@@ -126,6 +209,11 @@ int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const s
 		lazy_pollfd(fds, n);
 	if (GOXIO_UNLIKELY(rings_possible()) && n <= fdslen / sizeof(*fds) && any_ring_pollfd(fds, n))
 		return poll_engine(fds, n, ts, mask);
+	if (GOXIO_UNLIKELY(spills_possible()) && n <= fdslen / sizeof(*fds)) {
+		int k = spill_poll(fds, n, mask);
+		if (k != SPILL_NONE)
+			return k;
+	}
 	return REAL(__ppoll_chk)(fds, n, ts, mask, fdslen);
 }
 

@@ -1,5 +1,5 @@
 /*
- * calls_process.c: fork, vfork and daemon.
+ * calls_process.c: fork, vfork and daemon; posix_spawn, posix_spawnp, system and popen.
  *
  * A forked child of a process with the engine never enters Go (lifecycle.c detects it with one
  * load); it keeps using every inherited socket through its kernel socket. A child of a process
@@ -10,6 +10,8 @@
  */
 #include "preload.h"
 
+#include <spawn.h>
+#include <stdio.h>
 #include <unistd.h>
 
 GOXIO_HIDDEN void goxio_engine_settle(void);
@@ -50,4 +52,41 @@ int daemon(int nochdir, int noclose) {
 		goxio_lazy_fork(GOXIO_LAZY_CHILD);
 	}
 	return r;
+}
+
+/* prespawn hands the engine's shared-memory sockets that a spawned child inherits back to the
+ * kernel (offload/spawn.go): the child's program uses them through the kernel, and the kernel
+ * orders their datagrams across both processes. glibc's system and popen spawn through an
+ * internal posix_spawn that no preload sees, hence their own wrappers. all: file actions may dup
+ * a close-on-exec fd into the child, so every socket counts as inherited. */
+static void prespawn(int all) {
+	goxio_engine_settle();
+	if (goxio_active() && !goxio_is_forked_child())
+		goxio_eng.prespawn(all);
+}
+
+/* spawn_actions reports whether file actions are given and not empty (glibc's public __used). */
+static int spawn_actions(const posix_spawn_file_actions_t *fa) { return fa != NULL && fa->__used > 0; }
+
+int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+	prespawn(spawn_actions(fa));
+	return REAL(posix_spawn)(pid, path, fa, attr, argv, envp);
+}
+
+int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+		 const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+	prespawn(spawn_actions(fa));
+	return REAL(posix_spawnp)(pid, file, fa, attr, argv, envp);
+}
+
+int system(const char *command) {
+	if (command != NULL)
+		prespawn(0);
+	return REAL(system)(command);
+}
+
+FILE *popen(const char *command, const char *type) {
+	prespawn(0);
+	return REAL(popen)(command, type);
 }

@@ -9,12 +9,18 @@
 
 #include <netinet/in.h>
 
+GOXIO_HIDDEN extern volatile int goxio_vma_kernel_threads;
+GOXIO_HIDDEN int goxio_vma_thread_kernel(void);
+
 int socket(int domain, int type, int protocol) {
 	int fd = REAL(socket)(domain, type, protocol);
 	if (fd < 0)
 		return fd;
 	goxio_fd_fresh(fd);
-	if (domain == AF_INET && ((type & 0xf) == SOCK_DGRAM || (type & 0xf) == SOCK_STREAM)) {
+	/* a thread VMA's thread_offload(0, tid) named makes kernel sockets (vma_extra.c) */
+	if (GOXIO_UNLIKELY(__atomic_load_n(&goxio_vma_kernel_threads, __ATOMIC_ACQUIRE) != 0) && goxio_vma_thread_kernel())
+		return fd;
+	if ((domain == AF_INET || domain == AF_INET6) && ((type & 0xf) == SOCK_DGRAM || (type & 0xf) == SOCK_STREAM)) {
 		int saved = errno;
 		if (goxio_active())
 			goxio_call(GOXIO_OP_SOCKET, fd, (uintptr_t)domain, (uintptr_t)type, (uintptr_t)protocol, 0, 0);
@@ -125,6 +131,10 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len) {
 	TRAMPOLINE(fd, GOXIO_OP_SETSOCKOPT, REAL(setsockopt)(fd, level, name, val, len), level, name, val, len, 0);
 }
 
+GOXIO_HIDDEN int goxio_vma_get_api(void *val, socklen_t *len);
+
 int getsockopt(int fd, int level, int name, void *val, socklen_t *len) {
+	if (GOXIO_UNLIKELY(name == 2800 && level == SOL_SOCKET))
+		return goxio_vma_get_api(val, len); /* SO_VMA_GET_API, on any fd (vma_extra.c) */
 	TRAMPOLINE(fd, GOXIO_OP_GETSOCKOPT, REAL(getsockopt)(fd, level, name, val, len), level, name, val, len, 0);
 }

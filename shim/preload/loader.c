@@ -2,9 +2,9 @@
  * loader.c: the engine, loaded on demand.
  *
  * A process under libgoxio.so has no Go runtime until it first moves data on, or waits on, an
- * AF_INET TCP or UDP socket (a GOXIO_FD_LAZY fd, or an epoll set holding one). That call loads
- * libgoxio-engine.so (next to this library, found with dladdr, or at $GOXIO_ENGINE) with dlopen,
- * once, under load_mu; other threads that need it meanwhile wait for the load. The engine gets
+ * AF_INET or AF_INET6 TCP or UDP socket (a GOXIO_FD_LAZY fd, or an epoll set holding one). That
+ * call loads libgoxio-engine.so (next to this library, found with dladdr, or at $GOXIO_ENGINE)
+ * with dlopen, once, under load_mu; other threads that need it meanwhile wait for the load. The engine gets
  * the C side through one call (goxio_engine_init, shim/goxio.h), starts (banner, statistics
  * segment), adopts every socket and epoll set flagged lazy, and only then is the state READY.
  *

@@ -142,6 +142,10 @@ struct goxio_real {
 	pid_t (*fork)(void);
 	pid_t (*vfork)(void);
 	int (*daemon)(int, int);
+	int (*posix_spawn)(pid_t *, const char *, const void *, const void *, char *const[], char *const[]);
+	int (*posix_spawnp)(pid_t *, const char *, const void *, const void *, char *const[], char *const[]);
+	int (*system)(const char *);
+	void *(*popen)(const char *, const char *);
 	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 	sighandler_t (*signal)(int, sighandler_t);
 	long (*syscall)(long, ...);
@@ -176,6 +180,11 @@ GOXIO_HIDDEN void goxio_fdt_set(int fd, int flags);
 /* goxio_spill_set gives fd (one of the fds of a socket) the spill region the engine made of its
  * ring datagrams before a fork, and flags it GOXIO_FD_SPILL. */
 GOXIO_HIDDEN void goxio_spill_set(int fd, void *region);
+/* goxio_spill_any is non-zero once some fd was given a spill region. */
+GOXIO_HIDDEN extern int goxio_spill_any;
+/* goxio_spill_ready reports whether fd is spill-flagged and its region still holds a datagram (a
+ * receive would take it): select and poll report it readable (calls_iomux.c). */
+GOXIO_HIDDEN int goxio_spill_ready(int fd);
 /* goxio_spill_recv serves a receive on a spill-flagged fd from its region: 1 with *ret set when a
  * spilled datagram was taken (or peeked), 0 when the region is empty (the caller goes on). */
 GOXIO_HIDDEN int goxio_spill_recv(int fd, const struct iovec *iov, size_t iovcnt, int flags, void *name,

@@ -79,6 +79,10 @@ static void resolve_all(void) {
 	RESOLVE(fork);
 	RESOLVE(vfork);
 	RESOLVE(daemon);
+	RESOLVE(posix_spawn);
+	RESOLVE(posix_spawnp);
+	RESOLVE(system);
+	RESOLVE(popen);
 	RESOLVE(sigaction);
 	RESOLVE(signal);
 	RESOLVE(syscall);

@@ -38,6 +38,10 @@ static struct {
 } spills[SPILL_SLOTS];
 static int spill_lock;
 
+/* goxio_spill_any is set once a region is given to an fd: until then select and poll never look
+ * at spill regions (calls_iomux.c). */
+int goxio_spill_any;
+
 void goxio_spill_set(int fd, void *region) {
 	if ((unsigned)fd >= GOXIO_FDT_SIZE || region == NULL)
 		return;
@@ -56,6 +60,7 @@ void goxio_spill_set(int fd, void *region) {
 		spills[slot].fd = fd;
 		__atomic_store_n(&spills[slot].h, (struct spill_hdr *)region, __ATOMIC_RELEASE);
 		__atomic_fetch_or(&goxio_fdt[fd], (uint8_t)GOXIO_FD_SPILL, __ATOMIC_ACQ_REL);
+		__atomic_store_n(&goxio_spill_any, 1, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&spill_lock, 0, __ATOMIC_RELEASE);
 }
@@ -114,4 +119,11 @@ int goxio_spill_recv(int fd, const struct iovec *iov, size_t iovcnt, int flags, 
 			return 1;
 		/* another reader (the other process, another thread) took it: the next one */
 	}
+}
+
+int goxio_spill_ready(int fd) {
+	if (!(goxio_fd_flags(fd) & GOXIO_FD_SPILL))
+		return 0;
+	struct spill_hdr *h = spill_of(fd);
+	return h != NULL && rec_at(h, __atomic_load_n(&h->cursor, __ATOMIC_ACQUIRE)) != NULL;
 }

@@ -39,6 +39,20 @@ static void die(const char *what)
 	exit(2);
 }
 
+/* engine_up makes the library load its engine now (under goxio it loads at a process's first data
+ * call or wait on an inet socket, and adopts the sockets made before): a zero-timeout poll on a
+ * throwaway UDP socket, so that the process has its statistics segment, and its sockets their
+ * transports, before it says "ready" to the capture tool. Without the library: a poll. */
+static void engine_up(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0)
+		die("socket");
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	poll(&p, 1, 0);
+	close(fd);
+}
+
 static int udp_bound(const char *addr, int port)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -99,6 +113,7 @@ static int udp_main(int n)
 	inet_pton(AF_INET, "127.0.0.1", &ifa);
 	if (setsockopt(s3, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof ifa) < 0)
 		die("IP_MULTICAST_IF");
+	engine_up();
 	printf("ready\n");
 	fflush(stdout);
 	wait_word("go");
@@ -140,6 +155,7 @@ again:;
 static int udprx_main(void)
 {
 	int r1 = udp_bound("127.0.0.1", 9001), r2 = udp_bound("127.0.0.1", 9002);
+	engine_up();
 	printf("ready\n");
 	fflush(stdout);
 	struct pollfd p[3] = {{.fd = 0, .events = POLLIN}, {.fd = r1, .events = POLLIN}, {.fd = r2, .events = POLLIN}};
@@ -167,6 +183,7 @@ static int udprx_main(void)
 static int udptx_main(int n)
 {
 	int s1 = udp_bound("127.0.0.1", 8001);
+	engine_up();
 	printf("ready\n");
 	fflush(stdout);
 	wait_word("go");
@@ -215,6 +232,7 @@ static int tcp_main(int n)
 	struct sockaddr_in sa = addr("127.0.0.1", 9200);
 	if (bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 4) < 0)
 		die("listen");
+	engine_up();
 	printf("ready\n");
 	fflush(stdout);
 	wait_word("go");
@@ -263,6 +281,7 @@ static void *flood_rx(void *arg)
 static int flood_main(int secs)
 {
 	int r = udp_bound("127.0.0.1", 9001), s = udp_bound("127.0.0.1", 8001);
+	engine_up();
 	printf("ready\n");
 	fflush(stdout);
 	wait_word("go");

@@ -104,12 +104,20 @@ def waiter(s, mux, timeout):
     return lambda: True
 
 
+def engine_up(s):
+    """Under goxio the engine loads at a process's first data call or wait on an inet socket, and
+    adopts the sockets made before; a look that takes nothing (select with a zero timeout) makes
+    it load now, so that the socket is offloaded before the peer is told "ready"."""
+    select.select([s], [], [], 0)
+
+
 def rx(a):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(addr(a.addr))
     if a.group:
         join(s, a.group, a.ifaddr)
+    engine_up(s)
     out("ready", s.getsockname()[1])
     got = bad = dup = reorder = 0
     seen = set()
@@ -180,6 +188,7 @@ def forkrx(a):
     import os
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(addr(a.addr))
+    engine_up(s)
     out("ready", s.getsockname()[1])
     for line in sys.stdin:
         if line.strip() == "go":
@@ -223,6 +232,7 @@ def forkrx(a):
 def echo(a):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(addr(a.addr))
+    engine_up(s)
     out("ready", s.getsockname()[1])
     n = 0
     while a.n == 0 or n < a.n:

@@ -13,12 +13,15 @@ import (
 // TCP transport pairs a connection only when both ends are goxio processes, and a connecting end
 // learns that its peer is one from the directory, before it pays for a connection segment.
 
-// PublishListener publishes a listening TCP socket of this process bound to local (AF_INET);
-// withdraw the handle when the socket closes. An error when the directory is full or closed:
-// connections to the socket then stay on the kernel.
-func (e *Env) PublishListener(local netip.AddrPort) (discovery.Handle, error) {
+// PublishListener publishes a listening TCP socket of this process of the family (AF_INET, or
+// AF_INET6 with IPV6_V6ONLY as v6only: a dual-stack listener is found by IPv4 connections too)
+// bound to local; withdraw the handle when the socket closes. An error when the directory is
+// full or closed: connections to the socket then stay on the kernel.
+func (e *Env) PublishListener(family int, v6only bool, local netip.AddrPort) (discovery.Handle, error) {
 	label := fmt.Sprintf("goxio.%d.tcp.%d", unix.Geteuid(), e.pid)
-	h, err := e.dir.Publish(discovery.ListenerEntry(unix.AF_INET, local, label))
+	entry := discovery.ListenerEntry(family, local, label)
+	entry.V6Only = v6only
+	h, err := e.dir.Publish(entry)
 	if err != nil {
 		return discovery.Handle{}, fmt.Errorf("publish listener %v: %w", local, err)
 	}

@@ -264,6 +264,9 @@ func (u *UDP) fanout(r *route, bufs [][]byte, total int) {
 func (u *UDP) sendMulticast(c *transport.Call, dst netip.AddrPort, bufs [][]byte, total int, plain bool) (int, int, bool) {
 	r := u.mcRoute(c.FD, dst)
 	if plain && r != nil && r.hostOnly && len(r.mc) > 0 && r.hostServed() {
+		if capture.On() {
+			u.tapMulticast(c.FD, dst, bufs, total, true)
+		}
 		u.fanout(r, bufs, total)
 		return total, 0, false
 	}
@@ -423,7 +426,7 @@ func (u *UDP) sendmmsg(c *transport.Call) (int, syscall.Errno, bool) {
 		routes[i] = u.mcRoute(c.FD, dst)
 	}
 	if routes != nil && int(c.A[2])&^sendFlags == 0 && hostServedAll(c.A[0], routes) {
-		return u.fanoutAll(c.A[0], routes), 0, false
+		return u.fanoutAll(c.FD, c.A[0], routes), 0, false
 	}
 	n, errno, os := u.kernelSend(c)
 	if errno != 0 || routes == nil {
@@ -483,12 +486,15 @@ func hostServedAll(vec uintptr, routes []*route) bool {
 
 // fanoutAll copies every message of a sendmmsg vector into its members' rings and sets each
 // message's msg_len, as the kernel's sendmmsg does; it returns the number of messages.
-func (u *UDP) fanoutAll(vec uintptr, routes []*route) int {
+func (u *UDP) fanoutAll(fd int, vec uintptr, routes []*route) int {
 	var arr [udpcall.MaxBufs][]byte
 	for i, r := range routes {
 		mp, lenp := umem.Mmsghdr(vec, i)
 		iov, iovlen := umem.MsgIov(umem.Msghdr(mp))
 		bufs, total := umem.Iovecs(arr[:0], iov, iovlen)
+		if capture.On() {
+			u.tapMulticast(fd, r.dst, bufs, total, true)
+		}
 		u.fanout(r, bufs, total)
 		*lenp = uint32(total)
 	}

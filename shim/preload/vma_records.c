@@ -1,0 +1,169 @@
+/*
+ * vma_records.c: held records, VMA's recvfrom_zcopy and free_packets.
+ *
+ * A record is a buffer of RECORD_CAP bytes the library owns; recvfrom_zcopy receives into it
+ * through the ordinary (interposed) recvfrom, so the socket's transport, the engine's lazy load and
+ * the statistics all apply unchanged, and hands it to the program until free_packets. The packet
+ * id the program sees is not an address but a handle (slot index and generation), so a foreign or
+ * stale id is recognised without reading memory through it. Receive callbacks (vma_callback.c)
+ * hold records the same way.
+ */
+#include "vma.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(sizeof(struct vma_packet_t) == 16 && sizeof(struct vma_packets_t) == 8, "VMA packet layout");
+
+/* ---- held records ---- */
+
+struct record {
+	char *buf;    /* RECORD_CAP bytes, kept across reuse of the slot */
+	uint32_t gen; /* bumped at every free: a stale handle no longer matches */
+	int fd;       /* the socket holding it, -1 when free */
+	int next;     /* next free slot, -1 at the end */
+};
+
+static pthread_mutex_t rec_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct record *recs;
+static int nrecs, free_head = -1;
+
+/* handle_of encodes slot i and its generation; 0 is never a handle. */
+static void *handle_of(int i, uint32_t gen) { return (void *)(((uintptr_t)gen << 32) | (uintptr_t)(i + 1)); }
+
+/* slot_of returns the slot of handle h if h is one this library gave fd and still held, else -1.
+ * Called with rec_mu held. */
+static int slot_of(void *h, int fd) {
+	uintptr_t v = (uintptr_t)h;
+	long i = (long)(v & 0xffffffffu) - 1;
+	if (i < 0 || i >= nrecs)
+		return -1;
+	struct record *r = &recs[i];
+	if (r->fd != fd || r->gen != (uint32_t)(v >> 32))
+		return -1;
+	return (int)i;
+}
+
+int rec_take(int fd, char **buf, void **handle) {
+	pthread_mutex_lock(&rec_mu);
+	int i = free_head;
+	if (i >= 0) {
+		free_head = recs[i].next;
+	} else {
+		int n = nrecs ? nrecs * 2 : 64;
+		struct record *grown = realloc(recs, (size_t)n * sizeof *grown);
+		if (grown == NULL) {
+			pthread_mutex_unlock(&rec_mu);
+			errno = ENOMEM;
+			return -1;
+		}
+		recs = grown;
+		for (int j = n - 1; j > nrecs; j--) {
+			recs[j] = (struct record){.buf = NULL, .gen = 1, .fd = -1, .next = free_head};
+			free_head = j;
+		}
+		i = nrecs;
+		recs[i] = (struct record){.buf = NULL, .gen = 1, .fd = -1, .next = -1};
+		nrecs = n;
+	}
+	if (recs[i].buf == NULL && (recs[i].buf = malloc(RECORD_CAP)) == NULL) {
+		recs[i].next = free_head;
+		free_head = i;
+		pthread_mutex_unlock(&rec_mu);
+		errno = ENOMEM;
+		return -1;
+	}
+	recs[i].fd = fd;
+	*buf = recs[i].buf;
+	*handle = handle_of(i, recs[i].gen);
+	pthread_mutex_unlock(&rec_mu);
+	return i;
+}
+
+/* rec_put returns slot i to the free list. Called with rec_mu held. */
+static void rec_put(int i) {
+	recs[i].fd = -1;
+	recs[i].gen++;
+	if (recs[i].gen == 0)
+		recs[i].gen = 1;
+	recs[i].next = free_head;
+	free_head = i;
+}
+
+void rec_release(int i) {
+	pthread_mutex_lock(&rec_mu);
+	rec_put(i);
+	pthread_mutex_unlock(&rec_mu);
+}
+
+/* ---- the members ---- */
+
+int vma_recvfrom_zcopy(int s, void *buf, size_t len, int *flags, struct sockaddr *from, socklen_t *fromlen) {
+	if (flags == NULL || (buf == NULL && len > 0)) {
+		errno = EFAULT;
+		return -1;
+	}
+	int in = *flags & ~(MSG_VMA_ZCOPY_FORCE | MSG_VMA_ZCOPY);
+	size_t need = sizeof(struct vma_packets_t) + sizeof(struct vma_packet_t) + sizeof(struct iovec);
+	if (len < need) {
+		/* no room for the packet description: VMA copies the data instead, unless forced */
+		if (*flags & MSG_VMA_ZCOPY_FORCE) {
+			errno = ENOBUFS;
+			return -1;
+		}
+		*flags = in & ~MSG_VMA_ZCOPY;
+		return (int)recvfrom(s, buf, len, in, from, fromlen);
+	}
+	char *data;
+	void *handle;
+	int i = rec_take(s, &data, &handle); /* data stays put while the slot is taken */
+	if (i < 0)
+		return -1;
+	/* MSG_WAITALL would wait for a whole record: the stream's bytes come as they are there */
+	ssize_t n = recvfrom(s, data, RECORD_CAP, in & ~(MSG_TRUNC | MSG_WAITALL), from, fromlen);
+	if (n <= 0 || (in & MSG_PEEK)) {
+		int saved = errno;
+		rec_release(i);
+		errno = saved;
+		if (n > 0 && (in & MSG_PEEK)) {
+			/* a peek hands nothing over: the data stays queued; copy what fits */
+			size_t c = (size_t)n < len ? (size_t)n : len;
+			memcpy(buf, data, c);
+			*flags = in;
+			return (int)c;
+		}
+		return (int)n;
+	}
+	struct vma_packets_t *p = buf;
+	p->n_packet_num = 1;
+	p->pkts[0].packet_id = handle;
+	p->pkts[0].sz_iov = 1;
+	p->pkts[0].iov[0].iov_base = data;
+	p->pkts[0].iov[0].iov_len = (size_t)n;
+	*flags = in | MSG_VMA_ZCOPY;
+	return (int)n;
+}
+
+int vma_free_packets(int s, struct vma_packet_t *pkts, size_t count) {
+	if (count > 0 && pkts == NULL) {
+		errno = EFAULT;
+		return -1;
+	}
+	pthread_mutex_lock(&rec_mu);
+	/* every id is checked before any is freed: a bad array frees nothing */
+	for (size_t k = 0; k < count; k++) {
+		int i = slot_of(pkts[k].packet_id, s);
+		for (size_t j = 0; i >= 0 && j < k; j++)
+			if (pkts[j].packet_id == pkts[k].packet_id)
+				i = -1; /* the same id twice in one call */
+		if (i < 0) {
+			pthread_mutex_unlock(&rec_mu);
+			errno = ENOENT;
+			return -1;
+		}
+	}
+	for (size_t k = 0; k < count; k++)
+		rec_put(slot_of(pkts[k].packet_id, s));
+	pthread_mutex_unlock(&rec_mu);
+	return 0;
+}
