@@ -54,7 +54,7 @@ func (e *Engine) Adopt(fd int, l Lazy) {
 	if e.reg.get(fd) != nil {
 		return
 	}
-	if isEpoll(fd) {
+	if sysc.IsEpoll(fd) {
 		e.adoptEpoll(fd)
 		return
 	}
@@ -184,13 +184,6 @@ func (e *Engine) adoptUDP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 	}
 }
 
-// isEpoll reports whether fd is an epoll fd.
-func isEpoll(fd int) bool {
-	var buf [64]byte
-	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf[:])
-	return err == nil && string(buf[:n]) == "anon_inode:[eventpoll]"
-}
-
 // listening reports whether fd is a listening socket.
 func listening(fd int) bool {
 	v, err := sysc.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN)
@@ -201,30 +194,19 @@ func listening(fd int) bool {
 // whether that cannot be known). A forked child's copy of a socket is its own once the parent
 // closed its copy, as a fork-per-connection server does right after the fork.
 func parentHas(ino uint64) bool {
-	dir := "/proc/" + strconv.Itoa(unix.Getppid()) + "/fd/"
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dir := "/proc/" + strconv.Itoa(sysc.Getppid()) + "/fd/"
+	names, _, err := sysc.DirNames(dir)
 	if err != nil {
 		return true
 	}
-	defer unix.Close(fd)
 	want := "socket:[" + strconv.FormatUint(ino, 10) + "]"
-	buf := make([]byte, 8192)
 	link := make([]byte, 64)
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if err != nil {
+	for _, name := range names {
+		if k, err := sysc.Readlink(dir+name, link); err == nil && string(link[:k]) == want {
 			return true
 		}
-		if n <= 0 {
-			return false
-		}
-		_, _, names := unix.ParseDirent(buf[:n], -1, nil)
-		for _, name := range names {
-			if k, err := unix.Readlink(dir+name, link); err == nil && string(link[:k]) == want {
-				return true
-			}
-		}
 	}
+	return false
 }
 
 // adoptEpoll moves the members of the program's epoll set epfd that the engine serves (ring
@@ -239,7 +221,7 @@ func (e *Engine) adoptEpoll(epfd int) {
 		if listening(m.fd) {
 			continue // a listener's readiness is the kernel's
 		}
-		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_DEL, m.fd, nil); err != nil {
+		if errno := sysc.EpollCtl(epfd, unix.EPOLL_CTL_DEL, m.fd, 0, 0); errno != 0 {
 			continue
 		}
 		ev := make([]byte, umem.EpollEventSize)
@@ -248,10 +230,9 @@ func (e *Engine) adoptEpoll(epfd int) {
 		c.A[0], c.A[1] = uintptr(epfd), unix.EPOLL_CTL_ADD
 		if r := e.epollCtlAt(&c, ev); r < 0 {
 			// Back where it was: the kernel's readiness is better than none.
-			back := unix.EpollEvent{Events: m.events, Fd: int32(m.data), Pad: int32(m.data >> 32)}
-			err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, m.fd, &back)
+			errno := sysc.EpollCtl(epfd, unix.EPOLL_CTL_ADD, m.fd, m.events, m.data)
 			e.log.Debug("an epoll member made before the engine loaded stays with the kernel",
-				zap.Int("epfd", epfd), zap.Int("fd", m.fd), zap.Int64("errno", -r), zap.Error(err))
+				zap.Int("epfd", epfd), zap.Int("fd", m.fd), zap.Int64("errno", -r), zap.Int("back errno", int(errno)))
 		}
 	}
 }
@@ -266,19 +247,9 @@ type epollMember struct {
 // epollMembers reads the members of epoll set epfd from /proc/self/fdinfo (raw system calls: the
 // engine opens no os.File).
 func epollMembers(epfd int) []epollMember {
-	fd, err := unix.Open("/proc/self/fdinfo/"+strconv.Itoa(epfd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	buf, err := sysc.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(epfd))
 	if err != nil {
 		return nil
-	}
-	defer unix.Close(fd)
-	var buf []byte
-	chunk := make([]byte, 4096)
-	for {
-		n, err := unix.Read(fd, chunk)
-		if n <= 0 || err != nil {
-			break
-		}
-		buf = append(buf, chunk[:n]...)
 	}
 	return parseEpollFdinfo(buf)
 }

@@ -65,8 +65,8 @@ func (s *Socket) asyncMode(fd int) bool {
 	if s.async.Load() {
 		return true
 	}
-	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-	if err != nil || fl&unix.O_ASYNC == 0 {
+	fl, errno := sysc.FcntlInt(fd, unix.F_GETFL, 0)
+	if errno != 0 || fl&unix.O_ASYNC == 0 {
 		return false
 	}
 	s.async.Store(true)

@@ -3,11 +3,12 @@ package offload
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
 )
 
 // The Go runtime's own descriptors.
@@ -37,10 +38,9 @@ const netpollerMaxBase = 1<<12 - 64
 // netpollerBase returns the number the runtime's epoll fd gets: near the top of the soft fd
 // limit, like the engine's other internal fds (moveHigh), but at most netpollerMaxBase.
 func netpollerBase() int {
-	var rl unix.Rlimit
 	base := 1000
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil && rl.Cur > 128 {
-		base = int(min(rl.Cur, FDTableSize) - 64)
+	if soft, ok := sysc.FileLimit(); ok && soft > 128 {
+		base = int(min(soft, FDTableSize) - 64)
 	}
 	return min(base, netpollerMaxBase)
 }
@@ -95,15 +95,13 @@ func StartNetpoller(table FDTable) (epfd, evfd int, err error) {
 
 // isFree reports whether no descriptor has number fd.
 func isFree(fd int) bool {
-	_, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
-	return errors.Is(err, unix.EBADF)
+	_, errno := sysc.FcntlInt(fd, unix.F_GETFD, 0)
+	return errno == unix.EBADF
 }
 
 // isPoller reports whether fd is an anonymous inode of the kind given ("eventpoll", "eventfd").
 func isPoller(fd int, kind string) bool {
-	var buf [64]byte
-	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf[:])
-	return err == nil && string(buf[:n]) == "anon_inode:["+kind+"]"
+	return sysc.FDLink(fd) == "anon_inode:["+kind+"]"
 }
 
 // holdMu serializes the holders of the low numbers (StartNetpoller, OpenHigh).
@@ -113,7 +111,7 @@ var holdMu sync.Mutex
 // and returns the function that gives them back. holdMu is held from the call to the release.
 func holdBelow(table FDTable, base int) (release func(), err error) {
 	holdMu.Lock()
-	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	null, err := sysc.Open("/dev/null", unix.O_RDONLY)
 	if err != nil {
 		holdMu.Unlock()
 		return nil, fmt.Errorf("hold descriptors: open /dev/null: %w", err)
@@ -121,14 +119,14 @@ func holdBelow(table FDTable, base int) (release func(), err error) {
 	// Grow the process's fd table to hold base+1 in one step when the shim has not (tests): with
 	// threads sharing the table, each growth waits for an RCU grace period (expand_fdtable), and
 	// filling number by number would grow it at every power of two.
-	if fd, err := unix.FcntlInt(uintptr(null), unix.F_DUPFD_CLOEXEC, base+2); err == nil {
-		unix.Close(fd)
+	if fd, errno := sysc.FcntlInt(null, unix.F_DUPFD_CLOEXEC, base+2); errno == 0 {
+		sysc.Close(fd)
 	}
 	fillers := make([]int, 0, 64)
 	release = func() {
 		for _, fd := range fillers {
 			table.Set(fd, 0)
-			unix.Close(fd)
+			sysc.Close(fd)
 		}
 		holdMu.Unlock()
 	}
@@ -137,20 +135,20 @@ func holdBelow(table FDTable, base int) (release func(), err error) {
 		fillers = append(fillers, null)
 	}
 	for {
-		fd, err := unix.FcntlInt(uintptr(null), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
+		fd, errno := sysc.FcntlInt(null, unix.F_DUPFD_CLOEXEC, 0)
+		if errno != 0 {
 			release()
-			return nil, fmt.Errorf("hold descriptors below %d: %w", base, err)
+			return nil, fmt.Errorf("hold descriptors below %d: %w", base, errno)
 		}
 		if fd >= base {
-			unix.Close(fd)
+			sysc.Close(fd)
 			break
 		}
 		table.Set(fd, FlagInternal)
 		fillers = append(fillers, fd)
 	}
 	if null >= base {
-		unix.Close(null)
+		sysc.Close(null)
 	}
 	return release, nil
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"strconv"
 
-	"golang.org/x/sys/unix"
+	"github.com/goxio/goxio/offload/internal/sysc"
 )
 
 // findNetpoller finds the runtime's epoll fd and eventfd among the process's descriptors: an
@@ -47,29 +47,14 @@ func findNetpoller() (epfd, evfd int) {
 // openFDList returns the process's open descriptors as /proc/self/fd lists them (read with
 // getdents; the directory's own descriptor is left out).
 func openFDList() []int {
-	dir, err := unix.Open("/proc/self/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil
-	}
-	defer unix.Close(dir)
+	names, dirfd, _ := sysc.DirNames("/proc/self/fd")
 	var fds []int
-	buf := make([]byte, 8<<10)
-	for {
-		n, err := unix.Getdents(dir, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || n <= 0 {
-			return fds
-		}
-		var names []string
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-		for _, name := range names {
-			if fd, err := strconv.Atoi(name); err == nil && fd != dir {
-				fds = append(fds, fd)
-			}
+	for _, name := range names {
+		if fd, err := strconv.Atoi(name); err == nil && fd != dirfd {
+			fds = append(fds, fd)
 		}
 	}
+	return fds
 }
 
 // imageDataRange returns the span of read-write mappings around addr that are contiguous with
@@ -119,25 +104,4 @@ func imageDataRange(addr uintptr) (lo, hi uintptr, ok bool) {
 }
 
 // readSmall reads a /proc file whole with raw system calls.
-func readSmall(path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	var out []byte
-	buf := make([]byte, 16<<10)
-	for {
-		n, err := unix.Read(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			return out, nil
-		}
-		out = append(out, buf[:n]...)
-	}
-}
+func readSmall(path string) ([]byte, error) { return sysc.ReadFile(path) }

@@ -3,6 +3,7 @@ package offload
 import (
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -46,6 +47,6 @@ func (e *Engine) BeforeSpawn(t SpillTable, all bool) {
 // inheritable reports whether fd survives an exec (no FD_CLOEXEC); an fd the kernel does not
 // answer for counts as inherited.
 func inheritable(fd int) bool {
-	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
-	return err != nil || fl&unix.FD_CLOEXEC == 0
+	fl, errno := sysc.FcntlInt(fd, unix.F_GETFD, 0)
+	return errno != 0 || fl&unix.FD_CLOEXEC == 0
 }

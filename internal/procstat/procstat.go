@@ -45,6 +45,12 @@ func Read(pid int, buf []byte) ([]byte, error) {
 	if pid != 0 {
 		path = "/proc/" + strconv.Itoa(pid) + "/stat"
 	}
+	return ReadPath(path, buf)
+}
+
+// ReadPath reads the file at path (a /proc file) into buf, up to its length, and returns the
+// bytes read.
+func ReadPath(path string, buf []byte) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -362,56 +363,62 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 	}
 	defer w.spin(false)
 	zero := unix.Timespec{}
-	w.begin()
-	for i := 0; ; i++ {
-		n := set.ringEvents(out, 0, max)
-		if n > 0 || w.osCheckDue(i) {
+	n, errno := wait.Loop(&w.call, w.policy(), wait.Steps{
+		Try: func(l wait.Look) (int, syscall.Errno, bool) {
+			n := set.ringEvents(out, 0, max)
+			if n == 0 && !w.osCheckDue(l.Round) {
+				return 0, 0, false
+			}
 			k, errno := set.kernelEvents(c.A[0], out, n, max, &zero, 0, nil)
 			if errno != 0 && n == 0 {
 				if errno == unix.EINTR && !w.interrupted() {
-					continue // the Go runtime's own signal, not the program's
+					return 0, 0, false // the Go runtime's own signal, not the program's
 				}
-				return -int64(errno)
+				return -1, errno, true
 			}
 			if n += k; n > 0 || w.deadline < 0 {
-				return int64(n)
+				return n, 0, true
 			}
-		}
-		if errno, again := w.next(); errno != 0 {
-			return -int64(errno)
-		} else if again {
-			continue
-		}
-		if release() {
-			continue // one more look at the rings without the marks
-		}
-		w.sleep(true)  // before the last look at the rings
-		set.armBells() // doorbells are made when somebody first sleeps on a socket
-		if n := set.ringEvents(out, 0, max); n > 0 {
+			return 0, 0, false
+		},
+		Mark: w.spin,
+		Sleep: func() (int, syscall.Errno, bool) {
+			if release() {
+				return 0, 0, false // one more look at the rings without the marks
+			}
+			w.sleep(true)  // before the last look at the rings
+			set.armBells() // doorbells are made when somebody first sleeps on a socket
+			if n := set.ringEvents(out, 0, max); n > 0 {
+				w.sleep(false)
+				hold()
+				return n, 0, true
+			}
+			sleep, bounded := boundSleep(w.remaining(), w.tcps)
+			k, errno := set.kernelEvents(c.A[0], out, 0, max, sleep, c.A[3], &w)
 			w.sleep(false)
 			hold()
-			return int64(n)
-		}
-		sleep, bounded := boundSleep(w.remaining(), w.tcps)
-		k, errno := set.kernelEvents(c.A[0], out, 0, max, sleep, c.A[3], &w)
-		w.sleep(false)
-		hold()
-		if errno == unix.EINTR && !w.interrupted() {
-			continue // the Go runtime's own signal (preemption), not the program's: wait on
-		}
-		if errno != 0 {
-			return -int64(errno)
-		}
-		if k > 0 {
-			return int64(k)
-		}
-		if bounded {
-			continue // marks of others: look at the rings again
-		}
-		if left := w.remaining(); left != nil && left.Sec == 0 && left.Nsec == 0 {
-			return 0
-		}
+			if errno == unix.EINTR && !w.interrupted() {
+				return 0, 0, false // the Go runtime's own signal (preemption), not the program's: wait on
+			}
+			if errno != 0 {
+				return -1, errno, true
+			}
+			if k > 0 {
+				return k, 0, true
+			}
+			if bounded {
+				return 0, 0, false // marks of others: look at the rings again
+			}
+			if left := w.remaining(); left != nil && left.Sec == 0 && left.Nsec == 0 {
+				return 0, 0, true
+			}
+			return 0, 0, false
+		},
+	})
+	if errno != 0 {
+		return -int64(errno)
 	}
+	return int64(n)
 }
 
 // waitLists returns the shared-memory TCP members a waiter waits on for input, and makes

@@ -1,10 +1,13 @@
 package iomux
 
 import (
-	"github.com/goxio/goxio/offload/internal/sysc"
+	"syscall"
+
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -178,7 +181,6 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 		return r
 	}
 	zero := unix.Timespec{}
-	w.begin()
 	ringReady := func() bool {
 		for _, t := range targets {
 			if ringReady(t.u) {
@@ -187,54 +189,60 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 		}
 		return false
 	}
-	for i := 0; ; i++ {
-		if ringReady() || tcpReady() || w.osCheckDue(i) {
+	r, errno := wait.Loop(&w.call, w.policy(), wait.Steps{
+		Try: func(l wait.Look) (int, syscall.Errno, bool) {
+			if !ringReady() && !tcpReady() && !w.osCheckDue(l.Round) {
+				return 0, 0, false
+			}
 			kernelEvents()
 			if _, errno := sysc.PpollFds(all, &zero, 0); errno != 0 {
 				if errno != unix.EINTR || w.interrupted() {
-					return -int64(errno)
+					return -1, errno, true
 				}
-				continue // the Go runtime's own signal, not the program's
+				return 0, 0, false // the Go runtime's own signal, not the program's
 			}
 			if r := fix(); r > 0 || w.deadline < 0 {
-				return done(r)
+				return int(r), 0, true
 			}
-		}
-		if errno, again := w.next(); errno != 0 {
-			return -int64(errno)
-		} else if again {
-			continue
-		}
-		if !belled {
-			addBells()
-			if r := fix(); r > 0 {
-				return done(r)
+			return 0, 0, false
+		},
+		Mark: w.spin,
+		Sleep: func() (int, syscall.Errno, bool) {
+			if !belled {
+				addBells()
+				if r := fix(); r > 0 {
+					return int(r), 0, true
+				}
 			}
-		}
-		w.sleep(true)
-		if ringReady() || tcpReady() {
+			w.sleep(true)
+			if ringReady() || tcpReady() {
+				w.sleep(false)
+				return 0, 0, false
+			}
+			kernelEvents()
+			sleep, bounded := boundSleep(w.remaining(), w.tcps)
+			k, errno := sysc.PpollFds(all, sleep, mask)
 			w.sleep(false)
-			continue
-		}
-		kernelEvents()
-		sleep, bounded := boundSleep(w.remaining(), w.tcps)
-		k, errno := sysc.PpollFds(all, sleep, mask)
-		w.sleep(false)
-		if errno == unix.EINTR && !w.interrupted() {
-			continue // the Go runtime's own signal (preemption), not the program's: wait on
-		}
-		if errno != 0 {
-			return -int64(errno)
-		}
-		if k == 0 && bounded {
-			continue // marks of others on our connections: look at the rings again
-		}
-		if k == 0 {
-			return done(0)
-		}
-		if r := fix(); r > 0 {
-			return done(r)
-		}
-		// Only a doorbell for data another thread took already: sleep again.
+			if errno == unix.EINTR && !w.interrupted() {
+				return 0, 0, false // the Go runtime's own signal (preemption), not the program's: wait on
+			}
+			if errno != 0 {
+				return -1, errno, true
+			}
+			if k == 0 && bounded {
+				return 0, 0, false // marks of others on our connections: look at the rings again
+			}
+			if k == 0 {
+				return 0, 0, true
+			}
+			if r := fix(); r > 0 {
+				return int(r), 0, true
+			}
+			return 0, 0, false // only a doorbell for data another thread took already: sleep again
+		},
+	})
+	if errno != 0 {
+		return -int64(errno)
 	}
+	return done(int64(r))
 }

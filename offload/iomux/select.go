@@ -1,11 +1,11 @@
 package iomux
 
 import (
-	"github.com/goxio/goxio/offload/internal/sysc"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/internal/wait"
 	"github.com/goxio/goxio/offload/transport"

@@ -23,8 +23,7 @@ type waiter struct {
 	deadline int64                // nanotime; 0: none (forever); -1: do not wait
 	spinning bool
 	sleeping bool      // the waiter's ring sockets count it among their sleepers (sleep)
-	spinner  wait.Spin // the polling, with the engine's one yield policy
-	call     wait.Call // the signal handlers that end the call
+	call     wait.Call // the signal handlers that end the call (wait.Loop)
 }
 
 // init prepares a waiter the caller declared (a value on its stack: a waiter made per call on
@@ -50,37 +49,21 @@ func (w *waiter) init(e *Mux, ts *unix.Timespec, sig uintptr) syscall.Errno {
 	return 0
 }
 
-// begin starts the waiter's polling (the SelectPoll budget counts from here).
-func (w *waiter) begin() { w.spinner.Begin(sysc.Nanotime()) }
-
-// spinBudget reports whether the waiter may still poll instead of sleeping; it counts the poll
-// (wait.Spin: the yield policy).
-func (w *waiter) spinBudget() bool {
-	p := w.e.p.SelectPoll
-	now := sysc.Nanotime()
-	w.spinner.Poll(now)
-	if p < 0 {
-		return w.deadline == 0 || now < w.deadline
+// policy is the waiter's spinning for wait.Loop: SelectPoll microseconds from the call's start
+// (< 0: until the deadline), never past the deadline, none with a zero timeout; any signal
+// handler ends the call.
+func (w *waiter) policy() wait.Policy {
+	p := wait.Policy{Timed: true, Budget: int64(w.e.p.SelectPoll) * 1000, AnySignal: true}
+	if w.e.p.SelectPoll < 0 {
+		p.Budget = -1
 	}
-	return w.spinner.Elapsed(now) < int64(p)*1000 && (w.deadline == 0 || now < w.deadline)
-}
-
-// next decides what a waiter does after a look that found nothing: end with EINTR (a signal
-// handler ran), spin on within the budget (again), or, once the budget is spent, give its spin
-// marks back and look once more (again); false and 0: go on towards the sleep.
-func (w *waiter) next() (errno syscall.Errno, again bool) {
-	if w.interrupted() {
-		return unix.EINTR, false
+	switch {
+	case w.deadline > 0:
+		p.Until = w.deadline
+	case w.deadline < 0:
+		p.Budget = 0 // a zero timeout: looks, never spins
 	}
-	if w.spinBudget() {
-		w.spin(true)
-		return 0, true
-	}
-	if w.spinning {
-		w.spin(false)
-		return 0, true // one more look at the rings and the kernel before sleeping
-	}
-	return 0, false
+	return p
 }
 
 // interrupted reports whether a signal handler ran on this thread since the call began: select,

@@ -41,3 +41,23 @@ func lower(s string) string {
 	}
 	return string(b)
 }
+
+func TestKindReasonStrings(t *testing.T) {
+	kinds := map[Kind]string{KindOS: "os", KindSHM: "shm", KindXDP: "xdp"}
+	for k, want := range kinds {
+		if k.String() != want {
+			t.Errorf("Kind %d: %q, want %q", k, k.String(), want)
+		}
+	}
+	reasons := map[Reason]string{ReasonNone: "none", ReasonNoFasterPath: "no faster path",
+		ReasonForkedChild: "forked child", ReasonNoCapabilities: "missing capabilities", ReasonNoXDP: "no XDP support",
+		ReasonUnsupportedProtocol: "unsupported protocol"}
+	for r, want := range reasons {
+		if r.String() != want {
+			t.Errorf("Reason %d: %q, want %q", r, r.String(), want)
+		}
+	}
+	if s := Reason(200).String(); s != "Reason(200)" {
+		t.Errorf("an unknown reason: %q", s)
+	}
+}

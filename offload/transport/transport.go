@@ -81,72 +81,55 @@ type Call struct {
 }
 
 // Kind identifies a transport.
+//
+// String (kind_string.go, generated) returns the transport's short name: "os", "shm", "xdp".
 type Kind uint8
 
 // The transports.
 const (
-	KindOS  Kind = iota // the kernel's socket layer
-	KindSHM             // shared-memory rings between goxio processes on the host
-	KindXDP             // AF_XDP rings to the NIC
+	// KindOS is the kernel's socket layer.
+	KindOS Kind = iota // os
+	// KindSHM is shared-memory rings between goxio processes on the host.
+	KindSHM // shm
+	// KindXDP is AF_XDP rings to the NIC.
+	KindXDP // xdp
 )
 
-func (k Kind) String() string {
-	switch k {
-	case KindOS:
-		return "os"
-	case KindSHM:
-		return "shm"
-	case KindXDP:
-		return "xdp"
-	}
-	return "kind(" + strconv.Itoa(int(k)) + ")"
-}
+//go:generate go tool stringer -type=Kind -linecomment
 
 // Reason says why a socket uses the kernel.
+//
+// String (reason_string.go, generated) returns the words the statistics and the logs show.
 type Reason uint8
 
 // The reasons.
 const (
-	ReasonNone                Reason = iota // not on the kernel, or no decision yet
-	ReasonRule                              // a libvma.conf rule says os
-	ReasonNoFasterPath                      // offload allowed, but no transport faster than the kernel reaches the peer
-	ReasonUnsupported                       // the socket uses something the fast paths do not support
-	ReasonResources                         // a resource limit (rings, memory, slots) was reached
-	ReasonDisabled                          // VMA_OFFLOADED_SOCKETS=0
-	ReasonForkedChild                       // the process is a forked child of the one that started goxio
-	ReasonInterfaceBusy                     // the interface has another XDP program (another process owns it)
-	ReasonNoCapabilities                    // the process lacks the capabilities AF_XDP needs
-	ReasonNoXDP                             // the interface or the kernel supports no XDP or AF_XDP mode
-	ReasonUnsupportedProtocol               // a family or protocol no fast path carries (IPv6 UDP)
+	// ReasonNone: not on the kernel, or no decision yet.
+	ReasonNone Reason = iota // none
+	// ReasonRule: a libvma.conf rule says os.
+	ReasonRule // rule
+	// ReasonNoFasterPath: offload allowed, but no transport faster than the kernel reaches the
+	// peer.
+	ReasonNoFasterPath // no faster path
+	// ReasonUnsupported: the socket uses something the fast paths do not support.
+	ReasonUnsupported // unsupported
+	// ReasonResources: a resource limit (rings, memory, slots) was reached.
+	ReasonResources // resources
+	// ReasonDisabled: VMA_OFFLOADED_SOCKETS=0.
+	ReasonDisabled // disabled
+	// ReasonForkedChild: the process is a forked child of the one that started goxio.
+	ReasonForkedChild // forked child
+	// ReasonInterfaceBusy: the interface has another XDP program (another process owns it).
+	ReasonInterfaceBusy // interface busy
+	// ReasonNoCapabilities: the process lacks the capabilities AF_XDP needs.
+	ReasonNoCapabilities // missing capabilities
+	// ReasonNoXDP: the interface or the kernel supports no XDP or AF_XDP mode.
+	ReasonNoXDP // no XDP support
+	// ReasonUnsupportedProtocol: a family or protocol no fast path carries (IPv6 UDP).
+	ReasonUnsupportedProtocol // unsupported protocol
 )
 
-func (r Reason) String() string {
-	switch r {
-	case ReasonNone:
-		return "none"
-	case ReasonRule:
-		return "rule"
-	case ReasonNoFasterPath:
-		return "no faster path"
-	case ReasonUnsupported:
-		return "unsupported"
-	case ReasonResources:
-		return "resources"
-	case ReasonDisabled:
-		return "disabled"
-	case ReasonForkedChild:
-		return "forked child"
-	case ReasonInterfaceBusy:
-		return "interface busy"
-	case ReasonNoCapabilities:
-		return "missing capabilities"
-	case ReasonNoXDP:
-		return "no XDP support"
-	case ReasonUnsupportedProtocol:
-		return "unsupported protocol"
-	}
-	return "reason(" + strconv.Itoa(int(r)) + ")"
-}
+//go:generate go tool stringer -type=Reason -linecomment
 
 // SigCounters are the per-thread counts of the program's signal handlers that ran on a thread
 // (shim/signal.c's struct goxio_sig_counters): all of them, and those without SA_RESTART. Code

@@ -2,7 +2,6 @@ package sysc
 
 import (
 	"encoding/binary"
-	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -111,11 +110,7 @@ func Pselect6(n int, r, w, x uintptr, ts *unix.Timespec, mask uintptr) (int, sys
 }
 
 // IsEpoll reports whether fd is an epoll fd.
-func IsEpoll(fd int) bool {
-	var buf [64]byte
-	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf[:])
-	return err == nil && string(buf[:n]) == "anon_inode:[eventpoll]"
-}
+func IsEpoll(fd int) bool { return FDLink(fd) == "anon_inode:[eventpoll]" }
 
 // IsOpen reports whether fd is an open fd.
 func IsOpen(fd int) bool {

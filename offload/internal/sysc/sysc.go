@@ -54,3 +54,12 @@ func Result(r uintptr, e syscall.Errno) (int, syscall.Errno) {
 	}
 	return int(r), 0
 }
+
+// GetsockoptTimeval reads a time socket option (SO_RCVTIMEO, SO_SNDTIMEO) in nanoseconds.
+func GetsockoptTimeval(fd, level, name int) (int64, error) {
+	tv, err := unix.GetsockoptTimeval(fd, level, name)
+	if err != nil {
+		return 0, err
+	}
+	return tv.Nano(), nil
+}

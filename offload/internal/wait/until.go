@@ -1,8 +1,9 @@
 package wait
 
 import (
-	"github.com/goxio/goxio/offload/internal/sysc"
 	"syscall"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
 
 	"golang.org/x/sys/unix"
 
@@ -24,31 +25,27 @@ const untilTick = 2e6 // ns
 // (nil: none).
 func Until(fd int, signals func() *transport.SigCounters, ready func() bool) (readable bool, errno syscall.Errno) {
 	var timeo int64
-	if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
-		timeo = tv.Nano()
+	if ns, err := sysc.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
+		timeo = ns
 	}
 	var w Call
-	w.Start(timeo, signals)
-	for {
-		if ready() {
-			return true, 0
-		}
-		if errno := w.Check(); errno != 0 {
-			return false, errno
-		}
-		ts := unix.NsecToTimespec(untilTick)
-		if w.Deadline != 0 {
-			ts = unix.NsecToTimespec(min(untilTick, max(w.Deadline-sysc.Nanotime(), 0)))
-		}
-		fds := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}}
-		_, err := unix.Ppoll(fds[:], &ts, nil)
-		switch {
-		case err == unix.EINTR:
-			continue // w.Check decides
-		case err != nil:
-			return true, 0 // the receive itself reports it
-		case fds[0].Revents != 0:
-			return true, 0
-		}
-	}
+	n, errno := Loop(&w, Policy{Timeout: timeo, Signals: signals}, Steps{
+		Try: func(Look) (int, syscall.Errno, bool) {
+			return 1, 0, ready()
+		},
+		Sleep: func() (int, syscall.Errno, bool) {
+			fds := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}}
+			_, errno := sysc.PpollFds(fds[:], w.Timeout(untilTick), 0)
+			switch {
+			case errno == unix.EINTR:
+				return 0, 0, false // the signal counters decide
+			case errno != 0:
+				return 1, 0, true // the receive itself reports it
+			case fds[0].Revents != 0:
+				return 1, 0, true
+			}
+			return 0, 0, false
+		},
+	})
+	return n > 0, errno
 }

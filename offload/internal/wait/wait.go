@@ -1,8 +1,9 @@
 // Package wait is the one wait of the engine's blocking calls in user space (a receive that
 // polls rings, select, poll and epoll_wait): the time it may take (a receive's SO_RCVTIMEO, a
 // poll's timeout), the signal handlers that end it with EINTR as they end a sleeping system call,
-// and the spinning within the polling budget, with the one yield policy (Spin). Each caller
-// supplies only its look at the data (try), its spin marks and the fds it sleeps on.
+// and the spinning within the polling budget, with the one yield policy (Spin), all in one
+// loop (Loop). Each caller supplies only its look at the data (Steps.Try), its spin marks
+// (Steps.Mark) and its sleep on its fds (Steps.Sleep), and chooses the measured policies (Policy).
 //
 // One clock: sysc.Nanotime.
 package wait

@@ -1,46 +1,33 @@
 package shm
 
 import (
-	"golang.org/x/sys/unix"
-
 	"github.com/goxio/goxio/offload/transport"
 )
 
 // The transport contract (transport.Endpoint) for the methods udp.go, ready.go, multicast.go
 // and handover.go do not already name.
 
-var _ transport.Endpoint = (*UDP)(nil)
+var (
+	_ transport.Endpoint      = (*UDP)(nil)
+	_ transport.DatagramQueue = (*UDP)(nil)
+)
 
 // BeforeData does nothing: it is called for stream sockets only.
 func (u *UDP) BeforeData(int) {}
 
 // Shutdown notes a shutdown for sending (SHUT_WR, SHUT_RDWR): ring sends then fail with EPIPE as
 // the kernel's do. An invalid how changes nothing (the kernel fails the call).
-func (u *UDP) Shutdown(_, how int) {
-	if how == unix.SHUT_WR || how == unix.SHUT_RDWR {
-		u.ShutWrite()
-	}
-}
+func (u *UDP) Shutdown(_, how int) { transport.DatagramShutdown(u, how) }
 
 // Ioctl answers FIONREAD with the size of the next ring datagram (NextSize).
-func (u *UDP) Ioctl(_ int, req uint32) (int, bool) {
-	if req != unix.SIOCINQ {
-		return 0, false
-	}
-	return u.NextSize()
-}
+func (u *UDP) Ioctl(_ int, req uint32) (int, bool) { return transport.DatagramIoctl(u, req) }
 
 // Queues knows none (the statistics count ring datagrams themselves).
 func (u *UDP) Queues() (rx, tx int, ok bool) { return 0, 0, false }
 
 // Fork hands the ring datagrams over (HandOver) and has the socket go back to the kernel, unless
 // it went already.
-func (u *UDP) Fork(int) ([][2][]byte, bool) {
-	if u.GaveUp() != transport.ReasonNone {
-		return nil, false
-	}
-	return u.HandOver(), true
-}
+func (u *UDP) Fork(int) ([][2][]byte, bool) { return transport.DatagramFork(u) }
 
 // Finish closes the socket (Close).
 func (u *UDP) Finish(int) { u.Close() }
@@ -51,10 +38,7 @@ func (u *UDP) Starting() bool { return u.Inbox() == nil && u.GaveUp() == transpo
 
 // Poll adds POLLIN to the kernel's answer when the rings hold a datagram (RingReady).
 func (u *UDP) Poll(_ int, events, kernel int16) (int16, bool) {
-	if events&unix.POLLIN != 0 && u.RingReady() {
-		return kernel | unix.POLLIN, true
-	}
-	return kernel, true
+	return transport.DatagramPoll(u, events, kernel)
 }
 
 // KernelEvents are the events asked for: the kernel socket's readiness is its own.

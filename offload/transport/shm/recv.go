@@ -2,7 +2,6 @@ package shm
 
 import (
 	"errors"
-	"github.com/goxio/goxio/offload/internal/wait"
 	"net/netip"
 	"syscall"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/internal/wait"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/udpcall"
@@ -64,9 +64,7 @@ func (u *UDP) recvmmsg(c *transport.Call, in *ring.Inbox) (int, syscall.Errno, b
 // SA_RESTART and the socket no receive timeout, as the kernel's blocking receive does.
 func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonblock bool) (int, syscall.Errno, bool) {
 	p := &u.env.p
-	polls := 0
 	spinning := false
-	var spin wait.Spin
 	defer func() {
 		if spinning {
 			in.SpinEnd()
@@ -76,96 +74,81 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 	// A non-blocking call looks at the kernel socket every time (an epoll-driven program reads
 	// until EAGAIN); a blocking one every RxUDPPollOSRatio polls, and when the kernel woke it.
 	checkOS := nonblock
+	viaOS := false
+	kernel := udpcall.KernelLook{
+		Now:   func() (int, syscall.Errno, bool) { return u.kernelNow(c) },
+		Shut:  func() bool { return u.readShut(c.FD) },
+		Ratio: p.RxUDPPollOSRatio,
+	}
 	var w wait.Call
-	kfd := -1
-	for {
-		if n, ok := u.fromRing(in, rc); ok {
-			u.rings.Add(1)
-			u.waitAvg.Waited(&w)
-			return n, 0, false
-		}
-		if checkOS || (p.RxUDPPollOSRatio > 0 && polls > 0 && polls%p.RxUDPPollOSRatio == 0) {
-			checkOS = false
-			if n, errno, done := u.kernelNow(c); done {
-				if errno == 0 {
+	var own udpcall.OwnFD
+	defer own.Close()
+	n, errno := wait.Loop(&w, wait.Policy{
+		Polls: p.RxPoll, Cold: !u.waitAvg.SpinWorth(), Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
+	}, wait.Steps{
+		Try: func(l wait.Look) (int, syscall.Errno, bool) {
+			if n, ok := u.fromRing(in, rc); ok {
+				u.rings.Add(1)
+				u.waitAvg.Waited(&w)
+				return n, 0, true
+			}
+			if n, errno, got, done := kernel.Look(&checkOS, l.Polls, nonblock); done {
+				if got {
 					u.osRx.Add(1)
 					u.waitAvg.Waited(&w)
 				}
+				viaOS = true
 				return n, errno, true
 			}
-			if !nonblock && u.readShut(c.FD) {
-				// shutdown(SHUT_RD): the kernel's blocking receive returns 0 once the queue is
-				// empty (a non-blocking one says EAGAIN).
-				return 0, 0, true
+			if nonblock {
+				return -1, unix.EAGAIN, true
 			}
-		}
-		if nonblock {
-			return -1, unix.EAGAIN, false
-		}
-		if !w.Started {
-			w.Start(u.rcvTimeo.Load(), p.Signals)
-		}
-		if errno := w.Check(); errno != 0 {
-			return -1, errno, false
-		}
-		if p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || u.waitAvg.SpinWorth()) {
-			if !spinning {
+			return 0, 0, false
+		},
+		Mark: func(on bool) {
+			spinning = on
+			if on {
 				in.SpinBegin()
-				spinning = true
-				spin.Begin(w.Begin) // the clock read of w.Start, just before: one read fewer per wait
+			} else {
+				in.SpinEnd()
 			}
-			polls++
-			spin.Poll(0)
-			continue
-		}
-		if spinning {
-			in.SpinEnd()
-			spinning = false
+		},
+		Sleep: func() (int, syscall.Errno, bool) {
+			bell := u.ensureBell(in)
+			if bell < 0 {
+				// No fd for a doorbell: the socket went back to the kernel.
+				n, errno, os := u.kernelRecv(c)
+				viaOS = os
+				return n, errno, true
+			}
+			u.settle(in)
+			u.sleepers.Add(1) // before the last look: a spinner that stops with data wakes us
 			if in.Pending() {
-				continue
+				u.sleepers.Add(-1)
+				return 0, 0, false
 			}
-		}
-		bell := u.ensureBell(in)
-		if bell < 0 {
-			return u.kernelRecv(c) // no fd for a doorbell: the socket went back to the kernel
-		}
-		u.settle(in)
-		u.sleepers.Add(1) // before the last look: a spinner that stops with data wakes us
-		if in.Pending() {
+			own.Take(c) // the call's own reference to the socket
+			u.sleeping(in)
+			r0, r1, errno := ppoll2(c.FD, bell, w.Remaining())
 			u.sleepers.Add(-1)
-			continue
-		}
-		if kfd < 0 {
-			// The call's own reference to the socket, as the kernel's receive holds its file:
-			// another thread closing the program's fd does not end the wait.
-			if k, err := unix.FcntlInt(uintptr(c.FD), unix.F_DUPFD_CLOEXEC, highFD); err == nil {
-				kfd = k
-				defer unix.Close(kfd)
-				c.FD = kfd
+			if errno == unix.EINTR {
+				return 0, 0, false // the signal counters decide: EINTR or, with SA_RESTART, wait on
 			}
-		}
-		u.sleeping(in)
-		r0, r1, errno := ppoll2(c.FD, bell, w.Remaining())
-		u.sleepers.Add(-1)
-		if errno == unix.EINTR {
-			continue // w.check decides: EINTR or, with SA_RESTART, wait on
-		}
-		if errno != 0 {
-			return -1, errno, false
-		}
-		if r0 == 0 && r1 == 0 {
-			return -1, unix.EAGAIN, false // SO_RCVTIMEO expired
-		}
-		if r1 != 0 {
-			u.rang(in)
-		}
-		checkOS = r0 != 0 // a doorbell means ring data: fromRing takes it
-	}
+			if errno != 0 {
+				return -1, errno, true
+			}
+			if r0 == 0 && r1 == 0 {
+				return -1, unix.EAGAIN, true // SO_RCVTIMEO expired
+			}
+			if r1 != 0 {
+				u.rang(in)
+			}
+			checkOS = r0 != 0 // a doorbell means ring data: fromRing takes it
+			return 0, 0, false
+		},
+	})
+	return n, errno, viaOS
 }
-
-// highFD is where a receive's own copy of its socket goes: away from the low numbers the program
-// expects to get from its own calls meanwhile.
-const highFD = 1 << 10
 
 // fromRing copies the next ring datagram into the call's buffers. A fault on the program's
 // memory still consumes the datagram (the kernel drops it too) and panics to the caller.

@@ -2,7 +2,6 @@ package shmtcp
 
 import (
 	"errors"
-	"github.com/goxio/goxio/offload/internal/wait"
 	"io"
 	"syscall"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/internal/wait"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
@@ -67,94 +67,89 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 	want := d.total
 	got, viaOS := 0, false
 	var w wait.Call
-	polls := 0
-	spinning := false
-	var spin wait.Spin
 	var spun *ring.Conn
 	defer func() {
-		if spinning && spun != nil {
+		if spun != nil {
 			spun.SpinEnd()
 		}
 	}()
-	for {
-		if t.end.closed() {
-			return got, 0, viaOS // woken by Close: 0 as after shutdown(SHUT_RD)
-		}
-		// The kernel socket (wake bytes, a dead peer's EOF or reset) is looked at before a
-		// sleep and otherwise at most every kernelEvery: the peer's state is in the segment,
-		// and a receive that finds the ring empty must not cost a system call each time.
-		checkKernel := (!spinning && polls > 0) || t.kernelDue()
-		n, errno, kern, done := t.step(fd, d, checkKernel)
-		if n > 0 {
-			got += n
-			viaOS = viaOS || kern
-			if !waitall || got >= want {
-				t.waitAvg.Waited(&w)
-				return got, 0, viaOS
+	n, errno := wait.Loop(&w, wait.Policy{
+		Polls: p.RxPoll, Cold: !t.waitAvg.SpinWorth(), Timeout: t.rcvTimeo.Load(), Signals: p.Signals,
+	}, wait.Steps{
+		Try: func(l wait.Look) (int, syscall.Errno, bool) {
+			for {
+				if t.end.closed() {
+					return got, 0, true // woken by Close: 0 as after shutdown(SHUT_RD)
+				}
+				// The kernel socket (wake bytes, a dead peer's EOF or reset) is looked at
+				// before a sleep and otherwise at most every kernelEvery: the peer's state is
+				// in the segment, and a receive that finds the ring empty must not cost a
+				// system call each time.
+				checkKernel := (!l.Spinning && l.Polls > 0) || t.kernelDue()
+				n, errno, kern, done := t.step(fd, d, checkKernel)
+				if n > 0 {
+					got += n
+					viaOS = viaOS || kern
+					if !waitall || got >= want {
+						t.waitAvg.Waited(&w)
+						return got, 0, true
+					}
+					dl.bufs = advance(dl.bufs, n)
+					dl.total -= n
+					continue
+				}
+				if done {
+					if got > 0 {
+						return got, 0, true
+					}
+					viaOS = kern
+					return n, errno, true
+				}
+				if nonblock {
+					return -1, unix.EAGAIN, true
+				}
+				return 0, 0, false
 			}
-			dl.bufs = advance(dl.bufs, n)
-			dl.total -= n
-			continue
-		}
-		if done {
-			if got > 0 {
-				return got, 0, viaOS
-			}
-			return n, errno, kern
-		}
-		if nonblock {
-			return -1, unix.EAGAIN, false
-		}
-		if !w.Started {
-			w.Start(t.rcvTimeo.Load(), p.Signals)
-		}
-		if e := w.Check(); e != 0 {
-			if got > 0 {
-				return got, 0, viaOS
-			}
-			return -1, e, false
-		}
-		if t.rx.phase() == phaseRing &&
-			(p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || t.waitAvg.SpinWorth())) {
-			if !spinning {
+		},
+		CanSpin: func() bool { return t.rx.phase() == phaseRing },
+		Mark: func(on bool) {
+			if on {
 				// No mark while another thread of ours sleeps on the connection: the peer's
 				// wake byte is what wakes it.
 				if spun = t.SpinConn(); spun != nil {
 					spun.SpinBegin()
 				}
-				spinning = true
-				spin.Begin(nanotime())
-			}
-			polls++
-			spin.Poll(0) // another thread of this CPU may be the one that produces the data
-			continue
-		}
-		if spinning {
-			if spun != nil {
+			} else if spun != nil {
 				spun.SpinEnd()
 				spun = nil
 			}
-			spinning = false
-			continue // one more look before sleeping
-		}
-		// Marks of others (an epoll set's awake marks, offload/iomux/epoll_awake.go) keep the
-		// peer's wake byte away: then look at the ring again every millisecond.
-		t.Sleep(true)
-		limit := int64(0)
-		if c := t.conn.Load(); c != nil && t.rx.switched() && c.Spinners() > 0 {
-			limit = 1e6
-		}
-		var e syscall.Errno
-		if t.rx.switched() && t.Readable(fd) {
-			e = unix.EINTR // the last look (after marking) found something: go round
-		} else {
-			_, e = t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.Timeout(limit))
-		}
-		t.Sleep(false)
-		if e != 0 && e != unix.EINTR {
-			return -1, e, false
-		}
+		},
+		Sleep: func() (int, syscall.Errno, bool) {
+			// Marks of others (an epoll set's awake marks, offload/iomux/epoll_awake.go) keep
+			// the peer's wake byte away: then look at the ring again every millisecond.
+			t.Sleep(true)
+			limit := int64(0)
+			if c := t.conn.Load(); c != nil && t.rx.switched() && c.Spinners() > 0 {
+				limit = 1e6
+			}
+			var e syscall.Errno
+			if t.rx.switched() && t.Readable(fd) {
+				e = unix.EINTR // the last look (after marking) found something: go round
+			} else {
+				_, e = t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.Timeout(limit))
+			}
+			t.Sleep(false)
+			if e != 0 && e != unix.EINTR {
+				got, viaOS = 0, false // the sleep's error is the call's, bytes or not
+				return -1, e, true
+			}
+			return 0, 0, false
+		},
+	})
+	if errno != 0 && got > 0 {
+		return got, 0, viaOS // a signal or the timeout ends the wait after some bytes
 	}
+	return n, errno, viaOS
 }
 
 // kernelEvery is how often a receive on the ring looks at the kernel socket while it does not

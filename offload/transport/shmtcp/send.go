@@ -152,67 +152,73 @@ func (t *TCP) ringSend(fd int, conn *ring.Conn, call *dataCall, nonblock bool) (
 	var w wait.Call
 	backoff := int64(0)
 	txCap, _ := conn.Capacities()
-	for {
-		if t.end.gone() != 0 || t.end.closed() || t.tx.has(flagShut) {
-			return partial(sent, unix.EPIPE)
-		}
-		n, wake, err := conn.Write(d.bufs)
-		if wake {
-			t.wake(fd)
-		}
-		if n > 0 {
-			sent += n
-			if pos := t.ringTx.Add(uint64(n)) - uint64(n); capture.On() {
-				t.tapOut(fd, capture.ShmTCP, dl.bufs, n, t.kTx+pos)
+	// No spinning: a writer that finds the ring full waits for its reader's space wake-up
+	// (WaitSpace) or sleeps.
+	n, errno := wait.Loop(&w, wait.Policy{Timeout: t.sndTimeo.Load(), Signals: t.env.p.Signals}, wait.Steps{
+		Try: func(wait.Look) (int, syscall.Errno, bool) {
+			if t.end.gone() != 0 || t.end.closed() || t.tx.has(flagShut) {
+				return -1, unix.EPIPE, true
 			}
-			if sent >= d.total {
-				return sent, 0
+			n, wake, err := conn.Write(d.bufs)
+			if wake {
+				t.wake(fd)
 			}
-			dl.bufs = advance(dl.bufs, n)
-			backoff = 0
-		}
-		switch {
-		case err == nil, errors.Is(err, ring.ErrFull):
-		case errors.Is(err, ring.ErrReset):
-			if !t.reportReset() {
-				return partial(sent, unix.EPIPE)
+			if n > 0 {
+				sent += n
+				if pos := t.ringTx.Add(uint64(n)) - uint64(n); capture.On() {
+					t.tapOut(fd, capture.ShmTCP, dl.bufs, n, t.kTx+pos)
+				}
+				if sent >= d.total {
+					return sent, 0, true
+				}
+				dl.bufs = advance(dl.bufs, n)
+				backoff = 0
 			}
-			return partial(sent, unix.ECONNRESET)
-		case errors.Is(err, ring.ErrCorrupt):
-			_, _ = conn.Abort()
-			return partial(sent, unix.ECONNRESET)
-		default: // ErrClosed (our shutdown or close), ErrPeerClosed
-			return partial(sent, unix.EPIPE)
-		}
-		if nonblock {
-			return partial(sent, unix.EAGAIN)
-		}
-		if !w.Started {
-			w.Start(t.sndTimeo.Load(), t.env.p.Signals)
-		}
-		if e := w.Check(); e != 0 {
-			return partial(sent, e)
-		}
-		if conn.WaitSpace(min(d.total-sent, max(txCap/2, 1))) {
-			conn.CancelWaitSpace()
-			continue
-		}
-		events := int16(unix.POLLIN | unix.POLLRDHUP)
-		limit := int64(maxWriterSleep)
-		if backoff > 0 {
-			events = unix.POLLRDHUP
-			limit = backoff
-		}
-		rev, e := t.sleep(fd, events, w.Timeout(limit))
-		if e != 0 && e != unix.EINTR {
-			return partial(sent, e)
-		}
-		if rev&unix.POLLIN != 0 && conn.Space() == 0 {
-			backoff = 50e3 // readable, but not for us: a wake byte for our reader
-		} else if backoff > 0 {
-			backoff = min(backoff*2, maxWriterSleep/20)
-		}
+			switch {
+			case err == nil, errors.Is(err, ring.ErrFull):
+			case errors.Is(err, ring.ErrReset):
+				if !t.reportReset() {
+					return -1, unix.EPIPE, true
+				}
+				return -1, unix.ECONNRESET, true
+			case errors.Is(err, ring.ErrCorrupt):
+				_, _ = conn.Abort()
+				return -1, unix.ECONNRESET, true
+			default: // ErrClosed (our shutdown or close), ErrPeerClosed
+				return -1, unix.EPIPE, true
+			}
+			if nonblock {
+				return -1, unix.EAGAIN, true
+			}
+			return 0, 0, false
+		},
+		Sleep: func() (int, syscall.Errno, bool) {
+			if conn.WaitSpace(min(d.total-sent, max(txCap/2, 1))) {
+				conn.CancelWaitSpace()
+				return 0, 0, false
+			}
+			events := int16(unix.POLLIN | unix.POLLRDHUP)
+			limit := int64(maxWriterSleep)
+			if backoff > 0 {
+				events = unix.POLLRDHUP
+				limit = backoff
+			}
+			rev, e := t.sleep(fd, events, w.Timeout(limit))
+			if e != 0 && e != unix.EINTR {
+				return -1, e, true
+			}
+			if rev&unix.POLLIN != 0 && conn.Space() == 0 {
+				backoff = 50e3 // readable, but not for us: a wake byte for our reader
+			} else if backoff > 0 {
+				backoff = min(backoff*2, maxWriterSleep/20)
+			}
+			return 0, 0, false
+		},
+	})
+	if errno != 0 {
+		return partial(sent, errno) // the bytes sent before the error, a signal or SO_SNDTIMEO
 	}
+	return n, 0
 }
 
 // partial is a send's result: the bytes sent, or the error when none were.

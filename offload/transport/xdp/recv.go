@@ -2,7 +2,6 @@ package xdp
 
 import (
 	"encoding/binary"
-	"github.com/goxio/goxio/offload/internal/wait"
 	"net/netip"
 	"syscall"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
 	"github.com/goxio/goxio/offload/transport/udpcall"
@@ -66,78 +66,63 @@ const (
 // EINTR, unless it has SA_RESTART and the socket no receive timeout.
 func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, syscall.Errno, bool) {
 	p := &u.env.p
-	polls := 0
 	checkOS := nonblock
+	viaOS := false
+	kernel := udpcall.KernelLook{
+		Now:   func() (int, syscall.Errno, bool) { return u.kernelNow(c) },
+		Shut:  func() bool { return u.readShut(c.FD) },
+		Ratio: p.RxUDPPollOSRatio,
+	}
 	var w wait.Call
-	var spin wait.Spin
-	kfd := -1
-	for {
-		if n, ok := u.fromQueue(rc); ok {
-			u.waitAvg.Waited(&w)
-			return n, 0, false
-		}
-		if !u.kernelOnly.Load() && u.env.pollRx() > 0 {
+	var own udpcall.OwnFD
+	defer own.Close()
+	// Spin first unless the socket's receives typically wait long (wait.Avg), eagerly
+	// (wait.Spin: giving the CPU away every few polls from the start, for the peer or the
+	// thread that takes the frames from the RX ring when it shares this CPU), and again after
+	// each wake-up.
+	n, errno := wait.Loop(&w, wait.Policy{
+		Polls: p.RxPoll, Cold: !u.waitAvg.SpinWorth(), Eager: true, Respin: true,
+		Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
+	}, wait.Steps{
+		Try: func(l wait.Look) (int, syscall.Errno, bool) {
 			if n, ok := u.fromQueue(rc); ok {
 				u.waitAvg.Waited(&w)
-				return n, 0, false
+				return n, 0, true
 			}
-		}
-		if checkOS || (p.RxUDPPollOSRatio > 0 && polls > 0 && polls%p.RxUDPPollOSRatio == 0) {
-			checkOS = false
-			if n, errno, done := u.kernelNow(c); done {
-				if errno == 0 {
+			if !u.kernelOnly.Load() && u.env.pollRx() > 0 {
+				if n, ok := u.fromQueue(rc); ok {
+					u.waitAvg.Waited(&w)
+					return n, 0, true
+				}
+			}
+			if n, errno, got, done := kernel.Look(&checkOS, l.Polls, nonblock); done {
+				if got {
 					u.osRx.Add(1)
 					u.waitAvg.Waited(&w)
 				}
+				viaOS = true
 				return n, errno, true
 			}
-			if !nonblock && u.readShut(c.FD) {
-				return 0, 0, true // shutdown(SHUT_RD): 0 once the queue is empty
+			if nonblock {
+				return -1, unix.EAGAIN, true
 			}
-		}
-		if nonblock {
-			return -1, unix.EAGAIN, false
-		}
-		if !w.Started {
-			w.Start(u.rcvTimeo.Load(), p.Signals)
-		}
-		if errno := w.Check(); errno != 0 {
-			return -1, errno, false
-		}
-		// Spin first unless the socket's receives typically wait long (wait.Avg), eagerly
-		// (wait.Spin: giving the CPU away every few polls from the start, for the peer or the
-		// thread that takes the frames from the RX ring when it shares this CPU).
-		if p.RxPoll < 0 || polls < p.RxPoll && (polls > 0 || u.waitAvg.SpinWorth()) {
-			if polls == 0 {
-				spin.BeginEager()
+			return 0, 0, false
+		},
+		Sleep: func() (int, syscall.Errno, bool) {
+			own.Take(c) // the call's own reference to the socket
+			r0, errno := u.sleep(c.FD, &w)
+			if errno == unix.EINTR {
+				return 0, 0, false // the signal counters decide: EINTR or, with SA_RESTART, wait on
 			}
-			polls++
-			spin.Poll(0)
-			continue
-		}
-		if kfd < 0 {
-			// The call's own reference to the socket, as the kernel's receive holds its file:
-			// another thread closing the program's fd does not end the wait.
-			if k, err := unix.FcntlInt(uintptr(c.FD), unix.F_DUPFD_CLOEXEC, highFD); err == nil {
-				kfd = k
-				defer unix.Close(kfd)
-				c.FD = kfd
+			if errno != 0 {
+				return -1, errno, true
 			}
-		}
-		r0, errno := u.sleep(c.FD, &w)
-		if errno == unix.EINTR {
-			continue // w.check decides: EINTR or, with SA_RESTART, wait on
-		}
-		if errno != 0 {
-			return -1, errno, false
-		}
-		checkOS = r0 != 0
-		polls = 0
-	}
+			checkOS = r0 != 0
+			return 0, 0, false
+		},
+	})
+	return n, errno, viaOS
 }
-
-// highFD is where a receive's own copy of its socket goes.
-const highFD = 1 << 10
 
 // sleep waits until the kernel socket fd is readable, a frame arrives on an RX ring, another
 // thread queues a frame for this socket, or the wait's deadline; it returns the kernel socket's

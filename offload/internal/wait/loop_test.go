@@ -1,0 +1,118 @@
+package wait
+
+import (
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/transport"
+)
+
+// trace runs Loop with steps that record what the loop did: 't' a look, 'M'/'m' marks taken and
+// given back, 'S' a sleep; the call ends at the look numbered end with result 7.
+func trace(t *testing.T, p Policy, canSpin func() bool, marks bool, end int) (string, int, syscall.Errno) {
+	t.Helper()
+	var log []byte
+	looks := 0
+	var w Call
+	s := Steps{
+		Try: func(l Look) (int, syscall.Errno, bool) {
+			log = append(log, 't')
+			looks++
+			if looks == end {
+				return 7, 0, true
+			}
+			return 0, 0, false
+		},
+		CanSpin: canSpin,
+		Sleep: func() (int, syscall.Errno, bool) {
+			log = append(log, 'S')
+			return 0, 0, false
+		},
+	}
+	if marks {
+		s.Mark = func(on bool) {
+			if on {
+				log = append(log, 'M')
+			} else {
+				log = append(log, 'm')
+			}
+		}
+	}
+	n, errno := Loop(&w, p, s)
+	return string(log), n, errno
+}
+
+func TestLoopSpinsThenSleeps(t *testing.T) {
+	cases := []struct {
+		name  string
+		p     Policy
+		can   func() bool
+		marks bool
+		end   int
+		want  string
+	}{
+		{"budget of 2 polls, marks, one more look", Policy{Polls: 2}, nil, true, 5, "tMttmtSt"},
+		{"no marks: no extra look", Policy{Polls: 2}, nil, false, 4, "tttSt"},
+		{"cold socket: no spin", Policy{Polls: 2, Cold: true}, nil, true, 3, "tStSt"},
+		{"may not spin", Policy{Polls: 2}, func() bool { return false }, true, 3, "tStSt"},
+		{"respin after a sleep", Policy{Polls: 1, Respin: true}, nil, false, 4, "ttStt"},
+		{"no budget", Policy{}, nil, true, 2, "tSt"},
+	}
+	for _, c := range cases {
+		got, n, errno := trace(t, c.p, c.can, c.marks, c.end)
+		if got != c.want || n != 7 || errno != 0 {
+			t.Errorf("%s: %q -> %d %v, want %q -> 7", c.name, got, n, errno, c.want)
+		}
+	}
+}
+
+func TestLoopEndsAsTheSignalsSay(t *testing.T) {
+	var sig transport.SigCounters
+	signals := func() *transport.SigCounters { return &sig }
+	sleeps := 0
+	s := Steps{
+		Try: func(Look) (int, syscall.Errno, bool) { return 0, 0, false },
+		Sleep: func() (int, syscall.Errno, bool) {
+			sleeps++
+			if sleeps == 1 {
+				atomic.AddUint32(&sig.All, 1) // an SA_RESTART handler: a receive waits on
+			} else {
+				atomic.AddUint32(&sig.Interrupting, 1)
+			}
+			return 0, 0, false
+		},
+	}
+	var w Call
+	if n, errno := Loop(&w, Policy{Signals: signals}, s); n != -1 || errno != unix.EINTR || sleeps != 2 {
+		t.Fatalf("receive: %d %v after %d sleeps, want EINTR after 2", n, errno, sleeps)
+	}
+	sleeps = 0
+	var m Call
+	m.StartWith(0, &sig)
+	if n, errno := Loop(&m, Policy{Timed: true, AnySignal: true}, s); n != -1 || errno != unix.EINTR || sleeps != 1 {
+		t.Fatalf("select: %d %v after %d sleeps, want EINTR after 1", n, errno, sleeps)
+	}
+}
+
+func TestLoopAllocates(t *testing.T) {
+	var w Call
+	looks := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		looks = 0
+		w = Call{}
+		Loop(&w, Policy{Polls: 3}, Steps{
+			Try: func(Look) (int, syscall.Errno, bool) {
+				looks++
+				return looks, 0, looks == 5
+			},
+			Mark:  func(bool) { looks += 0 },
+			Sleep: func() (int, syscall.Errno, bool) { return 0, 0, false },
+		})
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per wait, want 0", allocs)
+	}
+}
