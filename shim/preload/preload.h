@@ -12,51 +12,6 @@
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
-
-/* ---- the engine, loaded on demand (loader.c) ---- */
-
-/* goxio_eng holds the engine's entry points once it is loaded. */
-GOXIO_HIDDEN extern struct goxio_engine goxio_eng;
-
-/* goxio_engine_need loads the engine if it is not yet (once, thread-safely) and reports whether
- * calls may now enter it. It returns 0 without loading inside a signal handler, in a vfork child,
- * in a forked child of a process that has the engine, during the load on the loading thread, and
- * after the load failed (the reason said once on stderr). */
-GOXIO_HIDDEN int goxio_engine_need(void);
-
-/* goxio_engine_loaded reports whether this process ever started loading the engine. */
-GOXIO_HIDDEN int goxio_engine_loaded(void);
-
-/* goxio_lazy_fd is called by a data call or a wait on a GOXIO_FD_LAZY fd (or GOXIO_FD_LAZY_EPOLL
- * epoll fd): it loads the engine, which adopts the fd; the caller then reads the fd's flags again. */
-GOXIO_HIDDEN void goxio_lazy_fd(int fd);
-
-/* goxio_lazy_mark flags fd GOXIO_FD_LAZY (an inet socket the engine has not seen) and notes how
- * it came to be (how: GOXIO_LAZY_*, ref: the listener it was accepted on, peer: connect's
- * address); with the engine ready meanwhile, the engine adopts it at once. */
-GOXIO_HIDDEN void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct sockaddr *peer, socklen_t len);
-
-/* goxio_lazy_waits reports whether a wait (select, poll, epoll) on fd, flagged GOXIO_FD_LAZY,
- * needs the engine: not for a listening socket, whose readiness is always the kernel's. */
-GOXIO_HIDDEN int goxio_lazy_waits(int fd);
-
-/* goxio_lazy_fork marks every lazy socket GOXIO_LAZY_FORKED (before a fork without the engine,
- * in the parent) or GOXIO_LAZY_CHILD (after it, in the child). */
-GOXIO_HIDDEN void goxio_lazy_fork(uint32_t how);
-
-/* goxio_lazy_fds counts the fds flagged GOXIO_FD_LAZY: select and poll look for them only while
- * it is not zero. */
-GOXIO_HIDDEN extern volatile int goxio_lazy_fds;
-
-/* goxio_in_engine reports whether address h lies in the engine's code (its signal handlers). */
-GOXIO_HIDDEN int goxio_in_engine(uintptr_t h);
-
-/* goxio_sig_depth counts the program's signal handlers running on this thread (signal.c). */
-GOXIO_HIDDEN extern __thread int goxio_sig_depth;
-
-/* goxio_mark_vfork_child notes that this process is a vfork child: it never loads the engine. */
-GOXIO_HIDDEN void goxio_mark_vfork_child(void);
-
 #endif
 #include <errno.h>
 #include <poll.h>
