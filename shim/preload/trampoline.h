@@ -23,6 +23,17 @@
 		return realcall;                                                                           \
 	} while (0)
 
+/* goxio_data_flags returns the flags fl of fd as a data call sees them: on a socket made before
+ * the engine was loaded (GOXIO_FD_LAZY), the first data call loads it, which adopts the socket
+ * and changes its flags. Shared by DATA_TRAMPOLINE and the fortified CHK_TRAMPOLINE. */
+static inline uint8_t goxio_data_flags(int fd, uint8_t fl) {
+	if (GOXIO_UNLIKELY(fl & GOXIO_FD_LAZY)) {
+		goxio_lazy_fd(fd);
+		return goxio_fd_flags(fd);
+	}
+	return fl;
+}
+
 /* DATA_TRAMPOLINE is TRAMPOLINE for the calls that move data: on a socket made before the engine
  * was loaded (GOXIO_FD_LAZY), the first such call loads it, which adopts the socket. */
 #define DATA_TRAMPOLINE(fd, op, realcall, a0, a1, a2, a3, a4)                                             \
@@ -30,10 +41,7 @@
 		uint8_t fl_ = goxio_fd_flags(fd);                                                          \
 		if (GOXIO_LIKELY(fl_ == 0))                                                                \
 			return realcall;                                                                   \
-		if (GOXIO_UNLIKELY(fl_ & GOXIO_FD_LAZY)) {                                                 \
-			goxio_lazy_fd(fd);                                                                 \
-			fl_ = goxio_fd_flags(fd);                                                          \
-		}                                                                                          \
+		fl_ = goxio_data_flags(fd, fl_);                                                           \
 		if (fl_ & GOXIO_FD_INTERNAL) {                                                             \
 			errno = EBADF;                                                                     \
 			return -1;                                                                         \
