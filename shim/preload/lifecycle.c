@@ -43,7 +43,7 @@ static volatile int ready;
 static int main_is_go;
 
 int goxio_active(void) {
-	if (GOXIO_UNLIKELY(!ready))
+	if (GOXIO_UNLIKELY(!ready) || goxio_in_vfork())
 		return 0;
 	if (alive_page != NULL)
 		return *alive_page == ALIVE_MAGIC && !in_child;
@@ -63,7 +63,7 @@ int goxio_main_is_go(void) {
 }
 
 int goxio_is_forked_child(void) {
-	if (in_child)
+	if (in_child || goxio_in_vfork())
 		return 1;
 	return alive_page != NULL && *alive_page != ALIVE_MAGIC;
 }
