@@ -19,6 +19,7 @@ GOXIO_HIDDEN void goxio_engine_settle(void);
  * child shares them and cannot read rings (it never enters Go); what the rings held is spilled
  * where both processes read it (spill.c). */
 void goxio_prefork(void) {
+	goxio_real_init(); /* no dlsym in the child (real.c) */
 	goxio_engine_settle();
 	if (goxio_active() && !goxio_is_forked_child())
 		goxio_eng.prefork();

@@ -1,9 +1,9 @@
 /*
  * lifecycle.c: start-up, readiness and forked children.
  *
- * Start-up: goxio_early (constructor priority 101) resolves the real functions and detects a Go
- * main program. Nothing else happens before the program's main(): no Go runtime, no thread, no
- * banner, no file. The engine is loaded by the first call that needs it (loader.c) and calls
+ * Start-up: the library has no constructor: the real functions are resolved at their first use
+ * (real.c), a Go main program is detected when the engine loads. Nothing happens before the
+ * program's main(): no Go runtime, no thread, no banner, no file. The engine is loaded by the first call that needs it (loader.c) and calls
  * goxio_set_ready once it serves calls.
  *
  * Runtime threads and the fd table:
@@ -123,11 +123,6 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data) {
 	return *index > 0; /* the program is the first object */
 }
 
-__attribute__((constructor(101))) static void goxio_early(void) {
-	int saved = errno;
-	goxio_real_init();
-	errno = saved;
-}
 
 void goxio_mark_child(void) {
 	if (goxio_engine_loaded())

@@ -32,8 +32,8 @@
 
 /* ---- real libc functions (real.c) ---- */
 
-/* The real-function table: every symbol the library interposes, resolved once with
- * dlsym(RTLD_NEXT). Entries are filled by goxio_real_init() (thread-safe, idempotent). */
+/* The real-function table: every symbol the library interposes, resolved with dlsym(RTLD_NEXT),
+ * each at its first use (real.c), all at once by goxio_real_init() (thread-safe, idempotent). */
 struct goxio_real {
 	int (*socket)(int, int, int);
 	int (*socketpair)(int, int, int, int[2]);
@@ -108,9 +108,13 @@ struct goxio_real {
 
 GOXIO_HIDDEN extern struct goxio_real goxio_real;
 GOXIO_HIDDEN void goxio_real_init(void);
+GOXIO_HIDDEN void *goxio_real_resolve(void **slot, const char *name);
 
-/* REAL(name) is the real libc function, resolving the table on first use. */
-#define REAL(name) (GOXIO_LIKELY(goxio_real.name != NULL) ? goxio_real.name : (goxio_real_init(), goxio_real.name))
+/* REAL(name) is the real libc function, resolved on first use. */
+#define REAL(name)                                                                                         \
+	(GOXIO_LIKELY(goxio_real.name != NULL)                                                             \
+		 ? goxio_real.name                                                                         \
+		 : (__typeof__(goxio_real.name))goxio_real_resolve((void **)&goxio_real.name, #name))
 
 /* ---- fd table (fdtable.c) ---- */
 

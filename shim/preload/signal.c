@@ -92,6 +92,7 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
 		return REAL(sigaction)(sig, act, old);
 	if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP)
 		return REAL(sigaction)(sig, act, old);
+	goxio_real_init(); /* the handler may interrupt dlsym: no first use in it (real.c) */
 	struct sigaction prev_app;
 	int had = app_set[sig];
 	if (had)
