@@ -72,6 +72,8 @@ install: all
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libgoxio.so
 	install -m 0755 $(ENGINE) $(DESTDIR)$(PREFIX)/lib/libgoxio-engine.so
 	install -m 0755 $(BUILD)/goxio $(BUILD)/goxio_stats $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/lib/goxio
+	install -m 0755 $(BUILD)/goxio-bpf $(DESTDIR)$(PREFIX)/lib/goxio/goxio-bpf
 	install -d $(DESTDIR)$(PREFIX)/include
 	install -m 0644 shim/goxio_extra.h $(DESTDIR)$(PREFIX)/include/goxio_extra.h
 	test -e $(DESTDIR)$(SYSCONFDIR)/libvma.conf || install -m 0644 libvma.conf $(DESTDIR)$(SYSCONFDIR)/libvma.conf
