@@ -237,6 +237,9 @@ static struct goxio_host host;
 static void load(void) {
 	__atomic_store_n(&state, ENG_LOADING, __ATOMIC_RELEASE);
 	in_load = 1;
+	/* The Go runtime calls sigaction (our wrapper) from its own thread while dlopen, on this one,
+	 * holds the loader's lock: no first dlsym there (real.c). */
+	goxio_real_init();
 	goxio_alive_arm();
 	sigset_t old;
 	int masked = pthread_sigmask(SIG_SETMASK, NULL, &old) == 0;

@@ -10,9 +10,11 @@
  * dlsym takes the dynamic loader's lock, so the table is completed (goxio_real_init) before the
  * places where a first use could find that lock held by the thread itself or by a thread that is
  * not there any more: before a fork or vfork (a child made while another thread held it; a vfork
- * child, which shares the parent's memory, resolves nothing) and before a program's signal handler
- * is installed behind the trampoline (a handler that interrupts dlopen). dlsym never calls a
- * function this library interposes.
+ * child, which shares the parent's memory, resolves nothing), before a program's signal handler
+ * is installed behind the trampoline (a handler that interrupts dlopen) and before the engine
+ * loads (the Go runtime's start-up calls sigaction while dlopen holds the lock). A handler that
+ * reaches the kernel without the wrapper (a raw rt_sigaction, glibc's sigset) can still make a
+ * first use. dlsym never calls a function this library interposes.
  */
 #include "preload.h"
 
