@@ -853,7 +853,7 @@ Kernel and goxio runs alternate in one run (A B A B ...), so both see the same m
   {meta['sp_reps']} runs per program and variant, interleaved; each figure is the median of the runs. iperf3:
   `iperf3 -s -1` and `iperf3 -c -t {meta.get('prog_time', 'n/a')} --json`, one stream, Gbit/s received. redis:
   `redis-server --save '' --appendonly no`, `redis-benchmark -t set,get -n {meta.get('redis_n', 'n/a')} --csv`
-  (50 clients). nginx: one process (`master_process off`, `daemon off`, `access_log off`) serving a
+  (50 clients). nginx: a master and 2 worker processes (`master_process on`, `worker_processes 2`, `daemon off`, `access_log off`; under goxio each worker loads its own engine) serving a
   1 KiB file, `wrk -t1 -c50 -d{meta.get('prog_time', 'n/a')}s --latency`; a wrk run with socket errors or
   non-2xx answers counts as failed. CPU is the user+system time of server and client over the run,
   per GB received (iperf3) or per request. "goxio server during the run": a `goxio_stats --json`

@@ -709,7 +709,12 @@ prog_run() {
 		cpid=$!
 		if [[ $FAKE == 0 && $env_str == *LD_PRELOAD=* && -x $STATS_TOOL && -n $SERVER_CHILD ]]; then
 			sleep "$PROG_STATS_AT"
-			timeout 10 "$STATS_TOOL" -F -p "$SERVER_CHILD" -c 1 --json >"$base.stats.json" 2>"$base.stats.err" || true
+			# The server and its children (nginx's workers, which load their own engines): one
+			# JSON document per line, those with an engine.
+			: >"$base.stats.json"
+			for p in "$SERVER_CHILD" $(pgrep -P "$SERVER_CHILD" || true); do
+				timeout 10 "$STATS_TOOL" -F -p "$p" -c 1 --json >>"$base.stats.json" 2>>"$base.stats.err" || true
+			done
 		fi
 		wait "$cpid" || rc=$?
 		if ((rc != 0)); then
