@@ -124,8 +124,8 @@ int goxio_spill_recv(int fd, const struct iovec *iov, size_t iovcnt, int flags, 
 }
 
 int goxio_spill_pending(void) {
-	if (!__atomic_load_n(&goxio_spill_any, __ATOMIC_RELAXED))
-		return 0;
+	if (!__atomic_load_n(&goxio_spill_any, __ATOMIC_RELAXED) || goxio_in_vfork())
+		return 0; /* a vfork child's epoll waits are the kernel's (and write no edge records) */
 	for (int i = 0; i < SPILL_SLOTS; i++) {
 		struct spill_hdr *h = __atomic_load_n(&spills[i].h, __ATOMIC_ACQUIRE);
 		if (h != NULL && (goxio_fd_flags(spills[i].fd) & GOXIO_FD_SPILL) &&
