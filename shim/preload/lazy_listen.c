@@ -531,3 +531,14 @@ void goxio_lazy_listen_gone(int fd) {
 	drop(fd);
 	errno = saved;
 }
+
+/* At exit the process's entries go at once (the sweep of dead owners would remove them later). */
+__attribute__((destructor)) static void lazy_listen_exit(void) {
+	if (__atomic_load_n(&nrecs, __ATOMIC_ACQUIRE) == 0)
+		return;
+	for (int i = 0; i < MAX_RECS; i++) {
+		uint64_t key = __atomic_load_n(&recs[i].key, __ATOMIC_ACQUIRE);
+		if (key != 0 && key != REC_BUSY)
+			goxio_lazy_listen_gone((int)(key - 1));
+	}
+}

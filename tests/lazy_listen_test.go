@@ -1,0 +1,230 @@
+package tests
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/goxio/goxio/offload/discovery"
+	"github.com/goxio/goxio/tests/internal/testutil"
+)
+
+// Listeners of a process that has not loaded its engine are published from C
+// (shim/preload/lazy_listen.c), so that clients with an engine pair with event-loop servers whose
+// engine loads only at their first accepted connection (redis, asyncio, Node, iperf3's server).
+
+// lazyListeners drives tests/lazy/listeners.c.
+type lazyListeners struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Reader
+	pid   int
+	ports [5]uint16
+}
+
+func startLazyListeners(t *testing.T, bin string, env []string) *lazyListeners {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = env
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	l := &lazyListeners{t: t, cmd: cmd, in: in, out: bufio.NewReader(out)}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line := l.line()
+	f := strings.Fields(line)
+	if len(f) != 7 || f[0] != "ready" {
+		t.Fatalf("listeners said %q", line)
+	}
+	l.pid, _ = strconv.Atoi(f[1])
+	for i := range l.ports {
+		p, _ := strconv.Atoi(f[2+i])
+		l.ports[i] = uint16(p)
+	}
+	return l
+}
+
+func (l *lazyListeners) line() string {
+	l.t.Helper()
+	type res struct {
+		s   string
+		err error
+	}
+	c := make(chan res, 1)
+	go func() { s, err := l.out.ReadString('\n'); c <- res{s, err} }()
+	select {
+	case r := <-c:
+		if r.err != nil {
+			l.t.Fatalf("listeners: %v (read %q)", r.err, r.s)
+		}
+		return strings.TrimSpace(r.s)
+	case <-time.After(30 * time.Second):
+		l.t.Fatal("listeners: no answer in 30 s")
+	}
+	return ""
+}
+
+func (l *lazyListeners) do(cmd string) {
+	l.t.Helper()
+	if _, err := io.WriteString(l.in, cmd+"\n"); err != nil {
+		l.t.Fatal(err)
+	}
+	if got := l.line(); got != "ok" {
+		l.t.Fatalf("%s: answered %q", cmd, got)
+	}
+}
+
+// wantListeners is what the directory must hold for the program's listeners still open.
+func (l *lazyListeners) want(lazy bool, which string) []discovery.Entry {
+	all := []discovery.Entry{
+		{Family: syscall.AF_INET, Local: netip.MustParseAddrPort("127.0.0.1:" + strconv.Itoa(int(l.ports[0])))},
+		{Family: syscall.AF_INET6, Local: netip.MustParseAddrPort("[::]:" + strconv.Itoa(int(l.ports[1]))), V6Only: true},
+		{Family: syscall.AF_INET6, Local: netip.MustParseAddrPort("[::]:" + strconv.Itoa(int(l.ports[2])))},
+		{Family: syscall.AF_INET6, Local: netip.MustParseAddrPort("[::1]:" + strconv.Itoa(int(l.ports[3]))), V6Only: true},
+		{Family: syscall.AF_INET, Local: netip.MustParseAddrPort("0.0.0.0:" + strconv.Itoa(int(l.ports[4])))},
+	}
+	var out []discovery.Entry
+	for i, e := range all {
+		if !strings.ContainsRune(which, rune('A'+i)) {
+			continue
+		}
+		e.Stream, e.Lazy, e.PID = true, lazy, l.pid
+		e.Inbox = fmt.Sprintf("goxio.%d.tcp.%d", os.Geteuid(), l.pid)
+		out = append(out, e)
+	}
+	return out
+}
+
+// listenersOf returns the directory's listener entries of pid, in a stable order.
+func listenersOf(t *testing.T, shmDir string, pid int) []discovery.Entry {
+	t.Helper()
+	ns, err := discovery.NetNS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := discovery.Open(shmDir, os.Geteuid(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var out []discovery.Entry
+	for _, e := range d.Listeners() {
+		if e.PID == pid {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Local.Port() < out[j].Local.Port() })
+	return out
+}
+
+func sameEntries(got, want []discovery.Entry) bool {
+	sort.Slice(want, func(i, j int) bool { return want[i].Local.Port() < want[j].Local.Port() })
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestLazyListenEntries: the entries the preload library writes for a process without its engine
+// are read back by the Go directory with every field right (family, bound address and port,
+// V6Only, listener, lazy, owner, label), go with close and dup2, are taken over in place by the
+// engine when it loads (none lost, none twice), are not written when the environment turns
+// shared-memory TCP off, are withdrawn by an engine that turns out to have it off, and go at exit.
+func TestLazyListenEntries(t *testing.T) {
+	lib := integrationLib(t)
+	bin := filepath.Join(t.TempDir(), "listeners")
+	testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "lazy", "listeners.c"), bin, "-O2")
+	check := func(t *testing.T, shmDir string, l *lazyListeners, lazy bool, which string) {
+		t.Helper()
+		got, want := listenersOf(t, shmDir, l.pid), l.want(lazy, which)
+		if !sameEntries(got, want) {
+			t.Fatalf("directory entries of pid %d:\n got %+v\nwant %+v", l.pid, got, want)
+		}
+	}
+	env := func(shmDir string, extra ...string) []string {
+		return testutil.Env(lib, append([]string{"GOXIO_SHM=1", "GOXIO_SHM_TCP=1", "GOXIO_SHM_DIR=" + shmDir,
+			"VMA_TRACELEVEL=WARN"}, extra...)...)
+	}
+
+	t.Run("published", func(t *testing.T) {
+		shmDir := t.TempDir()
+		l := startLazyListeners(t, bin, env(shmDir))
+		check(t, shmDir, l, true, "ABCDE")
+		if hasEngine(l.pid) {
+			t.Fatal("the program loaded the engine: the entries are not the preload library's")
+		}
+		l.do("close A")
+		l.do("dup2 B")
+		check(t, shmDir, l, true, "CDE")
+		l.do("load")
+		if !hasEngine(l.pid) {
+			t.Fatal("no engine after a data call")
+		}
+		check(t, shmDir, l, false, "CDE") // taken over: the same three, no longer lazy
+		l.do("exit")
+		l.cmd.Wait()
+	})
+
+	t.Run("exit", func(t *testing.T) {
+		shmDir := t.TempDir()
+		l := startLazyListeners(t, bin, env(shmDir))
+		check(t, shmDir, l, true, "ABCDE")
+		l.do("exit")
+		l.cmd.Wait()
+		check(t, shmDir, l, true, "")
+	})
+
+	t.Run("off", func(t *testing.T) {
+		for _, off := range [][]string{{"GOXIO_SHM_TCP=0"}, {"GOXIO_SHM=off"}, {"GOXIO_SHM_TCP=no"}} {
+			shmDir := t.TempDir()
+			l := startLazyListeners(t, bin, env(shmDir, off...))
+			check(t, shmDir, l, true, "")
+			l.do("exit")
+		}
+	})
+
+	// The environment does not tell (a parameters file turns the transport off): the entries
+	// are written, and the engine withdraws them when it loads.
+	t.Run("engine-off", func(t *testing.T) {
+		shmDir := t.TempDir()
+		file := filepath.Join(t.TempDir(), "goxio.toml")
+		writeFile(t, file, []byte("GOXIO_SHM_TCP = false\n"), 0o644)
+		e := testutil.Env(lib, "GOXIO_SHM=1", "GOXIO_SHM_DIR="+shmDir, "VMA_TRACELEVEL=WARN", "GOXIO_PARAMS_FILE="+file)
+		var kept []string
+		for _, kv := range e {
+			if !strings.HasPrefix(kv, "GOXIO_SHM_TCP=") {
+				kept = append(kept, kv)
+			}
+		}
+		l := startLazyListeners(t, bin, kept)
+		check(t, shmDir, l, true, "ABCDE")
+		l.do("load")
+		check(t, shmDir, l, true, "")
+		l.do("exit")
+	})
+}
