@@ -228,3 +228,82 @@ func TestLazyListenEntries(t *testing.T) {
 		l.do("exit")
 	})
 }
+
+// TestLazyListenRedis: redis-server and redis-benchmark (50 connections) under shared-memory TCP.
+// redis-server's first waits hold its listener alone, so it has no engine when the benchmark's
+// clients connect: they find its listener published from C, pair, and the server's engine
+// attaches at its first read. goxio_stats of the server shows the connections on shm with bytes
+// through the rings. Then servers with shared-memory TCP off (by the environment, and by a
+// parameters file the preload library cannot read) with clients on: the answers stay right and
+// the clients do not wait for a peer that never attaches.
+func TestLazyListenRedis(t *testing.T) {
+	lib := integrationLib(t)
+	server := testutil.Program(t, "redis-server", "redis-server")
+	cli := testutil.Program(t, "redis-cli", "redis-tools")
+	bench := testutil.Program(t, "redis-benchmark", "redis-tools")
+	startRedis := func(t *testing.T, env []string) (*testutil.Proc, []string) {
+		port := testutil.FreePort(t, "tcp")
+		ps := strconv.Itoa(port)
+		srv := testutil.Start(t, "redis-server", env, server, "--port", ps, "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", t.TempDir(), "--logfile", "")
+		testutil.WaitBound(t, "tcp", port, 20*time.Second, srv)
+		return srv, []string{"-h", "127.0.0.1", "-p", ps}
+	}
+	clientEnv := testutil.Env(lib, append(shmEnv, "VMA_TRACELEVEL=WARN")...)
+	setGet := func(t *testing.T, base []string, value string) {
+		t.Helper()
+		start := time.Now()
+		res := runClient(t, clientEnv, 20*time.Second, cli, append(base, "SET", "goxio:lazy", value)...)
+		if got := strings.TrimSpace(string(res.Stdout)); got != "OK" {
+			t.Fatalf("SET answered %q", got)
+		}
+		res = runClient(t, clientEnv, 20*time.Second, cli, append(base, "GET", "goxio:lazy")...)
+		if got := strings.TrimSpace(string(res.Stdout)); got != value {
+			t.Fatalf("GET answered %q, want %q", got, value)
+		}
+		t.Logf("SET and GET with redis-cli: %v", time.Since(start).Round(time.Millisecond))
+	}
+
+	t.Run("rings", func(t *testing.T) {
+		srv, base := startRedis(t, testutil.Env(lib, shmEnv...))
+		setGet(t, base, "rings")
+		load := testutil.Start(t, "redis-benchmark", clientEnv, bench,
+			append(base, "-t", "set,get", "-n", "100000", "-q")...)
+		most := 0
+		for !load.Exited() {
+			if n := ringSockets(statsOf(t, srv.Cmd.Process.Pid)); n > most {
+				most = n
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		res := load.Wait(time.Second)
+		rates := redisRate.FindAllStringSubmatch(string(res.Stdout), -1)
+		if res.ExitCode != 0 || len(rates) != 2 {
+			t.Fatalf("redis-benchmark: %s\n%s", res, res.Stdout)
+		}
+		t.Logf("%d of the benchmark's 50 connections through rings; %s %s, %s %s", most, rates[0][1], rates[0][2],
+			rates[1][1], rates[1][2])
+		if most < 40 {
+			t.Errorf("goxio_stats of redis-server showed at most %d connections with bytes through rings, want the benchmark's 50", most)
+		}
+	})
+
+	t.Run("server-off", func(t *testing.T) {
+		_, base := startRedis(t, testutil.Env(lib, "GOXIO_SHM=1", "GOXIO_SHM_TCP=0"))
+		setGet(t, base, "server-off")
+		runClient(t, clientEnv, 60*time.Second, bench, append(base, "-t", "set,get", "-n", "5000", "-q")...)
+	})
+
+	t.Run("server-off-by-file", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "goxio.toml")
+		writeFile(t, file, []byte("GOXIO_SHM_TCP = false\n"), 0o644)
+		srv, base := startRedis(t, testutil.Env(lib, "GOXIO_SHM=1", "GOXIO_PARAMS_FILE="+file))
+		setGet(t, base, "server-off-by-file")
+		start := time.Now()
+		runClient(t, clientEnv, 60*time.Second, bench, append(base, "-t", "set,get", "-n", "5000", "-q")...)
+		t.Logf("redis-benchmark -n 5000: %v", time.Since(start).Round(time.Millisecond))
+		if n := ringSockets(statsOf(t, srv.Cmd.Process.Pid)); n != 0 {
+			t.Errorf("%d connections through rings with a server whose shared-memory TCP is off", n)
+		}
+	})
+}
