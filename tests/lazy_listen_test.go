@@ -208,6 +208,70 @@ func TestLazyListenEntries(t *testing.T) {
 		}
 	})
 
+	// A listener's number taken by a UDP socket: a wait on it loads the engine as on any UDP
+	// socket (the C side forgot what it noted of the listener).
+	t.Run("reuse", func(t *testing.T) {
+		shmDir := t.TempDir()
+		l := startLazyListeners(t, bin, env(shmDir))
+		l.do("reuse A")
+		if !hasEngine(l.pid) {
+			t.Error("a poll on a UDP socket that took a closed listener's number did not load the engine")
+		}
+		check(t, shmDir, l, false, "BCDE")
+		l.do("exit")
+	})
+
+	// A daemon: the parent listens, forks and exits; the child's first wait on the listener
+	// publishes it as the child's (the parent's entry went with the parent's exit).
+	t.Run("daemon", func(t *testing.T) {
+		shmDir := t.TempDir()
+		py := testutil.Python(t)
+		script := `import os, select, socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+if os.fork() != 0:
+    os.write(1, b"parent %d %d\n" % (os.getpid(), s.getsockname()[1]))
+    sys.exit(0)
+select.select([s], [], [], 0)
+os.write(1, b"child %d\n" % os.getpid())
+sys.stdin.read()
+`
+		cmd := exec.Command(py, "-c", script)
+		cmd.Env = env(shmDir)
+		cmd.Stderr = os.Stderr
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close() // the child ends at the end of its stdin
+		l := &lazyListeners{t: t, out: bufio.NewReader(out)}
+		var parent, child, port int
+		for parent == 0 || child == 0 {
+			f := strings.Fields(l.line())
+			switch {
+			case len(f) == 3 && f[0] == "parent":
+				parent, _ = strconv.Atoi(f[1])
+				port, _ = strconv.Atoi(f[2])
+			case len(f) == 2 && f[0] == "child":
+				child, _ = strconv.Atoi(f[1])
+			default:
+				t.Fatalf("daemon said %q", f)
+			}
+		}
+		if _, err := cmd.Process.Wait(); err != nil { // the parent's exit (the child keeps the pipes)
+			t.Fatal(err)
+		}
+		if got := listenersOf(t, shmDir, parent); len(got) != 0 {
+			t.Errorf("the exited parent's entries stay: %+v", got)
+		}
+		got := listenersOf(t, shmDir, child)
+		want := discovery.Entry{Family: syscall.AF_INET, Local: netip.MustParseAddrPort("127.0.0.1:" + strconv.Itoa(port)),
+			Stream: true, Lazy: true, PID: child, Inbox: fmt.Sprintf("goxio.%d.tcp.%d", os.Geteuid(), child)}
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("the child's entries %+v, want [%+v]", got, want)
+		}
+	})
+
 	// The environment does not tell (a parameters file turns the transport off): the entries
 	// are written, and the engine withdraws them when it loads.
 	t.Run("engine-off", func(t *testing.T) {

@@ -2,11 +2,14 @@
  * sockets (A: 127.0.0.1, B: [::] IPV6_V6ONLY, C: [::] dual-stack, D: [::1], E: 0.0.0.0 listened
  * twice), prints "ready PID PORT_A .. PORT_E", then follows commands read from stdin, one per
  * line, answering "ok" to each: "close A" closes A, "dup2 B" puts /dev/null over B, "load" moves a
- * datagram on a UDP socket (the engine loads), "exit" returns from main. */
+ * datagram on a UDP socket (the engine loads), "reuse A" closes A and waits (poll, no timeout) on
+ * a UDP socket that gets A's number (a wait on a UDP socket loads the engine: nothing noted of the
+ * listener that had the number may stay), "exit" returns from main. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +71,15 @@ int main(void) {
 			if (u < 0 || sendto(u, "x", 1, 0, (struct sockaddr *)&a, sizeof a) != 1)
 				return 22;
 			close(u);
+		} else if (strcmp(line, "reuse A\n") == 0) {
+			if (close(fd[0]) < 0)
+				return 24;
+			int u = socket(AF_INET, SOCK_DGRAM, 0);
+			if (u != fd[0])
+				return 25;
+			struct pollfd p = {.fd = u, .events = POLLIN};
+			if (poll(&p, 1, 0) != 0)
+				return 26;
 		} else if (strcmp(line, "exit\n") == 0) {
 			printf("ok\n");
 			fflush(stdout);
