@@ -55,8 +55,8 @@
 
 /* The shared-memory transports' switches and their defaults (conf.Defaults: GOXIO_SHM,
  * GOXIO_SHM_TCP), and the segments' directory (GOXIO_SHM_DIR). */
-#define GOXIO_DIR_SHM_DEFAULT 0
-#define GOXIO_DIR_SHM_TCP_DEFAULT 0
+#define GOXIO_DIR_SHM_DEFAULT 1
+#define GOXIO_DIR_SHM_TCP_DEFAULT 1
 #define GOXIO_DIR_DEFAULT_DIR "/dev/shm"
 
 #endif
