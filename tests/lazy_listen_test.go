@@ -178,6 +178,8 @@ func TestLazyListenEntries(t *testing.T) {
 		if hasEngine(l.pid) {
 			t.Fatal("the program loaded the engine: the entries are not the preload library's")
 		}
+		l.do("fork") // a child closes its copies and exits: the entries are the parent's
+		check(t, shmDir, l, true, "ABCDE")
 		l.do("close A")
 		l.do("dup2 B")
 		check(t, shmDir, l, true, "CDE")

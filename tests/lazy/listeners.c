@@ -4,7 +4,8 @@
  * line, answering "ok" to each: "close A" closes A, "dup2 B" puts /dev/null over B, "load" moves a
  * datagram on a UDP socket (the engine loads), "reuse A" closes A and waits (poll, no timeout) on
  * a UDP socket that gets A's number (a wait on a UDP socket loads the engine: nothing noted of the
- * listener that had the number may stay), "exit" returns from main. */
+ * listener that had the number may stay), "fork" forks a child that closes every listener and
+ * calls exit (the entries stay: they are the parent's), "exit" returns from main. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int listener(int family, const char *addr, int v6only, int port_out[1]) {
@@ -80,6 +82,19 @@ int main(void) {
 			struct pollfd p = {.fd = u, .events = POLLIN};
 			if (poll(&p, 1, 0) != 0)
 				return 26;
+		} else if (strcmp(line, "fork\n") == 0) {
+			fflush(stdout);
+			pid_t c = fork();
+			if (c < 0)
+				return 27;
+			if (c == 0) {
+				for (int i = 0; i < 5; i++)
+					close(fd[i]);
+				exit(0);
+			}
+			int st;
+			if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+				return 28;
 		} else if (strcmp(line, "exit\n") == 0) {
 			printf("ok\n");
 			fflush(stdout);
