@@ -354,6 +354,24 @@ func TestLazyListenRedis(t *testing.T) {
 		}
 	})
 
+	// Clients whose engine has shared-memory TCP off never pair, whatever the directory says.
+	t.Run("client-off", func(t *testing.T) {
+		srv, base := startRedis(t, testutil.Env(lib, shmEnv...))
+		off := testutil.Env(lib, "GOXIO_SHM=1", "GOXIO_SHM_TCP=0", "VMA_TRACELEVEL=WARN")
+		load := testutil.Start(t, "redis-benchmark", off, bench, append(base, "-t", "set,get", "-n", "20000", "-q")...)
+		most := 0
+		for !load.Exited() {
+			most = max(most, ringSockets(statsOf(t, srv.Cmd.Process.Pid)))
+			time.Sleep(100 * time.Millisecond)
+		}
+		if res := load.Wait(time.Second); res.ExitCode != 0 || len(redisRate.FindAllStringSubmatch(string(res.Stdout), -1)) != 2 {
+			t.Fatalf("redis-benchmark: %s\n%s", res, res.Stdout)
+		}
+		if most != 0 {
+			t.Errorf("%d connections through rings from clients whose shared-memory TCP is off", most)
+		}
+	})
+
 	t.Run("server-off", func(t *testing.T) {
 		_, base := startRedis(t, testutil.Env(lib, "GOXIO_SHM=1", "GOXIO_SHM_TCP=0"))
 		setGet(t, base, "server-off")
