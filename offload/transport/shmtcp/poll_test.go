@@ -38,23 +38,27 @@ func pollUntil(t *testing.T, e *end, events, want int16) int16 {
 	}
 }
 
-// TestPollStaleWakeByte: a receive that slept and was woken by the peer's wake byte takes the
-// data from the ring and leaves the byte queued on the kernel socket, so the kernel reports
-// POLLIN for a connection with nothing to read (iperf3 paired: the server's select said its
-// control socket was readable, its blocking read then waited for the client, which waited for
-// the server). Poll reports no POLLIN there and drains the byte; it reports POLLIN for the next
-// data, and POLLOUT after our switch only when the ring has space.
-func TestPollStaleWakeByte(t *testing.T) {
-	env := testEnv(t, func(p *Params) { p.RingBytes, p.MaxRingBytes = 16<<10, 16<<10 })
+// TestWokenReceiveTakesWakeByte: a receive that slept and was woken by the peer's wake byte
+// takes the data from the ring and the byte too, so that nothing stays queued on the kernel
+// socket (a process killed with an unread byte there resets the connection instead of closing
+// it: semantic peer_exit's idle peer).
+func TestWokenReceiveTakesWakeByte(t *testing.T) {
+	env := testEnv(t, nil)
 	c, s := pair(t, env, env)
 	switched(t, c, s)
-
 	got := make(chan []byte, 1)
 	go func() {
 		b, _ := s.recv(16, 0) // sleeps in the transport until the wake byte
 		got <- b
 	}()
-	time.Sleep(30 * time.Millisecond)
+	deadline := time.Now().Add(5 * time.Second)
+	for s.tr.sleepers.Load() == 0 { // in ppoll on the kernel socket
+		if time.Now().After(deadline) {
+			t.Fatal("the receive never went to sleep")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond)
 	c.sendAll([]byte("state"))
 	select {
 	case b := <-got:
@@ -64,6 +68,39 @@ func TestPollStaleWakeByte(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("blocked recv never woke")
 	}
+	if k := kernelRevents(t, s.fd, unix.POLLIN); k&unix.POLLIN != 0 {
+		t.Fatalf("a wake byte stayed queued on the kernel socket after the woken receive (revents %#x)", k)
+	}
+}
+
+// TestPollStaleWakeByte: a wake byte can still be left queued on the kernel socket (the writer
+// sent it to a registered sleeper that then found the data at its last look, or a receive took
+// the data without looking at the kernel), so the kernel reports POLLIN for a connection with
+// nothing to read (iperf3 paired: the server's select said its control socket was readable, its
+// blocking read then waited for the client, which waited for the server). Poll reports no POLLIN
+// there and drains the byte; it reports POLLIN for the next data, and POLLOUT after our switch
+// only when the ring has space.
+func TestPollStaleWakeByte(t *testing.T) {
+	env := testEnv(t, func(p *Params) { p.RingBytes, p.MaxRingBytes = 16<<10, 16<<10 })
+	c, s := pair(t, env, env)
+	switched(t, c, s)
+
+	s.tr.Sleep(true) // a sleeper registered: the writer sends its wake byte
+	c.sendAll([]byte("state"))
+	s.tr.Sleep(false)
+	deadline := time.Now().Add(5 * time.Second)
+	for kernelRevents(t, s.fd, unix.POLLIN)&unix.POLLIN == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no wake byte arrived for the registered sleeper")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.tr.lastKernel.Store(nanotime()) // the receive below takes the data without a kernel look
+	s.nb.Store(true)
+	if b, errno := s.recv(16, 0); string(b) != "state" || errno != 0 {
+		t.Fatalf("recv %q, %v, want %q", b, errno, "state")
+	}
+	s.nb.Store(false)
 	if s.tr.Readable(s.fd) {
 		t.Fatalf("Readable with an empty ring")
 	}

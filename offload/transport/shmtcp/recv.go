@@ -316,6 +316,17 @@ func (t *TCP) stepRing(fd int, conn *ring.Conn, d *dataCall, checkKernel bool) (
 		t.txmu.Unlock()
 	}
 	if !errors.Is(err, ring.ErrEmpty) {
+		if err == nil && checkKernel && conn.WakePending() {
+			// Woken with data in the ring: take the wake byte too, so that none stays queued
+			// in the kernel socket of a reader that reads nothing more (a process killed with
+			// unread bytes resets its connection instead of closing it).
+			before := t.wakesRx.Load()
+			if eof, e := t.drainWakes(fd, conn); eof || e != 0 {
+				t.kernelEnded(conn, e)
+			} else if t.wakesRx.Load() > before {
+				conn.ClearWake() // the byte taken: the writer may wake us again
+			}
+		}
 		return ringResult(n, err)
 	}
 	if g := t.end.gone(); g != 0 {
