@@ -36,18 +36,23 @@ func (e *Engine) zcopyRecv(s *Socket, c *transport.Call) int64 {
 	z.data, z.token = 0, 0
 	if errno == 0 && held.Addr != 0 {
 		z.data, z.token = held.Addr, held.Token
-		s.st.CountZcopy(h.HeldNow())
+		s.st.CountZcopy(held.Now)
 	}
 	return result(n, errno)
 }
 
-// zcopyFree serves OpZcopyFree: the record of token goes back to its ring. ENOENT when the
-// socket holds no such record.
+// zcopyFree serves OpZcopyFree: the records of the tokens go back to their rings. ENOENT when
+// the socket held any of them no more (the others are freed).
 func (e *Engine) zcopyFree(s *Socket, c *transport.Call) int64 {
+	tokens := tokensAt(c.A[0], int(c.A[1]))
 	h, ok := s.transport().(transport.Holder)
-	if !ok || !h.Release(uint64(c.A[0])) {
+	if !ok {
 		return -int64(unix.ENOENT)
 	}
-	s.st.SetHeld(h.HeldNow())
+	n, now := h.Release(tokens)
+	s.st.SetHeld(now)
+	if n != len(tokens) {
+		return -int64(unix.ENOENT)
+	}
 	return 0
 }

@@ -85,7 +85,8 @@ enum goxio_op {
 	GOXIO_OP_EPOLL_WAIT, /* fd = epfd; a0=events a1=maxevents a2=timespec* or 0 a3=sigmask* or 0
 				a4=the thread's struct goxio_sig_counters* */
 	GOXIO_OP_ZCOPY_RECV, /* VMA's recvfrom_zcopy: a0=struct goxio_zcopy* */
-	GOXIO_OP_ZCOPY_FREE, /* VMA's free_packets, one record: a0=the token the receive gave */
+	GOXIO_OP_ZCOPY_FREE, /* VMA's free_packets: a0=uint64_t tokens the receives gave, a1=their number (at
+				most 64); -ENOENT when any was not held (the others are freed) */
 	GOXIO_OP_MAX
 };
 

@@ -142,11 +142,11 @@ func (r *ring) release(pos uint64) bool {
 	if k == 0 {
 		return true
 	}
-	r.holds = r.holds[k:]
-	if len(r.holds) == 0 {
-		r.holds = nil
+	if k == len(r.holds) {
+		r.holds = r.holds[:0] // keeps its array: no allocation per held datagram
 		atomic.StoreUint64(r.headp, r.head.Load())
 	} else {
+		r.holds = r.holds[k:]
 		atomic.StoreUint64(r.headp, r.holds[0].pos)
 	}
 	return true

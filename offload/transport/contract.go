@@ -145,17 +145,18 @@ type Holder interface {
 	// ReceiveHeld performs c, a recvfrom, except that a datagram the transport can hold is not
 	// copied: h gets its address and token (h.Addr 0: the call copied, as TransferVia would).
 	ReceiveHeld(c Call, h *Held) (n int, errno syscall.Errno, viaOS bool)
-	// Release frees the record of token; false when token names no record held now.
-	Release(token uint64) bool
-	// HeldNow is the number of records held.
-	HeldNow() int
+	// Release frees the records of tokens and returns how many it freed (a token that names no
+	// record held now is skipped) and how many records are held after it.
+	Release(tokens []uint64) (freed, held int)
 }
 
 // Held is a datagram ReceiveHeld handed over in place: the address of its payload in the
-// process's memory (valid and unchanged until Release) and its token.
+// process's memory (valid and unchanged until Release), its token, and how many records the
+// socket holds with it.
 type Held struct {
 	Addr  uintptr
 	Token uint64
+	Now   int
 }
 
 // Endpoint is a socket's transport as the engine holds it.

@@ -46,7 +46,7 @@ const (
 	OpEpollCtl                  // FD the target; A: epfd, op, *epoll_event
 	OpEpollWait                 // FD the epoll fd; A: events, maxevents, *timespec or 0, *sigset or 0
 	OpZcopyRecv                 // A: *struct goxio_zcopy (VMA's recvfrom_zcopy)
-	OpZcopyFree                 // A: token of a record OpZcopyRecv handed over (VMA's free_packets)
+	OpZcopyFree                 // A: tokens of records OpZcopyRecv handed over, their number (VMA's free_packets)
 	OpMax
 )
 

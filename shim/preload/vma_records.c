@@ -195,7 +195,9 @@ int vma_recvfrom_zcopy(int s, void *buf, size_t len, int *flags, struct sockaddr
 	return (int)n;
 }
 
-/* FREE_BATCH is how many ring records free_packets gives back to the engine per engine call. */
+/* FREE_BATCH is how many ring records free_packets gives back to the engine per engine call (the
+ * engine's maxFreeBatch, offload/zcopy_unsafe.go): a program that frees several packets in one
+ * call enters the engine once. */
 #define FREE_BATCH 64
 
 int vma_free_packets(int s, struct vma_packet_t *pkts, size_t count) {
@@ -235,12 +237,9 @@ int vma_free_packets(int s, struct vma_packet_t *pkts, size_t count) {
 		if (ntok == 0)
 			continue;
 		pthread_mutex_unlock(&rec_mu);
-		for (size_t k = 0; k < ntok; k++) {
-			/* refused: the socket went back to the kernel or was replaced, which released its
-			 * records already */
-			if (goxio_call(GOXIO_OP_ZCOPY_FREE, s, (uintptr_t)tokens[k], 0, 0, 0, 0) < 0)
-				refused = 1;
-		}
+		/* refused: the socket was closed or replaced, which released its records already */
+		if (goxio_call(GOXIO_OP_ZCOPY_FREE, s, (uintptr_t)tokens, ntok, 0, 0, 0) < 0)
+			refused = 1;
 		pthread_mutex_lock(&rec_mu);
 	}
 	pthread_mutex_unlock(&rec_mu);

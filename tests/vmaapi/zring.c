@@ -345,6 +345,11 @@ static void exact(void) {
 		for (int k = 1; k < NDGRAM; k++)
 			rest[NDGRAM - 1 - k].packet_id = r[k].id;
 		CHECK(api->free_packets(rx, rest, NDGRAM - 1) == 0, "free the rest");
+		/* nothing else arrived */
+		unsigned char pbuf[128];
+		int f = MSG_DONTWAIT;
+		errno = 0;
+		CHECK(api->recvfrom_zcopy(rx, pbuf, sizeof pbuf, &f, NULL, NULL) == -1 && errno == EAGAIN, "a datagram from nowhere");
 		struct stat st;
 		if (is("ring"))
 			CHECK(!mapped(ring) && stat(ring, &st) == -1 && errno == ENOENT, "the ring %s stays after its last free", ring);

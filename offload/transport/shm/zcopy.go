@@ -47,7 +47,7 @@ func (u *UDP) holdRing(in *ring.Inbox, rc *udpcall.Rx, h *transport.Held, name, 
 	if len(data) == 0 {
 		in.Pop() // nothing to hand over: an empty datagram is received as recvfrom does
 	} else if tok, err := in.Hold(); err == nil { // Hold cannot fail after a successful Peek
-		h.Addr, h.Token = ring.Addr(data), tok
+		h.Addr, h.Token, h.Now = ring.Addr(data), tok, in.HeldNow()
 	}
 	if rc.NameLen != nil {
 		l := min(int(*rc.NameLen), len(name))
@@ -57,29 +57,23 @@ func (u *UDP) holdRing(in *ring.Inbox, rc *udpcall.Rx, h *transport.Held, name, 
 	return len(data)
 }
 
-// Release frees a record ReceiveHeld handed over; false when token names none held now.
-func (u *UDP) Release(token uint64) bool {
+// Release frees records ReceiveHeld handed over, under one hold of the receive lock; tokens that
+// name none held now are skipped. It returns how many it freed and how many are held now.
+func (u *UDP) Release(tokens []uint64) (freed, held int) {
 	if !u.enter() {
-		return false
+		return 0, 0
 	}
 	defer u.exit()
 	in := u.inbox.Load()
 	if in == nil {
-		return false
+		return 0, 0
 	}
 	u.rxmu.Lock()
 	defer u.rxmu.Unlock()
-	return in.Release(token) == nil
-}
-
-// HeldNow is the number of records the program holds.
-func (u *UDP) HeldNow() int {
-	in := u.inbox.Load()
-	if in == nil || !u.enter() {
-		return 0
+	for _, t := range tokens {
+		if in.Release(t) == nil {
+			freed++
+		}
 	}
-	defer u.exit()
-	u.rxmu.Lock()
-	defer u.rxmu.Unlock()
-	return in.HeldNow()
+	return freed, in.HeldNow()
 }
