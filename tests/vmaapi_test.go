@@ -164,4 +164,16 @@ func TestIntegrationVMAZeroCopyRing(t *testing.T) {
 		t.Errorf("shared memory: output differs from the run without the library:\n%s\nwant:\n%s", stdout.Bytes(), want.Stdout)
 	}
 	t.Logf("%d records held stopped the sender", holding)
+
+	// zbench.c under load: every datagram whole and in order through wrapping rings, zero-copy
+	// freed one by one and in batches, and copied (a short run: the figures are the benchmark's).
+	zb := filepath.Join(t.TempDir(), "zbench")
+	testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "vmaapi", "zbench.c"), zb, "-O2", "-Wall", "-Werror")
+	line := regexp.MustCompile(`^\w+ size 1400 msgs/s \d+ MB/s [\d.]+ cpu_ns/msg \d+ received \d+ sum \d+\n$`)
+	for _, mode := range []string{"zcopy", "zcopy16", "copy"} {
+		got := runClient(t, testutil.Env(lib, shmEnv...), 30*time.Second, zb, mode, "1400", "0.3")
+		if !line.Match(got.Stdout) {
+			t.Errorf("zbench %s: %q", mode, got.Stdout)
+		}
+	}
 }

@@ -2,13 +2,16 @@
  * zbench.c: UDP receive throughput, zero-copy (recvfrom_zcopy + free_packets) against copying
  * (recvfrom).
  *
- *	zbench zcopy|copy SIZE SECONDS
+ *	zbench zcopy|zcopy16|copy SIZE SECONDS [head]
  *
+ * zcopy frees each datagram before it receives the next; zcopy16 holds 16 and frees them in one
+ * free_packets call.
  * The receiver (this process) spawns a sender (this program again, exec'd: its own process and
  * engine) that sends SIZE-byte datagrams to it over 127.0.0.1 as fast as it can, and receives for
  * SECONDS after the first datagram. Every datagram is read whole by the receiver (a sum of its
  * 64-bit words, as a handler would read it), and its sequence number must grow (datagrams may be
- * dropped, never reordered or corrupted). It prints one line:
+ * dropped, never reordered or corrupted); with "head" only its first 64 bytes are read (a handler
+ * that looks at a header and forwards or drops). It prints one line:
  *
  *	<mode> size <SIZE> msgs/s <rate> MB/s <rate> cpu_ns/msg <c> received <n> sum <s>
  *
@@ -81,8 +84,10 @@ static uint64_t sum(const unsigned char *p, size_t n) {
 int main(int argc, char **argv) {
 	if (argc == 4 && strcmp(argv[1], "send") == 0)
 		return sender(atoi(argv[2]), atoi(argv[3]));
-	CHECK(argc == 4, "usage: zbench zcopy|copy SIZE SECONDS");
-	int zc = strcmp(argv[1], "zcopy") == 0, size = atoi(argv[2]);
+	CHECK(argc == 4 || argc == 5, "usage: zbench zcopy|zcopy16|copy SIZE SECONDS [head]");
+	int zc = strncmp(argv[1], "zcopy", 5) == 0, size = atoi(argv[2]);
+	int batch = strcmp(argv[1], "zcopy16") == 0 ? 16 : 1;
+	size_t touch = argc == 5 && strcmp(argv[4], "head") == 0 ? 64 : (size_t)size;
 	double secs = atof(argv[3]);
 	CHECK(size >= 8 && size <= 65000 && secs > 0, "size 8..65000, seconds > 0");
 	struct vma_api_t *api = goxio_get_api();
@@ -114,6 +119,8 @@ int main(int argc, char **argv) {
 	int port = ntohs(a.sin_port);
 	CHECK(write(p[1], &port, sizeof port) == sizeof port, "port");
 	static unsigned char buf[65536];
+	struct vma_packet_t held[16];
+	int nheld = 0;
 	uint64_t n = 0, total = 0, last = 0;
 	double start = 0, end = 0, cpu0 = 0;
 	for (;;) {
@@ -139,10 +146,13 @@ int main(int argc, char **argv) {
 		memcpy(&seq, data, sizeof seq);
 		CHECK(seq > last, "sequence %llu after %llu", (unsigned long long)seq, (unsigned long long)last);
 		last = seq;
-		total += sum(data, (size_t)size);
+		total += sum(data, touch < (size_t)size ? touch : (size_t)size);
 		if (id != NULL) {
-			struct vma_packet_t pk = {.packet_id = id};
-			CHECK(api->free_packets(s, &pk, 1) == 0, "free_packets");
+			held[nheld++] = (struct vma_packet_t){.packet_id = id};
+			if (nheld == batch) {
+				CHECK(api->free_packets(s, held, (size_t)nheld) == 0, "free_packets");
+				nheld = 0;
+			}
 		}
 		if (n++ == 0) {
 			start = now();
