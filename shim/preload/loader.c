@@ -160,6 +160,23 @@ static void adopt(int fd) {
 	goxio_eng.adopt(fd, i != NULL ? i : &none);
 	if (i != NULL)
 		memset(i, 0, sizeof *i);
+	/* A listener's entry written from C is the engine's now if it took it over; else gone. */
+	goxio_lazy_listen_gone(fd);
+}
+
+/* unlazy clears fd's lazy flags and what the C side noted of it: a plain kernel fd from now on. */
+static void unlazy(int fd) {
+	uint8_t fl = goxio_fd_flags(fd);
+	if (fl & (GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL))
+		goxio_fdt_set(fd, fl & ~(GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL));
+	goxio_lazy_forget(fd);
+}
+
+void goxio_lazy_forget(int fd) {
+	struct goxio_lazy_info *i = info_of(fd, 0);
+	if (i != NULL)
+		memset(i, 0, sizeof *i);
+	goxio_lazy_listen_gone(fd);
 }
 
 void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct sockaddr *peer, socklen_t len) {
@@ -185,7 +202,16 @@ void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct sockaddr *peer,
 
 int goxio_lazy_waits(int fd) {
 	struct goxio_lazy_info *i = info_of(fd, 0);
-	return i == NULL || !(__atomic_load_n(&i->how, __ATOMIC_RELAXED) & GOXIO_LAZY_LISTENING);
+	if (i == NULL)
+		return 1;
+	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_RELAXED);
+	if (!(how & GOXIO_LAZY_LISTENING))
+		return 1;
+	/* A listener this process did not publish (a forked child's inherited one): now. */
+	if (!(how & GOXIO_LAZY_DIR_TRIED) && !(__atomic_fetch_or(&i->how, GOXIO_LAZY_DIR_TRIED, __ATOMIC_RELAXED) &
+					       GOXIO_LAZY_DIR_TRIED))
+		goxio_lazy_listen(fd);
+	return 0;
 }
 
 void goxio_lazy_fork(uint32_t how) {
@@ -198,6 +224,8 @@ void goxio_lazy_fork(uint32_t how) {
 		struct goxio_lazy_info *i = info_of(fd, 1);
 		if (i != NULL && (how != GOXIO_LAZY_CHILD || (i->how & GOXIO_LAZY_FORKED)))
 			__atomic_fetch_or(&i->how, how, __ATOMIC_RELAXED);
+		if (i != NULL && how == GOXIO_LAZY_CHILD) /* the parent's entries are not the child's */
+			__atomic_fetch_and(&i->how, ~(uint32_t)GOXIO_LAZY_DIR_TRIED, __ATOMIC_RELAXED);
 	}
 }
 
@@ -215,11 +243,9 @@ static void sweep(void) {
 /* drop_lazy clears every lazy flag: without an engine, those fds are plain kernel fds. */
 static void drop_lazy(void) {
 	int high = goxio_fdt_high();
-	for (int fd = 0; fd <= high; fd++) {
-		uint8_t fl = goxio_fd_flags(fd);
-		if (fl & (GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL))
-			goxio_fdt_set(fd, fl & ~(GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL));
-	}
+	for (int fd = 0; fd <= high; fd++)
+		if (goxio_fd_flags(fd) & (GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL))
+			unlazy(fd);
 }
 
 /* ---- the load ---- */
@@ -325,6 +351,10 @@ int goxio_engine_need(void) {
 
 int goxio_engine_loaded(void) { return __atomic_load_n(&state, __ATOMIC_ACQUIRE) != ENG_NONE; }
 
+int goxio_engine_absent(void) {
+	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENG_NONE && !vfork_child && !in_load;
+}
+
 /* goxio_engine_settle is called by fork before it forks: a load under way on another thread is
  * waited for, so that the child is made from a process with the engine or without it. */
 GOXIO_HIDDEN void goxio_engine_settle(void) {
@@ -337,11 +367,9 @@ GOXIO_HIDDEN void goxio_engine_settle(void) {
 void goxio_lazy_fd(int fd) {
 	if (!goxio_engine_need()) {
 		/* No engine for this process (now or ever): once it failed, the fd is a plain one. */
-		if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENG_FAILED) {
-			uint8_t fl = goxio_fd_flags(fd);
-			if (fl & (GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL))
-				goxio_fdt_set(fd, fl & ~(GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL));
-		}
+		if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENG_FAILED &&
+		    (goxio_fd_flags(fd) & (GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL)))
+			unlazy(fd);
 		return;
 	}
 	if (goxio_fd_flags(fd) & (GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL))

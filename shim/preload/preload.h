@@ -220,6 +220,27 @@ GOXIO_HIDDEN void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct so
  * needs the engine: not for a listening socket, whose readiness is always the kernel's. */
 GOXIO_HIDDEN int goxio_lazy_waits(int fd);
 
+/* goxio_lazy_forget drops what the C side noted of fd (closed or replaced, or no engine will
+ * ever adopt it), and withdraws its listener entry (lazy_listen.c). */
+GOXIO_HIDDEN void goxio_lazy_forget(int fd);
+
+/* GOXIO_LAZY_DIR_TRIED, a bit of goxio_lazy_info.how the C side alone uses (the engine ignores
+ * it): this process tried to publish the listener fd in the discovery directory. */
+#define GOXIO_LAZY_DIR_TRIED 0x40000000u
+
+/* goxio_lazy_listen publishes fd, a lazy socket that listens, in the discovery directory for the
+ * process whose engine is not loaded (lazy_listen.c); it does nothing where it cannot (signal
+ * handler, vfork child, engine loaded or loading, transport off, any error). */
+GOXIO_HIDDEN void goxio_lazy_listen(int fd);
+
+/* goxio_lazy_listen_gone withdraws the entry goxio_lazy_listen wrote for fd, unless the engine
+ * took it over or another process wrote it (a forked child's inherited fd). */
+GOXIO_HIDDEN void goxio_lazy_listen_gone(int fd);
+
+/* goxio_engine_absent reports whether this process has no engine, loaded or loading, and is no
+ * vfork child: the C side then publishes lazy listeners itself. */
+GOXIO_HIDDEN int goxio_engine_absent(void);
+
 /* goxio_lazy_fork marks every lazy socket GOXIO_LAZY_FORKED (before a fork without the engine,
  * in the parent) or GOXIO_LAZY_CHILD (after it, in the child). */
 GOXIO_HIDDEN void goxio_lazy_fork(uint32_t how);
