@@ -4,8 +4,9 @@
  *
  *	zbench zcopy|zcopy16|copy SIZE SECONDS [head]
  *
- * zcopy frees each datagram before it receives the next; zcopy16 holds 16 and frees them in one
- * free_packets call.
+ * zcopy frees each datagram before it receives the next; zcopy16 holds 16 (at most 64 KB) and frees
+ * them in one free_packets call (a program that holds more than its ring holds, 256 KB by default,
+ * gets nothing more until it frees: the sender's datagrams are dropped meanwhile).
  * The receiver (this process) spawns a sender (this program again, exec'd: its own process and
  * engine) that sends SIZE-byte datagrams to it over 127.0.0.1 as fast as it can, and receives for
  * SECONDS after the first datagram. Every datagram is read whole by the receiver (a sum of its
@@ -121,6 +122,7 @@ int main(int argc, char **argv) {
 	static unsigned char buf[65536];
 	struct vma_packet_t held[16];
 	int nheld = 0;
+	size_t heldb = 0;
 	uint64_t n = 0, total = 0, last = 0;
 	double start = 0, end = 0, cpu0 = 0;
 	for (;;) {
@@ -149,9 +151,11 @@ int main(int argc, char **argv) {
 		total += sum(data, touch < (size_t)size ? touch : (size_t)size);
 		if (id != NULL) {
 			held[nheld++] = (struct vma_packet_t){.packet_id = id};
-			if (nheld == batch) {
+			heldb += (size_t)size;
+			if (nheld == batch || heldb >= 65536) {
 				CHECK(api->free_packets(s, held, (size_t)nheld) == 0, "free_packets");
 				nheld = 0;
+				heldb = 0;
 			}
 		}
 		if (n++ == 0) {
