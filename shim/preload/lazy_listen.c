@@ -527,6 +527,8 @@ out:
 }
 
 void goxio_lazy_listen_gone(int fd) {
+	if (goxio_in_vfork())
+		return; /* the records are the parent's (a vfork child that calls exit runs the destructor) */
 	int saved = errno;
 	drop(fd);
 	errno = saved;
