@@ -91,6 +91,9 @@ func (e *Engine) Call(c *transport.Call) int64 {
 		return e.mux.EpollWait(c)
 	}
 	s := e.reg.get(c.FD)
+	if s == nil && (c.Op == transport.OpZcopyRecv || c.Op == transport.OpZcopyFree) {
+		return -int64(unix.EOPNOTSUPP) // no socket of ours: the preload library copies
+	}
 	if s == nil {
 		// The table sent us an fd we do not know (a stale flag): the kernel answers.
 		e.cfg.Table.Set(c.FD, 0)
@@ -101,6 +104,10 @@ func (e *Engine) Call(c *transport.Call) int64 {
 		return e.transfer(s, c)
 	case c.Op == transport.OpClose:
 		return e.close(c.FD)
+	case c.Op == transport.OpZcopyRecv:
+		return e.zcopyRecv(s, c)
+	case c.Op == transport.OpZcopyFree:
+		return e.zcopyFree(s, c)
 	case c.Op == transport.OpDup:
 		e.dup(s, int(int32(c.A[0])))
 		return 0

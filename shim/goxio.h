@@ -84,7 +84,25 @@ enum goxio_op {
 	GOXIO_OP_EPOLL_CTL,  /* fd = target; a0=epfd a1=op a2=epoll_event* */
 	GOXIO_OP_EPOLL_WAIT, /* fd = epfd; a0=events a1=maxevents a2=timespec* or 0 a3=sigmask* or 0
 				a4=the thread's struct goxio_sig_counters* */
+	GOXIO_OP_ZCOPY_RECV, /* VMA's recvfrom_zcopy: a0=struct goxio_zcopy* */
+	GOXIO_OP_ZCOPY_FREE, /* VMA's free_packets: a0=uint64_t tokens the receives gave, a1=their number (at
+				most 64); -ENOENT when any was not held (the others are freed) */
 	GOXIO_OP_MAX
+};
+
+/* A zero-copy receive (GOXIO_OP_ZCOPY_RECV): a recvfrom into buf, except that a datagram from a
+ * shared-memory ring stays where it is, held for the program until GOXIO_OP_ZCOPY_FREE of token;
+ * data then points at it (NULL: the datagram was copied into buf). The result is the datagram's
+ * length, or -errno. */
+struct goxio_zcopy {
+	void *buf;
+	size_t len;
+	int flags;
+	int pad_;
+	struct sockaddr *from;
+	socklen_t *fromlen;
+	void *data;     /* out */
+	uint64_t token; /* out */
 };
 
 /* The rest of select's arguments: tv (select, updated with the time left as Linux does) or ts

@@ -19,6 +19,14 @@
  *     recvfrom_zcopy receives a struct vma_packets_t with one packet and one iovec pointing at it,
  *     and *flags gets MSG_VMA_ZCOPY. free_packets refuses (ENOENT) a packet id this socket does not
  *     hold: a second free, another socket's packet, or a pointer it never returned.
+ *     On a UDP socket served through shared-memory rings, a datagram from a ring is not copied:
+ *     the iovec points at it inside the ring (a /dev/shm mapping), which keeps it until
+ *     free_packets. Held records fill the ring as unread datagrams fill a receive buffer: a sender
+ *     whose ring is full of them gets what a full receive buffer gives it (a drop, or EAGAIN with
+ *     VMA_TX_NONBLOCKED_EAGAINS), until the program frees the oldest. A held record survives its
+ *     sender's exit; records still held when the socket is closed go with it (their memory is
+ *     unmapped: do not read them after close). Datagrams through the kernel socket, and every
+ *     other transport, are copied once into the library's record.
  *   register_recv_callback: on a UDP socket the library serves (EINVAL on any other fd), each
  *     datagram goes to the callback before the program's read, recv, recvfrom, readv or recvmsg
  *     sees it, from inside that call: VMA_PACKET_DROP discards it, VMA_PACKET_HOLD hands its record

@@ -83,6 +83,7 @@ func FormatSocket(s SocketSnapshot, suffix string) string {
 		active = true
 	}
 	line(c.Retransmits != 0, "Retransmissions: %d%s\n", c.Retransmits, suffix)
+	line(c.RxZcopy|c.RxHeld != 0, "Rx zero-copy: %d / %d [packets/held now]%s\n", c.RxZcopy, c.RxHeld, suffix)
 	if !active {
 		b.WriteString("Rx and Tx were not active\n")
 	}

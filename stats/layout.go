@@ -9,7 +9,9 @@ package stats
 // LayoutVersion is the version of the segment layout this package writes and
 // the only one it reads. The reader refuses other versions with
 // ErrLayoutVersion.
-const LayoutVersion = 1
+//
+// Version 2: socket counter CtrRxZcopy and gauge gRxHeld (zero-copy receive).
+const LayoutVersion = 2
 
 // FilePrefix is the segment file name without the pid: <dir>/goxiostat.<pid>.
 const FilePrefix = "goxiostat."
@@ -120,6 +122,7 @@ const (
 	gRxQueueBytes    = sGauges + 2
 	gRxQueueBytesMax = sGauges + 3
 	gTxQueueBytes    = sGauges + 4
+	gRxHeld          = sGauges + 5 // records the program holds (VMA's recvfrom_zcopy) now
 )
 
 // Ring slot words.

@@ -31,11 +31,13 @@ type SocketCounters struct {
 	PollHit        uint64 `json:"poll_hit"`
 	PollMiss       uint64 `json:"poll_miss"`
 	Retransmits    uint64 `json:"retransmits"`
+	RxZcopy        uint64 `json:"rx_zcopy"`             // datagrams handed over in place
 	RxQueuePackets uint64 `json:"rx_queue_packets"`     // gauge: datagrams/segments waiting now
 	RxQueuePktsMax uint64 `json:"rx_queue_packets_max"` // gauge: most seen since open or zeroing
 	RxQueueBytes   uint64 `json:"rx_queue_bytes"`       // gauge: bytes waiting now
 	RxQueueByteMax uint64 `json:"rx_queue_bytes_max"`   // gauge: most seen since open or zeroing
 	TxQueueBytes   uint64 `json:"tx_queue_bytes"`       // gauge: bytes not yet taken by the peer
+	RxHeld         uint64 `json:"rx_held"`              // gauge: records handed over in place, not yet freed
 }
 
 // counterFields lists the counter fields in Counter order (gauges apart), so
@@ -45,7 +47,8 @@ func (c *SocketCounters) counterFields() []*uint64 {
 		&c.RxOSPackets, &c.RxOSBytes, &c.RxOSEAGAIN, &c.RxOSErrors,
 		&c.TxPackets, &c.TxBytes, &c.TxEAGAIN, &c.TxErrors,
 		&c.TxOSPackets, &c.TxOSBytes, &c.TxOSEAGAIN, &c.TxOSErrors,
-		&c.TxDrops, &c.RxDropPackets, &c.RxDropBytes, &c.PollHit, &c.PollMiss, &c.Retransmits}
+		&c.TxDrops, &c.RxDropPackets, &c.RxDropBytes, &c.PollHit, &c.PollMiss, &c.Retransmits,
+		&c.RxZcopy}
 }
 
 // Delta returns c minus prev for the counters (gauges are taken from c).
@@ -144,6 +147,7 @@ func decodeSocket(idx int, p []uint64) (SocketSnapshot, bool) {
 	c.RxQueueBytes = p[gRxQueueBytes]
 	c.RxQueueByteMax = p[gRxQueueBytesMax]
 	c.TxQueueBytes = p[gTxQueueBytes]
+	c.RxHeld = p[gRxHeld]
 	copy(s.mcMap[:], p[sMcMap:sMcMapEnd])
 	return s, true
 }

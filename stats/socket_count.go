@@ -98,6 +98,25 @@ func (s *Socket) CountPoll(hit bool) {
 // CountRetransmit counts a retransmitted TCP segment.
 func (s *Socket) CountRetransmit() { s.Add(CtrRetransmits, 1) }
 
+// CountZcopy counts a datagram handed over in place (VMA's recvfrom_zcopy) and publishes how
+// many records the program holds now, held.
+func (s *Socket) CountZcopy(held int) {
+	if s == nil {
+		return
+	}
+	p := s.slot.Load()
+	atomic.AddUint64(&p[sCounters+int(CtrRxZcopy)], 1)
+	atomic.StoreUint64(&p[gRxHeld], nonNeg(held))
+}
+
+// SetHeld publishes how many records handed over in place the program holds now.
+func (s *Socket) SetHeld(held int) {
+	if s == nil {
+		return
+	}
+	atomic.StoreUint64(&s.slot.Load()[gRxHeld], nonNeg(held))
+}
+
 // SetRxQueue publishes the current receive queue depth; the maxima follow.
 func (s *Socket) SetRxQueue(pkts, bytes int) {
 	if s == nil {

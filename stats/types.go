@@ -126,6 +126,7 @@ const (
 	CtrPollHit                      // a blocking receive found data while busy-polling
 	CtrPollMiss                     // a blocking receive polled in vain and went to sleep
 	CtrRetransmits                  // a TCP segment was retransmitted
+	CtrRxZcopy                      // a receive call handed a datagram over in place, held until freed (VMA's recvfrom_zcopy)
 	numSocketCounters
 )
 

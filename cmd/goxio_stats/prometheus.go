@@ -115,6 +115,8 @@ func addProcess(r *registry, v procView) {
 		r.add("goxio_socket_rx_queue_bytes", "gauge", "Bytes waiting in the receive queue.", sl(), c.RxQueueBytes)
 		r.add("goxio_socket_rx_queue_packets_max", "gauge", "Most packets seen in the receive queue.", sl(), c.RxQueuePktsMax)
 		r.add("goxio_socket_tx_queue_bytes", "gauge", "Bytes sent but not yet taken by the peer.", sl(), c.TxQueueBytes)
+		r.add("goxio_socket_rx_zcopy_total", "counter", "Datagrams handed over in place (VMA's recvfrom_zcopy).", sl(), c.RxZcopy)
+		r.add("goxio_socket_rx_held", "gauge", "Datagrams handed over in place and not yet freed.", sl(), c.RxHeld)
 		for _, g := range s.Groups {
 			r.add("goxio_socket_multicast_member", "gauge", "Multicast group joined by a socket (value 1).", sl("group", g.String()), 1)
 		}

@@ -23,4 +23,7 @@ var (
 	// ErrClosed: the inbox was closed by its owner, the receiver detached our ring, or the
 	// Outlet or Inbox itself was closed.
 	ErrClosed = errors.New("shm: closed")
+	// ErrNotHeld: Release of a handle that names no record held now (never given out, freed
+	// already, or released with the inbox).
+	ErrNotHeld = errors.New("shm: no such held record")
 )

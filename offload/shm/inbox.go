@@ -45,6 +45,10 @@ type Inbox struct {
 	retired   [][]byte
 	calls     uint64
 	lastSweep time.Time
+	holdTab   []holdEntry // records the program holds (hold.go)
+	holdFree  int32       // first free entry of holdTab, -1: none
+	heldNow   int
+	zombies   []*ring // detached rings kept mapped for their held records
 
 	// Shared with Pending and the wake methods.
 	list     atomic.Pointer[[]*ring] // copy of rings for Pending
@@ -92,6 +96,7 @@ func CreateInbox(dir, name string, slots int) (*Inbox, error) {
 		bySlot:      make([]*ring, slots),
 		failed:      make([]uint64, slots),
 		lastSweep:   time.Now(),
+		holdFree:    -1,
 	}
 	in.list.Store(&[]*ring{})
 	return in, nil
@@ -249,7 +254,8 @@ func (in *Inbox) Refresh() {
 			r := in.rings[i]
 			// Drained: nothing published at the head. Not the tail: a sender killed between a
 			// record's word and its tail store leaves a tail behind the head for good.
-			if r.lingering && !r.published() {
+			// Held records keep it: the program reads them in place.
+			if r.lingering && !r.published() && len(r.holds) == 0 {
 				in.detach(r)
 				changed = true
 				continue
@@ -351,11 +357,9 @@ func (in *Inbox) linger(r *ring) {
 // still holds it, and retires the mapping (unmapped once no Pending can see it). The caller
 // publishes the new list.
 func (in *Inbox) detach(r *ring) {
-	atomic.StoreUint64(word64(r.mem, rgDetached), 1)
-	if r.dead {
-		unlinkDeadPool(in.dir, r)
+	if len(r.holds) == 0 {
+		in.letGo(r)
 	}
-	shmseg.Unlink(r.path)
 	if r.slot >= 0 && in.bySlot[r.slot] == r {
 		base := slotTableOff + r.slot*slotSize
 		atomic.CompareAndSwapUint64(word64(in.mem, base+slTag), r.tag, freeTag(r.tag))
@@ -368,10 +372,27 @@ func (in *Inbox) detach(r *ring) {
 	if i := slices.Index(in.rings, r); i >= 0 {
 		in.rings = slices.Delete(in.rings, i, i+1)
 	}
-	in.retired = append(in.retired, r.mem)
+	if len(r.holds) > 0 {
+		// Held records keep the sender off the ring (its detached word would let it reuse the
+		// ring for another inbox: ring_pool.go) and the mapping here (hold.go).
+		r.zombie = true
+		in.zombies = append(in.zombies, r)
+	} else {
+		in.retired = append(in.retired, r.mem)
+	}
 	if in.peekRing == r {
 		in.peekRing = nil
 	}
+}
+
+// letGo tells r's sender that the ring is detached and unlinks its file (and its pool name when
+// the sender died).
+func (in *Inbox) letGo(r *ring) {
+	atomic.StoreUint64(word64(r.mem, rgDetached), 1)
+	if r.dead {
+		unlinkDeadPool(in.dir, r)
+	}
+	shmseg.Unlink(r.path)
 }
 
 // publish makes the attached list visible to Pending and unmaps retired rings nobody can see.
@@ -449,6 +470,7 @@ func (in *Inbox) Close() error {
 	for _, m := range in.retired {
 		keep(shmseg.Unmap(m))
 	}
+	in.closeHolds(keep)
 	in.rings, in.retired, in.bySlot, in.peekRing = nil, nil, nil, nil
 	keep(shmseg.Unlink(in.path))
 	keep(shmseg.Unmap(in.mem))

@@ -38,3 +38,13 @@ func word32(mem []byte, off int) *uint32 {
 func int32At(mem []byte, off int) *int32 {
 	return (*int32)(unsafe.Pointer(word32(mem, off)))
 }
+
+// Addr returns the address of b's first byte (0 for an empty slice): where a held payload lies in
+// this process, for the program that reads it in place (Inbox.Hold). The mapping stays while the
+// record is held, so the address stays valid until its Release.
+func Addr(b []byte) uintptr {
+	if len(b) == 0 {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(&b[0]))
+}

@@ -143,6 +143,7 @@ type ring struct {
 	head      atomic.Uint64 // authoritative head (Pending reads it from other goroutines)
 	empties   uint32        // peeks that found no published record (tailCheck)
 	popped    uint64
+	holds     []heldRec // records the program holds, oldest first (hold.go)
 
 	// Identity and lifetime, owned by the Inbox.
 	path      string
@@ -153,6 +154,7 @@ type ring struct {
 	id        uint64
 	lingering bool // sender closed or gone, or slot reclaimed: detach once drained
 	dead      bool // the sender died: detach removes its pool name too (ring_pool.go)
+	zombie    bool // detached with records held: unmapped when the last is freed (hold.go)
 }
 
 // newRing validates the header of a mapped ring segment and returns its consumer. The header
@@ -253,11 +255,14 @@ func (r *ring) record(pos uint64) (length, namelen uint64, kind byte, ok bool) {
 	return length, namelen, kind, seq == recSeq(pos) && kind != 0
 }
 
-// pop consumes up to next (a value peek returned) and tells the producer.
+// pop consumes up to next (a value peek returned) and tells the producer, unless records before
+// it are held (hold.go): the producer's head then moves when they are freed.
 func (r *ring) pop(next uint64) {
 	r.head.Store(next)
 	r.popped++
-	atomic.StoreUint64(r.headp, next)
+	if len(r.holds) == 0 {
+		atomic.StoreUint64(r.headp, next)
+	}
 }
 
 // published reports whether peek would find a record (or detach a corrupt ring) at the head,

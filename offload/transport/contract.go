@@ -137,6 +137,28 @@ type Mark interface {
 	SpinEnd()
 }
 
+// Holder is a transport that can hand a received datagram over where it lies (VMA's
+// recvfrom_zcopy), held for the program until it is released. Held records count against the
+// socket's receive queue: a transport whose records are all held refuses new ones as a full
+// receive buffer does. Closing the socket (Finish) releases every record it holds.
+type Holder interface {
+	// ReceiveHeld performs c, a recvfrom, except that a datagram the transport can hold is not
+	// copied: h gets its address and token (h.Addr 0: the call copied, as TransferVia would).
+	ReceiveHeld(c Call, h *Held) (n int, errno syscall.Errno, viaOS bool)
+	// Release frees the records of tokens and returns how many it freed (a token that names no
+	// record held now is skipped) and how many records are held after it.
+	Release(tokens []uint64) (freed, held int)
+}
+
+// Held is a datagram ReceiveHeld handed over in place: the address of its payload in the
+// process's memory (valid and unchanged until Release), its token, and how many records the
+// socket holds with it.
+type Held struct {
+	Addr  uintptr
+	Token uint64
+	Now   int
+}
+
 // Endpoint is a socket's transport as the engine holds it.
 type Endpoint interface {
 	Router

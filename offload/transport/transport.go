@@ -45,13 +45,15 @@ const (
 	OpSelect                    // FD -1; A: nfds, readfds, writefds, exceptfds, *goxio_select_args
 	OpEpollCtl                  // FD the target; A: epfd, op, *epoll_event
 	OpEpollWait                 // FD the epoll fd; A: events, maxevents, *timespec or 0, *sigset or 0
+	OpZcopyRecv                 // A: *struct goxio_zcopy (VMA's recvfrom_zcopy)
+	OpZcopyFree                 // A: tokens of records OpZcopyRecv handed over, their number (VMA's free_packets)
 	OpMax
 )
 
 var opNames = [...]string{"", "socket", "close", "shutdown", "bind", "listen", "accept4", "connect",
 	"getsockname", "getpeername", "setsockopt", "getsockopt", "read", "readv", "recvfrom", "recvmsg",
 	"recvmmsg", "write", "writev", "sendto", "sendmsg", "sendmmsg", "sendfile", "fcntl", "ioctl", "dup",
-	"forget", "poll", "select", "epoll_ctl", "epoll_wait"}
+	"forget", "poll", "select", "epoll_ctl", "epoll_wait", "zcopy_recv", "zcopy_free"}
 
 // String names the operation as the libc call.
 func (o Op) String() string {

@@ -17,6 +17,9 @@
 GOXIO_HIDDEN int rec_take(int fd, char **buf, void **handle);
 GOXIO_HIDDEN void rec_release(int i);
 
+/* goxio_vma_cbs counts the registered receive callbacks (vma_callback.c). */
+GOXIO_HIDDEN extern volatile int goxio_vma_cbs;
+
 /* served reports the table flags of a socket the engine serves, loading the engine first for a
  * socket made before it was; 0 for any other fd (vma_members.c). */
 GOXIO_HIDDEN uint8_t served(int fd);

@@ -1,11 +1,18 @@
 /*
  * vma_records.c: held records, VMA's recvfrom_zcopy and free_packets.
  *
- * A record is a buffer of RECORD_CAP bytes the library owns; recvfrom_zcopy receives into it
- * through the ordinary (interposed) recvfrom, so the socket's transport, the engine's lazy load and
- * the statistics all apply unchanged, and hands it to the program until free_packets. The packet
- * id the program sees is not an address but a handle (slot index and generation), so a foreign or
- * stale id is recognised without reading memory through it. Receive callbacks (vma_callback.c)
+ * On a socket whose datagrams come through a shared-memory ring, recvfrom_zcopy is really
+ * zero-copy: the engine (GOXIO_OP_ZCOPY_RECV) leaves the datagram in its ring record, held for the
+ * program, and the iovec points at it there until free_packets gives it back
+ * (GOXIO_OP_ZCOPY_FREE); the sender meanwhile finds the ring that much fuller (back-pressure).
+ * Everywhere else (the kernel and AF_XDP transports, a datagram that came through the kernel
+ * socket, a socket with a receive callback or spilled datagrams) a record is a buffer of
+ * RECORD_CAP bytes the library owns, filled through the ordinary (interposed) recvfrom, so the
+ * socket's transport, the engine's lazy load and the statistics all apply unchanged.
+ *
+ * The packet id the program sees is not an address but a handle (slot index and generation), so a
+ * foreign or stale id is recognised without reading memory through it; a ring record's slot also
+ * keeps the engine's token, which the engine checks again. Receive callbacks (vma_callback.c)
  * hold records the same way.
  */
 #include "vma.h"
@@ -14,14 +21,17 @@
 #include <string.h>
 
 _Static_assert(sizeof(struct vma_packet_t) == 16 && sizeof(struct vma_packets_t) == 8, "VMA packet layout");
+_Static_assert(sizeof(struct goxio_zcopy) == 56, "struct goxio_zcopy as offload/zcopy_unsafe.go reads it");
 
 /* ---- held records ---- */
 
 struct record {
 	char *buf;    /* RECORD_CAP bytes, kept across reuse of the slot */
-	uint32_t gen; /* bumped at every free: a stale handle no longer matches */
-	int fd;       /* the socket holding it, -1 when free */
-	int next;     /* next free slot, -1 at the end */
+	uint32_t gen;   /* bumped at every free: a stale handle no longer matches */
+	int fd;         /* the socket holding it, -1 when free */
+	int next;       /* next free slot, -1 at the end */
+	int ring;       /* the data is a ring record the engine holds, token names it */
+	uint64_t token;
 };
 
 static pthread_mutex_t rec_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -59,7 +69,7 @@ int rec_take(int fd, char **buf, void **handle) {
 		}
 		recs = grown;
 		for (int j = n - 1; j > nrecs; j--) {
-			recs[j] = (struct record){.buf = NULL, .gen = 1, .fd = -1, .next = free_head};
+			recs[j] = (struct record){.buf = NULL, .gen = 1, .fd = -1, .next = free_head, .ring = 0};
 			free_head = j;
 		}
 		i = nrecs;
@@ -74,6 +84,7 @@ int rec_take(int fd, char **buf, void **handle) {
 		return -1;
 	}
 	recs[i].fd = fd;
+	recs[i].ring = 0;
 	*buf = recs[i].buf;
 	*handle = handle_of(i, recs[i].gen);
 	pthread_mutex_unlock(&rec_mu);
@@ -83,6 +94,7 @@ int rec_take(int fd, char **buf, void **handle) {
 /* rec_put returns slot i to the free list. Called with rec_mu held. */
 static void rec_put(int i) {
 	recs[i].fd = -1;
+	recs[i].ring = 0;
 	recs[i].gen++;
 	if (recs[i].gen == 0)
 		recs[i].gen = 1;
@@ -94,6 +106,37 @@ void rec_release(int i) {
 	pthread_mutex_lock(&rec_mu);
 	rec_put(i);
 	pthread_mutex_unlock(&rec_mu);
+}
+
+/* rec_ring marks slot i as holding the engine's ring record token. */
+static void rec_ring(int i, uint64_t token) {
+	pthread_mutex_lock(&rec_mu);
+	recs[i].ring = 1;
+	recs[i].token = token;
+	pthread_mutex_unlock(&rec_mu);
+}
+
+/* zcopy_recv receives on s into data (RECORD_CAP bytes) or, from a ring, in place: 1 with *n the
+ * datagram's length (or -1 and errno) when the engine served the call, *ring the payload's address
+ * and *token its record when it is held in place (NULL: copied into data); 0 when the socket has no
+ * ring the engine can hold datagrams in (then the ordinary recvfrom serves it). */
+static int zcopy_recv(int s, char *data, int flags, struct sockaddr *from, socklen_t *fromlen, ssize_t *n,
+		      void **ring, uint64_t *token) {
+	uint8_t fl = served(s);
+	if (!(fl & GOXIO_FD_RING) || (fl & GOXIO_FD_SPILL) || (flags & (MSG_PEEK | MSG_ERRQUEUE | MSG_OOB)) ||
+	    __atomic_load_n(&goxio_vma_cbs, __ATOMIC_RELAXED) != 0)
+		return 0;
+	struct goxio_zcopy z = {.buf = data, .len = RECORD_CAP, .flags = flags, .from = from, .fromlen = fromlen};
+	int saved = errno;
+	long r = goxio_call(GOXIO_OP_ZCOPY_RECV, s, (uintptr_t)&z, 0, 0, 0, 0);
+	if (r < 0 && errno == EOPNOTSUPP) {
+		errno = saved;
+		return 0;
+	}
+	*n = r;
+	*ring = r >= 0 ? z.data : NULL;
+	*token = z.token;
+	return 1;
 }
 
 /* ---- the members ---- */
@@ -120,8 +163,16 @@ int vma_recvfrom_zcopy(int s, void *buf, size_t len, int *flags, struct sockaddr
 	if (i < 0)
 		return -1;
 	/* MSG_WAITALL would wait for a whole record: the stream's bytes come as they are there */
-	ssize_t n = recvfrom(s, data, RECORD_CAP, in & ~(MSG_TRUNC | MSG_WAITALL), from, fromlen);
-	if (n <= 0 || (in & MSG_PEEK)) {
+	int rflags = in & ~(MSG_TRUNC | MSG_WAITALL);
+	ssize_t n;
+	void *ring = NULL;
+	uint64_t token = 0;
+	if (!zcopy_recv(s, data, rflags, from, fromlen, &n, &ring, &token))
+		n = recvfrom(s, data, RECORD_CAP, rflags, from, fromlen);
+	if (ring != NULL) {
+		rec_ring(i, token);
+		data = ring;
+	} else if (n <= 0 || (in & MSG_PEEK)) {
 		int saved = errno;
 		rec_release(i);
 		errno = saved;
@@ -144,11 +195,19 @@ int vma_recvfrom_zcopy(int s, void *buf, size_t len, int *flags, struct sockaddr
 	return (int)n;
 }
 
+/* FREE_BATCH is how many ring records free_packets gives back to the engine per engine call (the
+ * engine's maxFreeBatch, offload/zcopy_unsafe.go): a program that frees several packets in one
+ * call enters the engine once. */
+#define FREE_BATCH 64
+
 int vma_free_packets(int s, struct vma_packet_t *pkts, size_t count) {
 	if (count > 0 && pkts == NULL) {
 		errno = EFAULT;
 		return -1;
 	}
+	uint64_t tokens[FREE_BATCH];
+	size_t ntok = 0, done = 0;
+	int refused = 0;
 	pthread_mutex_lock(&rec_mu);
 	/* every id is checked before any is freed: a bad array frees nothing */
 	for (size_t k = 0; k < count; k++) {
@@ -162,8 +221,31 @@ int vma_free_packets(int s, struct vma_packet_t *pkts, size_t count) {
 			return -1;
 		}
 	}
-	for (size_t k = 0; k < count; k++)
-		rec_put(slot_of(pkts[k].packet_id, s));
+	/* Ring records go back to the engine outside the lock, in batches; their slots are free as
+	 * soon as the tokens are copied out (the program's ids are stale from now on). */
+	while (done < count) {
+		for (ntok = 0; done < count && ntok < FREE_BATCH; done++) {
+			int i = slot_of(pkts[done].packet_id, s);
+			if (i < 0) {
+				refused = 1; /* another thread freed it while the lock was let go */
+				continue;
+			}
+			if (recs[i].ring)
+				tokens[ntok++] = recs[i].token;
+			rec_put(i);
+		}
+		if (ntok == 0)
+			continue;
+		pthread_mutex_unlock(&rec_mu);
+		/* refused: the socket was closed or replaced, which released its records already */
+		if (goxio_call(GOXIO_OP_ZCOPY_FREE, s, (uintptr_t)tokens, ntok, 0, 0, 0) < 0)
+			refused = 1;
+		pthread_mutex_lock(&rec_mu);
+	}
 	pthread_mutex_unlock(&rec_mu);
+	if (refused) {
+		errno = ENOENT;
+		return -1;
+	}
 	return 0;
 }

@@ -15,8 +15,9 @@ import (
 	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
-// recv performs a receive call.
-func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
+// recv performs a receive call; with hold (a recvfrom of VMA's recvfrom_zcopy), a ring's
+// datagram is held in place instead of copied (zcopy.go).
+func (u *UDP) recv(c *transport.Call, hold *transport.Held) (n int, errno syscall.Errno, viaOS bool) {
 	in := u.inbox.Load()
 	if in == nil || u.kernelOnly.Load() {
 		return u.kernelRecv(c)
@@ -35,7 +36,7 @@ func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	if !ok || rc.Flags&udpcall.KernelRecvFlags != 0 {
 		return u.kernelRecv(c)
 	}
-	n, errno, viaOS = u.receive(c, in, &rc, u.nonblock() || rc.Flags&unix.MSG_DONTWAIT != 0)
+	n, errno, viaOS = u.receive(c, in, &rc, u.nonblock() || rc.Flags&unix.MSG_DONTWAIT != 0, hold)
 	if rc.Bad && errno == 0 {
 		// A bad buffer fails the call once a datagram is there, and the datagram is gone, as
 		// in the kernel.
@@ -53,7 +54,7 @@ func (u *UDP) recvmmsg(c *transport.Call, in *ring.Inbox) (int, syscall.Errno, b
 	// garbage collector run ~30 times a second under ping-pong, each run a latency spike).
 	mc := *c
 	return udpcall.Recvmmsg(&mc, u.nonblock(), func(sub *transport.Call, rc *udpcall.Rx, nonblock bool) (int, syscall.Errno, bool) {
-		return u.receive(sub, in, rc, nonblock)
+		return u.receive(sub, in, rc, nonblock, nil)
 	}, u.kernel)
 }
 
@@ -62,7 +63,7 @@ func (u *UDP) recvmmsg(c *transport.Call, in *ring.Inbox) (int, syscall.Errno, b
 // in the kernel on the socket and the inbox's doorbell. It honours SO_RCVTIMEO (EAGAIN when it
 // expires) and returns EINTR when a signal handler ran on this thread, unless the handler has
 // SA_RESTART and the socket no receive timeout, as the kernel's blocking receive does.
-func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonblock bool) (int, syscall.Errno, bool) {
+func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonblock bool, hold *transport.Held) (int, syscall.Errno, bool) {
 	p := &u.env.p
 	spinning := false
 	defer func() {
@@ -87,7 +88,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 		Polls: p.RxPoll, Cold: !u.waitAvg.SpinWorth(), Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
 	}, wait.Steps{
 		Try: func(l wait.Look) (int, syscall.Errno, bool) {
-			if n, ok := u.fromRing(in, rc); ok {
+			if n, ok := u.fromRing(in, rc, hold); ok {
 				u.rings.Add(1)
 				u.waitAvg.Waited(&w)
 				return n, 0, true
@@ -150,9 +151,10 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 	return n, errno, viaOS
 }
 
-// fromRing copies the next ring datagram into the call's buffers. A fault on the program's
-// memory still consumes the datagram (the kernel drops it too) and panics to the caller.
-func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx) (int, bool) {
+// fromRing copies the next ring datagram into the call's buffers, or with hold keeps it in the
+// ring for the program (hold gets its address and token). A fault on the program's memory still
+// consumes the datagram (the kernel drops it too) and panics to the caller.
+func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx, hold *transport.Held) (int, bool) {
 	// Rings found empty leave the doorbell as it is: emptying it (and taking back the pending
 	// wake-up) is for a thread about to sleep (settle, rang). Done here, at every gap of a stream, it
 	// let the sender ring again at its next datagram: under sockperf UDP throughput 10,000 to
@@ -184,6 +186,9 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx) (int, bool) {
 		return 0, false
 	}
 	peek := rc.Flags&unix.MSG_PEEK != 0
+	if hold != nil && !peek {
+		return u.holdRing(in, rc, hold, name, full, data), true
+	}
 	defer func() {
 		if !peek {
 			in.Pop()

@@ -122,7 +122,7 @@ func (u *UDP) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
 	var errno syscall.Errno
 	var viaOS bool
 	if c.Op.Receive() {
-		n, errno, viaOS = u.recv(&c)
+		n, errno, viaOS = u.recv(&c, nil)
 	} else {
 		n, errno, viaOS = u.send(&c)
 	}

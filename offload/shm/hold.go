@@ -1,0 +1,162 @@
+package shm
+
+import (
+	"slices"
+	"sync/atomic"
+
+	"github.com/goxio/goxio/internal/shmseg"
+)
+
+// Held records: VMA's recvfrom_zcopy hands the program a datagram where it lies in the ring, and
+// the record stays there until the program frees it.
+//
+// The consumer's private head (ring.head) moves past a held record as past a popped one, so the
+// next Peek finds the next datagram; the head the producer sees (*headp) moves only over the
+// freed prefix: it stays at the position of the oldest record still held. A ring whose records
+// the program holds therefore fills up, and its sender meets what a full receive buffer gives it
+// (a drop counted, or EAGAIN): back-pressure. Records freed out of order are kept as freed until
+// every older one is freed too.
+//
+// A ring with held records is never unmapped: a ring whose sender closed or died is detached only
+// once its last held record is freed (Refresh), and one detached for corruption is kept mapped
+// (zombies) until then. Close releases every held record with the inbox: the socket is gone.
+//
+// Handles are numbers, not addresses: a slot of the inbox's hold table and the slot's
+// generation, so a freed, foreign or made-up handle is recognised without touching the ring.
+
+// heldRec is one record of a ring in the hold queue: held from pos (the consumer's head when it
+// was taken, padding before it included) to next.
+type heldRec struct {
+	pos, next uint64
+	freed     bool
+}
+
+// holdGen numbers the holds of every inbox of the process: a handle of one socket's inbox never
+// names a record of another's (until 2^32 holds later).
+var holdGen atomic.Uint32
+
+// holdEntry is one slot of the inbox's hold table.
+type holdEntry struct {
+	r    *ring
+	pos  uint64
+	gen  uint32
+	used bool
+	next int32 // next free slot, -1 at the end
+}
+
+// Hold consumes what the last Peek returned, as Pop does, but keeps the record in the ring until
+// Release(handle): the producer cannot reuse its space meanwhile, and the payload Peek returned
+// stays valid and unchanged. A consumer method. ErrEmpty when the last Peek returned nothing.
+func (in *Inbox) Hold() (handle uint64, err error) {
+	r := in.peekRing
+	if r == nil {
+		return 0, ErrEmpty
+	}
+	pos := r.head.Load()
+	r.hold(pos, in.peekNext)
+	in.peekRing = nil
+	in.cur = in.peekIdx + 1
+	i := in.holdFree
+	if i < 0 {
+		i = int32(len(in.holdTab))
+		in.holdTab = append(in.holdTab, holdEntry{next: -1})
+	}
+	e := &in.holdTab[i]
+	in.holdFree = e.next
+	e.r, e.pos, e.used, e.next = r, pos, true, -1
+	if e.gen = holdGen.Add(1); e.gen == 0 {
+		e.gen = holdGen.Add(1)
+	}
+	in.heldNow++
+	return uint64(e.gen)<<32 | uint64(i+1), nil
+}
+
+// Release frees the held record named by handle: the producer's head moves over every record
+// freed from the oldest on. ErrNotHeld for a handle that names no record held now; a consumer
+// method.
+func (in *Inbox) Release(handle uint64) error {
+	i := int64(handle&0xffffffff) - 1
+	if in.closed.Load() || i < 0 || i >= int64(len(in.holdTab)) {
+		return ErrNotHeld
+	}
+	e := &in.holdTab[i]
+	if !e.used || e.gen != uint32(handle>>32) {
+		return ErrNotHeld
+	}
+	if !e.r.release(e.pos) {
+		return ErrNotHeld // not in its ring's queue: cannot happen with a valid entry
+	}
+	r := e.r
+	e.r, e.used = nil, false
+	e.next = in.holdFree
+	in.holdFree = int32(i)
+	in.heldNow--
+	switch {
+	case len(r.holds) != 0:
+	case r.zombie:
+		// Detached while held: its mapping goes with its last held record.
+		in.zombies = slices.DeleteFunc(in.zombies, func(z *ring) bool { return z == r })
+		in.letGo(r)
+		in.retired = append(in.retired, r.mem)
+		in.publish()
+	case r.lingering && !r.published():
+		// Its sender closed or died and only held records kept it: it goes now.
+		in.detach(r)
+		in.publish()
+	}
+	return nil
+}
+
+// HeldNow returns how many records the program holds (a consumer method).
+func (in *Inbox) HeldNow() int { return in.heldNow }
+
+// hold records the record at pos..next as held and moves the consumer's private head past it.
+// Holds are taken at the head, so the queue stays sorted by position.
+func (r *ring) hold(pos, next uint64) {
+	r.holds = append(r.holds, heldRec{pos: pos, next: next})
+	r.head.Store(next)
+	r.popped++
+}
+
+// release marks the held record at pos freed and moves the producer's head over the freed
+// prefix: to the oldest record still held, or to the consumer's head when none is. false when no
+// record at pos is held.
+func (r *ring) release(pos uint64) bool {
+	i, found := slices.BinarySearchFunc(r.holds, pos, func(h heldRec, p uint64) int {
+		switch {
+		case h.pos < p:
+			return -1
+		case h.pos > p:
+			return 1
+		}
+		return 0
+	})
+	if !found || r.holds[i].freed {
+		return false
+	}
+	r.holds[i].freed = true
+	k := 0
+	for k < len(r.holds) && r.holds[k].freed {
+		k++
+	}
+	if k == 0 {
+		return true
+	}
+	if k == len(r.holds) {
+		r.holds = r.holds[:0] // keeps its array: no allocation per held datagram
+		atomic.StoreUint64(r.headp, r.head.Load())
+	} else {
+		r.holds = r.holds[k:]
+		atomic.StoreUint64(r.headp, r.holds[0].pos)
+	}
+	return true
+}
+
+// closeHolds forgets every held record (Close): the table is dropped and the zombies unmapped.
+func (in *Inbox) closeHolds(keep func(error)) {
+	for _, z := range in.zombies {
+		in.letGo(z)
+		keep(shmseg.Unmap(z.mem))
+	}
+	in.zombies, in.holdTab, in.holdFree, in.heldNow = nil, nil, -1, 0
+}

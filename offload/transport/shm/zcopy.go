@@ -1,0 +1,79 @@
+package shm
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/capture"
+	"github.com/goxio/goxio/offload/internal/umem"
+	ring "github.com/goxio/goxio/offload/shm"
+	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/udpcall"
+)
+
+// Zero-copy receive (VMA's recvfrom_zcopy): a datagram from a ring is handed to the program where
+// it lies, held in the ring (offload/shm hold.go) until the program frees it; its sender meanwhile
+// finds the ring that much fuller. Datagrams from the kernel socket are copied as by recvfrom.
+
+var _ transport.Holder = (*UDP)(nil)
+
+// ReceiveHeld performs c (a recvfrom) holding a ring's datagram in place: h gets the payload's
+// address and token, the source address is written as recvfrom writes it, and the result is the
+// datagram's length. A kernel datagram (or a peek) is copied into c's buffer, h left zero.
+func (u *UDP) ReceiveHeld(c transport.Call, h *transport.Held) (int, syscall.Errno, bool) {
+	if c.Op != transport.OpRecvfrom {
+		return u.TransferVia(c)
+	}
+	if !u.enter() {
+		return -1, unix.EBADF, false
+	}
+	defer u.exit()
+	fd := c.FD
+	n, errno, viaOS := u.recv(&c, h)
+	if viaOS && errno == 0 && capture.On() {
+		c.FD = fd
+		u.tapOS(&c, n)
+	}
+	return n, errno, viaOS
+}
+
+// holdRing hands the datagram the last Peek returned over in place; the caller holds rxmu.
+func (u *UDP) holdRing(in *ring.Inbox, rc *udpcall.Rx, h *transport.Held, name, full, data []byte) int {
+	if capture.On() {
+		u.tapRx(full, data, in.PeekSender())
+	}
+	u.countRingRx(in, len(data))
+	if len(data) == 0 {
+		in.Pop() // nothing to hand over: an empty datagram is received as recvfrom does
+	} else if tok, err := in.Hold(); err == nil { // Hold cannot fail after a successful Peek
+		h.Addr, h.Token, h.Now = ring.Addr(data), tok, in.HeldNow()
+	}
+	if rc.NameLen != nil {
+		l := min(int(*rc.NameLen), len(name))
+		copy(umem.Bytes(rc.NamePtr, l), name)
+		*rc.NameLen = uint32(len(name))
+	}
+	return len(data)
+}
+
+// Release frees records ReceiveHeld handed over, under one hold of the receive lock; tokens that
+// name none held now are skipped. It returns how many it freed and how many are held now.
+func (u *UDP) Release(tokens []uint64) (freed, held int) {
+	if !u.enter() {
+		return 0, 0
+	}
+	defer u.exit()
+	in := u.inbox.Load()
+	if in == nil {
+		return 0, 0
+	}
+	u.rxmu.Lock()
+	defer u.rxmu.Unlock()
+	for _, t := range tokens {
+		if in.Release(t) == nil {
+			freed++
+		}
+	}
+	return freed, in.HeldNow()
+}
