@@ -95,6 +95,13 @@ func Load(environ []string) (Params, []Warning) {
 		p.LogDetails = 2
 		p.src[i] = "derived from VMA_TRACELEVEL"
 	}
+	// With AF_XDP (a choice), shared-memory UDP (on by default) stays off unless it is set too:
+	// a socket would otherwise take a ring where AF_XDP served it before (multicast members,
+	// sockets AF_XDP hands to the kernel), and GOXIO_XDP keeps meaning what its users chose.
+	if i := paramIndex["GOXIO_SHM"]; p.XDP != "" && p.src[i] == "" {
+		p.SHM = false
+		p.src[i] = "derived from GOXIO_XDP"
+	}
 	if p.SelectPollOSForce {
 		for _, name := range []string{"VMA_SELECT_POLL_OS_RATIO", "VMA_SELECT_SKIP_OS"} {
 			i := paramIndex[name]

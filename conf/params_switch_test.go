@@ -66,3 +66,20 @@ func settingValues(s []Setting) []string {
 	}
 	return out
 }
+
+// TestXDPKeepsSharedMemoryOff: with GOXIO_XDP, shared-memory UDP is off unless it is set too.
+func TestXDPKeepsSharedMemoryOff(t *testing.T) {
+	p, w := Load([]string{"GOXIO_XDP=eth0"})
+	if len(w) != 0 || p.SHM {
+		t.Fatalf("GOXIO_XDP alone: SHM %v, warnings %v", p.SHM, w)
+	}
+	if s := p.source(paramIndex["GOXIO_SHM"], ""); s != "derived from GOXIO_XDP" {
+		t.Errorf("GOXIO_SHM's source: %q", s)
+	}
+	if p, _ := Load([]string{"GOXIO_XDP=eth0", "GOXIO_SHM=1"}); !p.SHM {
+		t.Fatal("GOXIO_XDP with GOXIO_SHM=1: shared memory off")
+	}
+	if p, _ := Load(nil); !p.SHM || !p.SHMTCP {
+		t.Fatal("defaults: shared memory off")
+	}
+}

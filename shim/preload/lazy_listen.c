@@ -145,7 +145,9 @@ static int env_bool(const char *name, int def) {
 static int shm_tcp_wanted(void) {
 	const char *file = getenv("GOXIO_PARAMS_FILE");
 	int unknown = file != NULL && file[0] != 0;
-	int shm = env_bool("GOXIO_SHM", unknown ? 1 : GOXIO_DIR_SHM_DEFAULT);
+	const char *xdp = getenv("GOXIO_XDP");
+	int shm_default = xdp != NULL && xdp[0] != 0 ? 0 : GOXIO_DIR_SHM_DEFAULT; /* conf: derived from GOXIO_XDP */
+	int shm = env_bool("GOXIO_SHM", unknown ? 1 : shm_default);
 	int tcp = env_bool("GOXIO_SHM_TCP", unknown ? 1 : GOXIO_DIR_SHM_TCP_DEFAULT);
 	return shm && tcp;
 }
