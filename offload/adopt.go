@@ -135,6 +135,7 @@ func (e *Engine) adoptTCP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 		e.decide(s, fd, conf.RoleTCPServer, local, remote)
 	case remote.IsValid():
 		e.decide(s, fd, conf.RoleTCPClient, local, remote)
+		e.tcpConnecting(s) // as connect would: a peer that is no goxio listener never pairs
 	default:
 		return // no role yet: listen or connect will tell
 	}

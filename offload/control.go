@@ -108,6 +108,13 @@ func (e *Engine) accepted(l *Socket, fd, flags int) {
 	s.nonblock.Store(flags&unix.SOCK_NONBLOCK != 0)
 	if lr != nil {
 		e.offloadAcceptedLocked(s, lr) // not shared yet: no lock needed
+	} else if s.decided {
+		// The listener has no ring transport, nor will its connections: the kernel's for good
+		// from the start (forgood.go).
+		s.passthrough = true
+		if s.reason == transport.ReasonNone {
+			s.reason = transport.ReasonNoFasterPath
+		}
 	}
 	e.openStats(fd, s)
 	e.register(fd, s)

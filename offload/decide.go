@@ -30,6 +30,7 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 		e.offloadUDPLocked(s)
 	}
 	handOver := s.passthrough
+	forGood := noRingForGoodLocked(s)
 	s.publishLocked()
 	s.mu.Unlock()
 	if ce := e.log.Check(zap.DebugLevel, "decision"); ce != nil {
@@ -42,6 +43,8 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 		}
 		e.handOver(s)
 		e.mux.HandOver(&s.mux)
+	} else if forGood {
+		e.kernelForGood(s, transport.ReasonNoFasterPath, "no ring transport for the socket")
 	}
 }
 

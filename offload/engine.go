@@ -91,6 +91,9 @@ func (e *Engine) Call(c *transport.Call) int64 {
 		return e.mux.EpollWait(c)
 	}
 	s := e.reg.get(c.FD)
+	if s == nil && c.Op == transport.OpDup {
+		return 0 // the copy of an fd the engine does not know (the kernel made it already)
+	}
 	if s == nil {
 		// The table sent us an fd we do not know (a stale flag): the kernel answers.
 		e.cfg.Table.Set(c.FD, 0)
@@ -165,6 +168,7 @@ func (e *Engine) forget(fd int) {
 }
 
 func (e *Engine) dropLocked(fd int, s *Socket) {
+	e.dropKernelSends(fd, s)
 	e.reg.put(fd, nil)
 	e.cfg.Table.Set(fd, 0)
 	s.fds--

@@ -39,6 +39,9 @@ type Config struct {
 	XDP *xdptr.Env
 	// IOMux are the select/poll/epoll parameters.
 	IOMux IOMux
+	// KSend is the sending trampoline's cache of destinations without a goxio receiver; nil:
+	// every send of a ring socket enters the engine (forgood.go).
+	KSend KernelSends
 }
 
 // kernelTransport is the transport of every socket until a rule decision gives it another.

@@ -65,6 +65,8 @@ func start() {
 	rules := loadRules(params)
 	sweepLeftovers(params)
 	lib.stats = openStats(params)
+	shm := newSHM(params, lib.log, lib.stats)
+	xdp := newXDP(params, lib.log, lib.stats)
 	lib.engine = offload.New(offload.Config{
 		Rules:   rules,
 		Program: programName(),
@@ -73,10 +75,11 @@ func start() {
 		Table:   cTable{},
 		Log:     lib.log,
 		Stats:   lib.stats,
-		SHM:     newSHM(params, lib.log, lib.stats),
+		SHM:     shm,
 		SHMTCP:  newSHMTCP(params, lib.log),
 		IOMux:   iomuxParams(params),
-		XDP:     newXDP(params, lib.log, lib.stats),
+		XDP:     xdp,
+		KSend:   kernelSends(shm, xdp),
 	})
 	C.goxio_set_ready(1)
 }

@@ -277,6 +277,10 @@ static void load(void) {
 		.set_ready = goxio_set_ready,
 		.quiet_threads = &goxio_quiet_threads,
 		.main_is_go = go,
+		.ksend_setup = goxio_ksend_setup,
+		.ksend_put = goxio_ksend_put,
+		.ksend_fd = goxio_ksend_fd,
+		.ksend_drop = goxio_ksend_drop,
 	};
 	goxio_eng.size = sizeof goxio_eng;
 	if (!init(&host, &goxio_eng) || !goxio_active()) {
