@@ -96,6 +96,11 @@ func Frame(transport, dir uint8, fd, peer int, frame []byte) {
 	defer s.exit()
 	sc := scratches.Get().(*scratch)
 	defer scratches.Put(sc)
+	if dir == In {
+		fixed := scratches.Get().(*scratch)
+		defer scratches.Put(fixed)
+		frame = wireSums(frame, fixed[:])
+	}
 	s.packet(sc, 0, [][]byte{frame}, 0, len(frame), transport, dir, fd, peer)
 }
 
