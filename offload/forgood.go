@@ -32,8 +32,7 @@ import (
 // engine another way (KernelSends).
 
 // kernelForGood hands s to the kernel for good with reason r (kept when the socket already has
-// one): every fd of s passes through from now on, and the engine's epoll sets give it back to
-// the program's.
+// one): the data calls of every fd of s pass through from now on.
 func (e *Engine) kernelForGood(s *Socket, r transport.Reason, why string) {
 	s.mu.Lock()
 	if s.passthrough {
@@ -47,8 +46,18 @@ func (e *Engine) kernelForGood(s *Socket, r transport.Reason, why string) {
 	}
 	s.publishLocked()
 	s.mu.Unlock()
-	e.handOver(s)
-	e.mux.HandOver(&s.mux)
+	// A member of the engine's epoll sets stays there (moving it to the program's set would
+	// report a new edge to an edge-triggered waiter): its fds keep FlagRing, so epoll_ctl,
+	// select and poll still ask the engine, whose answer for it is the kernel socket's. The
+	// second look catches an epoll_ctl that added it meanwhile.
+	flags := FlagWatch
+	if e.mux.Member(&s.mux) {
+		flags |= FlagRing
+	}
+	e.setFlags(s, flags)
+	if flags&FlagRing == 0 && e.mux.Member(&s.mux) {
+		e.setFlags(s, flags|FlagRing)
+	}
 	if ce := e.log.Check(zap.DebugLevel, "socket on the kernel for good"); ce != nil {
 		ce.Write(zap.Uint64("id", s.id), zap.String("why", why))
 	}
