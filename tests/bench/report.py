@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402  (sibling module)
 import programs  # noqa: E402  (sibling module)
 
-SECTIONS = ["passthrough", "startup", "sockperf", "mux", "programs", "veth", "churn", "fanout", "capture"]
+SECTIONS = ["passthrough", "startup", "sockperf", "mux", "programs", "veth", "churn", "fanout", "capture", "kpass"]
 
 # Goals of the foundation issue.
 GOAL_PASSTHROUGH_RATIO = 1.15
@@ -723,6 +723,7 @@ def main():
     veth_summary, veth_section = veth(args.raw)
     churn_section = read_md(args.raw, "churn.md")
     fanout_section = read_md(args.raw, "fanout.md")
+    kpass_section = read_md(args.raw, "kpass.md")
     veth_commands = os.path.join(args.raw, "veth-commands.txt")
     if os.path.exists(veth_commands):
         with open(veth_commands) as f:
@@ -812,6 +813,14 @@ sleeping after 100,000 polls). A variant with a failed run misses the goal of th
 Ratios of medians across the veth pair of part 6, goxio on both ends against the kernel on both ends.
 
 {veth_summary}
+
+## Summary: kernel-served sockets (issue 17)
+
+`tests/bench/kpass.py`: sockets whose path is the kernel (the peer has no goxio) cost what the
+kernel's cost: their calls go from the trampoline to libc, and sends to destinations without a goxio
+receiver skip the engine.
+
+{kpass_section}
 
 ## Summary: foundation (passthrough, start-up, RSS)
 

@@ -27,6 +27,9 @@
 #   9. goxio capture (tests/bench/capture.sh): sockperf UDP ping-pong over shared memory with no
 #      capture, a capture matching nothing and one matching everything, and a sustained stream
 #      captured to a file (its Markdown is appended to the report);
+#  10. kernel-served sockets (kpass.py): one end under goxio with default parameters, the other
+#      without goxio (sockperf UDP throughput and ping-pong against a server without goxio, iperf3
+#      with either end without goxio), against the kernel on both ends;
 # then writes raw data under tests/bench/out/ and the report tests/bench/REPORT.md
 # (report.py) with a latency plot (plot.py, tests/bench/latency.png).
 #
@@ -40,7 +43,7 @@
 #                          the report to out/REPORT.md instead of the committed one
 #   GOXIO_BIN              folder holding the goxio tools (version string, goxio_stats snapshots)
 #   BENCH_ONLY             sections to run, comma-separated among passthrough, startup, sockperf, mux,
-#                          programs, veth, churn, fanout, capture (default: all); the report then has only those, and goes to
+#                          programs, veth, churn, fanout, capture, kpass (default: all); the report then has only those, and goes to
 #                          out/REPORT.md unless BENCH_REPORT says otherwise
 #   BENCH_VARIANTS         sockperf variants to run, comma-separated, kernel included (default: all)
 #   BENCH_TESTS            sockperf tests to run, comma-separated (udp-pp, udp-pp-1400, tcp-pp, udp-tp,
@@ -87,7 +90,7 @@ REDIS_N=${BENCH_REDIS_N:-100000}
 DEADLINE=${BENCH_DEADLINE:-900}
 PORT=${BENCH_PORT:-17100}
 REPORT=${BENCH_REPORT:-$HERE/REPORT.md}
-SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout,capture
+SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout,capture,kpass
 ONLY=${BENCH_ONLY:-$SECTIONS}
 
 die() {
@@ -847,6 +850,17 @@ if section capture; then
 	log "capture: sockperf ping-pong without and with a capture, a stream captured to a file"
 	CAPBENCH_PORT=$((PORT + 2000)) CAPBENCH_REPS=$SP_REPS GOXIO_BIN=${GOXIO_BIN:-} \
 		"$HERE/capture.sh" >"$RAW/capture.md" 2>"$RAW/capture.log" || log "capture measure failed (see $RAW/capture.log)"
+fi
+
+# ---------------------------------------------------------------- 10. kernel-served sockets
+if section kpass; then
+	check_deadline "kpass"
+	log "kernel-served sockets: one end without goxio"
+	mkdir -p "$RAW/kpass"
+	"$PY" "$HERE/kpass.py" --lib "$GOXIO_LIB" --env "GOXIO_SHM_DIR=$SHM_DIR VMA_TRACELEVEL=WARN" --reps "$SP_REPS" \
+		--time "$SP_TIME" --port $((PORT + 3000)) --logs "$RAW/kpass" --out "$RAW/kpass.md" \
+		>"$RAW/kpass.log" 2>&1 || echo "kpass.py failed: $(tail -n 3 "$RAW/kpass.log")" >"$RAW/kpass.md"
+	echo "python3 tests/bench/kpass.py --lib LIB --env \"GOXIO_SHM_DIR=... VMA_TRACELEVEL=WARN\" --reps $SP_REPS --time $SP_TIME" >>"$RAW/commands.txt"
 fi
 
 # ---------------------------------------------------------------- report
