@@ -79,7 +79,7 @@ func start() {
 		SHMTCP:  newSHMTCP(params, lib.log),
 		IOMux:   iomuxParams(params),
 		XDP:     xdp,
-		KSend:   kernelSends(shm, xdp),
+		KSend:   kernelSends(shm, xdp, lib.stats.CaptureWord()),
 	})
 	C.goxio_set_ready(1)
 }

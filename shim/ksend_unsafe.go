@@ -20,7 +20,8 @@ import (
 // Invariant for the pointers handed to C: the discovery directory's generation word and the
 // statistics slot's counter words lie in shared mappings (not Go memory) that stay mapped for
 // the process's life (the directory is never unmapped; a closed statistics segment is retired
-// to private memory, internal/shmseg.Retire), so C may keep and read or add to them at any time.
+// to private memory, internal/shmseg.Retire), so C may keep and read or add to them at any time;
+// so does the segment's capture word (stats.Writer.CaptureWord).
 
 // cKernelSends is offload.KernelSends over ksend.c.
 type cKernelSends struct{}
@@ -36,7 +37,7 @@ func (cKernelSends) Drop(fd int) { C.goxio_ksend_drop(C.int(fd)) }
 // kernelSends hands the directory's generation word to the C side and returns the cache, or nil
 // when there is no shared-memory UDP transport or the AF_XDP one is on (its sends batch, and a
 // send that skips the engine would not flush them).
-func kernelSends(shm *shmtr.Env, xdp *xdptr.Env) offload.KernelSends {
+func kernelSends(shm *shmtr.Env, xdp *xdptr.Env, capture *uint64) offload.KernelSends {
 	if shm == nil || xdp != nil {
 		return nil
 	}
@@ -44,7 +45,7 @@ func kernelSends(shm *shmtr.Env, xdp *xdptr.Env) offload.KernelSends {
 	if gen == nil {
 		return nil
 	}
-	C.goxio_ksend_setup((*C.uint64_t)(unsafe.Pointer(gen)))
+	C.goxio_ksend_setup((*C.uint64_t)(unsafe.Pointer(gen)), (*C.uint64_t)(unsafe.Pointer(capture)))
 	return cKernelSends{}
 }
 

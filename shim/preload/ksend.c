@@ -44,7 +44,15 @@ static uint64_t ks_scratch[GOXIO_KSEND_COUNTERS];
 /* ks_fds: how many fds allow the shortcut; the trampolines skip everything while it is 0. */
 volatile int goxio_ksend_fds;
 
-void goxio_ksend_setup(const uint64_t *gen) { __atomic_store_n(&ks_dir_gen, gen, __ATOMIC_RELEASE); }
+/* ks_capture: the statistics segment's capture word; not 0 while a capture may be attached, which
+ * records the kernel path's datagrams too (the engine's taps): the engine then sends. */
+static const volatile uint64_t *ks_capture;
+static const uint64_t ks_no_capture;
+
+void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture) {
+	__atomic_store_n(&ks_capture, capture != NULL ? capture : &ks_no_capture, __ATOMIC_RELEASE);
+	__atomic_store_n(&ks_dir_gen, gen, __ATOMIC_RELEASE);
+}
 
 static inline uint32_t ks_hash(uint64_t key) { return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 56) % KS_SLOTS; }
 
@@ -113,7 +121,7 @@ uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, socklen_t len,
 	    (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM)) != 0)
 		return NULL;
 	const volatile uint64_t *dg = __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE);
-	if (dg == NULL)
+	if (dg == NULL || __atomic_load_n(ks_capture, __ATOMIC_RELAXED) != 0)
 		return NULL;
 	struct sockaddr_in sin;
 	memcpy(&sin, to, sizeof sin);

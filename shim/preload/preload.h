@@ -167,7 +167,7 @@ GOXIO_HIDDEN int goxio_internal_relocate(int fd);
 
 /* ---- sends to destinations without a goxio receiver (ksend.c) ---- */
 
-GOXIO_HIDDEN void goxio_ksend_setup(const uint64_t *gen);
+GOXIO_HIDDEN void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture);
 GOXIO_HIDDEN void goxio_ksend_put(uint32_t addr, uint16_t port, uint64_t gen);
 GOXIO_HIDDEN void goxio_ksend_fd(int fd, uint64_t *counters);
 GOXIO_HIDDEN void goxio_ksend_drop(int fd);
