@@ -134,8 +134,9 @@ func (e *Engine) adoptTCP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 		// tells the transport which end it is)
 		e.decide(s, fd, conf.RoleTCPServer, local, remote)
 	case remote.IsValid():
+		// Not judged by the directory (tcpConnecting): the listener may be a process whose
+		// engine is not loaded yet, which has not published it. The first data calls tell.
 		e.decide(s, fd, conf.RoleTCPClient, local, remote)
-		e.tcpConnecting(s) // as connect would: a peer that is no goxio listener never pairs
 	default:
 		return // no role yet: listen or connect will tell
 	}

@@ -68,8 +68,9 @@ func plainUDP(t *testing.T) (port int, got *atomic.Int64) {
 	return c.LocalAddr().(*net.UDPAddr).Port, got
 }
 
-// plainTCP is a TCP listener without goxio on 127.0.0.1: it reads want bytes from one
-// connection, answers one byte and counts what it read.
+// plainTCP is a TCP listener without goxio on 127.0.0.1: it reads 10 messages of 64 bytes from
+// one connection and answers one byte, then reads the rest of want bytes and answers again; got
+// counts what it read.
 func plainTCP(t *testing.T, want int) (port int, got *atomic.Int64) {
 	t.Helper()
 	l, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -84,9 +85,11 @@ func plainTCP(t *testing.T, want int) (port int, got *atomic.Int64) {
 			return
 		}
 		defer c.Close()
-		n, _ := io.ReadFull(c, make([]byte, want))
-		got.Store(int64(n))
+		n, _ := io.ReadFull(c, make([]byte, 640))
 		_, _ = c.Write([]byte{'a'})
+		m, _ := io.ReadFull(c, make([]byte, want-640))
+		got.Store(int64(n + m))
+		_, _ = c.Write([]byte{'b'})
 		_, _ = io.Copy(io.Discard, c)
 	}()
 	return l.Addr().(*net.TCPAddr).Port, got

@@ -4,8 +4,9 @@
  *                       bytes: to 127.0.0.1:PORT (a receiver without goxio), to a free port
  *                       (nobody), then to that port once a socket of its own (under goxio)
  *                       is bound to it, which reads them back.
- *   kpass tcp PORT N    connects to 127.0.0.1:PORT (a listener without goxio), writes 10 + N
- *                       messages of 64 bytes and reads the peer's 1-byte answer.
+ *   kpass tcp PORT N    connects to 127.0.0.1:PORT (a listener without goxio), writes 10
+ *                       messages of 64 bytes, reads the peer's 1-byte answer, writes N more and
+ *                       reads its second answer.
  *
  * It prints, per phase, "PHASE calls=C" with C the calls the sending thread made into the engine
  * during the phase's last N sends (goxio_thread_engine_calls of libgoxio.so; -1 without it), and
@@ -119,11 +120,15 @@ static void tcp(int port, int n) {
 	for (int i = 0; i < 10; i++)
 		if (write(s, buf, sizeof buf) != sizeof buf)
 			die("write");
+	/* The peer's first answer: a connection that never paired is the kernel's for good once its
+	 * first kernel byte from the peer arrived (or after the attach grace). */
+	char ans;
+	if (read(s, &ans, 1) != 1)
+		die("read");
 	long c0 = calls();
 	for (int i = 0; i < n; i++)
 		if (write(s, buf, sizeof buf) != sizeof buf)
 			die("write");
-	char ans;
 	if (read(s, &ans, 1) != 1)
 		die("read");
 	long c1 = calls();
