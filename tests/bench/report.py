@@ -847,8 +847,9 @@ Kernel and goxio runs alternate in one run (A B A B ...), so both see the same m
   "received msg/s" is the server's received-message count over the client's send time.
 - Speed-up rows: kernel figure / variant figure for latencies and CPU, variant / kernel for rates;
   above 1 means the variant is better than the kernel.
-- `goxio` offloads every socket through the engine but its transport is the kernel: its rows show the
-  engine's own overhead. `goxio-shm` and `goxio-shm-poll` (`GOXIO_SHM=1`) carry UDP through rings and
+- `goxio` has the ring transports off (`GOXIO_SHM=0 GOXIO_SHM_TCP=0`): every socket is the kernel's
+  for good once its role is known (bind, connect, first send), after which its calls go from the
+  trampoline to libc (issue 17); its rows show what the interception costs then. `goxio-shm` and `goxio-shm-poll` (`GOXIO_SHM=1`) carry UDP through rings and
   TCP through the kernel, so they run the UDP tests only (their TCP rows would be `goxio`'s);
   `goxio-shm-tcp` and `goxio-shm-tcp-poll` (`GOXIO_SHM_TCP=1` as well) carry TCP through rings and run
   the TCP tests only (their UDP path is the one of the variants without it). The shared-memory variants

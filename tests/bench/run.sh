@@ -9,7 +9,7 @@
 #      (one datagram: loads the engine), time of a script of 200 short commands (under goxio run);
 #   3. sockperf on 127.0.0.1, both ends under the same variant: UDP ping-pong 64 B and 1400 B,
 #      UDP throughput 64 B, UDP under-load, TCP ping-pong and throughput 64 B; variants kernel,
-#      goxio (kernel transport), goxio-shm (shared-memory UDP transport, GOXIO_SHM=1, default
+#      goxio (ring transports off: its sockets pass through once decided), goxio-shm (shared-memory UDP transport, GOXIO_SHM=1, default
 #      parameters), goxio-shm-poll (the same with VMA_SPEC=latency: receive and select poll forever),
 #      goxio-shm-tcp and goxio-shm-tcp-poll (the same two with GOXIO_SHM_TCP=1: TCP through rings too;
 #      they run the TCP tests only, their UDP path being goxio-shm's);
