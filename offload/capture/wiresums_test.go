@@ -13,7 +13,7 @@ import (
 func TestWireSums(t *testing.T) {
 	payload := []byte("hello, wire")
 	good := make([]byte, UDPHdrLen+len(payload))
-	putUDP(good, netip.MustParseAddrPort("10.0.0.2:4000"), netip.MustParseAddrPort("10.0.0.1:7010"), len(payload), 1)
+	putUDP(good, UDPHdrLen, netip.MustParseAddrPort("10.0.0.2:4000"), netip.MustParseAddrPort("10.0.0.1:7010"), len(payload), 1)
 	copy(good[UDPHdrLen:], payload)
 	l4Checksum(good, UDPHdrLen, [][]byte{payload}, 0, len(payload))
 	var fixed scratch

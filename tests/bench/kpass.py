@@ -16,13 +16,14 @@ import argparse
 import json
 import os
 import re
-import shlex
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import drivers  # noqa: E402  (sibling module)
 
 GOAL_RATE = 0.95
 GOAL_PP = 1.03
@@ -75,9 +76,8 @@ class Runner:
     def __init__(self, args):
         self.args = args
         self.port = args.port
-        base = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-        self.plain = base
-        self.goxio = dict(base, LD_PRELOAD=args.lib, **dict(kv.split("=", 1) for kv in shlex.split(args.env)))
+        self.plain = drivers.env_with(None, "")
+        self.goxio = drivers.env_with(args.lib, args.env)
         os.makedirs(args.logs, exist_ok=True)
         self.commands = []
 
@@ -231,10 +231,8 @@ def main():
     if failures:
         out += ["", "Failed runs: " + "; ".join(f"{c} {v} r{n}: {s}" for c, v, n, s in failures)]
     out += ["", "Commands:", ""] + [f"- {c}" for c in r.commands]
-    with open(args.out, "w") as f:
-        f.write("\n".join(out) + "\n")
-    print("\n".join(out))
+    drivers.emit("\n".join(out) + "\n", args.out)
 
 
 if __name__ == "__main__":
-    main()
+    drivers.run(main, "kpass.py")
