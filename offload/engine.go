@@ -42,6 +42,8 @@ type Engine struct {
 	sect        atomic.Pointer[conf.Section] // replaced whole when a rule is added at run time (AddRule)
 
 	mux *iomux.Mux // select, poll and epoll
+
+	extraAPI atomic.Bool // the program was handed VMA's extra API (forgood.go: keepEngine)
 }
 
 // New returns an engine for cfg.

@@ -34,6 +34,9 @@ import (
 // kernelForGood hands s to the kernel for good with reason r (kept when the socket already has
 // one): the data calls of every fd of s pass through from now on.
 func (e *Engine) kernelForGood(s *Socket, r transport.Reason, why string) {
+	if e.keepEngine() {
+		return
+	}
 	s.mu.Lock()
 	if s.passthrough {
 		s.mu.Unlock()
@@ -61,6 +64,19 @@ func (e *Engine) kernelForGood(s *Socket, r transport.Reason, why string) {
 	if ce := e.log.Check(zap.DebugLevel, "socket on the kernel for good"); ce != nil {
 		ce.Write(zap.Uint64("id", s.id), zap.String("why", why))
 	}
+}
+
+// keepEngine reports whether sockets keep the engine on the kernel path: the program uses VMA's
+// extra API (Config.ExtraAPI; once true, for good).
+func (e *Engine) keepEngine() bool {
+	if e.extraAPI.Load() {
+		return true
+	}
+	if e.cfg.ExtraAPI != nil && e.cfg.ExtraAPI() {
+		e.extraAPI.Store(true)
+		return true
+	}
+	return false
 }
 
 // noRingForGoodLocked reports whether s, just decided, can never have a ring: no transport took
@@ -110,4 +126,18 @@ func (e *Engine) dropKernelSends(fd int, s *Socket) {
 	}
 	s.ksendFD.Store(0)
 	e.cfg.KSend.Drop(fd)
+}
+
+// listenerReadiness drops FlagRing from a listening socket's fds: its readiness is the kernel's
+// (accept is), so select and poll on it need not enter the engine (a server that keeps its
+// listener in every select, as iperf3 does, paid a trip into Go per wait). A listener already in
+// one of the engine's epoll sets keeps it (epoll_ctl on it must still reach the engine).
+func (e *Engine) listenerReadiness(s *Socket) {
+	if s.typ != sockStream || s.isPassthrough() || e.mux.Member(&s.mux) {
+		return
+	}
+	e.setFlags(s, FlagEngine)
+	if e.mux.Member(&s.mux) {
+		e.setFlags(s, FlagEngine|FlagRing)
+	}
 }

@@ -140,6 +140,10 @@ struct goxio_host {
 	void (*ksend_put)(uint32_t addr, uint16_t port, uint64_t gen);
 	void (*ksend_fd)(int fd, uint64_t *counters);
 	void (*ksend_drop)(int fd);
+	/* vma_api_used: not 0 once the program was handed VMA's extra API with its members: its
+	 * sockets then keep the engine on the kernel path (the members serve only the engine's
+	 * sockets), instead of passing through for good. */
+	const volatile int *vma_api_used;
 };
 
 /* GOXIO_KSEND_COUNTERS: the words a ksend_fd counter pointer names. */

@@ -68,18 +68,19 @@ func start() {
 	shm := newSHM(params, lib.log, lib.stats)
 	xdp := newXDP(params, lib.log, lib.stats)
 	lib.engine = offload.New(offload.Config{
-		Rules:   rules,
-		Program: programName(),
-		AppID:   params.AppID,
-		Offload: params.OffloadedSockets,
-		Table:   cTable{},
-		Log:     lib.log,
-		Stats:   lib.stats,
-		SHM:     shm,
-		SHMTCP:  newSHMTCP(params, lib.log),
-		IOMux:   iomuxParams(params),
-		XDP:     xdp,
-		KSend:   kernelSends(shm, xdp, lib.stats.CaptureWord()),
+		Rules:    rules,
+		Program:  programName(),
+		AppID:    params.AppID,
+		Offload:  params.OffloadedSockets,
+		Table:    cTable{},
+		Log:      lib.log,
+		Stats:    lib.stats,
+		SHM:      shm,
+		SHMTCP:   newSHMTCP(params, lib.log),
+		IOMux:    iomuxParams(params),
+		XDP:      xdp,
+		KSend:    kernelSends(shm, xdp, lib.stats.CaptureWord()),
+		ExtraAPI: extraAPIUsed,
 	})
 	C.goxio_set_ready(1)
 }

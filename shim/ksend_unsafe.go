@@ -49,6 +49,9 @@ func kernelSends(shm *shmtr.Env, xdp *xdptr.Env, capture *uint64) offload.Kernel
 	return cKernelSends{}
 }
 
+// extraAPIUsed reports whether the program was handed VMA's extra API (vma_extra.c).
+func extraAPIUsed() bool { return C.goxio_vma_api_used() != 0 }
+
 // kernelRoute tells the C side that no goxio socket is bound to dst at generation gen.
 func kernelRoute(dst netip.AddrPort, gen uint64) {
 	a := dst.Addr().Unmap()

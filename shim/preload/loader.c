@@ -225,6 +225,7 @@ static void drop_lazy(void) {
 /* ---- the load ---- */
 
 static struct goxio_host host;
+GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
 
 static void load(void) {
 	__atomic_store_n(&state, ENG_LOADING, __ATOMIC_RELEASE);
@@ -281,6 +282,7 @@ static void load(void) {
 		.ksend_put = goxio_ksend_put,
 		.ksend_fd = goxio_ksend_fd,
 		.ksend_drop = goxio_ksend_drop,
+		.vma_api_used = &goxio_vma_api_used,
 	};
 	goxio_eng.size = sizeof goxio_eng;
 	if (!init(&host, &goxio_eng) || !goxio_active()) {
