@@ -135,9 +135,10 @@ func (e *Engine) adoptTCP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 		// tells the transport which end it is)
 		e.decide(s, fd, conf.RoleTCPServer, local, remote)
 	case remote.IsValid():
-		// Not judged by the directory (tcpConnecting): the listener may be a process whose
-		// engine is not loaded yet, which has not published it. The first data calls tell.
 		e.decide(s, fd, conf.RoleTCPClient, local, remote)
+		// Judged by the directory as connect would (tcppeer.go): a listener of a goxio process
+		// whose engine is not loaded yet is there too (published from C, lazy_listen.c).
+		e.tcpConnecting(s)
 	default:
 		return // no role yet: listen or connect will tell
 	}
