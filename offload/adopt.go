@@ -126,6 +126,7 @@ func (e *Engine) adoptTCP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 		// (iperf3's data connection, a client reconnecting to a prefork worker) judges its
 		// peer from the directory (tcppeer.go).
 		e.tcpListening(s, fd)
+		e.listenerReadiness(s)
 		return
 	}
 	switch {
@@ -135,6 +136,9 @@ func (e *Engine) adoptTCP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 		e.decide(s, fd, conf.RoleTCPServer, local, remote)
 	case remote.IsValid():
 		e.decide(s, fd, conf.RoleTCPClient, local, remote)
+		// Judged by the directory as connect would (tcppeer.go): a listener of a goxio process
+		// whose engine is not loaded yet is there too (published from C, lazy_listen.c).
+		e.tcpConnecting(s)
 	default:
 		return // no role yet: listen or connect will tell
 	}

@@ -49,6 +49,7 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 			s.st.SetState(stats.TCPListen)
 			e.decide(s, c.FD, conf.RoleTCPServer, localAddr(c.FD), remoteNone)
 			e.tcpListening(s, c.FD)
+			e.listenerReadiness(s)
 		}
 	case transport.OpConnect:
 		if errno == 0 || errno == unix.EINPROGRESS {
@@ -108,6 +109,13 @@ func (e *Engine) accepted(l *Socket, fd, flags int) {
 	s.nonblock.Store(flags&unix.SOCK_NONBLOCK != 0)
 	if lr != nil {
 		e.offloadAcceptedLocked(s, lr) // not shared yet: no lock needed
+	} else if s.decided && !e.keepEngine() {
+		// The listener has no ring transport, nor will its connections: the kernel's for good
+		// from the start (forgood.go).
+		s.passthrough = true
+		if s.reason == transport.ReasonNone {
+			s.reason = transport.ReasonNoFasterPath
+		}
 	}
 	e.openStats(fd, s)
 	e.register(fd, s)

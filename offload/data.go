@@ -35,6 +35,13 @@ func (e *Engine) transfer(s *Socket, c *transport.Call) int64 {
 	}
 	n, errno, os := s.transport().TransferVia(*c)
 	e.count(s, c, n, errno, os)
+	if s.typ == sockStream {
+		if r := s.rings(); r != nil {
+			e.afterData(s, r)
+		}
+	} else if c.Op == transport.OpSendto {
+		e.allowKernelSends(s, c, os, errno)
+	}
 	if errno == unix.EPIPE && s.typ == sockStream && sigpipeDue(c) {
 		return -(errSigpipe + int64(unix.EPIPE))
 	}

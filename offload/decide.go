@@ -30,6 +30,7 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 		e.offloadUDPLocked(s)
 	}
 	handOver := s.passthrough
+	forGood := noRingForGoodLocked(s)
 	s.publishLocked()
 	s.mu.Unlock()
 	if ce := e.log.Check(zap.DebugLevel, "decision"); ce != nil {
@@ -42,6 +43,8 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 		}
 		e.handOver(s)
 		e.mux.HandOver(&s.mux)
+	} else if forGood {
+		e.kernelForGood(s, transport.ReasonNoFasterPath, "no ring transport for the socket")
 	}
 }
 
@@ -53,12 +56,15 @@ func (e *Engine) section() *conf.Section {
 
 // handOver gives every fd of s to the kernel: from now on the trampolines call libc directly,
 // and only report the fds' close.
-func (e *Engine) handOver(s *Socket) {
+func (e *Engine) handOver(s *Socket) { e.setFlags(s, FlagWatch) }
+
+// setFlags sets the table flags of every fd of s.
+func (e *Engine) setFlags(s *Socket, flags uint8) {
 	e.reg.mu.Lock()
 	defer e.reg.mu.Unlock()
 	e.reg.each(func(fd int, o *Socket) {
 		if o == s {
-			e.cfg.Table.Set(fd, FlagWatch)
+			e.cfg.Table.Set(fd, flags)
 		}
 	})
 }

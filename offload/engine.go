@@ -42,6 +42,8 @@ type Engine struct {
 	sect        atomic.Pointer[conf.Section] // replaced whole when a rule is added at run time (AddRule)
 
 	mux *iomux.Mux // select, poll and epoll
+
+	extraAPI atomic.Bool // the program was handed VMA's extra API (forgood.go: keepEngine)
 }
 
 // New returns an engine for cfg.
@@ -93,6 +95,9 @@ func (e *Engine) Call(c *transport.Call) int64 {
 	s := e.reg.get(c.FD)
 	if s == nil && (c.Op == transport.OpZcopyRecv || c.Op == transport.OpZcopyFree) {
 		return -int64(unix.EOPNOTSUPP) // no socket of ours: the preload library copies
+	}
+	if s == nil && c.Op == transport.OpDup {
+		return 0 // the copy of an fd the engine does not know (the kernel made it already)
 	}
 	if s == nil {
 		// The table sent us an fd we do not know (a stale flag): the kernel answers.
@@ -172,6 +177,7 @@ func (e *Engine) forget(fd int) {
 }
 
 func (e *Engine) dropLocked(fd int, s *Socket) {
+	e.dropKernelSends(fd, s)
 	e.reg.put(fd, nil)
 	e.cfg.Table.Set(fd, 0)
 	s.fds--

@@ -89,6 +89,11 @@ func TestUDPThroughEngine(t *testing.T) {
 	if !snap.Local.IsValid() || snap.Local.Port() == 0 {
 		t.Fatalf("local address not recorded: %v", snap.Local)
 	}
+	// No ring transport in this engine: once its role is known the socket is the kernel's for
+	// good, its calls pass through (forgood.go); the engine still answers a call it gets.
+	if tab.get(rx) != FlagWatch || !snap.Passthrough {
+		t.Fatalf("after bind: flag %d, %+v", tab.get(rx), snap)
+	}
 
 	tx := kernelSocket(t, e, unix.SOCK_DGRAM)
 	dst, dl := m.sockaddr(snap.Local)
@@ -209,13 +214,19 @@ func TestAcceptedSocketSharesDecision(t *testing.T) {
 	if cs, _ := e.Socket(c); cs.Role != "tcp_client" || cs.Remote != ls.Local {
 		t.Fatalf("client: %+v", cs)
 	}
+	// No ring transport in this engine: the listener keeps the engine (it registers its
+	// connections), the client is the kernel's for good (forgood.go).
+	if tab.get(l) != FlagEngine || tab.get(c) != FlagWatch {
+		t.Fatalf("flags: listener %d, client %d", tab.get(l), tab.get(c))
+	}
 	nfd := call(e, transport.OpAccept4, l, 0, 0, unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK)
 	if nfd < 0 {
 		t.Fatalf("accept4 = %d", nfd)
 	}
 	defer unix.Close(int(nfd))
 	as, ok := e.Socket(int(nfd))
-	if !ok || as.Role != "tcp_server" || !as.NonBlocking || tab.get(int(nfd)) != FlagEngine || !as.Remote.IsValid() {
+	if !ok || as.Role != "tcp_server" || !as.NonBlocking || tab.get(int(nfd)) != FlagWatch || !as.Remote.IsValid() ||
+		!as.Passthrough || as.Reason != transport.ReasonNoFasterPath {
 		t.Fatalf("accepted: %+v flag %d", as, tab.get(int(nfd)))
 	}
 }

@@ -33,6 +33,9 @@ type Socket struct {
 	// kernel's: s.tr, read without the lock); its address identifies the socket there.
 	mux       iomux.Socket
 	queueTick atomic.Uint32 // data calls of a stream socket on rings, for publishQueues
+	// ksendFD is fd+1 of the fd whose sends to destinations without a goxio receiver the
+	// sending trampoline makes itself (forgood.go: KernelSends); 0: none.
+	ksendFD atomic.Int32
 	// listening is the discovery entry of a listening shared-memory TCP socket (tcppeer.go).
 	listening atomic.Pointer[discovery.Handle]
 

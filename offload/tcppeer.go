@@ -5,6 +5,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/shmtcp"
 )
 
@@ -66,6 +67,7 @@ func (e *Engine) tcpConnecting(s *Socket) {
 		return
 	}
 	t.NoPeer()
+	e.kernelForGood(s, transport.ReasonNoFasterPath, "shared-memory TCP: the peer is no goxio listener")
 	if ce := e.log.Check(zap.DebugLevel, "shmtcp: the peer is no goxio listener, the connection stays on the kernel"); ce != nil {
 		ce.Write(zap.Stringer("remote", remote))
 	}

@@ -39,6 +39,13 @@ type Config struct {
 	XDP *xdptr.Env
 	// IOMux are the select/poll/epoll parameters.
 	IOMux IOMux
+	// KSend is the sending trampoline's cache of destinations without a goxio receiver; nil:
+	// every send of a ring socket enters the engine (forgood.go).
+	KSend KernelSends
+	// ExtraAPI reports whether the program was handed VMA's extra API; nil: never. Its members
+	// serve the engine's sockets only, so sockets then keep the engine on the kernel path
+	// instead of passing through for good (forgood.go; a rule os still hands them over).
+	ExtraAPI func() bool
 }
 
 // kernelTransport is the transport of every socket until a rule decision gives it another.

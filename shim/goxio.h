@@ -146,7 +146,26 @@ struct goxio_host {
 	void (*set_ready)(int ready);
 	int *quiet_threads; /* goxio_quiet_threads of boundary.c */
 	int main_is_go;
+	/* Sends to destinations without a goxio receiver go from the trampoline to the kernel
+	 * (shim/preload/ksend.c). ksend_setup: the discovery directory's generation word, mapped by
+	 * the engine for the process's life, and the statistics segment's capture word (not 0 while
+	 * goxio capture may be attached, which records kernel sends too: no shortcut then; NULL:
+	 * none); ksend_put: no goxio socket is bound to addr:port (host
+	 * order) at generation gen; ksend_fd: sendto on fd may take the shortcut, counting into
+	 * counters (its statistics slot's kernel tx packets, bytes, EAGAIN, errors; NULL: none);
+	 * ksend_drop: it may not (any more). */
+	void (*ksend_setup)(const uint64_t *gen, const uint64_t *capture);
+	void (*ksend_put)(uint32_t addr, uint16_t port, uint64_t gen);
+	void (*ksend_fd)(int fd, uint64_t *counters);
+	void (*ksend_drop)(int fd);
+	/* vma_api_used: not 0 once the program was handed VMA's extra API with its members: its
+	 * sockets then keep the engine on the kernel path (the members serve only the engine's
+	 * sockets), instead of passing through for good. */
+	const volatile int *vma_api_used;
 };
+
+/* GOXIO_KSEND_COUNTERS: the words a ksend_fd counter pointer names. */
+#define GOXIO_KSEND_COUNTERS 4
 
 /* The engine's entry points (filled by goxio_engine_init). */
 struct goxio_engine {

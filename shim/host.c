@@ -25,6 +25,11 @@ void goxio_set_ready(int ready) { host->set_ready(ready); }
 int goxio_main_is_go(void) { return host->main_is_go; }
 void goxio_set_quiet_threads(int n) { __atomic_store_n(host->quiet_threads, n, __ATOMIC_RELAXED); }
 int goxio_get_quiet_threads(void) { return __atomic_load_n(host->quiet_threads, __ATOMIC_RELAXED); }
+void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture) { host->ksend_setup(gen, capture); }
+void goxio_ksend_put(uint32_t addr, uint16_t port, uint64_t gen) { host->ksend_put(addr, port, gen); }
+void goxio_ksend_fd(int fd, uint64_t *counters) { host->ksend_fd(fd, counters); }
+void goxio_ksend_drop(int fd) { host->ksend_drop(fd); }
+int goxio_vma_api_used(void) { return __atomic_load_n(host->vma_api_used, __ATOMIC_ACQUIRE); }
 
 /* Go exports (exports.go, threads.go, adopt.go). */
 extern long goxio_go_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4);

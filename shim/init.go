@@ -65,18 +65,22 @@ func start() {
 	rules := loadRules(params)
 	sweepLeftovers(params)
 	lib.stats = openStats(params)
+	shm := newSHM(params, lib.log, lib.stats)
+	xdp := newXDP(params, lib.log, lib.stats)
 	lib.engine = offload.New(offload.Config{
-		Rules:   rules,
-		Program: programName(),
-		AppID:   params.AppID,
-		Offload: params.OffloadedSockets,
-		Table:   cTable{},
-		Log:     lib.log,
-		Stats:   lib.stats,
-		SHM:     newSHM(params, lib.log, lib.stats),
-		SHMTCP:  newSHMTCP(params, lib.log),
-		IOMux:   iomuxParams(params),
-		XDP:     newXDP(params, lib.log, lib.stats),
+		Rules:    rules,
+		Program:  programName(),
+		AppID:    params.AppID,
+		Offload:  params.OffloadedSockets,
+		Table:    cTable{},
+		Log:      lib.log,
+		Stats:    lib.stats,
+		SHM:      shm,
+		SHMTCP:   newSHMTCP(params, lib.log),
+		IOMux:    iomuxParams(params),
+		XDP:      xdp,
+		KSend:    kernelSends(shm, xdp, lib.stats.CaptureWord()),
+		ExtraAPI: extraAPIUsed,
 	})
 	C.goxio_set_ready(1)
 }

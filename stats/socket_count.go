@@ -138,3 +138,16 @@ func (s *Socket) SetTxQueue(bytes int) {
 	}
 	atomic.StoreUint64(&s.slot.Load()[gTxQueueBytes], nonNeg(bytes))
 }
+
+// TxKernelWords returns the slot's kernel twins of CtrTxPackets, CtrTxBytes, CtrTxEAGAIN and
+// CtrTxErrors, which follow each other: a writer outside Go (the library's sending trampoline,
+// which sends some datagrams without the engine) adds to them atomically. The words stay valid
+// memory for the process's life (after CloseSocket they belong to the next socket of the slot,
+// after Close to private memory); nil for a nil Socket.
+func (s *Socket) TxKernelWords() *[4]uint64 {
+	if s == nil {
+		return nil
+	}
+	i := counterIndex(CtrTxPackets, true)
+	return (*[4]uint64)(s.slot.Load()[i : i+4])
+}

@@ -116,3 +116,25 @@ func result(n int, e syscall.Errno) int64 {
 	}
 	return int64(n)
 }
+
+// Member reports whether s is registered in one of the engine's epoll sets (a member of its
+// inner set): the engine then keeps answering epoll_ctl and epoll_wait for it, and select and
+// poll, so that the set's edge-triggered state stays exact, when the socket's data calls go to
+// the kernel for good (offload/forgood.go).
+func (e *Mux) Member(s *Socket) bool {
+	for _, set := range e.epollSets() {
+		set.mu.Lock()
+		found := false
+		for _, m := range set.members {
+			if m.s == s {
+				found = true
+				break
+			}
+		}
+		set.mu.Unlock()
+		if found {
+			return true
+		}
+	}
+	return false
+}

@@ -46,10 +46,16 @@ static __attribute__((noinline)) void count_thread(void) {
 		goxio_eng.threads(n);
 }
 
+/* engine_calls counts this thread's calls into the engine (goxio_thread_engine_calls). */
+static __thread __attribute__((tls_model("initial-exec"))) unsigned long engine_calls;
+
+unsigned long goxio_thread_engine_calls(void) { return engine_calls; }
+
 long goxio_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4) {
 	int saved = errno;
 	if (GOXIO_UNLIKELY(!thread_seen))
 		count_thread();
+	engine_calls++;
 	long r = goxio_eng.call(op, fd, a0, a1, a2, a3, a4);
 	if (GOXIO_LIKELY(r >= 0)) {
 		errno = saved;

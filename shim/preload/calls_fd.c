@@ -105,6 +105,13 @@ int fclose(FILE *fp) {
 	return REAL(fclose)(fp);
 }
 
+/* watched_socket reports whether an fd with flags fl is a socket the engine knows: its own
+ * (ENGINE) or one it handed to the kernel for good (WATCH, not an epoll set's WATCH | EPOLL).
+ * A copy of either is registered too, so the socket's statistics last until its last fd goes. */
+static inline int watched_socket(uint8_t fl) {
+	return (fl & GOXIO_FD_ENGINE) || (fl & (GOXIO_FD_WATCH | GOXIO_FD_EPOLL)) == GOXIO_FD_WATCH;
+}
+
 int dup(int fd) {
 	uint8_t fl = goxio_fd_flags(fd);
 	if (GOXIO_UNLIKELY(fl & GOXIO_FD_INTERNAL)) {
@@ -114,7 +121,7 @@ int dup(int fd) {
 	int nfd = REAL(dup)(fd);
 	if (nfd >= 0) {
 		goxio_fd_fresh(nfd);
-		if (GOXIO_UNLIKELY(fl & GOXIO_FD_ENGINE) && goxio_active())
+		if (GOXIO_UNLIKELY(watched_socket(fl)) && goxio_active())
 			goxio_call(GOXIO_OP_DUP, fd, (uintptr_t)nfd, 0, 0, 0, 0);
 		else if (GOXIO_UNLIKELY(fl & GOXIO_FD_LAZY))
 			goxio_lazy_mark(nfd, 0, -1, NULL, 0);
@@ -137,7 +144,7 @@ static int dup23(int old, int new, int flags, int three) {
 			goxio_fd_gone(new);
 	}
 	int r = three ? REAL(dup3)(old, new, flags) : REAL(dup2)(old, new);
-	if (r >= 0 && old != new && (fo & GOXIO_FD_ENGINE) && goxio_active())
+	if (r >= 0 && old != new && watched_socket(fo) && goxio_active())
 		goxio_call(GOXIO_OP_DUP, old, (uintptr_t)new, 0, 0, 0, 0);
 	else if (r >= 0 && old != new && (fo & GOXIO_FD_LAZY))
 		goxio_lazy_mark(new, 0, -1, NULL, 0);
@@ -164,7 +171,9 @@ static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd, long arg) {
 	int r = real(fd, cmd, arg);
 	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0) {
 		goxio_fd_fresh(r);
-		if (fl & GOXIO_FD_LAZY)
+		if (!(fl & GOXIO_FD_ENGINE) && watched_socket(fl) && goxio_active())
+			goxio_call(GOXIO_OP_DUP, fd, (uintptr_t)r, 0, 0, 0, 0);
+		else if (fl & GOXIO_FD_LAZY)
 			goxio_lazy_mark(r, 0, -1, NULL, 0);
 	}
 	return r;

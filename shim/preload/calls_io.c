@@ -164,8 +164,33 @@ ssize_t send(int fd, const void *buf, size_t n, int flags) {
 	DATA_TRAMPOLINE(fd, GOXIO_OP_SENDTO, REAL(send)(fd, buf, n, flags), buf, n, flags, 0, 0);
 }
 
-ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr, socklen_t alen) {
+/* KSEND sends straight to the kernel when the engine said that the socket's destination has no
+ * goxio receiver (ksend.c): the engine would make the same call. One global load while no
+ * socket allows it. */
+#define KSEND(fd, to, tolen, flags, realcall)                                                              \
+	do {                                                                                               \
+		if (GOXIO_UNLIKELY(__atomic_load_n(&goxio_ksend_fds, __ATOMIC_RELAXED) != 0) &&            \
+		    (goxio_fd_flags(fd) & GOXIO_FD_ENGINE) && goxio_active()) {                            \
+			uint64_t *ctr_ = goxio_ksend_counters(fd, to, tolen, flags);                       \
+			if (ctr_ != NULL) {                                                                \
+				ssize_t r_ = realcall;                                                     \
+				goxio_ksend_count(ctr_, r_, errno);                                        \
+				return r_;                                                                 \
+			}                                                                                  \
+		}                                                                                          \
+	} while (0)
+
+static inline ssize_t sendto_call(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr,
+				  socklen_t alen) {
 	DATA_TRAMPOLINE(fd, GOXIO_OP_SENDTO, REAL(sendto)(fd, buf, n, flags, addr, alen), buf, n, flags, addr, alen);
+}
+
+ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr, socklen_t alen) {
+	KSEND(fd, addr, alen, flags, REAL(sendto)(fd, buf, n, flags, addr, alen));
+	ssize_t r = sendto_call(fd, buf, n, flags, addr, alen);
+	if (GOXIO_UNLIKELY(__atomic_load_n(&goxio_ksend_fds, __ATOMIC_RELAXED) != 0) && r >= 0)
+		goxio_ksend_seen(addr, alen);
+	return r;
 }
 
 ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {

@@ -263,6 +263,7 @@ static void drop_lazy(void) {
 /* ---- the load ---- */
 
 static struct goxio_host host;
+GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
 
 static void load(void) {
 	__atomic_store_n(&state, ENG_LOADING, __ATOMIC_RELEASE);
@@ -318,6 +319,11 @@ static void load(void) {
 		.set_ready = goxio_set_ready,
 		.quiet_threads = &goxio_quiet_threads,
 		.main_is_go = go,
+		.ksend_setup = goxio_ksend_setup,
+		.ksend_put = goxio_ksend_put,
+		.ksend_fd = goxio_ksend_fd,
+		.ksend_drop = goxio_ksend_drop,
+		.vma_api_used = &goxio_vma_api_used,
 	};
 	goxio_eng.size = sizeof goxio_eng;
 	if (!init(&host, &goxio_eng) || !goxio_active()) {

@@ -169,6 +169,23 @@ GOXIO_HIDDEN void goxio_fdt_reserve(void);
 GOXIO_HIDDEN int goxio_internal_adopt(int fd, int *owner);
 GOXIO_HIDDEN int goxio_internal_relocate(int fd);
 
+/* ---- sends to destinations without a goxio receiver (ksend.c) ---- */
+
+GOXIO_HIDDEN void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture);
+GOXIO_HIDDEN void goxio_ksend_put(uint32_t addr, uint16_t port, uint64_t gen);
+GOXIO_HIDDEN void goxio_ksend_fd(int fd, uint64_t *counters);
+GOXIO_HIDDEN void goxio_ksend_drop(int fd);
+/* goxio_ksend_fds counts the fds that may take the shortcut: sendto looks only while it is not 0. */
+GOXIO_HIDDEN extern volatile int goxio_ksend_fds;
+/* goxio_ksend_counters returns fd's counters when a send to `to` with flags may go straight to the
+ * kernel (the engine would only make the same call), NULL when the engine must decide. */
+GOXIO_HIDDEN uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, socklen_t len, int flags);
+/* goxio_ksend_seen notes that a send of this thread read the destination address `to` without
+ * fault: later shortcuts may read addresses on its page. */
+GOXIO_HIDDEN void goxio_ksend_seen(const struct sockaddr *to, socklen_t len);
+/* goxio_ksend_count counts a shortcut send's result r (errno err when r < 0). */
+GOXIO_HIDDEN void goxio_ksend_count(uint64_t *ctr, long r, int err);
+
 /* ---- lifecycle (lifecycle.c) ---- */
 
 /* goxio_active reports whether calls may enter Go: the engine is ready and this process is not
@@ -191,6 +208,11 @@ GOXIO_HIDDEN void goxio_block_async_signals(void);
  * -errno, returned as -1 with errno set; otherwise errno is left untouched. */
 GOXIO_HIDDEN long goxio_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3,
 			     uintptr_t a4);
+
+/* goxio_thread_engine_calls returns how many calls the calling thread made into the engine. It is
+ * exported (default visibility) for tests, which find it with dlsym(RTLD_DEFAULT, ...) and check
+ * that calls on a socket the kernel serves for good never enter the engine. */
+unsigned long goxio_thread_engine_calls(void);
 
 /* goxio_quiet_threads: how many threads may call into the engine before goxio_go_threads gives
  * the runtime's monitor thread its normal priority back (boundary.c). */

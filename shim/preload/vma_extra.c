@@ -70,6 +70,7 @@ static struct vma_api_t api = {
 };
 
 static pthread_once_t api_once = PTHREAD_ONCE_INIT;
+GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
 
 /* switched_off reports whether v is one of the false values of the engine's boolean parameters
  * (conf.parseBool): false, no, off, disable, disabled in any case, or an integer equal to 0. A value
@@ -114,7 +115,11 @@ static void api_init(void) {
 				       VMA_EXTRA_API_GET_SOCKET_NETWORK_HEADER | VMA_EXTRA_API_FREE_PACKETS |
 				       VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS |
 				       VMA_EXTRA_API_GET_SOCKET_TX_RING_FD;
+	__atomic_store_n(&goxio_vma_api_used, 1, __ATOMIC_RELEASE);
 }
+
+/* goxio_vma_api_used: the program was handed the API with its members (goxio_host.vma_api_used). */
+volatile int goxio_vma_api_used;
 
 /* goxio_vma_get_api answers getsockopt(any fd, SOL_SOCKET, SO_VMA_GET_API): the API object's
  * address in *val. */

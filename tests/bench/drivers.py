@@ -1,4 +1,4 @@
-"""What the bench's Python drivers (churn.py, fanout.py, ipv6.py) share: the environment of a
+"""What the bench's Python drivers (churn.py, fanout.py, ipv6.py, kpass.py) share: the environment of a
 run under the library, writing a part's Markdown, and the exit on a failed run."""
 
 import os

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402  (sibling module)
 import programs  # noqa: E402  (sibling module)
 
-SECTIONS = ["passthrough", "startup", "sockperf", "mux", "programs", "veth", "churn", "fanout", "capture", "ipv6"]
+SECTIONS = ["passthrough", "startup", "sockperf", "mux", "programs", "veth", "churn", "fanout", "capture", "ipv6", "kpass"]
 
 # Goals of the foundation issue.
 GOAL_PASSTHROUGH_RATIO = 1.15
@@ -724,6 +724,7 @@ def main():
     churn_section = read_md(args.raw, "churn.md")
     fanout_section = read_md(args.raw, "fanout.md")
     ipv6_section = read_md(args.raw, "ipv6.md")
+    kpass_section = read_md(args.raw, "kpass.md")
     veth_commands = os.path.join(args.raw, "veth-commands.txt")
     if os.path.exists(veth_commands):
         with open(veth_commands) as f:
@@ -814,6 +815,14 @@ Ratios of medians across the veth pair of part 6, goxio on both ends against the
 
 {veth_summary}
 
+## Summary: kernel-served sockets (issue 17)
+
+`tests/bench/kpass.py`: sockets whose path is the kernel (the peer has no goxio) cost what the
+kernel's cost: their calls go from the trampoline to libc, and sends to destinations without a goxio
+receiver skip the engine.
+
+{kpass_section}
+
 ## Summary: foundation (passthrough, start-up, RSS)
 
 {summary}
@@ -839,8 +848,9 @@ Kernel and goxio runs alternate in one run (A B A B ...), so both see the same m
   "received msg/s" is the server's received-message count over the client's send time.
 - Speed-up rows: kernel figure / variant figure for latencies and CPU, variant / kernel for rates;
   above 1 means the variant is better than the kernel.
-- `goxio` offloads every socket through the engine but its transport is the kernel: its rows show the
-  engine's own overhead. `goxio-shm` and `goxio-shm-poll` (`GOXIO_SHM=1`) carry UDP through rings and
+- `goxio` has the ring transports off (`GOXIO_SHM=0 GOXIO_SHM_TCP=0`): every socket is the kernel's
+  for good once its role is known (bind, connect, first send), after which its calls go from the
+  trampoline to libc (issue 17); its rows show what the interception costs then. `goxio-shm` and `goxio-shm-poll` (`GOXIO_SHM=1`) carry UDP through rings and
   TCP through the kernel, so they run the UDP tests only (their TCP rows would be `goxio`'s);
   `goxio-shm-tcp` and `goxio-shm-tcp-poll` (`GOXIO_SHM_TCP=1` as well) carry TCP through rings and run
   the TCP tests only (their UDP path is the one of the variants without it). The shared-memory variants

@@ -9,7 +9,7 @@
 #      (one datagram: loads the engine), time of a script of 200 short commands (under goxio run);
 #   3. sockperf on 127.0.0.1, both ends under the same variant: UDP ping-pong 64 B and 1400 B,
 #      UDP throughput 64 B, UDP under-load, TCP ping-pong and throughput 64 B; variants kernel,
-#      goxio (kernel transport), goxio-shm (shared-memory UDP transport, GOXIO_SHM=1, default
+#      goxio (ring transports off: its sockets pass through once decided), goxio-shm (shared-memory UDP transport, GOXIO_SHM=1, default
 #      parameters), goxio-shm-poll (the same with VMA_SPEC=latency: receive and select poll forever),
 #      goxio-shm-tcp and goxio-shm-tcp-poll (the same two with GOXIO_SHM_TCP=1: TCP through rings too;
 #      they run the TCP tests only, their UDP path being goxio-shm's);
@@ -29,6 +29,9 @@
 #      captured to a file (its Markdown is appended to the report);
 #  10. IPv6 (ipv6.py, pp6.c): TCP and UDP ping-pong over ::1, and a Node.js HTTP server with its
 #      default dual-stack listen + wrk to localhost, kernel and goxio with default parameters;
+#  11. kernel-served sockets (kpass.py): one end under goxio with default parameters, the other
+#      without goxio (sockperf UDP throughput and ping-pong against a server without goxio, iperf3
+#      with either end without goxio), against the kernel on both ends;
 # then writes raw data under tests/bench/out/ and the report tests/bench/REPORT.md
 # (report.py) with a latency plot (plot.py, tests/bench/latency.png).
 #
@@ -42,7 +45,7 @@
 #                          the report to out/REPORT.md instead of the committed one
 #   GOXIO_BIN              folder holding the goxio tools (version string, goxio_stats snapshots)
 #   BENCH_ONLY             sections to run, comma-separated among passthrough, startup, sockperf, mux,
-#                          programs, veth, churn, fanout, capture, ipv6 (default: all); the report then has only those, and goes to
+#                          programs, veth, churn, fanout, capture, ipv6, kpass (default: all); the report then has only those, and goes to
 #                          out/REPORT.md unless BENCH_REPORT says otherwise
 #   BENCH_VARIANTS         sockperf variants to run, comma-separated, kernel included (default: all)
 #   BENCH_TESTS            sockperf tests to run, comma-separated (udp-pp, udp-pp-1400, tcp-pp, udp-tp,
@@ -89,7 +92,7 @@ REDIS_N=${BENCH_REDIS_N:-100000}
 DEADLINE=${BENCH_DEADLINE:-900}
 PORT=${BENCH_PORT:-17100}
 REPORT=${BENCH_REPORT:-$HERE/REPORT.md}
-SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout,capture,ipv6
+SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout,capture,ipv6,kpass
 ONLY=${BENCH_ONLY:-$SECTIONS}
 
 die() {
@@ -869,6 +872,17 @@ if section ipv6; then
 		--port $((PORT + 2500)) "${node_args[@]}" --out "$RAW/ipv6.md" >"$RAW/ipv6.log" 2>&1 ||
 		echo "ipv6.py failed: $(tail -n 3 "$RAW/ipv6.log")" >"$RAW/ipv6.md"
 	echo "python3 tests/bench/ipv6.py --pp6 tests/bench/out/bin/pp6 --lib LIB --reps $SP_REPS ${node_args[*]}" >>"$RAW/commands.txt"
+fi
+
+# ---------------------------------------------------------------- 11. kernel-served sockets
+if section kpass; then
+	check_deadline "kpass"
+	log "kernel-served sockets: one end without goxio"
+	mkdir -p "$RAW/kpass"
+	"$PY" "$HERE/kpass.py" --lib "$GOXIO_LIB" --env "GOXIO_SHM_DIR=$SHM_DIR VMA_TRACELEVEL=WARN" --reps "$SP_REPS" \
+		--time "$SP_TIME" --port $((PORT + 3000)) --logs "$RAW/kpass" --out "$RAW/kpass.md" \
+		>"$RAW/kpass.log" 2>&1 || echo "kpass.py failed: $(tail -n 3 "$RAW/kpass.log")" >"$RAW/kpass.md"
+	echo "python3 tests/bench/kpass.py --lib LIB --env \"GOXIO_SHM_DIR=... VMA_TRACELEVEL=WARN\" --reps $SP_REPS --time $SP_TIME" >>"$RAW/commands.txt"
 fi
 
 # ---------------------------------------------------------------- report

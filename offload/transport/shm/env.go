@@ -45,6 +45,11 @@ type Params struct {
 	// SysmonGuard keeps the idle class to the monitor (threads it starts get its former class)
 	// and says whether it can be given back; nil: neither (tests).
 	SysmonGuard udpcall.Guard
+	// KernelRoute, when set, is told of every unicast destination that no goxio socket is bound
+	// to, at the directory generation gen read before the look: until the generation changes,
+	// a send to it is the kernel's sendto, unchanged (the library's sending trampoline then
+	// makes it without entering the engine: shim/preload/ksend.c).
+	KernelRoute func(dst netip.AddrPort, gen uint64)
 }
 
 // Env is the transport's process-wide state: the discovery directory, the outlets this process
@@ -228,3 +233,7 @@ func routeSource(dst netip.Addr) netip.Addr {
 	}
 	return netip.Addr{}
 }
+
+// GenWord returns the discovery directory's generation word (discovery.Dir.GenWord): it stays
+// mapped for the process's life.
+func (e *Env) GenWord() *uint64 { return e.dir.GenWord() }

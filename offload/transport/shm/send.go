@@ -145,6 +145,9 @@ func (u *UDP) routeTo(fd int, dst netip.AddrPort) *route {
 	from := netip.AddrPortFrom(src, local.Port())
 	var buf [4]discoveryEntry
 	found := u.env.dir.Lookup(dst, from, buf[:0])
+	if len(found) == 0 && u.env.p.KernelRoute != nil && !u.env.dir.Receiver(dst) {
+		u.env.p.KernelRoute(dst, gen)
+	}
 	if len(found) == 1 && !found[0].ReusePort {
 		r.out = u.env.outlet(found[0].Inbox)
 		r.bell = newBellAddr(found[0].Inbox)

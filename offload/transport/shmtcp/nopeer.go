@@ -11,3 +11,11 @@ func (t *TCP) NoPeer() {
 		t.est.Store(estDone)
 	}
 }
+
+// KernelForGood reports whether every call of the socket goes to the kernel socket as it is, now
+// and later: establishment is over and the connection has no segment (it never paired, its
+// segment was withdrawn, or both directions went back and the segment is closed). The engine
+// then lets the program's calls go to libc directly.
+func (t *TCP) KernelForGood() bool {
+	return t.est.Load() == estDone && t.conn.Load() == nil
+}

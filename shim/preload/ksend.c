@@ -1,0 +1,150 @@
+/*
+ * ksend.c: sends to destinations that have no goxio receiver, decided in C.
+ *
+ * An unconnected UDP sender on the shared-memory transport asks, at every sendto, whether its
+ * destination is a goxio socket (a ring) or not (the kernel). For a destination that is not, the
+ * engine's answer is the kernel's sendto, unchanged: a trip into Go (about 75 ns plus the
+ * engine's bookkeeping) that buys nothing. This file keeps the engine's negative answers:
+ *
+ *   - a cache of destinations (IPv4 address and port) that no goxio socket is bound to, valid for
+ *     one generation of the discovery directory (the engine's shared memory, which it maps and
+ *     whose generation word it hands over once: goxio_ksend_setup). Every change of the directory
+ *     (a goxio socket bound, connected, closed, anywhere in the namespace) bumps the generation,
+ *     which empties the cache at once for every reader;
+ *   - per fd, whether the engine allows the shortcut for that socket (goxio_ksend_fd: a socket
+ *     of the shared-memory UDP transport with its port, which has sent through the kernel), and
+ *     where its statistics count the sends (its slot's kernel tx counters, or a scratch pair).
+ *
+ * Readers (the sendto and sendmsg trampolines) take no lock and write nothing but the counters;
+ * writers (the engine, on its slow path) serialize on a mutex. The cache is direct-mapped and
+ * bounded (KS_SLOTS entries): a collision only costs a trip into the engine.
+ */
+#include "preload.h"
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <string.h>
+
+#define KS_SLOTS 256u
+
+/* ks_key: 0 empty, else KS_VALID | address << 16 | port (both in network order as stored). */
+#define KS_VALID (1ull << 48)
+static volatile uint64_t ks_key[KS_SLOTS];
+/* ks_gen: the directory generation + 1 that every key belongs to; 0 while being reset. */
+static volatile uint64_t ks_gen;
+/* ks_dir_gen: the discovery directory's generation word (read-only here); NULL until set up. */
+static const volatile uint64_t *ks_dir_gen;
+static pthread_mutex_t ks_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* ks_fd[fd]: the fd's statistics counters (tx packets, tx bytes, tx EAGAIN, tx errors, in the
+ * order the engine gave them) while the shortcut is allowed on it; NULL otherwise. */
+static uint64_t *volatile ks_fd[GOXIO_FDT_SIZE];
+/* ks_scratch: the counters of sockets without a statistics slot. */
+static uint64_t ks_scratch[GOXIO_KSEND_COUNTERS];
+/* ks_fds: how many fds allow the shortcut; the trampolines skip everything while it is 0. */
+volatile int goxio_ksend_fds;
+
+/* ks_capture: the statistics segment's capture word; not 0 while a capture may be attached, which
+ * records the kernel path's datagrams too (the engine's taps): the engine then sends. */
+static const volatile uint64_t *ks_capture;
+static const uint64_t ks_no_capture;
+
+void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture) {
+	__atomic_store_n(&ks_capture, capture != NULL ? capture : &ks_no_capture, __ATOMIC_RELEASE);
+	__atomic_store_n(&ks_dir_gen, gen, __ATOMIC_RELEASE);
+}
+
+static inline uint32_t ks_hash(uint64_t key) { return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 56) % KS_SLOTS; }
+
+static inline uint64_t ks_make(const struct sockaddr_in *sin) {
+	return KS_VALID | (uint64_t)sin->sin_addr.s_addr << 16 | sin->sin_port;
+}
+
+void goxio_ksend_put(uint32_t addr, uint16_t port, uint64_t gen) {
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr)};
+	uint64_t key = ks_make(&sin);
+	pthread_mutex_lock(&ks_mu);
+	uint64_t cur = __atomic_load_n(&ks_gen, __ATOMIC_RELAXED);
+	if (gen + 1 > cur) {
+		/* A newer directory: every key goes. Readers that see the new generation see no
+		 * key of the old one (the stores below come after the reset is visible). */
+		__atomic_store_n(&ks_gen, 0, __ATOMIC_RELEASE);
+		for (unsigned i = 0; i < KS_SLOTS; i++)
+			__atomic_store_n(&ks_key[i], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&ks_gen, gen + 1, __ATOMIC_RELEASE);
+		cur = gen + 1;
+	}
+	if (gen + 1 == cur)
+		__atomic_store_n(&ks_key[ks_hash(key)], key, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ks_mu);
+}
+
+void goxio_ksend_fd(int fd, uint64_t *counters) {
+	if ((unsigned)fd >= GOXIO_FDT_SIZE)
+		return;
+	uint64_t *want = counters != NULL ? counters : ks_scratch;
+	pthread_mutex_lock(&ks_mu);
+	uint64_t *old = __atomic_exchange_n(&ks_fd[fd], want, __ATOMIC_ACQ_REL);
+	if (old == NULL)
+		__atomic_add_fetch(&goxio_ksend_fds, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&ks_mu);
+}
+
+void goxio_ksend_drop(int fd) {
+	if ((unsigned)fd >= GOXIO_FDT_SIZE || __atomic_load_n(&ks_fd[fd], __ATOMIC_RELAXED) == NULL)
+		return;
+	pthread_mutex_lock(&ks_mu);
+	if (__atomic_exchange_n(&ks_fd[fd], NULL, __ATOMIC_ACQ_REL) != NULL)
+		__atomic_sub_fetch(&goxio_ksend_fds, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&ks_mu);
+}
+
+/* ks_page: the page of the last destination address a send of this thread read successfully
+ * (through the engine, which reads program memory with fault protection, or here). The shortcut
+ * reads only an address on that page: an unmapped or bad one still reaches the engine, which
+ * answers EFAULT as the kernel does, where reading it here would crash the program. */
+static __thread __attribute__((tls_model("initial-exec"))) uintptr_t ks_page;
+
+void goxio_ksend_seen(const struct sockaddr *to, socklen_t len) {
+	uintptr_t a = (uintptr_t)to;
+	if (to != NULL && len >= (socklen_t)sizeof(struct sockaddr_in) && a >> 12 == (a + sizeof(struct sockaddr_in) - 1) >> 12)
+		ks_page = a >> 12;
+}
+
+uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, socklen_t len, int flags) {
+	if ((unsigned)fd >= GOXIO_FDT_SIZE)
+		return NULL;
+	uint64_t *ctr = __atomic_load_n(&ks_fd[fd], __ATOMIC_ACQUIRE);
+	uintptr_t a = (uintptr_t)to;
+	if (ctr == NULL || to == NULL || a >> 12 != ks_page || (a + sizeof(struct sockaddr_in) - 1) >> 12 != ks_page ||
+	    len != (socklen_t)sizeof(struct sockaddr_in) || to->sa_family != AF_INET ||
+	    (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM)) != 0)
+		return NULL;
+	const volatile uint64_t *dg = __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE);
+	if (dg == NULL || __atomic_load_n(ks_capture, __ATOMIC_RELAXED) != 0)
+		return NULL;
+	struct sockaddr_in sin;
+	memcpy(&sin, to, sizeof sin);
+	uint64_t key = ks_make(&sin);
+	uint64_t g = __atomic_load_n(dg, __ATOMIC_ACQUIRE) + 1;
+	if (__atomic_load_n(&ks_gen, __ATOMIC_ACQUIRE) != g)
+		return NULL;
+	if (__atomic_load_n(&ks_key[ks_hash(key)], __ATOMIC_ACQUIRE) != key)
+		return NULL;
+	/* The key was stored for generation g - 1 unless a reset ran meanwhile, which changed
+	 * ks_gen for good (generations only grow). */
+	if (__atomic_load_n(&ks_gen, __ATOMIC_ACQUIRE) != g)
+		return NULL;
+	return ctr;
+}
+
+void goxio_ksend_count(uint64_t *ctr, long r, int err) {
+	if (r >= 0) {
+		__atomic_add_fetch(&ctr[0], 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&ctr[1], (uint64_t)r, __ATOMIC_RELAXED);
+	} else if (err == EAGAIN) {
+		__atomic_add_fetch(&ctr[2], 1, __ATOMIC_RELAXED);
+	} else {
+		__atomic_add_fetch(&ctr[3], 1, __ATOMIC_RELAXED);
+	}
+}

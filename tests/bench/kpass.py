@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Kernel-served sockets (issue 17): one end under goxio with default parameters, the other
+without goxio, against both ends without goxio, in the same run (A B A B ...).
+
+Cases:
+  udp-tp   sockperf UDP throughput 64 B, server without goxio; msg/s the server received
+  udp-pp   sockperf UDP ping-pong 64 B, server without goxio; average half round trip
+  iperf3   iperf3, one stream: client under goxio (server without) and server under goxio (client
+           without); Gbit/s received
+
+Writes a Markdown section (--out) with the goals: throughput at least 0.95x the kernel's, ping-pong
+average within 3% of the kernel's, iperf3 at least 0.95x. Each figure is the median of --reps runs;
+the load average is recorded before and after.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import drivers  # noqa: E402  (sibling module)
+
+GOAL_RATE = 0.95
+GOAL_PP = 1.03
+GOAL_IPERF = 0.95
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def wait_port(port, udp, proc, timeout=10.0):
+    """Waits until something is bound (udp) or listens (tcp) on 127.0.0.1:port."""
+    flag = "-Hnul" if udp else "-Hntl"
+    end = time.time() + timeout
+    while time.time() < end:
+        out = subprocess.run(["ss", flag, f"sport = :{port}"], capture_output=True, text=True).stdout
+        if out.strip():
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.05)
+    return False
+
+
+def start(cmd, env, log):
+    return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(proc, sig=signal.SIGINT):
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def text(path):
+    with open(path, errors="replace") as f:
+        return ANSI.sub("", f.read())
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.port = args.port
+        self.plain = drivers.env_with(None, "")
+        self.goxio = drivers.env_with(args.lib, args.env)
+        os.makedirs(args.logs, exist_ok=True)
+        self.commands = []
+
+    def envs(self, variant):
+        """(server env, client env) of a variant."""
+        return {"kernel": (self.plain, self.plain), "goxio-client": (self.plain, self.goxio),
+                "goxio-server": (self.goxio, self.plain)}[variant]
+
+    def sockperf(self, case, variant, rep):
+        self.port += 1
+        t = str(self.args.time)
+        mode = ["throughput"] if case == "udp-tp" else ["ping-pong", "--mps", "1000000"]
+        srv_env, cli_env = self.envs(variant)
+        base = os.path.join(self.args.logs, f"{case}-{variant}-r{rep}")
+        srv_cmd = ["sockperf", "server", "-i", "127.0.0.1", "-p", str(self.port)]
+        cli_cmd = ["sockperf", *mode, "-i", "127.0.0.1", "-p", str(self.port), "-t", t, "-m", "64"]
+        if rep == 1:
+            self.commands.append(f"{case} {variant}: server `{' '.join(srv_cmd)}`, client `{' '.join(cli_cmd)}`")
+        with open(base + ".server.log", "w") as slog, open(base + ".client.log", "w") as clog:
+            srv = start(srv_cmd, srv_env, slog)
+            try:
+                if not wait_port(self.port, True, srv):
+                    return None, "server not listening"
+                cli = start(cli_cmd, cli_env, clog)
+                try:
+                    rc = cli.wait(self.args.time + 30)
+                except subprocess.TimeoutExpired:
+                    stop(cli, signal.SIGKILL)
+                    return None, "client timed out"
+            finally:
+                stop(srv)
+        if rc != 0:
+            return None, f"client exit {rc}"
+        c = text(base + ".client.log")
+        if case == "udp-pp":
+            m = re.search(r"avg-latency=([0-9.]+)", c)
+            return (float(m.group(1)), "ok") if m else (None, "no latency figure")
+        m = re.search(r"Total of (\d+) messages sent in ([0-9.]+) sec", c)
+        r = re.search(r"Total (\d+) messages received", text(base + ".server.log"))
+        if not m or not r:
+            return None, "no throughput figures"
+        return int(r.group(1)) / float(m.group(2)), "ok"
+
+    def iperf3(self, variant, rep):
+        self.port += 1
+        srv_env, cli_env = self.envs(variant)
+        base = os.path.join(self.args.logs, f"iperf3-{variant}-r{rep}")
+        srv_cmd = ["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(self.port)]
+        cli_cmd = ["iperf3", "-c", "127.0.0.1", "-p", str(self.port), "-t", str(self.args.time), "--json"]
+        if rep == 1:
+            self.commands.append(f"iperf3 {variant}: server `{' '.join(srv_cmd)}`, client `{' '.join(cli_cmd)}`")
+        with open(base + ".server.log", "w") as slog, open(base + ".client.log", "w") as clog:
+            srv = start(srv_cmd, srv_env, slog)
+            try:
+                if not wait_port(self.port, False, srv):
+                    return None, "server not listening"
+                cli = start(cli_cmd, cli_env, clog)
+                try:
+                    rc = cli.wait(self.args.time + 30)
+                except subprocess.TimeoutExpired:
+                    stop(cli, signal.SIGKILL)
+                    return None, "client timed out"
+            finally:
+                try:
+                    srv.wait(5)
+                except subprocess.TimeoutExpired:
+                    stop(srv)
+        if rc != 0:
+            return None, f"client exit {rc}"
+        try:
+            doc = json.loads(text(base + ".client.log"))
+            return doc["end"]["sum_received"]["bits_per_second"] / 1e9, "ok"
+        except (ValueError, KeyError) as e:
+            return None, f"no figure ({e})"
+
+
+def fmt(v, digits):
+    return "n/a" if v is None else f"{v:,.{digits}f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True, help="libgoxio.so to preload on the goxio end")
+    ap.add_argument("--env", default="", help="more variables of the goxio end (default parameters: none)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--time", type=int, default=2, help="seconds per client run")
+    ap.add_argument("--port", type=int, default=17900)
+    ap.add_argument("--cases", default="udp-tp,udp-pp,iperf3")
+    ap.add_argument("--logs", required=True, help="folder for the runs' logs")
+    ap.add_argument("--out", required=True, help="Markdown section to write")
+    args = ap.parse_args()
+    cases = args.cases.split(",")
+    r = Runner(args)
+    load_start = loadavg()
+    figures, failures = {}, []
+    plan = []
+    for case in ("udp-tp", "udp-pp"):
+        if case in cases:
+            plan += [(case, "kernel"), (case, "goxio-client")]
+    if "iperf3" in cases:
+        plan += [("iperf3", "kernel"), ("iperf3", "goxio-client"), ("iperf3", "goxio-server")]
+    for rep in range(1, args.reps + 1):
+        for case, variant in plan:
+            v, status = r.iperf3(variant, rep) if case == "iperf3" else r.sockperf(case, variant, rep)
+            print(f"{case} {variant} r{rep}: {v} ({status})", file=sys.stderr)
+            if v is None:
+                failures.append((case, variant, rep, status))
+            else:
+                figures.setdefault((case, variant), []).append(v)
+    load_end = loadavg()
+
+    goals = [("udp-tp", "goxio-client", "sockperf UDP throughput 64 B, goxio sender -> receiver without goxio, "
+              "msg/s received", 0, "higher", GOAL_RATE),
+             ("udp-pp", "goxio-client", "sockperf UDP ping-pong 64 B against a server without goxio, average "
+              "latency (us)", 2, "lower", GOAL_PP),
+             ("iperf3", "goxio-client", "iperf3, goxio client -> server without goxio (Gbit/s)", 2, "higher",
+              GOAL_IPERF),
+             ("iperf3", "goxio-server", "iperf3, client without goxio -> goxio server (Gbit/s)", 2, "higher",
+              GOAL_IPERF)]
+    rows, met, total = [], 0, 0
+    for case, variant, label, digits, better, goal in goals:
+        if case not in cases:
+            continue
+        k, g = figures.get((case, "kernel")), figures.get((case, variant))
+        kv = statistics.median(k) if k else None
+        gv = statistics.median(g) if g else None
+        runs = f"{len(g or [])} of {args.reps}"
+        total += 1
+        if kv is None or gv is None:
+            rows.append([label, "", fmt(kv, digits), fmt(gv, digits), "n/a", "**missed** (no figures)", runs])
+            continue
+        ratio = gv / kv
+        if better == "higher":
+            ok, target = ratio >= goal, f">= {goal:g}x"
+        else:
+            ok, target = ratio <= goal, f"<= {goal:g}x (within {round((goal - 1) * 100)}%)"
+        failed = len(g) < args.reps or len(k) < args.reps
+        met += ok and not failed
+        verdict = "met" if ok and not failed else "**NOT MET**"
+        spread = f"kernel {fmt(min(k), digits)}-{fmt(max(k), digits)}, goxio {fmt(min(g), digits)}-{fmt(max(g), digits)}"
+        rows.append([label, target, fmt(kv, digits), fmt(gv, digits), f"{ratio:.3f}x", verdict, f"{runs}; {spread}"])
+    head = ["case", "goal (goxio/kernel)", "kernel", "goxio", "ratio", "verdict", "runs; range"]
+    md = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    md += ["| " + " | ".join(row) + " |" for row in rows]
+    out = [f"One end under goxio with default parameters (`LD_PRELOAD` only{', ' + args.env if args.env else ''}), "
+           f"the other without goxio, against both ends without goxio, interleaved in one run "
+           f"({args.reps} rounds of every case and variant, {args.time} s per client run; medians). "
+           f"Load average {load_start} at start, {load_end} at end.", "", *md, "",
+           f"{met} of {total} goals met. The ratio is goxio/kernel: for throughput higher is better, for "
+           "latency lower."]
+    if failures:
+        out += ["", "Failed runs: " + "; ".join(f"{c} {v} r{n}: {s}" for c, v, n, s in failures)]
+    out += ["", "Commands:", ""] + [f"- {c}" for c in r.commands]
+    drivers.emit("\n".join(out) + "\n", args.out)
+
+
+if __name__ == "__main__":
+    drivers.run(main, "kpass.py")

@@ -1,0 +1,152 @@
+/* kpass: sockets the kernel serves for good must not enter goxio's engine.
+ *
+ *   kpass udp PORT N    from one unconnected UDP socket, three phases of 10 + N datagrams of 64
+ *                       bytes: to 127.0.0.1:PORT (a receiver without goxio), to a free port
+ *                       (nobody), then to that port once a socket of its own (under goxio)
+ *                       is bound to it, which reads them back.
+ *   kpass tcp PORT N    connects to 127.0.0.1:PORT (a listener without goxio), writes 10
+ *                       messages of 64 bytes, reads the peer's 1-byte answer, writes N more and
+ *                       reads its second answer.
+ *
+ * It prints, per phase, "PHASE calls=C" with C the calls the sending thread made into the engine
+ * during the phase's last N sends (goxio_thread_engine_calls of libgoxio.so; -1 without it), and
+ * "PHASE got=G" for the datagrams it read back where it reads them. Any failure: "error ..." and
+ * exit status 1.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static unsigned long (*engine_calls)(void);
+
+static long calls(void) { return engine_calls ? (long)engine_calls() : -1; }
+
+static void die(const char *what) {
+	printf("error %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static struct sockaddr_in lo(int port) {
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+static void send_n(int s, int port, int n) {
+	static struct sockaddr_in to; /* one address, as sockperf keeps it */
+	char buf[64];
+	memset(buf, 'k', sizeof buf);
+	to = lo(port);
+	for (int i = 0; i < n; i++)
+		if (sendto(s, buf, sizeof buf, 0, (struct sockaddr *)&to, sizeof to) != sizeof buf)
+			die("sendto");
+}
+
+/* phase sends 10 datagrams, then n more counting the engine calls of the n. */
+static void phase(const char *name, int s, int port, int n) {
+	send_n(s, port, 10);
+	long c0 = calls();
+	send_n(s, port, n);
+	long c1 = calls();
+	printf("%s calls=%ld\n", name, c0 < 0 ? -1 : c1 - c0);
+}
+
+/* drain reads every datagram r holds (waiting up to 500 ms for the first, 100 ms between). */
+static int drain(int r) {
+	char buf[128];
+	int got = 0;
+	for (int wait = 500;; wait = 100) {
+		struct pollfd p = {.fd = r, .events = POLLIN};
+		if (poll(&p, 1, wait) <= 0)
+			return got;
+		if (recv(r, buf, sizeof buf, MSG_DONTWAIT) == 64)
+			got++;
+	}
+}
+
+static int bound_udp(int port) {
+	int r = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = lo(port);
+	int big = 4 << 20;
+	setsockopt(r, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+	if (r < 0 || bind(r, (struct sockaddr *)&a, sizeof a) != 0)
+		die("bind");
+	return r;
+}
+
+static int port_of(int s) {
+	struct sockaddr_in a;
+	socklen_t l = sizeof a;
+	if (getsockname(s, (struct sockaddr *)&a, &l) != 0)
+		die("getsockname");
+	return ntohs(a.sin_port);
+}
+
+static void udp(int port, int n) {
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	if (s < 0)
+		die("socket");
+	/* A receiver without goxio: the kernel's for good, no engine after the first sends. */
+	phase("plain", s, port, n);
+	/* A port nobody has: the kernel too (the datagrams are lost, as without goxio). */
+	int q = bound_udp(0);
+	int free_port = port_of(q);
+	close(q);
+	phase("nobody", s, free_port, n);
+	/* A goxio socket binds that port now: the directory changed, every send enters the engine
+	 * again and reaches it. */
+	int r = bound_udp(free_port);
+	phase("goxio", s, free_port, n);
+	printf("goxio got=%d\n", drain(r));
+	close(r);
+	close(s);
+}
+
+static void tcp(int port, int n) {
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = lo(port);
+	if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) != 0)
+		die("connect");
+	char buf[64];
+	memset(buf, 't', sizeof buf);
+	for (int i = 0; i < 10; i++)
+		if (write(s, buf, sizeof buf) != sizeof buf)
+			die("write");
+	/* The peer's first answer: a connection that never paired is the kernel's for good once its
+	 * first kernel byte from the peer arrived (or after the attach grace). */
+	char ans;
+	if (read(s, &ans, 1) != 1)
+		die("read");
+	long c0 = calls();
+	for (int i = 0; i < n; i++)
+		if (write(s, buf, sizeof buf) != sizeof buf)
+			die("write");
+	if (read(s, &ans, 1) != 1)
+		die("read");
+	long c1 = calls();
+	printf("tcp calls=%ld\n", c0 < 0 ? -1 : c1 - c0);
+	close(s);
+}
+
+int main(int argc, char **argv) {
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc != 4) {
+		fprintf(stderr, "usage: kpass udp|tcp PORT N\n");
+		return 2;
+	}
+	engine_calls = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "goxio_thread_engine_calls");
+	int port = atoi(argv[2]), n = atoi(argv[3]);
+	if (strcmp(argv[1], "udp") == 0)
+		udp(port, n);
+	else
+		tcp(port, n);
+	return 0;
+}

@@ -1,0 +1,170 @@
+package tests
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/goxio/goxio/tests/internal/testutil"
+)
+
+// Kernel-served sockets cost nothing (issue 17): calls on a socket whose path is the kernel for
+// good go from the trampoline to libc, and sends to destinations without a goxio receiver skip
+// the engine. tests/shm/kpass.c counts its thread's calls into the engine
+// (goxio_thread_engine_calls) around its sends; the peers without goxio are this test's own
+// sockets.
+
+// kpassRun runs kpass under env and returns its "phase key=value" lines.
+func kpassRun(t *testing.T, h *shmHarness, env []string, args ...string) map[string]int {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kpass")
+	testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "shm", "kpass.c"), bin, "-O2", "-Wall", "-ldl")
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	res := testutil.Run(cmd, 60*time.Second)
+	if res.ExitCode != 0 {
+		t.Fatalf("kpass %v: %v\nstdout:\n%s\nstderr:\n%s", args, res, res.Stdout, res.Stderr)
+	}
+	out := map[string]int{}
+	for _, m := range regexp.MustCompile(`(?m)^(\w+) (\w+)=(-?\d+)$`).FindAllStringSubmatch(string(res.Stdout), -1) {
+		n, _ := strconv.Atoi(m[3])
+		out[m[1]+" "+m[2]] = n
+	}
+	t.Logf("kpass %v: %v", args, out)
+	return out
+}
+
+// plainUDP is a UDP receiver without goxio on 127.0.0.1 that counts 64-byte datagrams.
+func plainUDP(t *testing.T) (port int, got *atomic.Int64) {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadBuffer(8 << 20)
+	t.Cleanup(func() { c.Close() })
+	got = new(atomic.Int64)
+	go func() {
+		buf := make([]byte, 256)
+		for {
+			n, _, err := c.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			if n == 64 {
+				got.Add(1)
+			}
+		}
+	}()
+	return c.LocalAddr().(*net.UDPAddr).Port, got
+}
+
+// plainTCP is a TCP listener without goxio on 127.0.0.1: it reads 10 messages of 64 bytes from
+// one connection and answers one byte, then reads the rest of want bytes and answers again; got
+// counts what it read.
+func plainTCP(t *testing.T, want int) (port int, got *atomic.Int64) {
+	t.Helper()
+	l, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	got = new(atomic.Int64)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		n, _ := io.ReadFull(c, make([]byte, 640))
+		_, _ = c.Write([]byte{'a'})
+		m, _ := io.ReadFull(c, make([]byte, want-640))
+		got.Store(int64(n + m))
+		_, _ = c.Write([]byte{'b'})
+		_, _ = io.Copy(io.Discard, c)
+	}()
+	return l.Addr().(*net.TCPAddr).Port, got
+}
+
+func TestShmKernelSendsSkipEngine(t *testing.T) {
+	h := newShmHarness(t)
+	const n = 2000
+	port, got := plainUDP(t)
+	final := filepath.Join(t.TempDir(), "final")
+	out := kpassRun(t, h, h.env("VMA_STATS_FILE="+final), "udp", strconv.Itoa(port), strconv.Itoa(n))
+	if out["plain calls"] < 0 {
+		t.Fatal("goxio_thread_engine_calls not found in the library")
+	}
+	// To a receiver without goxio and to a port nobody has: straight to the kernel.
+	if out["plain calls"] != 0 || out["nobody calls"] != 0 {
+		t.Errorf("sends to destinations without a goxio receiver entered the engine: %v", out)
+	}
+	// Once a goxio socket is bound to the port, every send enters the engine again (the ring).
+	if out["goxio calls"] != n || out["goxio got"] != n+10 {
+		t.Errorf("sends to a goxio receiver: %d engine calls, %d received; want %d and %d", out["goxio calls"],
+			out["goxio got"], n, n+10)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for got.Load() < n+10 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got.Load() != n+10 {
+		t.Errorf("the receiver without goxio got %d datagrams, want %d", got.Load(), n+10)
+	}
+	// The sends that skipped the engine are in the socket's statistics all the same.
+	b, err := os.ReadFile(final)
+	if err != nil {
+		t.Fatalf("VMA_STATS_FILE: %v", err)
+	}
+	want := fmt.Sprintf("Tx OS info: %d / %d / 0 / 0 [kilobytes/packets/eagains/errors]", 2*(n+10)*64/1024, 2*(n+10))
+	if !strings.Contains(string(b), want) {
+		t.Errorf("final statistics lack %q:\n%s", want, b)
+	}
+	h.requireClean()
+}
+
+func TestShmKernelForGoodTCP(t *testing.T) {
+	h := newShmHarness(t)
+	const n = 2000
+	port, got := plainTCP(t, (n+10)*64)
+	out := kpassRun(t, h, h.tcpEnv(), "tcp", strconv.Itoa(port), strconv.Itoa(n))
+	if out["tcp calls"] != 0 {
+		t.Errorf("a connection to a listener without goxio entered the engine %d times after its first writes", out["tcp calls"])
+	}
+	if got.Load() != (n+10)*64 {
+		t.Errorf("the listener without goxio read %d bytes, want %d", got.Load(), (n+10)*64)
+	}
+	h.requireClean()
+}
+
+// TestShmKernelForGoodTransportsOff: without ring transports every socket is the kernel's for good
+// once its role is known; even the sends to a port a socket of the program is bound to skip the
+// engine.
+func TestShmKernelForGoodTransportsOff(t *testing.T) {
+	h := newShmHarness(t)
+	const n = 500
+	port, _ := plainUDP(t)
+	out := kpassRun(t, h, h.env("GOXIO_SHM=0", "GOXIO_SHM_TCP=0"), "udp", strconv.Itoa(port), strconv.Itoa(n))
+	for _, k := range []string{"plain calls", "nobody calls", "goxio calls"} {
+		if out[k] != 0 {
+			t.Errorf("%s = %d, want 0 (no ring transport: the kernel's for good)", k, out[k])
+		}
+	}
+	if out["goxio got"] != n+10 {
+		t.Errorf("goxio got = %d, want %d", out["goxio got"], n+10)
+	}
+	tport, got := plainTCP(t, (n+10)*64)
+	out = kpassRun(t, h, h.env("GOXIO_SHM=0", "GOXIO_SHM_TCP=0"), "tcp", strconv.Itoa(tport), strconv.Itoa(n))
+	if out["tcp calls"] != 0 || got.Load() != (n+10)*64 {
+		t.Errorf("tcp: %d engine calls, %d bytes read; want 0 and %d", out["tcp calls"], got.Load(), (n+10)*64)
+	}
+}
