@@ -7,8 +7,6 @@ import (
 
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload/transport"
-	shmtr "github.com/goxio/goxio/offload/transport/shm"
-	"github.com/goxio/goxio/offload/transport/shmtcp"
 )
 
 // Kernel for good. A socket whose path is the kernel and can never be anything else costs what
@@ -88,7 +86,7 @@ func noRingForGoodLocked(s *Socket) bool {
 // afterData hands a shared-memory TCP socket to the kernel once its data call found it on the
 // kernel for good (no segment and none to come).
 func (e *Engine) afterData(s *Socket, r transport.Endpoint) {
-	if t, ok := r.(*shmtcp.TCP); ok && t.KernelForGood() {
+	if t, ok := r.(transport.Pairing); ok && t.KernelForGood() {
 		e.kernelForGood(s, transport.ReasonNoFasterPath, "shared-memory TCP: no goxio peer")
 	}
 }
@@ -112,7 +110,10 @@ func (e *Engine) allowKernelSends(s *Socket, c *transport.Call, os bool, errno s
 		s.typ != sockDgram || s.ksendFD.Load() == int32(c.FD)+1 {
 		return
 	}
-	if _, ok := s.rings().(*shmtr.UDP); !ok {
+	s.mu.Lock()
+	shm := s.kind == transport.KindSHM
+	s.mu.Unlock()
+	if !shm {
 		return
 	}
 	s.ksendFD.Store(int32(c.FD) + 1)

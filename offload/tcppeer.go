@@ -6,7 +6,6 @@ import (
 
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
-	"github.com/goxio/goxio/offload/transport/shmtcp"
 )
 
 // Whether a TCP peer is a goxio process, known before any connection segment is made. A
@@ -20,7 +19,7 @@ import (
 // tcpListening publishes a shared-memory TCP socket that has just listened (once; a second
 // listen(2) only changes the backlog).
 func (e *Engine) tcpListening(s *Socket, fd int) {
-	if _, ok := s.rings().(*shmtcp.TCP); !ok || e.cfg.SHM == nil || s.listening.Load() != nil {
+	if _, ok := s.rings().(transport.Pairing); !ok || e.cfg.SHM == nil || s.listening.Load() != nil {
 		return
 	}
 	local := localAddr(fd)
@@ -56,7 +55,7 @@ func (e *Engine) tcpUnlisten(s *Socket) {
 // the listener it reached exists now, and, when it is no goxio listener, the connection never
 // pairs (judged now, not at the first data call: the listener may close before that).
 func (e *Engine) tcpConnecting(s *Socket) {
-	t, ok := s.rings().(*shmtcp.TCP)
+	t, ok := s.rings().(transport.Pairing)
 	if !ok || e.cfg.SHM == nil {
 		return
 	}

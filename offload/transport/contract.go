@@ -159,6 +159,18 @@ type Held struct {
 	Now   int
 }
 
+// Pairing is what a connection transport that pairs with a peer process (shared-memory TCP)
+// offers beyond Endpoint: the engine's judgement of the peer, and whether the connection will
+// never leave the kernel.
+type Pairing interface {
+	// NoPeer tells a connecting socket that its peer is no goxio process: the connection never
+	// pairs and every call goes to the kernel socket as it is. Nothing once pairing started.
+	NoPeer()
+	// KernelForGood reports whether every call of the socket goes to the kernel socket as it
+	// is, now and later (pairing is over without a segment, or both directions went back).
+	KernelForGood() bool
+}
+
 // Endpoint is a socket's transport as the engine holds it.
 type Endpoint interface {
 	Router

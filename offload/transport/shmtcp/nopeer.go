@@ -1,5 +1,9 @@
 package shmtcp
 
+import "github.com/goxio/goxio/offload/transport"
+
+var _ transport.Pairing = (*TCP)(nil)
+
 // NoPeer tells a connecting socket that its peer is no goxio process (the engine found no goxio
 // listener at the address it connected to): the connection never pairs, and every call goes to
 // the kernel socket as it is, as after an Established that opened no segment. It does nothing
