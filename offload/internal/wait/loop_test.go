@@ -45,7 +45,17 @@ func trace(t *testing.T, p Policy, canSpin func() bool, marks bool, end int) (st
 	return string(log), n, errno
 }
 
+// setCrowd pins Crowded's answer to yes for the rest of the test (the machine the tests run on
+// may be crowded or not).
+func setCrowd(t *testing.T, yes bool) {
+	at, was := crowd.at.Load(), crowd.yes.Load()
+	crowd.at.Store(1 << 62) // a look from the future stands
+	crowd.yes.Store(yes)
+	t.Cleanup(func() { crowd.at.Store(at); crowd.yes.Store(was) })
+}
+
 func TestLoopSpinsThenSleeps(t *testing.T) {
+	setCrowd(t, false)
 	cases := []struct {
 		name  string
 		p     Policy
@@ -66,6 +76,36 @@ func TestLoopSpinsThenSleeps(t *testing.T) {
 		if got != c.want || n != 7 || errno != 0 {
 			t.Errorf("%s: %q -> %d %v, want %q -> 7", c.name, got, n, errno, c.want)
 		}
+	}
+}
+
+// TestLoopCrowded: on a crowded machine a wait sleeps at once, whatever its budget (VMA_RX_POLL
+// -1 too), and spins again after a sleep once the crowd is gone.
+func TestLoopCrowded(t *testing.T) {
+	setCrowd(t, true)
+	for _, p := range []Policy{{Polls: 2}, {Polls: -1}, {Polls: -1, Eager: true}, {Timed: true, Budget: -1}} {
+		if got, _, _ := trace(t, p, nil, true, 3); got != "tStSt" {
+			t.Errorf("%+v, crowded: %q, want tStSt (no spin)", p, got)
+		}
+	}
+	// The crowd leaves during the first sleep: the wait spins again.
+	var log []byte
+	looks := 0
+	var w Call
+	Loop(&w, Policy{Polls: -1}, Steps{
+		Try: func(Look) (int, syscall.Errno, bool) {
+			log = append(log, 't')
+			looks++
+			return 0, 0, looks == 4
+		},
+		Sleep: func() (int, syscall.Errno, bool) {
+			log = append(log, 'S')
+			crowd.yes.Store(false)
+			return 0, 0, false
+		},
+	})
+	if string(log) != "tSttt" {
+		t.Errorf("crowd gone after the first sleep: %q, want tSttt", log)
 	}
 }
 
