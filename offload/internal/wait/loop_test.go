@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -154,5 +155,40 @@ func TestLoopAllocates(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per wait, want 0", allocs)
+	}
+}
+
+// TestCrowdedLooksSooner: a look that found no crowd stands for crowdTTL, one that found a crowd
+// only for crowdedTTL.
+func TestCrowdedLooksSooner(t *testing.T) {
+	setCrowd(t, true)
+	now := sysc.Nanotime()
+	last := now - 2*crowdedTTL
+	crowd.at.Store(last)
+	crowd.yes.Store(false)
+	Crowded(now)
+	if crowd.at.Load() != last {
+		t.Errorf("a look without crowd %d ns old was made again", int64(2*crowdedTTL))
+	}
+	crowd.yes.Store(true)
+	Crowded(now)
+	if crowd.at.Load() != now {
+		t.Errorf("a look with crowd %d ns old stood", int64(2*crowdedTTL))
+	}
+}
+
+// TestWokeLooksAgain: after Woke the next Crowded reads the runnable count again, although the
+// last look would still stand.
+func TestWokeLooksAgain(t *testing.T) {
+	setCrowd(t, true)
+	now := sysc.Nanotime()
+	Crowded(now)
+	if crowd.at.Load() != 1<<62 {
+		t.Fatalf("a standing look was made again")
+	}
+	Woke()
+	Crowded(now)
+	if crowd.at.Load() != now {
+		t.Fatalf("after Woke: last look at %d, want %d (looked again)", crowd.at.Load(), now)
 	}
 }

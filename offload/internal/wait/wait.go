@@ -87,10 +87,9 @@ func (w *Call) Remaining() *unix.Timespec {
 
 // Spin is a wait's spinning: the polls made and when they began.
 //
-// The policy, the same for every wait of the engine: no spinning while the machine is crowded
-// (Crowded: more runnable threads than CPUs; looked at when the spinning starts, again after
-// each sleep, and every sysc.YieldEvery polls); otherwise spin at full speed for
-// sysc.YieldAfter, then give the CPU away (sched_yield) every sysc.YieldEvery polls. A poller
+// The policy, the same for every wait of the engine: spin at full speed for sysc.YieldAfter, then
+// give the CPU away (sched_yield) every sysc.YieldEvery polls; no spinning while the machine is
+// crowded (crowd.go: looked at when a spin starts or resumes after a sleep, and at the yields). A poller
 // answers data that comes within that time at full speed (the ping-pong latencies of the
 // benchmarks), and one that waits longer lets the other runnable threads of a busy machine (the
 // program's sender, the peer process) run instead of waiting for the end of its time slice.
@@ -130,16 +129,31 @@ func (s *Spin) Poll(now int64) bool {
 	if !turn && !s.look {
 		return true
 	}
-	s.look = false
 	if now == 0 {
 		now = sysc.Nanotime()
+	}
+	if s.look {
+		s.look = false
+		if Crowded(now) {
+			return false
+		}
+	}
+	if !turn {
+		return true
+	}
+	if s.eager && s.start == 0 {
+		s.start = now // the crowd is looked at after sysc.YieldAfter of spinning, as for the others
+	}
+	if now-s.start <= sysc.YieldAfter {
+		if s.eager {
+			sysc.Yield()
+		}
+		return true
 	}
 	if Crowded(now) {
 		return false
 	}
-	if turn && (s.eager || now-s.start > sysc.YieldAfter) {
-		sysc.Yield()
-	}
+	sysc.Yield()
 	return true
 }
 
