@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/goxio/goxio/internal/procstat"
 )
 
@@ -66,4 +68,14 @@ func parseCPUList(b []byte) (int, bool) {
 		n += z - a + 1
 	}
 	return n, true
+}
+
+// AllowedCPUs is the number of CPUs the calling thread may run on (sched_getaffinity); ok is
+// false when it cannot be read.
+func AllowedCPUs() (n int, ok bool) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return 0, false
+	}
+	return set.Count(), true
 }

@@ -44,3 +44,11 @@ func TestParseCPUList(t *testing.T) {
 		t.Errorf("OnlineCPUs() = %d %v", n, ok)
 	}
 }
+
+func TestAllowedCPUs(t *testing.T) {
+	n, ok := AllowedCPUs()
+	on, onok := OnlineCPUs()
+	if !ok || !onok || n < 1 || n > on {
+		t.Errorf("AllowedCPUs() = %d %v, OnlineCPUs() = %d %v: want 1..online", n, ok, on, onok)
+	}
+}

@@ -39,10 +39,12 @@ var crowd struct {
 	looking atomic.Bool  // a thread reads /proc/loadavg
 }
 
-// onlineCPUs is the machine's CPUs (0: unknown, never crowded).
+// onlineCPUs is the machine's CPUs; 0 (never crowded) when unknown, or when the process was
+// placed on some of them only (taskset, cpusets, isolated cores): the machine's count says
+// nothing of its own CPUs then, and who placed it chose where it spins.
 var onlineCPUs = sync.OnceValue(func() int {
 	n, ok := sysc.OnlineCPUs()
-	if !ok {
+	if a, aok := sysc.AllowedCPUs(); !ok || !aok || a < n {
 		return 0
 	}
 	return n
