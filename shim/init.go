@@ -78,6 +78,7 @@ func start() {
 		IOMux:   iomuxParams(params),
 		XDP:     newXDP(params, lib.log, lib.stats),
 	})
+	offload.WatchCrowd(cTable{})
 	C.goxio_set_ready(1)
 }
 

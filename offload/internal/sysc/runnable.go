@@ -21,6 +21,21 @@ func Runnable() (n int, ok bool) {
 	return parseRunnable(b)
 }
 
+// RunnableAt is Runnable read from fd, a descriptor of /proc/loadavg (one pread).
+func RunnableAt(fd int) (n int, ok bool) {
+	var buf [128]byte
+	for {
+		m, err := unix.Pread(fd, buf[:], 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || m <= 0 {
+			return 0, false
+		}
+		return parseRunnable(buf[:m])
+	}
+}
+
 // parseRunnable reads the runnable count out of /proc/loadavg text.
 func parseRunnable(b []byte) (int, bool) {
 	f := bytes.Fields(b)

@@ -21,6 +21,16 @@ func TestParseRunnable(t *testing.T) {
 	if n, ok := Runnable(); !ok || n < 1 {
 		t.Errorf("Runnable() = %d %v: this thread runs, so at least 1", n, ok)
 	}
+	fd, err := Open("/proc/loadavg", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(fd)
+	for range 2 {
+		if n, ok := RunnableAt(fd); !ok || n < 1 {
+			t.Errorf("RunnableAt() = %d %v: this thread runs, so at least 1", n, ok)
+		}
+	}
 }
 
 func TestParseCPUList(t *testing.T) {

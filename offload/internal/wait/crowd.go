@@ -39,6 +39,13 @@ var crowd struct {
 	looking atomic.Bool  // a thread reads /proc/loadavg
 }
 
+// loadavg is a descriptor of /proc/loadavg the engine keeps (UseLoadavg); 0: none, each look
+// opens the file.
+var loadavg atomic.Int32
+
+// UseLoadavg gives the looks a descriptor of /proc/loadavg to read (the engine's, internal).
+func UseLoadavg(fd int) { loadavg.Store(int32(fd)) }
+
 // onlineCPUs is the machine's CPUs; 0 (never crowded) when unknown, or when the process was
 // placed on some of them only (taskset, cpusets, isolated cores): the machine's count says
 // nothing of its own CPUs then, and who placed it chose where it spins.
@@ -63,7 +70,13 @@ func Crowded(now int64) bool {
 	}
 	defer crowd.looking.Store(false)
 	cpus := onlineCPUs()
-	n, ok := sysc.Runnable()
+	var n int
+	var ok bool
+	if fd := int(loadavg.Load()); fd > 0 {
+		n, ok = sysc.RunnableAt(fd)
+	} else {
+		n, ok = sysc.Runnable()
+	}
 	crowd.yes.Store(ok && cpus > 0 && n > cpus)
 	crowd.at.Store(now)
 	return crowd.yes.Load()
