@@ -33,6 +33,7 @@ type Lazy struct {
 	IPOptions bool           // an IPPROTO_IP option was set (multicast membership, filters)
 	Forked    bool           // the process forked while it had the socket (it may be shared)
 	Child     bool           // ... and this process is that fork's child
+	RcvBuf    bool           // SO_RCVBUF or SO_RCVBUFFORCE was set (honoured as the receive limit)
 }
 
 // adoptMu serialises adoptions: the loading thread's sweep and a thread whose call met a socket
@@ -183,7 +184,11 @@ func (e *Engine) adoptUDP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 		e.udpBound(s, fd)
 	}
 	if u := s.rings(); u != nil {
-		u.OptionSet(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+		// SO_RCVBUF counts as the program's only when it set it: a group member that kept the
+		// default gets its ring's capacity (mclimit.go), its inbox has the default's limit.
+		if l.RcvBuf {
+			u.OptionSet(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+		}
 		u.OptionSet(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO)
 	}
 }

@@ -24,6 +24,7 @@ func goxio_go_adopt(fd C.int, how C.uint32_t, ref C.int, addr C.uint32_t, port C
 			IPOptions: how&C.GOXIO_LAZY_MCAST != 0,
 			Forked:    how&C.GOXIO_LAZY_FORKED != 0,
 			Child:     how&C.GOXIO_LAZY_CHILD != 0,
+			RcvBuf:    how&C.GOXIO_LAZY_RCVBUF != 0,
 		}
 		if port >= 0 {
 			a := uint32(addr)

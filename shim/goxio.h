@@ -125,6 +125,8 @@ enum {
 	GOXIO_LAZY_FORKED = 16,   /* the process forked while it had the socket: the socket is shared
 				     with another process, and stays with the kernel unless ... */
 	GOXIO_LAZY_CHILD = 32,    /* ... this process is the child and its parent no longer has it */
+	GOXIO_LAZY_RCVBUF = 64,   /* the program set SO_RCVBUF or SO_RCVBUFFORCE (a value the kernel
+				     reports cannot tell from its default) */
 };
 
 struct goxio_lazy_info {

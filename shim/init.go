@@ -82,6 +82,7 @@ func start() {
 		KSend:    kernelSends(shm, xdp, lib.stats.CaptureWord()),
 		ExtraAPI: extraAPIUsed,
 	})
+	offload.WatchCrowd(cTable{})
 	C.goxio_set_ready(1)
 }
 

@@ -139,3 +139,48 @@ func TestShmMulticastLateMember(t *testing.T) {
 	member.exit(30 * time.Second)
 	h.requireClean()
 }
+
+// TestShmMulticastMemberBuffer: a member that does not read while the publisher sends 3000
+// small datagrams (the kernel's default receive buffer holds about 300) gets every one of them
+// afterwards when it kept the default SO_RCVBUF (its senders' rings hold 8192, mclimit.go),
+// also when it bound and joined before its engine loaded (adopted); one that set a small
+// SO_RCVBUF before that gets what that buffer holds, as from the kernel.
+func TestShmMulticastMemberBuffer(t *testing.T) {
+	for _, rcvbuf := range []int{0, 4096} {
+		t.Run(fmt.Sprintf("rcvbuf=%d", rcvbuf), func(t *testing.T) {
+			h := newShmHarness(t)
+			const n = 3000
+			port := testutil.FreePort(t, "udp")
+			group := "239.255.77.4"
+			args := []string{"rx", "-p", strconv.Itoa(port), "-m", group, "-g", "-W"}
+			if rcvbuf > 0 {
+				args = append(args, "-b", strconv.Itoa(rcvbuf))
+			}
+			rx := h.start("member", h.env(), nil, h.udp, args...)
+			_, rfd := rx.ready()
+			tx := h.start("publisher", h.env(), nil, h.udp, "tx", "-p", strconv.Itoa(port), "-d", group, "-m", "-U",
+				"-s", "1", "-n", strconv.Itoa(n), "-l", "64", "-W")
+			if ok, _ := tx.sent(60 * time.Second); ok != n {
+				t.Errorf("publisher: sent %d, want %d", ok, n)
+			}
+			rx.say("go")
+			s := rx.summary(60 * time.Second)
+			requireIntact(t, "member", s)
+			rs := h.socketStats(rx, rfd)
+			if rs.Transport != stats.TransportSHM {
+				t.Errorf("member socket: transport %s (%s), want shm", rs.Transport, rs.Reason)
+			}
+			t.Logf("SO_RCVBUF %d: received %d of %d", rcvbuf, s.total, n)
+			if rcvbuf == 0 && (s.total != n || s.gaps != 0) {
+				t.Errorf("default buffer: received %d, %d missing; want all %d\n%s", s.total, s.gaps, n, s.text)
+			}
+			// 4096 bytes (8192 as the kernel doubles it) hold a few dozen datagrams.
+			if rcvbuf > 0 && (s.total == 0 || s.total > 300) {
+				t.Errorf("SO_RCVBUF %d: received %d of %d; want the few that buffer holds", rcvbuf, s.total, n)
+			}
+			tx.exit(30 * time.Second)
+			rx.exit(30 * time.Second)
+			h.requireClean()
+		})
+	}
+}

@@ -130,6 +130,15 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len) {
 			return r;
 		}
 	}
+	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY) && level == SOL_SOCKET &&
+	    (name == SO_RCVBUF || name == SO_RCVBUFFORCE)) {
+		/* No engine needed; an engine that adopts the socket later honours the program's
+		 * buffer as its receive limit (a member that kept the default gets its ring's). */
+		int r = REAL(setsockopt)(fd, level, name, val, len);
+		if (r == 0)
+			goxio_lazy_mark(fd, GOXIO_LAZY_RCVBUF, -1, NULL, 0);
+		return r;
+	}
 	TRAMPOLINE(fd, GOXIO_OP_SETSOCKOPT, REAL(setsockopt)(fd, level, name, val, len), level, name, val, len, 0);
 }
 

@@ -8,8 +8,9 @@
  *
  * Modes (all print line-buffered stdout; lines the test waits for start with a fixed word):
  *
- *   rx   [-p port] [-n total] [-i idle_ms] [-a window] [-g] [-m group] [-W]
- *        Binds 127.0.0.1:port (or INADDR_ANY:port joined to group on 127.0.0.1 with -m), prints
+ *   rx   [-p port] [-n total] [-i idle_ms] [-a window] [-g] [-m group] [-b rcvbuf] [-W]
+ *        Binds 127.0.0.1:port (or INADDR_ANY:port joined to group on 127.0.0.1 with -m; -b sets
+ *        SO_RCVBUF first), prints
  *        "ready PORT FD", receives until total datagrams (0: no limit), idle_ms without any, or
  *        "exit" on stdin. -a: acknowledges seq to the datagram's source when seq % window ==
  *        window-1 or seq is the sender's last. -g: reads nothing before "go" on stdin, then
@@ -215,11 +216,11 @@ static void wait_exit(void)
 
 static int rx_main(int argc, char **argv)
 {
-	int port = 0, idle = 5000, window = 0, gate = 0, waitexit = 0;
+	int port = 0, idle = 5000, window = 0, gate = 0, waitexit = 0, rcvbuf = 0;
 	long limit = 0;
 	const char *group = NULL;
 	int o;
-	while ((o = getopt(argc, argv, "p:n:i:a:gm:W")) != -1) {
+	while ((o = getopt(argc, argv, "p:n:i:a:gm:b:W")) != -1) {
 		switch (o) {
 		case 'p': port = atoi(optarg); break;
 		case 'n': limit = atol(optarg); break;
@@ -227,6 +228,7 @@ static int rx_main(int argc, char **argv)
 		case 'a': window = atoi(optarg); break;
 		case 'g': gate = 1; break;
 		case 'm': group = optarg; break;
+		case 'b': rcvbuf = atoi(optarg); break;
 		case 'W': waitexit = 1; break;
 		default: return 2;
 		}
@@ -234,6 +236,8 @@ static int rx_main(int argc, char **argv)
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 	if (fd < 0)
 		die("socket");
+	if (rcvbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf) < 0)
+		die("SO_RCVBUF");
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
 	if (group) {
 		int one = 1;

@@ -107,6 +107,7 @@ func Loop(w *Call, p Policy, s Steps) (int, syscall.Errno) {
 		if n, errno, done := s.Sleep(); done {
 			return n, errno
 		}
+		spin.LookAgain()
 		if p.Respin {
 			l.Polls, spell = 0, false
 		}
@@ -117,7 +118,9 @@ func Loop(w *Call, p Policy, s Steps) (int, syscall.Errno) {
 func (p *Policy) spinMore(l *Look, spin *Spin, spell *bool, w *Call) bool {
 	if p.Timed {
 		now := sysc.Nanotime()
-		spin.Poll(now)
+		if !spin.Poll(now) {
+			return false
+		}
 		if p.Until != 0 && now >= p.Until {
 			return false
 		}
@@ -138,6 +141,5 @@ func (p *Policy) spinMore(l *Look, spin *Spin, spell *bool, w *Call) bool {
 		}
 	}
 	l.Polls++
-	spin.Poll(0)
-	return true
+	return spin.Poll(0)
 }

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -45,7 +46,17 @@ func trace(t *testing.T, p Policy, canSpin func() bool, marks bool, end int) (st
 	return string(log), n, errno
 }
 
+// setCrowd pins Crowded's answer to yes for the rest of the test (the machine the tests run on
+// may be crowded or not).
+func setCrowd(t *testing.T, yes bool) {
+	at, was := crowd.at.Load(), crowd.yes.Load()
+	crowd.at.Store(1 << 62) // a look from the future stands
+	crowd.yes.Store(yes)
+	t.Cleanup(func() { crowd.at.Store(at); crowd.yes.Store(was) })
+}
+
 func TestLoopSpinsThenSleeps(t *testing.T) {
+	setCrowd(t, false)
 	cases := []struct {
 		name  string
 		p     Policy
@@ -66,6 +77,36 @@ func TestLoopSpinsThenSleeps(t *testing.T) {
 		if got != c.want || n != 7 || errno != 0 {
 			t.Errorf("%s: %q -> %d %v, want %q -> 7", c.name, got, n, errno, c.want)
 		}
+	}
+}
+
+// TestLoopCrowded: on a crowded machine a wait sleeps at once, whatever its budget (VMA_RX_POLL
+// -1 too), and spins again after a sleep once the crowd is gone.
+func TestLoopCrowded(t *testing.T) {
+	setCrowd(t, true)
+	for _, p := range []Policy{{Polls: 2}, {Polls: -1}, {Polls: -1, Eager: true}, {Timed: true, Budget: -1}} {
+		if got, _, _ := trace(t, p, nil, true, 3); got != "tStSt" {
+			t.Errorf("%+v, crowded: %q, want tStSt (no spin)", p, got)
+		}
+	}
+	// The crowd leaves during the first sleep: the wait spins again.
+	var log []byte
+	looks := 0
+	var w Call
+	Loop(&w, Policy{Polls: -1}, Steps{
+		Try: func(Look) (int, syscall.Errno, bool) {
+			log = append(log, 't')
+			looks++
+			return 0, 0, looks == 4
+		},
+		Sleep: func() (int, syscall.Errno, bool) {
+			log = append(log, 'S')
+			crowd.yes.Store(false)
+			return 0, 0, false
+		},
+	})
+	if string(log) != "tSttt" {
+		t.Errorf("crowd gone after the first sleep: %q, want tSttt", log)
 	}
 }
 
@@ -114,5 +155,40 @@ func TestLoopAllocates(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per wait, want 0", allocs)
+	}
+}
+
+// TestCrowdedLooksSooner: a look that found no crowd stands for crowdTTL, one that found a crowd
+// only for crowdedTTL.
+func TestCrowdedLooksSooner(t *testing.T) {
+	setCrowd(t, true)
+	now := sysc.Nanotime()
+	last := now - 2*crowdedTTL
+	crowd.at.Store(last)
+	crowd.yes.Store(false)
+	Crowded(now)
+	if crowd.at.Load() != last {
+		t.Errorf("a look without crowd %d ns old was made again", int64(2*crowdedTTL))
+	}
+	crowd.yes.Store(true)
+	Crowded(now)
+	if crowd.at.Load() != now {
+		t.Errorf("a look with crowd %d ns old stood", int64(2*crowdedTTL))
+	}
+}
+
+// TestWokeLooksAgain: after Woke the next Crowded reads the runnable count again, although the
+// last look would still stand.
+func TestWokeLooksAgain(t *testing.T) {
+	setCrowd(t, true)
+	now := sysc.Nanotime()
+	Crowded(now)
+	if crowd.at.Load() != 1<<62 {
+		t.Fatalf("a standing look was made again")
+	}
+	Woke()
+	Crowded(now)
+	if crowd.at.Load() != now {
+		t.Fatalf("after Woke: last look at %d, want %d (looked again)", crowd.at.Load(), now)
 	}
 }

@@ -88,10 +88,11 @@ func (w *Call) Remaining() *unix.Timespec {
 // Spin is a wait's spinning: the polls made and when they began.
 //
 // The policy, the same for every wait of the engine: spin at full speed for sysc.YieldAfter, then
-// give the CPU away (sched_yield) every sysc.YieldEvery polls. A poller answers data that comes within
-// that time at full speed (the ping-pong latencies of the benchmarks), and one that waits longer
-// lets the other runnable threads of a busy machine (the program's sender, the peer process) run
-// instead of waiting for the end of its time slice.
+// give the CPU away (sched_yield) every sysc.YieldEvery polls; no spinning while the machine is
+// crowded (crowd.go: looked at when a spin starts or resumes after a sleep, and at the yields). A poller
+// answers data that comes within that time at full speed (the ping-pong latencies of the
+// benchmarks), and one that waits longer lets the other runnable threads of a busy machine (the
+// program's sender, the peer process) run instead of waiting for the end of its time slice.
 //
 // One exception, chosen at Begin: an eager spin (BeginEager) yields every sysc.YieldEvery polls
 // from the first. The AF_XDP receive spins so: its data is produced by a softirq or a veth peer
@@ -104,32 +105,56 @@ type Spin struct {
 	polls int
 	start int64
 	eager bool
+	look  bool // look at the crowd at the next poll
 }
 
 // Begin starts the spinning at now (a sysc.Nanotime read the caller made anyway).
-func (s *Spin) Begin(now int64) { *s = Spin{start: now} }
+func (s *Spin) Begin(now int64) { *s = Spin{start: now, look: true} }
 
 // BeginEager starts an eager spin (see Spin).
-func (s *Spin) BeginEager() { *s = Spin{eager: true} }
+func (s *Spin) BeginEager() { *s = Spin{eager: true, look: true} }
+
+// LookAgain makes the next poll look at the crowd (the wait slept: the machine may have filled).
+func (s *Spin) LookAgain() { s.look = true }
 
 // Elapsed is how long the spinning has lasted at now.
 func (s *Spin) Elapsed(now int64) int64 { return now - s.start }
 
-// Poll counts one poll and yields when the policy says so; now is the time of the poll when the
+// Poll counts one poll, yields when the policy says so, and reports whether the spinning goes
+// on (false: the machine is crowded, the wait sleeps); now is the time of the poll when the
 // caller read the clock anyway (0: Poll reads it when it needs it).
-func (s *Spin) Poll(now int64) {
-	if s.polls++; s.polls%sysc.YieldEvery != 0 {
-		return
+func (s *Spin) Poll(now int64) bool {
+	s.polls++
+	turn := s.polls%sysc.YieldEvery == 0
+	if !turn && !s.look {
+		return true
 	}
-	if !s.eager {
-		if now == 0 {
-			now = sysc.Nanotime()
+	if now == 0 {
+		now = sysc.Nanotime()
+	}
+	if s.look {
+		s.look = false
+		if Crowded(now) {
+			return false
 		}
-		if now-s.start <= sysc.YieldAfter {
-			return
+	}
+	if !turn {
+		return true
+	}
+	if s.eager && s.start == 0 {
+		s.start = now // the crowd is looked at after sysc.YieldAfter of spinning, as for the others
+	}
+	if now-s.start <= sysc.YieldAfter {
+		if s.eager {
+			sysc.Yield()
 		}
+		return true
+	}
+	if Crowded(now) {
+		return false
 	}
 	sysc.Yield()
+	return true
 }
 
 // Timeout is the next sleep's timeout: the time left, at most limit when limit > 0; nil for

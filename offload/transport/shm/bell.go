@@ -4,6 +4,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/wait"
 )
 
 // A doorbell wakes a receiver that sleeps in the kernel: an abstract AF_UNIX datagram socket
@@ -58,6 +60,9 @@ func drainBell(fd int) {
 func ringBell(ringer int, a *bellAddr) syscall.Errno {
 	for i := 0; i < 3; i++ {
 		if e := sendBellRaw(ringer, a); e != unix.EINTR {
+			if e == 0 {
+				wait.Woke()
+			}
 			return e
 		}
 	}

@@ -313,6 +313,7 @@ func (t *TCP) wake(fd int) {
 	}
 	if sendByte(fd) == 0 {
 		t.wakesTx.Add(1)
+		wait.Woke()
 	}
 }
 

@@ -3,6 +3,7 @@ package xdp
 import (
 	"bytes"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -112,10 +113,16 @@ func TestEINTR(t *testing.T) {
 		local := netip.AddrPortFrom(tp.addrA, 7700)
 		s := newTsock(t, e, local)
 		b := kernelSocket(t, tp.nsB, netip.AddrPortFrom(tp.addrB, 7701))
+		// A handler that ran is a signal that arrived: it also interrupts the receive's sleep
+		// (the receive sleeps at once on a crowded machine, wait.Crowded).
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tid := unix.Gettid()
 		later := func(f func()) {
 			go func() {
 				time.Sleep(30 * time.Millisecond)
 				f()
+				_ = unix.Tgkill(unix.Getpid(), tid, unix.SIGURG)
 			}()
 		}
 		later(func() { atomic.AddUint32(&sig.Interrupting, 1); atomic.AddUint32(&sig.All, 1) })

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/capture"
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/internal/wait"
 	"github.com/goxio/goxio/offload/transport"
@@ -190,7 +191,11 @@ func (u *UDP) waitTx(x *xsk, nonblock bool) bool {
 		if nonblock || nanotime()-start > txWait {
 			return false
 		}
-		spin.Poll(0)
+		if !spin.Poll(0) {
+			// A crowded machine: there is no sleep to fall back on (the kernel's work frees
+			// the frames), so every try gives the CPU away.
+			sysc.Yield()
+		}
 	}
 }
 

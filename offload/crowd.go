@@ -1,0 +1,17 @@
+package offload
+
+import (
+	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/offload/internal/wait"
+)
+
+// WatchCrowd gives the engine's waits a descriptor of /proc/loadavg of their own, internal in
+// table, so that their looks at the machine's crowd (wait.Crowded) are one pread: without it
+// each look opens and closes the file, a descriptor the program could glimpse.
+func WatchCrowd(table FDTable) {
+	fd, err := sysc.Open("/proc/loadavg", 0)
+	if err != nil {
+		return
+	}
+	wait.UseLoadavg(AdoptInternal(table, fd))
+}
