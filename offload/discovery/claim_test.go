@@ -1,0 +1,41 @@
+package discovery
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestChurnKeepsTableLow: sockets that come and go (one published at a time, 3 held for good)
+// reuse the lowest free slots, so the high-water mark every lookup scans up to stays at the
+// number of entries published at once, and lookups still find every live entry.
+func TestChurnKeepsTableLow(t *testing.T) {
+	d, _ := openTest(t)
+	for i := 0; i < 3; i++ {
+		mustPublish(t, d, v4(fmt.Sprintf("held%d", i), fmt.Sprintf("127.0.0.1:%d", 7000+i)))
+	}
+	for i := 0; i < 2*Entries; i++ {
+		h := mustPublish(t, d, v4("churn", "127.0.0.1:9000"))
+		if got := inboxes(d.Lookup(ap("127.0.0.1:9000"), ap("127.0.0.1:1"), nil)); len(got) != 1 || got[0] != "churn" {
+			t.Fatalf("round %d: lookup found %v, want [churn]", i, got)
+		}
+		h.Withdraw()
+	}
+	if hi := d.high(); hi > 4 {
+		t.Fatalf("high-water mark %d after %d publish/withdraw rounds, want at most 4", hi, 2*Entries)
+	}
+	for i := 0; i < 3; i++ {
+		if got := inboxes(d.Lookup(ap(fmt.Sprintf("127.0.0.1:%d", 7000+i)), ap("127.0.0.1:1"), nil)); len(got) != 1 {
+			t.Fatalf("held entry %d: lookup found %v", i, got)
+		}
+	}
+	// A slot freed below others is the next one taken.
+	a := mustPublish(t, d, v4("a", "127.0.0.1:9001"))
+	b := mustPublish(t, d, v4("b", "127.0.0.1:9002"))
+	a.Withdraw()
+	c := mustPublish(t, d, v4("c", "127.0.0.1:9003"))
+	if c.slot != a.slot {
+		t.Fatalf("publish after a withdrawal took slot %d, want the freed slot %d", c.slot, a.slot)
+	}
+	b.Withdraw()
+	c.Withdraw()
+}
