@@ -18,6 +18,16 @@ import (
 // recv performs a receive call.
 func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	in := u.inbox.Load()
+	if in == nil && !u.kernelOnly.Load() && u.lazy.Load() {
+		// Counted before the inbox is looked at again: the inbox is published only while no
+		// receive sleeps in the kernel socket without it (lazy.go).
+		u.kernelRx.Add(1)
+		if in = u.inbox.Load(); in == nil {
+			defer u.kernelRx.Add(-1)
+			return u.kernelRecv(c)
+		}
+		u.kernelRx.Add(-1)
+	}
 	if in == nil || u.kernelOnly.Load() {
 		return u.kernelRecv(c)
 	}
@@ -87,6 +97,15 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 		Polls: p.RxPoll, Cold: !u.waitAvg.SpinWorth(), Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
 	}, wait.Steps{
 		Try: func(l wait.Look) (int, syscall.Errno, bool) {
+			if u.kernelFirst.Load() {
+				if n, errno, done := u.olderFirst(c, in); done {
+					if errno == 0 {
+						u.osRx.Add(1)
+					}
+					viaOS = true
+					return n, errno, true
+				}
+			}
 			if n, ok := u.fromRing(in, rc); ok {
 				u.rings.Add(1)
 				u.waitAvg.Waited(&w)
