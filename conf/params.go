@@ -173,6 +173,8 @@ func Defaults() Params {
 		RingAllocationLogicTX:  RingPerInterface,
 		MemAllocType:           MemContig,
 		InternalThreadAffinity: "-1",
+		SHM:                    true,
+		SHMTCP:                 true,
 		SHMDir:                 "/dev/shm",
 		XDPMode:                "auto",
 		ExtraAPI:               true,

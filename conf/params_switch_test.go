@@ -10,18 +10,18 @@ import (
 
 // TestSwitches: goxio's own switches are parameters like the others: read from the environment
 // and the TOML file, warned about when bad (the value below is kept), listed by All and
-// NonDefault.
+// NonDefault. The shared-memory transports are on by default; 0 turns them off.
 func TestSwitches(t *testing.T) {
 	d := Defaults()
-	if d.SHM || d.SHMTCP || d.SHMDir != "/dev/shm" || d.XDP != "" || d.XDPMode != "auto" || d.XDPBusyPoll != 0 || d.XDPTxDelay != 0 {
+	if !d.SHM || !d.SHMTCP || d.SHMDir != "/dev/shm" || d.XDP != "" || d.XDPMode != "auto" || d.XDPBusyPoll != 0 || d.XDPTxDelay != 0 {
 		t.Fatalf("defaults: %+v", d)
 	}
-	p, w := Load([]string{"GOXIO_SHM=1", "GOXIO_SHM_TCP=1", "GOXIO_SHM_DIR=/run/shm", "GOXIO_XDP=eth0, eth1",
+	p, w := Load([]string{"GOXIO_SHM=0", "GOXIO_SHM_TCP=0", "GOXIO_SHM_DIR=/run/shm", "GOXIO_XDP=eth0, eth1",
 		"GOXIO_XDP_MODE=generic", "GOXIO_XDP_BUSY_POLL=50", "GOXIO_XDP_TX_DELAY=20", "GOXIO_SHM_SYSMON=normal"})
 	if len(w) != 0 {
 		t.Fatalf("warnings: %v", w)
 	}
-	if !p.SHM || !p.SHMTCP || p.SHMDir != "/run/shm" || p.XDP != "eth0, eth1" || p.XDPMode != "generic" ||
+	if p.SHM || p.SHMTCP || p.SHMDir != "/run/shm" || p.XDP != "eth0, eth1" || p.XDPMode != "generic" ||
 		p.XDPBusyPoll != 50 || p.XDPTxDelay != 20 || p.SHMSysmon != "normal" {
 		t.Fatalf("loaded: %+v", p)
 	}
@@ -29,7 +29,7 @@ func TestSwitches(t *testing.T) {
 	for _, s := range p.NonDefault() {
 		nd[s.Name] = s
 	}
-	if s := nd["GOXIO_SHM_TCP"]; s.Value != "1" || s.Source != "env GOXIO_SHM_TCP" {
+	if s := nd["GOXIO_SHM_TCP"]; s.Value != "0" || s.Source != "env GOXIO_SHM_TCP" {
 		t.Errorf("NonDefault GOXIO_SHM_TCP: %+v", s)
 	}
 
@@ -49,11 +49,11 @@ func TestSwitches(t *testing.T) {
 	}
 
 	file := filepath.Join(t.TempDir(), "p.toml")
-	if err := os.WriteFile(file, []byte("GOXIO_SHM = true\nGOXIO_XDP = \"all\"\nGOXIO_XDP_BUSY_POLL = 10\n"), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte("GOXIO_SHM = false\nGOXIO_XDP = \"all\"\nGOXIO_XDP_BUSY_POLL = 10\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p, w = Load([]string{ParamsFileEnv + "=" + file, "GOXIO_XDP_BUSY_POLL=20"})
-	if len(w) != 0 || !p.SHM || p.XDP != "all" || p.XDPBusyPoll != 20 {
+	if len(w) != 0 || p.SHM || p.XDP != "all" || p.XDPBusyPoll != 20 {
 		t.Errorf("file: %+v %v", p, w)
 	}
 }

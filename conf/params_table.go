@@ -131,9 +131,9 @@ var params = []param{
 		false, checkCPUSet, func(p *Params) *string { return &p.InternalThreadAffinity }),
 
 	// goxio's own switches: GOXIO_ names only.
-	boolParam("GOXIO_SHM", "Offload UDP between goxio processes of the host through shared-memory rings.",
+	boolParam("GOXIO_SHM", "Offload UDP between goxio processes of the host through shared-memory rings (on by default; 0 turns it off).",
 		func(p *Params) *bool { return &p.SHM }),
-	boolParam("GOXIO_SHM_TCP", "With GOXIO_SHM, also offload TCP connections between goxio processes of the host through shared memory.",
+	boolParam("GOXIO_SHM_TCP", "With GOXIO_SHM, also offload TCP connections between goxio processes of the host through shared memory (on by default; 0 turns it off).",
 		func(p *Params) *bool { return &p.SHMTCP }),
 	strParam("GOXIO_SHM_DIR", "Directory of the shared-memory transports' segments (a tmpfs).", "a directory",
 		false, checkDir, func(p *Params) *string { return &p.SHMDir }),

@@ -71,8 +71,17 @@ func (e *Engine) giveUp(s *Socket, fd int, r transport.Reason, why string) {
 	u.RestoreOptions(fd)
 	s.mu.Lock()
 	s.kind, s.reason = transport.KindOS, r
+	dgram := s.typ == sockDgram
 	s.publishLocked()
 	s.mu.Unlock()
+	if dgram {
+		// Its epoll memberships move from the engine's inner sets into the program's sets, as a
+		// kernel socket's are: the kernel then reports it in every process that shares the set
+		// (a forked child never enters the engine to translate the inner set's tag). What its
+		// rings held is in a spill region, which epoll waits look at in C (spill_epoll.c). A
+		// connection keeps its inner-set membership: its ring may still hold bytes for us.
+		e.mux.HandOver(&s.mux)
+	}
 	e.log.Info("socket back to the kernel", zap.Int("fd", fd), zap.String("why", why))
 }
 

@@ -203,12 +203,16 @@ func readPcap(t *testing.T, path string) []wirePacket {
 			t.Fatalf("%s: %v", path, err)
 		}
 		pkt := gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default)
-		ip, _ := pkt.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
-		if ip == nil {
+		var src, dst netip.Addr
+		if ip, _ := pkt.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ip != nil {
+			src, _ = netip.AddrFromSlice(ip.SrcIP.To4())
+			dst, _ = netip.AddrFromSlice(ip.DstIP.To4())
+		} else if ip6, _ := pkt.Layer(layers.LayerTypeIPv6).(*layers.IPv6); ip6 != nil {
+			src, _ = netip.AddrFromSlice(ip6.SrcIP)
+			dst, _ = netip.AddrFromSlice(ip6.DstIP)
+		} else {
 			continue
 		}
-		src, _ := netip.AddrFromSlice(ip.SrcIP)
-		dst, _ := netip.AddrFromSlice(ip.DstIP)
 		w := wirePacket{OrigLen: ci.Length, CapLen: ci.CaptureLength, Comment: strings.Join(comments, ";")}
 		switch l4 := pkt.TransportLayer().(type) {
 		case *layers.UDP:

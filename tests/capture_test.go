@@ -474,17 +474,23 @@ func followTCP(t *testing.T, file string) (node0, node1 string) {
 
 // TestCaptureTCPFollow: a request/response exchange over shared-memory TCP, captured by goxio
 // capture, gives back with tshark's "Follow TCP stream" exactly the byte streams tcpdump -i lo
-// records with the library off, per direction.
+// records with the library off, per direction; over IPv4 and over IPv6 ([::1], IPv6 headers).
 func TestCaptureTCPFollow(t *testing.T) {
 	if captureNet(t) {
 		return
 	}
+	for _, mode := range []string{"tcp", "tcp6"} {
+		t.Run(mode, func(t *testing.T) { captureTCPFollow(t, mode) })
+	}
+}
+
+func captureTCPFollow(t *testing.T, mode string) {
 	h := newShmHarness(t)
 	gen := capgen(t, h)
 	dir := t.TempDir()
 	const n = "200"
 	td := startTcpdump(t, dir+"/kernel.pcap", "tcp port 9200")
-	k := h.start("capgen", testutil.Env(""), nil, gen, "tcp", n)
+	k := h.start("capgen", testutil.Env(""), nil, gen, mode, n)
 	k.expect("ready", 10*time.Second)
 	k.say("go")
 	k.expect("done "+n+" bad 0", 30*time.Second)
@@ -500,7 +506,7 @@ func TestCaptureTCPFollow(t *testing.T) {
 	if len(want0) != 2*q || len(want1) != 2*r {
 		t.Fatalf("tcpdump's streams: %d and %d bytes, want %d and %d", len(want0)/2, len(want1)/2, q, r)
 	}
-	p := h.start("capgen", h.tcpEnv(), nil, gen, "tcp", n)
+	p := h.start("capgen", h.tcpEnv(), nil, gen, mode, n)
 	p.expect("ready", 10*time.Second)
 	c := startCapture(t, h, "-p", itoa(p.pid()), "-w", dir+"/goxio.pcapng", "--pcapng", "tcp port 9200")
 	p.say("go")
@@ -515,6 +521,9 @@ func TestCaptureTCPFollow(t *testing.T) {
 	for _, pk := range readPcap(t, dir+"/goxio.pcapng") {
 		if strings.Contains(pk.Comment, "transport=shm-tcp") {
 			ring++
+		}
+		if want6 := mode == "tcp6"; pk.Src.Addr().Is6() != want6 || pk.Dst.Addr().Is6() != want6 {
+			t.Fatalf("%s: packet %v has the wrong family", mode, pk)
 		}
 	}
 	if ring == 0 {

@@ -21,6 +21,9 @@ import (
 // shmEnv is the shared-memory transports' switches, for the server and the client.
 var shmEnv = []string{"GOXIO_SHM=1", "GOXIO_SHM_TCP=1"}
 
+// offEnv turns the shared-memory transports (on by default) off: the engine's kernel path.
+var offEnv = []string{"GOXIO_SHM=0", "GOXIO_SHM_TCP=0"}
+
 // TestLazyNoEngine runs programs that make no inet socket, or make one and never move data on it,
 // under the library: no engine mapped, no extra thread, no banner, no statistics segment.
 func TestLazyNoEngine(t *testing.T) {

@@ -131,13 +131,17 @@ func splitName(name, key string) string {
 	return strings.TrimSuffix(name, ext) + "." + key + ext
 }
 
-// addrs returns an Ethernet/IPv4 frame's addresses.
+// addrs returns an Ethernet/IPv4 or Ethernet/IPv6 frame's addresses.
 func addrs(frame []byte) (src, dst netip.Addr) {
-	if len(frame) < capture.EthLen+capture.IPLen || frame[12] != 0x08 || frame[13] != 0 {
-		return
+	switch {
+	case len(frame) >= capture.EthLen+capture.IPLen && frame[12] == 0x08 && frame[13] == 0:
+		ip := frame[capture.EthLen:]
+		return netip.AddrFrom4([4]byte(ip[12:16])), netip.AddrFrom4([4]byte(ip[16:20]))
+	case len(frame) >= capture.EthLen+capture.IP6Len && frame[12] == 0x86 && frame[13] == 0xdd:
+		ip := frame[capture.EthLen:]
+		return netip.AddrFrom16([16]byte(ip[8:24])), netip.AddrFrom16([16]byte(ip[24:40]))
 	}
-	ip := frame[capture.EthLen:]
-	return netip.AddrFrom4([4]byte(ip[12:16])), netip.AddrFrom4([4]byte(ip[16:20]))
+	return
 }
 
 // describe is a packet's text line: time, process, socket, then what gopacket decodes.
@@ -149,7 +153,17 @@ func describe(p capPacket) string {
 	}
 	pkt := gopacket.NewPacket(p.Data, layers.LayerTypeEthernet, gopacket.NoCopy)
 	what := "length " + strconv.Itoa(p.OrigLen)
-	if ip, ok := pkt.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ok {
+	if ip, ok := pkt.Layer(layers.LayerTypeIPv6).(*layers.IPv6); ok {
+		switch l4 := pkt.TransportLayer().(type) {
+		case *layers.UDP:
+			what = fmt.Sprintf("IP6 %v.%d > %v.%d: UDP, length %d", ip.SrcIP, l4.SrcPort, ip.DstIP, l4.DstPort, int(l4.Length)-8)
+		case *layers.TCP:
+			what = fmt.Sprintf("IP6 %v.%d > %v.%d: TCP seq %d ack %d, length %d", ip.SrcIP, l4.SrcPort, ip.DstIP, l4.DstPort,
+				l4.Seq, l4.Ack, int(ip.Length)-int(l4.DataOffset)*4)
+		default:
+			what = fmt.Sprintf("IP6 %v > %v: next header %d, length %d", ip.SrcIP, ip.DstIP, ip.NextHeader, ip.Length)
+		}
+	} else if ip, ok := pkt.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ok {
 		switch l4 := pkt.TransportLayer().(type) {
 		case *layers.UDP:
 			what = fmt.Sprintf("IP %v.%d > %v.%d: UDP, length %d", ip.SrcIP, l4.SrcPort, ip.DstIP, l4.DstPort, int(l4.Length)-8)

@@ -111,7 +111,7 @@ func TestUDPFilterAndFrame(t *testing.T) {
 	if fold(sum(0, r.Data[EthLen:EthLen+IPLen])) != 0xffff {
 		t.Fatal("bad IP checksum")
 	}
-	if fold(pseudo(r.Data, 17, UDPLen+12)+sum(0, r.Data[EthLen+IPLen:])) != 0xffff {
+	if fold(pseudo(r.Data, UDPHdrLen, 17, UDPLen+12)+sum(0, r.Data[EthLen+IPLen:])) != 0xffff {
 		t.Fatal("bad UDP checksum")
 	}
 	c := seg.Counters()

@@ -7,14 +7,19 @@ import (
 
 // The headers a packet would have had through the kernel on the loopback interface: Ethernet
 // with zero addresses (what Linux puts on lo), IPv4 without options (DF set, TTL 64, or 1 to a
-// multicast group, as a socket's defaults), UDP, or TCP without options.
+// multicast group, as a socket's defaults) or IPv6 without extension headers (hop limit 64, or 1
+// to a multicast group), UDP, or TCP without options. A v4-mapped IPv6 address (a dual-stack
+// socket talking IPv4) is IPv4 on the wire.
 const (
-	EthLen    = 14
-	IPLen     = 20
-	UDPLen    = 8
-	TCPLen    = 20
-	UDPHdrLen = EthLen + IPLen + UDPLen
-	TCPHdrLen = EthLen + IPLen + TCPLen
+	EthLen     = 14
+	IPLen      = 20
+	IP6Len     = 40
+	UDPLen     = 8
+	TCPLen     = 20
+	UDPHdrLen  = EthLen + IPLen + UDPLen
+	TCPHdrLen  = EthLen + IPLen + TCPLen
+	UDP6HdrLen = EthLen + IP6Len + UDPLen
+	TCP6HdrLen = EthLen + IP6Len + TCPLen
 	// MaxTCPPayload is the most payload one synthesized TCP segment carries (IPv4's 16-bit total
 	// length); larger writes become several segments.
 	MaxTCPPayload = 65535 - IPLen - TCPLen
@@ -47,22 +52,76 @@ func putIP(b []byte, proto uint8, src, dst netip.Addr, payload int, id uint16) {
 	binary.BigEndian.PutUint16(ip[10:], ^fold(sum(0, ip)))
 }
 
+// putIP6 writes the Ethernet and IPv6 headers of a packet of payload bytes after the IPv6 header.
+func putIP6(b []byte, proto uint8, src, dst netip.Addr, payload int) {
+	clear(b[:EthLen])
+	binary.BigEndian.PutUint16(b[12:], 0x86dd)
+	ip := b[EthLen : EthLen+IP6Len]
+	binary.BigEndian.PutUint32(ip, 6<<28)
+	binary.BigEndian.PutUint16(ip[4:], uint16(payload))
+	ip[6], ip[7] = proto, 64
+	if dst.IsMulticast() {
+		ip[7] = 1
+	}
+	s, d := src.As16(), dst.As16()
+	copy(ip[8:24], s[:])
+	copy(ip[24:40], d[:])
+}
+
+// family says how a packet between src and dst is framed: its header length (UDPHdrLen or
+// TCPHdrLen, or their IPv6 forms), and the two addresses as the wire carries them (v4-mapped ones
+// unmapped); ok is false for a pair no wire carries (an IPv4 and an IPv6 address).
+func family(src, dst netip.Addr, udp bool) (hdr int, s, d netip.Addr, ok bool) {
+	s, d = src.Unmap(), dst.Unmap()
+	switch {
+	case s.Is4() && d.Is4():
+		hdr = TCPHdrLen
+		if udp {
+			hdr = UDPHdrLen
+		}
+	case s.Is6() && d.Is6():
+		hdr = TCP6HdrLen
+		if udp {
+			hdr = UDP6HdrLen
+		}
+	default:
+		return 0, s, d, false
+	}
+	return hdr, s, d, true
+}
+
+// ipLen is the IP header length of a synthesized frame with hdr bytes of headers.
+func ipLen(hdr int) int {
+	if hdr == UDP6HdrLen || hdr == TCP6HdrLen {
+		return IP6Len
+	}
+	return IPLen
+}
+
 // putUDP writes the headers of a UDP datagram from src to dst with total bytes of payload into
-// b (UDPHdrLen bytes), its checksum left for l4Checksum.
-func putUDP(b []byte, src, dst netip.AddrPort, total int, id uint16) {
-	putIP(b, 17, src.Addr(), dst.Addr(), UDPLen+total, id)
-	u := b[EthLen+IPLen : UDPHdrLen]
+// b (hdr bytes, from family), its checksum left for l4Checksum.
+func putUDP(b []byte, hdr int, src, dst netip.AddrPort, total int, id uint16) {
+	if ipLen(hdr) == IP6Len {
+		putIP6(b, 17, src.Addr(), dst.Addr(), UDPLen+total)
+	} else {
+		putIP(b, 17, src.Addr(), dst.Addr(), UDPLen+total, id)
+	}
+	u := b[EthLen+ipLen(hdr) : hdr]
 	binary.BigEndian.PutUint16(u, src.Port())
 	binary.BigEndian.PutUint16(u[2:], dst.Port())
 	binary.BigEndian.PutUint16(u[4:], uint16(UDPLen+total))
 	u[6], u[7] = 0, 0
 }
 
-// putTCP writes the headers of a TCP segment (PSH|ACK) of n bytes, its checksum left for
-// l4Checksum.
-func putTCP(b []byte, src, dst netip.AddrPort, seq, ack uint32, n int, id uint16) {
-	putIP(b, 6, src.Addr(), dst.Addr(), TCPLen+n, id)
-	t := b[EthLen+IPLen : TCPHdrLen]
+// putTCP writes the headers of a TCP segment (PSH|ACK) of n bytes into b (hdr bytes, from
+// family), its checksum left for l4Checksum.
+func putTCP(b []byte, hdr int, src, dst netip.AddrPort, seq, ack uint32, n int, id uint16) {
+	if ipLen(hdr) == IP6Len {
+		putIP6(b, 6, src.Addr(), dst.Addr(), TCPLen+n)
+	} else {
+		putIP(b, 6, src.Addr(), dst.Addr(), TCPLen+n, id)
+	}
+	t := b[EthLen+ipLen(hdr) : hdr]
 	binary.BigEndian.PutUint16(t, src.Port())
 	binary.BigEndian.PutUint16(t[2:], dst.Port())
 	binary.BigEndian.PutUint32(t[4:], seq)
@@ -72,32 +131,43 @@ func putTCP(b []byte, src, dst netip.AddrPort, seq, ack uint32, n int, id uint16
 	t[16], t[17], t[18], t[19] = 0, 0, 0, 0
 }
 
-// Where the UDP and TCP checksums lie in a synthesized frame (their last byte, plus one).
+// Where the UDP and TCP checksums lie in a synthesized IPv4 frame (their last byte, plus one).
 const (
 	udpSumEnd = EthLen + IPLen + 8
 	tcpSumEnd = EthLen + IPLen + 18
 )
 
-// l4Checksum fills in the UDP (hdr UDPHdrLen) or TCP (hdr TCPHdrLen) checksum of a frame whose
-// headers are in b and whose payload is bufs' bytes [from, from+n): the one step that reads the
+// sumStart is where the checksum of a frame with hdr bytes of synthesized headers starts.
+func sumStart(hdr int) int {
+	if hdr == UDPHdrLen || hdr == UDP6HdrLen {
+		return EthLen + ipLen(hdr) + 6
+	}
+	return EthLen + ipLen(hdr) + 16
+}
+
+// l4Checksum fills in the UDP or TCP checksum of a frame whose hdr bytes of headers (from
+// family) are in b and whose payload is bufs' bytes [from, from+n): the one step that reads the
 // whole payload, done only for a packet recorded or a program that reads the checksum.
 func l4Checksum(b []byte, hdr int, bufs [][]byte, from, n int) {
-	l4 := b[EthLen+IPLen : hdr]
+	l4 := b[EthLen+ipLen(hdr) : hdr]
 	switch hdr {
-	case UDPHdrLen:
-		c := ^fold(payloadSum(pseudo(b, 17, UDPLen+n)+sum(0, l4), bufs, from, n))
+	case UDPHdrLen, UDP6HdrLen:
+		c := ^fold(payloadSum(pseudo(b, hdr, 17, UDPLen+n)+sum(0, l4), bufs, from, n))
 		if c == 0 {
-			c = 0xffff // a computed zero is sent as all ones (RFC 768)
+			c = 0xffff // a computed zero is sent as all ones (RFC 768; mandatory over IPv6)
 		}
 		binary.BigEndian.PutUint16(l4[6:], c)
-	case TCPHdrLen:
-		binary.BigEndian.PutUint16(l4[16:], ^fold(payloadSum(pseudo(b, 6, TCPLen+n)+sum(0, l4), bufs, from, n)))
+	case TCPHdrLen, TCP6HdrLen:
+		binary.BigEndian.PutUint16(l4[16:], ^fold(payloadSum(pseudo(b, hdr, 6, TCPLen+n)+sum(0, l4), bufs, from, n)))
 	}
 }
 
-// pseudo is the checksum of the IPv4 pseudo-header of a frame whose IP header is in b.
-func pseudo(b []byte, proto uint8, l4len int) uint64 {
+// pseudo is the checksum of the IPv4 or IPv6 pseudo-header of a frame whose IP header is in b.
+func pseudo(b []byte, hdr int, proto uint8, l4len int) uint64 {
 	ip := b[EthLen:]
+	if ipLen(hdr) == IP6Len {
+		return sum(0, ip[8:40]) + uint64(proto) + uint64(l4len)
+	}
 	return sum(0, ip[12:20]) + uint64(proto) + uint64(l4len)
 }
 
@@ -168,4 +238,43 @@ func gather(dst []byte, bufs [][]byte, from int) int {
 		from = 0
 	}
 	return n
+}
+
+// wireSums returns a received Ethernet frame as a wire carries it: an IPv4 UDP datagram whose
+// checksum does not verify is copied into fixed with the checksum finished. A veth or loopback
+// peer hands frames over with the checksum only begun (the kernel's CHECKSUM_PARTIAL: the
+// pseudo-header's sum, which tcpdump on such an interface shows as "incorrect" too); the wire of a
+// NIC carries the finished one, and so does the capture. Anything else, and a frame that cannot be
+// parsed, is returned as it is; the frame itself (a ring's) is never written.
+func wireSums(frame, fixed []byte) []byte {
+	if len(frame) < UDPHdrLen || len(frame) > len(fixed) || binary.BigEndian.Uint16(frame[12:]) != 0x0800 {
+		return frame
+	}
+	ip := frame[EthLen:]
+	ihl := int(ip[0]&0x0f) * 4
+	if ip[0]>>4 != 4 || ihl < IPLen || ip[9] != 17 || binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 {
+		return frame // not IPv4 UDP, or a fragment (its checksum covers the whole datagram)
+	}
+	l4 := ip[ihl:]
+	if len(l4) < UDPLen {
+		return frame
+	}
+	ulen := int(binary.BigEndian.Uint16(l4[4:]))
+	if ulen < UDPLen || ulen > len(l4) || binary.BigEndian.Uint16(l4[6:]) == 0 {
+		return frame // no checksum (allowed over IPv4) or a length the frame does not hold
+	}
+	ps := sum(0, ip[12:20]) + 17 + uint64(ulen)
+	if fold(sum(ps, l4[:ulen])) == 0xffff {
+		return frame
+	}
+	out := fixed[:len(frame)]
+	copy(out, frame)
+	u := out[EthLen+ihl:]
+	u[6], u[7] = 0, 0
+	c := ^fold(sum(ps, u[:ulen]))
+	if c == 0 {
+		c = 0xffff
+	}
+	binary.BigEndian.PutUint16(u[6:], c)
+	return out
 }

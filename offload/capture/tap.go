@@ -49,7 +49,8 @@ var scratches = sync.Pool{New: func() any { return new(scratch) }}
 // the process at the other end of a ring (0: unknown), so that the tool shows a packet once when
 // it captures both ends.
 func UDP(transport, dir uint8, fd, peer int, src, dst netip.AddrPort, bufs [][]byte, total int) {
-	if !src.Addr().Is4() || !dst.Addr().Is4() || total < 0 || total > MaxSnapLen-UDPHdrLen {
+	hdr, sa, da, ok := family(src.Addr(), dst.Addr(), true)
+	if !ok || total < 0 || total > MaxSnapLen-hdr {
 		return
 	}
 	s := begin()
@@ -59,15 +60,16 @@ func UDP(transport, dir uint8, fd, peer int, src, dst netip.AddrPort, bufs [][]b
 	defer s.exit()
 	sc := scratches.Get().(*scratch)
 	defer scratches.Put(sc)
-	putUDP(sc[:], src, dst, total, ipID(s))
-	s.packet(sc, UDPHdrLen, bufs, 0, total, transport, dir, fd, peer)
+	putUDP(sc[:], hdr, netip.AddrPortFrom(sa, src.Port()), netip.AddrPortFrom(da, dst.Port()), total, ipID(s))
+	s.packet(sc, hdr, bufs, 0, total, transport, dir, fd, peer)
 }
 
 // TCP taps bytes [0, total) of bufs sent (Out) or received (In) on a connected socket fd from
 // src to dst; seq is the sequence number of its first byte and ack the peer's next byte, as the
 // direction's writer counts them. Writes larger than a segment become several.
 func TCP(transport, dir uint8, fd, peer int, src, dst netip.AddrPort, seq, ack uint32, bufs [][]byte, total int) {
-	if !src.Addr().Is4() || !dst.Addr().Is4() || total <= 0 {
+	hdr, sa, da, ok := family(src.Addr(), dst.Addr(), false)
+	if !ok || total <= 0 {
 		return
 	}
 	s := begin()
@@ -77,10 +79,11 @@ func TCP(transport, dir uint8, fd, peer int, src, dst netip.AddrPort, seq, ack u
 	defer s.exit()
 	sc := scratches.Get().(*scratch)
 	defer scratches.Put(sc)
+	src, dst = netip.AddrPortFrom(sa, src.Port()), netip.AddrPortFrom(da, dst.Port())
 	for from := 0; from < total; from += MaxTCPPayload {
 		n := min(total-from, MaxTCPPayload)
-		putTCP(sc[:], src, dst, seq+uint32(from), ack, n, ipID(s))
-		s.packet(sc, TCPHdrLen, bufs, from, n, transport, dir, fd, peer)
+		putTCP(sc[:], hdr, src, dst, seq+uint32(from), ack, n, ipID(s))
+		s.packet(sc, hdr, bufs, from, n, transport, dir, fd, peer)
 	}
 }
 
@@ -96,6 +99,11 @@ func Frame(transport, dir uint8, fd, peer int, frame []byte) {
 	defer s.exit()
 	sc := scratches.Get().(*scratch)
 	defer scratches.Put(sc)
+	if dir == In {
+		fixed := scratches.Get().(*scratch)
+		defer scratches.Put(fixed)
+		frame = wireSums(frame, fixed[:])
+	}
 	s.packet(sc, 0, [][]byte{frame}, 0, len(frame), transport, dir, fd, peer)
 }
 
@@ -164,14 +172,6 @@ func (s *session) packet(sc *scratch, hdr int, bufs [][]byte, from, n int, trans
 		gather(sc[filled:caplen], bufs, from+filled-hdr)
 	}
 	s.write(sc[:caplen], total, flags, transport, dir, fd, peer, time.Now().UnixNano())
-}
-
-// sumStart is where the checksum of a frame with hdr bytes of synthesized headers starts.
-func sumStart(hdr int) int {
-	if hdr == UDPHdrLen {
-		return udpSumEnd - 2
-	}
-	return tcpSumEnd - 2
 }
 
 // matchSet runs a program that may be absent; an absent one matches nothing.

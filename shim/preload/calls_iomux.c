@@ -251,8 +251,21 @@ static int epoll_engine(int epfd, struct epoll_event *ev, int n, const struct ti
 			       (uintptr_t)goxio_sig_counters());
 }
 
+/* ep_wait0 is a wait on epfd that does not wait, for goxio_spill_epoll. */
+static int ep_wait0(int epfd, struct epoll_event *ev, int n, const sigset_t *mask) {
+	if ((goxio_fd_flags(epfd) & GOXIO_FD_EPOLL) && goxio_active()) {
+		struct timespec zero = {0, 0};
+		return epoll_engine(epfd, ev, n, &zero, mask);
+	}
+	int r = REAL(epoll_pwait)(epfd, ev, n, 0, mask);
+	return r > 0 && (goxio_fd_flags(epfd) & GOXIO_FD_EPOLL) ? strip_tags(ev, r) : r;
+}
+
 int epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout) {
 	lazy_epoll(epfd);
+	int s = goxio_spill_epoll(epfd, ev, n, ep_wait0, NULL);
+	if (GOXIO_UNLIKELY(s != GOXIO_SPILL_NONE))
+		return s;
 	if (GOXIO_UNLIKELY(goxio_fd_flags(epfd) & GOXIO_FD_EPOLL)) {
 		if (goxio_active()) {
 			struct timespec ts;
@@ -269,6 +282,9 @@ int epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout) {
 
 int epoll_pwait(int epfd, struct epoll_event *ev, int n, int timeout, const sigset_t *mask) {
 	lazy_epoll(epfd);
+	int s = goxio_spill_epoll(epfd, ev, n, ep_wait0, mask);
+	if (GOXIO_UNLIKELY(s != GOXIO_SPILL_NONE))
+		return s;
 	if (GOXIO_UNLIKELY(goxio_fd_flags(epfd) & GOXIO_FD_EPOLL)) {
 		if (goxio_active()) {
 			struct timespec ts;
@@ -289,6 +305,9 @@ int epoll_pwait2(int epfd, struct epoll_event *ev, int n, const struct timespec 
 		return -1;
 	}
 	lazy_epoll(epfd);
+	int s = goxio_spill_epoll(epfd, ev, n, ep_wait0, mask);
+	if (GOXIO_UNLIKELY(s != GOXIO_SPILL_NONE))
+		return s;
 	if (GOXIO_UNLIKELY(goxio_fd_flags(epfd) & GOXIO_FD_EPOLL)) {
 		if (goxio_active())
 			return epoll_engine(epfd, ev, n, ts, mask);

@@ -140,6 +140,16 @@ GOXIO_HIDDEN extern int goxio_spill_any;
 /* goxio_spill_ready reports whether fd is spill-flagged and its region still holds a datagram (a
  * receive would take it): select and poll report it readable (calls_iomux.c). */
 GOXIO_HIDDEN int goxio_spill_ready(int fd);
+/* goxio_spill_pending reports whether some spill-flagged fd still holds a datagram. */
+GOXIO_HIDDEN int goxio_spill_pending(void);
+/* goxio_spill_region identifies the spill region of fd (NULL: none). */
+GOXIO_HIDDEN const void *goxio_spill_region(int fd);
+/* goxio_spill_epoll answers an epoll wait on epfd whose members hold spilled datagrams
+ * (spill_epoll.c): the number of events, or -1 with errno, after a look at the set that does not
+ * wait (wait0); GOXIO_SPILL_NONE when no member of the set holds any (the caller waits itself). */
+#define GOXIO_SPILL_NONE (-2)
+GOXIO_HIDDEN int goxio_spill_epoll(int epfd, struct epoll_event *ev, int n, int (*wait0)(int, struct epoll_event *, int, const sigset_t *),
+				   const sigset_t *mask);
 /* goxio_spill_recv serves a receive on a spill-flagged fd from its region: 1 with *ret set when a
  * spilled datagram was taken (or peeked), 0 when the region is empty (the caller goes on). */
 GOXIO_HIDDEN int goxio_spill_recv(int fd, const struct iovec *iov, size_t iovcnt, int flags, void *name,

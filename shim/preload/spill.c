@@ -121,6 +121,20 @@ int goxio_spill_recv(int fd, const struct iovec *iov, size_t iovcnt, int flags, 
 	}
 }
 
+int goxio_spill_pending(void) {
+	if (!__atomic_load_n(&goxio_spill_any, __ATOMIC_RELAXED))
+		return 0;
+	for (int i = 0; i < SPILL_SLOTS; i++) {
+		struct spill_hdr *h = __atomic_load_n(&spills[i].h, __ATOMIC_ACQUIRE);
+		if (h != NULL && (goxio_fd_flags(spills[i].fd) & GOXIO_FD_SPILL) &&
+		    rec_at(h, __atomic_load_n(&h->cursor, __ATOMIC_ACQUIRE)) != NULL)
+			return 1;
+	}
+	return 0;
+}
+
+const void *goxio_spill_region(int fd) { return spill_of(fd); }
+
 int goxio_spill_ready(int fd) {
 	if (!(goxio_fd_flags(fd) & GOXIO_FD_SPILL))
 		return 0;

@@ -394,7 +394,7 @@ SHM_DIR=$(mktemp -d /dev/shm/goxio-bench.XXXXXX)
 SHM_ENV="LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OUT/offload-all.conf GOXIO_SHM=1 GOXIO_SHM_DIR=$SHM_DIR"
 ALL_VARIANTS=(
 	"kernel|"
-	"goxio|LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OUT/offload-all.conf"
+	"goxio|LD_PRELOAD=$GOXIO_LIB VMA_CONFIG_FILE=$OUT/offload-all.conf GOXIO_SHM=0 GOXIO_SHM_TCP=0"
 	"goxio-shm|$SHM_ENV"
 	"goxio-shm-poll|$SHM_ENV VMA_SPEC=latency"
 	"goxio-shm-tcp|$SHM_ENV GOXIO_SHM_TCP=1"

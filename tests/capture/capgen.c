@@ -12,7 +12,7 @@
  *                     prints "got N".
  *   capgen udptx N    Sending side: waits for "go", sends N datagrams to 127.0.0.1:9001-9002 from
  *                     127.0.0.1:8001, 100 us apart, prints "done N".
- *   capgen tcp N      One process: a listener on 127.0.0.1:9200 and a client; after "go", N
+ *   capgen tcp N      One process: a listener on 127.0.0.1:9200 (tcp6: [::1]:9200) and a client; after "go", N
  *                     request/response exchanges of lengths f(i) and g(i) (checked), then close;
  *                     prints "done N bad B".
  *   capgen flood S    After "go", sends 64-byte datagrams from 127.0.0.1:8001 to 127.0.0.1:9001
@@ -229,19 +229,34 @@ static int writen(int fd, const unsigned char *b, int n)
 	return put;
 }
 
-static int tcp_main(int n)
+static int tcp_main(int n, int v6)
 {
-	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	int fam = v6 ? AF_INET6 : AF_INET;
+	int l = socket(fam, SOCK_STREAM, 0), one = 1;
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	struct sockaddr_in sa = addr("127.0.0.1", 9200);
-	if (bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 4) < 0)
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	memset(&ss, 0, sizeof ss);
+	if (v6) {
+		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons(9200);
+		a6->sin6_addr = in6addr_loopback;
+		sl = sizeof *a6;
+	} else {
+		struct sockaddr_in a4 = addr("127.0.0.1", 9200);
+		memcpy(&ss, &a4, sizeof a4);
+		sl = sizeof a4;
+	}
+	struct sockaddr *sa = (struct sockaddr *)&ss;
+	if (bind(l, sa, sl) < 0 || listen(l, 4) < 0)
 		die("listen");
 	engine_up();
 	printf("ready\n");
 	fflush(stdout);
 	wait_word("go");
-	int c = socket(AF_INET, SOCK_STREAM, 0);
-	if (connect(c, (struct sockaddr *)&sa, sizeof sa) < 0)
+	int c = socket(fam, SOCK_STREAM, 0);
+	if (connect(c, sa, sl) < 0)
 		die("connect");
 	int s = accept(l, NULL, NULL);
 	if (s < 0)
@@ -313,7 +328,7 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 2) {
-		fprintf(stderr, "usage: capgen udp|udprx|udptx|tcp|flood [N]\n");
+		fprintf(stderr, "usage: capgen udp|udprx|udptx|tcp|tcp6|flood [N]\n");
 		return 2;
 	}
 	int n = argc > 2 ? atoi(argv[2]) : 0;
@@ -324,7 +339,9 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "udptx"))
 		return udptx_main(n);
 	if (!strcmp(argv[1], "tcp"))
-		return tcp_main(n);
+		return tcp_main(n, 0);
+	if (!strcmp(argv[1], "tcp6"))
+		return tcp_main(n, 1);
 	if (!strcmp(argv[1], "flood"))
 		return flood_main(n);
 	fprintf(stderr, "capgen: unknown mode %s\n", argv[1]);

@@ -23,9 +23,13 @@ func (t *TCP) ends(fd int) *capEnds {
 		return e
 	}
 	e := &capEnds{local: sockname(fd, false), remote: sockname(fd, true)}
-	if !e.local.Addr().Is4() || !e.remote.Addr().Is4() {
+	if !e.local.IsValid() || !e.remote.IsValid() {
 		return nil
 	}
+	// A dual-stack socket talking IPv4 names v4-mapped addresses: the wire (and the sequence
+	// numbers both ends derive, whatever their family) carries the IPv4 ones.
+	e.local = netip.AddrPortFrom(e.local.Addr().Unmap(), e.local.Port())
+	e.remote = netip.AddrPortFrom(e.remote.Addr().Unmap(), e.remote.Port())
 	t.capEnds.Store(e)
 	return e
 }
@@ -33,10 +37,13 @@ func (t *TCP) ends(fd int) *capEnds {
 // isn is the initial sequence number of the direction from src to dst (FNV-1a of the endpoints).
 func isn(src, dst netip.AddrPort) uint32 {
 	h := uint32(2166136261)
-	s, d := src.Addr().As4(), dst.Addr().As4()
-	for _, b := range [...]byte{s[0], s[1], s[2], s[3], byte(src.Port() >> 8), byte(src.Port()),
-		d[0], d[1], d[2], d[3], byte(dst.Port() >> 8), byte(dst.Port())} {
-		h = (h ^ uint32(b)) * 16777619
+	for _, a := range [...]netip.AddrPort{src, dst} {
+		for _, b := range a.Addr().AsSlice() {
+			h = (h ^ uint32(b)) * 16777619
+		}
+		for _, b := range [...]byte{byte(a.Port() >> 8), byte(a.Port())} {
+			h = (h ^ uint32(b)) * 16777619
+		}
 	}
 	return h
 }

@@ -21,8 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/capture"
-	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/internal/wait"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/udpcall"
 	"github.com/goxio/goxio/offload/xdp/packet"
@@ -175,10 +175,14 @@ func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total
 }
 
 // waitTx waits for a free TX frame: completions reaped (and the kernel kicked) until one is
-// free or txWait passed; a non-blocking send looks once. x.txmu is held.
+// free or txWait passed; a non-blocking send looks once. x.txmu is held. It spins with the
+// engine's one policy (wait.Spin, eager as the AF_XDP receive: the kernel work that frees
+// frames may need this CPU).
 func (u *UDP) waitTx(x *xsk, nonblock bool) bool {
 	start := nanotime()
-	for i := 0; ; i++ {
+	var spin wait.Spin
+	spin.BeginEager()
+	for {
 		u.env.kickLocked(x)
 		if x.s.Alloc(x.tx[:]) == 1 {
 			return true
@@ -186,9 +190,7 @@ func (u *UDP) waitTx(x *xsk, nonblock bool) bool {
 		if nonblock || nanotime()-start > txWait {
 			return false
 		}
-		if i%sysc.YieldEvery == 0 {
-			sysc.Yield()
-		}
+		spin.Poll(0)
 	}
 }
 
