@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 )
 
@@ -38,4 +39,34 @@ func TestChurnKeepsTableLow(t *testing.T) {
 	}
 	b.Withdraw()
 	c.Withdraw()
+}
+
+// TestHighComesDown: the high-water mark comes down when the top slots are freed, also in a
+// directory left with a mark at the whole table (a file that outlived a network namespace whose
+// number came back), and lookups still find the entries below it.
+func TestHighComesDown(t *testing.T) {
+	d, _ := openTest(t)
+	var hs []Handle
+	for i := 0; i < 100; i++ {
+		hs = append(hs, mustPublish(t, d, v4(fmt.Sprint("e", i), fmt.Sprintf("127.0.0.1:%d", 8000+i))))
+	}
+	for _, h := range hs[1:] {
+		h.Withdraw()
+	}
+	if hi := d.high(); hi != 1 {
+		t.Fatalf("high-water mark %d with only slot 0 taken, want 1", hi)
+	}
+	atomic.StoreUint64(&d.mem[hHigh], Entries) // as a long-lived directory may have it
+	h := mustPublish(t, d, v4("x", "127.0.0.1:9000"))
+	h.Withdraw()
+	if hi := d.high(); hi != 1 {
+		t.Fatalf("high-water mark %d after a withdrawal in a directory marked full, want 1", hi)
+	}
+	if got := inboxes(d.Lookup(ap("127.0.0.1:8000"), ap("127.0.0.1:1"), nil)); len(got) != 1 || got[0] != "e0" {
+		t.Fatalf("lookup of the entry below the mark: %v", got)
+	}
+	hs[0].Withdraw()
+	if hi := d.high(); hi != 0 {
+		t.Fatalf("high-water mark %d with an empty table, want 0", hi)
+	}
 }

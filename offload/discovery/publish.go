@@ -155,6 +155,7 @@ func (h Handle) Withdraw() {
 	clearEntry(s)
 	unlock(s, held)
 	h.d.lowerHint(h.slot)
+	h.d.lowerHigh()
 	h.d.bumpGen()
 }
 

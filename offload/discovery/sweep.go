@@ -80,6 +80,7 @@ func (d *Dir) removeDead(i int, w *[entryWords]uint64) bool {
 	}
 	clearEntry(s)
 	unlock(s, held)
+	d.lowerHigh()
 	d.bumpGen()
 	return true
 }
@@ -105,6 +106,7 @@ func (d *Dir) recoverStuck(i int, l uint64, c *liveCache) bool {
 	}
 	clearEntry(s)
 	unlock(s, held)
+	d.lowerHigh()
 	d.bumpGen()
 	return true
 }
