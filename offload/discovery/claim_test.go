@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestChurnKeepsTableLow: sockets that come and go (one published at a time, 3 held for good)
@@ -68,5 +70,22 @@ func TestHighComesDown(t *testing.T) {
 	hs[0].Withdraw()
 	if hi := d.high(); hi != 0 {
 		t.Fatalf("high-water mark %d with an empty table, want 0", hi)
+	}
+}
+
+// TestOpenLowersHigh: a process that opens a directory whose mark was left at the whole table
+// with the slots free brings it down at once (its lookups would read every slot otherwise, and
+// a socket that is never published never withdraws anything).
+func TestOpenLowersHigh(t *testing.T) {
+	d, dir := openTest(t)
+	mustPublish(t, d, v4("a", "127.0.0.1:8000"))
+	atomic.StoreUint64(&d.mem[hHigh], Entries)
+	d2, err := Open(dir, unix.Geteuid(), testNetNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if hi := d2.high(); hi != 1 {
+		t.Fatalf("high-water mark %d after Open with slot 0 taken, want 1", hi)
 	}
 }
