@@ -15,13 +15,15 @@ import (
 // shared-memory TCP member from that thread's first epoll_wait until it is about to sleep in the
 // kernel, and takes them again when it wakes up: the marks say "this process will look".
 //
-// Marks held by a set that nobody waits on any more (the thread moved on, or a second thread
-// started waiting: then the set stops keeping marks) would keep wake bytes away from another
-// sleeper on the same connection (a blocking receive, another set). So every sleeper that finds
-// marks it does not own on a connection it waits for sleeps at most awakeCheck at a time and
-// looks at the rings again in between.
+// Marks held by a set whose thread runs the program (or that nobody waits on any more) must not
+// keep wake bytes away from another thread asleep on the same connection (a blocking receive,
+// another set): a sleeper registers on the connection's segment before its last look
+// (Ready.Sleep), and the peer's writer wakes registered sleepers whatever the marks. A sleeper
+// that could not register (it went to sleep before the connection had a segment) and finds marks
+// it does not own (Ready.Marked) sleeps at most awakeCheck at a time and looks at the rings again
+// in between.
 
-// awakeCheck bounds one sleep of a waiter while marks of others are held on its connections.
+// awakeCheck bounds one sleep of an unregistered waiter while marks of others are held.
 const awakeCheck = 1e6 // ns
 
 // A member deleted from the set (EPOLL_CTL_DEL) keeps its mark while the set does (lingering):

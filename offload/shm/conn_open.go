@@ -354,8 +354,8 @@ func newConn(mem []byte, side int, cap0, cap1 uint64, name, path string) *Conn {
 	caps := [2]uint64{cap0, cap1}
 	t, r := &c.tx, &c.rx
 	t.data, t.cap, t.mask = dirData(mem, side, cap0, cap1), caps[side], caps[side]-1
-	t.tailp, t.headp, t.kernelp, t.spinners, t.wakePending, t.spaceWait = dirWords(mem, side)
+	t.tailp, t.headp, t.kernelp, t.spinners, t.sleepers, t.wakePending, t.spaceWait = dirWords(mem, side)
 	r.data, r.cap, r.mask = dirData(mem, 1-side, cap0, cap1), caps[1-side], caps[1-side]-1
-	r.tailp, r.headp, r.kernelp, r.spinners, r.wakePending, r.spaceWait = dirWords(mem, 1-side)
+	r.tailp, r.headp, r.kernelp, r.spinners, r.sleepers, r.wakePending, r.spaceWait = dirWords(mem, 1-side)
 	return c
 }

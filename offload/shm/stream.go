@@ -41,7 +41,7 @@ type txDir struct {
 	broken    bool // the peer's head did not validate
 
 	tailp, headp, kernelp *uint64
-	spinners              *int32
+	spinners, sleepers    *int32
 	wakePending           *uint32
 	spaceWait             *uint64
 }
@@ -58,16 +58,16 @@ type rxDir struct {
 	broken    bool // the peer's tail did not validate
 
 	tailp, headp, kernelp *uint64
-	spinners              *int32
+	spinners, sleepers    *int32
 	wakePending           *uint32
 	spaceWait             *uint64
 }
 
 // dirWords returns the shared words of direction d of mem.
-func dirWords(mem []byte, d int) (tailp, headp, kernelp *uint64, spinners *int32, wakePending *uint32, spaceWait *uint64) {
+func dirWords(mem []byte, d int) (tailp, headp, kernelp *uint64, spinners, sleepers *int32, wakePending *uint32, spaceWait *uint64) {
 	o := dirOff(d)
 	return word64(mem, o+drTail), word64(mem, o+drHead), word64(mem, o+drKernel),
-		int32At(mem, o+drSpinners), word32(mem, o+drWakePend), word64(mem, o+drSpaceWait)
+		int32At(mem, o+drSpinners), int32At(mem, o+drSleepers), word32(mem, o+drWakePend), word64(mem, o+drSpaceWait)
 }
 
 // dirData returns the data area of direction d.

@@ -15,12 +15,12 @@ import "math/bits"
 //
 // Who writes what: the identity line is written by the creator before the segment gets its
 // name and never changes; a side line only by its side; a producer line only by the writer of
-// that direction, a consumer line only by its reader. The wake line is shared: spinners by the
-// reader, wakePending set by the writer and cleared by the reader, spaceWait set by the writer
-// and cleared by the reader (stream_wake.go).
+// that direction, a consumer line only by its reader. The wake line is shared: spinners and
+// sleepers by the reader, wakePending set by the writer and cleared by the reader, spaceWait set
+// by the writer and cleared by the reader (stream_wake.go).
 const (
 	connMagic   = 0x4e4e4f4348535847 // "GXSHCONN" little-endian
-	connVersion = 1
+	connVersion = 2                  // 2: the wake line's sleepers word
 
 	// MinStreamBytes and MaxStreamBytes bound the capacity of one direction of a connection;
 	// OpenConn rounds the caller's sizes up to a power of two within them.
@@ -53,6 +53,7 @@ const (
 	drSpinners   = 256 // i32 reader threads polling this direction (wake line)
 	drWakePend   = 260 // u32 1 while a data wake-up is on its way to the reader
 	drSpaceWait  = 264 // u64 free bytes the sleeping writer waits for (0: the writer is not waiting)
+	drSleepers   = 272 // i32 reader threads asleep in the kernel on this direction (wake line)
 	connDataOff  = pageSize
 	sideLineSize = 64
 )

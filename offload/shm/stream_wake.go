@@ -10,9 +10,14 @@ import "sync/atomic"
 // Data available (the reader sleeps on an empty ring):
 //
 //	writer, after publishing tail (Write, ShutdownWrite, Close):
-//	    if spinners == 0 && CAS(wakePending, 0, 1) { wake the reader }
-//	reader: SpinBegin; poll Read; SpinEnd; Read (or Readable) once more; if still empty, sleep;
-//	    on a wake-up: ClearWake, then Read.
+//	    if (spinners == 0 || sleepers > 0) && CAS(wakePending, 0, 1) { wake the reader }
+//	reader: SpinBegin; poll Read; SpinEnd; SleepBegin; Read (or Readable) once more; if still
+//	    empty, sleep; SleepEnd; on a wake-up: ClearWake, then Read.
+//
+// SleepBegin (a read-modify-write before the last look) plays SpinEnd's part for a reader that
+// finds marks of other threads of its process (an epoll set's awake marks): either the writer's
+// tail precedes the last look, or the sleepers increment precedes the writer's sleepers load and
+// the writer asks for a wake-up (or one is on its way).
 //
 // This is wake.go's argument unchanged: either the writer's tail store precedes the reader's
 // last check (the reader sees the data), or the reader's SpinEnd precedes the writer's spinners
@@ -46,7 +51,11 @@ import "sync/atomic"
 // wakeReader is the writer's half after publishing (tail or state) in our writing direction;
 // it counts the wake-ups it asks for. Called with wmu (or both mutexes) held.
 func (c *Conn) wakeReader() bool {
-	if needWake(c.tx.spinners, c.tx.wakePending) {
+	// A reader thread asleep in the kernel (SleepBegin) gets its wake-up whatever marks other
+	// threads of its process hold (an epoll set's awake marks, kept while the thread that waits
+	// on the set runs the program).
+	if atomic.LoadInt32(c.tx.sleepers) > 0 && atomic.LoadUint32(c.tx.wakePending) == 0 &&
+		atomic.CompareAndSwapUint32(c.tx.wakePending, 0, 1) || needWake(c.tx.spinners, c.tx.wakePending) {
 		c.dataWakes.Add(1)
 		return true
 	}
@@ -142,5 +151,29 @@ func (c *Conn) CancelWaitSpace() {
 	defer c.wmu.Unlock()
 	if c.mem != nil {
 		atomic.StoreUint64(c.tx.spaceWait, 0)
+	}
+}
+
+// SleepBegin tells the peer's writer that one more of our reader threads sleeps in the kernel
+// on this connection (a blocking receive, select, poll, epoll_wait): it asks for data wake-ups
+// whatever spin marks are held. A read-modify-write, so a barrier before the sleeper's last look
+// at the ring. Pair every SleepBegin with a SleepEnd on the same Conn; both are no-ops after
+// Close (the count goes with the segment).
+func (c *Conn) SleepBegin() bool {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.mem == nil {
+		return false
+	}
+	atomic.AddInt32(c.rx.sleepers, 1)
+	return true
+}
+
+// SleepEnd undoes one SleepBegin that returned true.
+func (c *Conn) SleepEnd() {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.mem != nil {
+		atomic.AddInt32(c.rx.sleepers, -1)
 	}
 }

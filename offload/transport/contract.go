@@ -111,11 +111,13 @@ type Ready interface {
 	// Mark takes a spin mark that may outlive a call (epoll's awake marks); nil: none taken.
 	// The holder gives it back with SpinEnd.
 	Mark() Mark
-	// Marked reports whether spin marks are held on the connection by others (the caller gave
-	// its own back): a sleeper then sleeps briefly, since wake-ups are skipped.
+	// Marked reports, after Sleep(true), whether a sleeper could miss its wake-up because spin
+	// marks are held on the connection by others (the caller gave its own back) and the sleep
+	// could not be registered: the sleeper then sleeps briefly and looks again.
 	Marked() bool
-	// Sleep marks (on) or unmarks a thread of ours asleep in the kernel waiting for the socket;
-	// mark before the last look. Every Sleep(true) is followed by one Sleep(false).
+	// Sleep marks (on) or unmarks a thread of ours asleep in the kernel waiting for the socket
+	// (registering it with the peer, which then wakes it whatever marks are held); mark before
+	// the last look. Every Sleep(true) is followed by one Sleep(false).
 	Sleep(on bool)
 	// Bell is an fd a sleeper also waits on for the transport (readable: look again), made on
 	// first use; -1: none.

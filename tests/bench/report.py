@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402  (sibling module)
 import programs  # noqa: E402  (sibling module)
 
-SECTIONS = ["passthrough", "startup", "sockperf", "mux", "programs", "veth", "churn", "fanout", "capture"]
+SECTIONS = ["passthrough", "startup", "sockperf", "mux", "programs", "veth", "churn", "fanout", "capture", "ipv6"]
 
 # Goals of the foundation issue.
 GOAL_PASSTHROUGH_RATIO = 1.15
@@ -723,6 +723,7 @@ def main():
     veth_summary, veth_section = veth(args.raw)
     churn_section = read_md(args.raw, "churn.md")
     fanout_section = read_md(args.raw, "fanout.md")
+    ipv6_section = read_md(args.raw, "ipv6.md")
     veth_commands = os.path.join(args.raw, "veth-commands.txt")
     if os.path.exists(veth_commands):
         with open(veth_commands) as f:
@@ -853,7 +854,7 @@ Kernel and goxio runs alternate in one run (A B A B ...), so both see the same m
   {meta['sp_reps']} runs per program and variant, interleaved; each figure is the median of the runs. iperf3:
   `iperf3 -s -1` and `iperf3 -c -t {meta.get('prog_time', 'n/a')} --json`, one stream, Gbit/s received. redis:
   `redis-server --save '' --appendonly no`, `redis-benchmark -t set,get -n {meta.get('redis_n', 'n/a')} --csv`
-  (50 clients). nginx: one process (`master_process off`, `daemon off`, `access_log off`) serving a
+  (50 clients). nginx: a master and 2 worker processes (`master_process on`, `worker_processes 2`, `daemon off`, `access_log off`; under goxio each worker loads its own engine) serving a
   1 KiB file, `wrk -t1 -c50 -d{meta.get('prog_time', 'n/a')}s --latency`; a wrk run with socket errors or
   non-2xx answers counts as failed. CPU is the user+system time of server and client over the run,
   per GB received (iperf3) or per request. "goxio server during the run": a `goxio_stats --json`
@@ -936,6 +937,15 @@ server under goxio ("goxio peer") or without it.
 loopback interface, 64 B datagrams; the highest rate at which every subscriber gets every datagram.
 
 {fanout_section}
+
+## 10. IPv6 and dual-stack sockets (issue 20)
+
+`tests/bench/ipv6.py`: TCP and UDP ping-pong over `::1` (`tests/bench/pp6.c`: Debian's sockperf 3.7
+rejects IPv6 addresses), both ends under the kernel or under goxio with default parameters; a
+Node.js HTTP server with Node's default listen (an AF_INET6 dual-stack socket) and wrk to
+`http://localhost`. Goals: ping-pong at least 20x lower average latency, Node at least 1.5x.
+
+{ipv6_section}
 
 ## Commands
 

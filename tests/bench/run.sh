@@ -27,6 +27,8 @@
 #   9. goxio capture (tests/bench/capture.sh): sockperf UDP ping-pong over shared memory with no
 #      capture, a capture matching nothing and one matching everything, and a sustained stream
 #      captured to a file (its Markdown is appended to the report);
+#  10. IPv6 (ipv6.py, pp6.c): TCP and UDP ping-pong over ::1, and a Node.js HTTP server with its
+#      default dual-stack listen + wrk to localhost, kernel and goxio with default parameters;
 # then writes raw data under tests/bench/out/ and the report tests/bench/REPORT.md
 # (report.py) with a latency plot (plot.py, tests/bench/latency.png).
 #
@@ -40,7 +42,7 @@
 #                          the report to out/REPORT.md instead of the committed one
 #   GOXIO_BIN              folder holding the goxio tools (version string, goxio_stats snapshots)
 #   BENCH_ONLY             sections to run, comma-separated among passthrough, startup, sockperf, mux,
-#                          programs, veth, churn, fanout, capture (default: all); the report then has only those, and goes to
+#                          programs, veth, churn, fanout, capture, ipv6 (default: all); the report then has only those, and goes to
 #                          out/REPORT.md unless BENCH_REPORT says otherwise
 #   BENCH_VARIANTS         sockperf variants to run, comma-separated, kernel included (default: all)
 #   BENCH_TESTS            sockperf tests to run, comma-separated (udp-pp, udp-pp-1400, tcp-pp, udp-tp,
@@ -87,7 +89,7 @@ REDIS_N=${BENCH_REDIS_N:-100000}
 DEADLINE=${BENCH_DEADLINE:-900}
 PORT=${BENCH_PORT:-17100}
 REPORT=${BENCH_REPORT:-$HERE/REPORT.md}
-SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout,capture
+SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout,capture,ipv6
 ONLY=${BENCH_ONLY:-$SECTIONS}
 
 die() {
@@ -189,6 +191,7 @@ gcc "${CFLAGS[@]}" -pthread -o "$BIN/calls" "$HERE/calls.c"
 gcc "${CFLAGS[@]}" -o "$BIN/onesock" "$HERE/onesock.c"
 gcc "${CFLAGS[@]}" -o "$BIN/churn" "$HERE/churn.c"
 gcc "${CFLAGS[@]}" -o "$BIN/fanout" "$HERE/fanout.c"
+gcc "${CFLAGS[@]}" -o "$BIN/pp6" "$HERE/pp6.c"
 # script200: a shell script of 200 short commands (none uses an inet socket: under goxio no process
 # of it loads the engine).
 {
@@ -709,7 +712,12 @@ prog_run() {
 		cpid=$!
 		if [[ $FAKE == 0 && $env_str == *LD_PRELOAD=* && -x $STATS_TOOL && -n $SERVER_CHILD ]]; then
 			sleep "$PROG_STATS_AT"
-			timeout 10 "$STATS_TOOL" -F -p "$SERVER_CHILD" -c 1 --json >"$base.stats.json" 2>"$base.stats.err" || true
+			# The server and its children (nginx's workers, which load their own engines): one
+			# JSON document per line, those with an engine.
+			: >"$base.stats.json"
+			for p in "$SERVER_CHILD" $(pgrep -P "$SERVER_CHILD" || true); do
+				timeout 10 "$STATS_TOOL" -F -p "$p" -c 1 --json >>"$base.stats.json" 2>>"$base.stats.err" || true
+			done
 		fi
 		wait "$cpid" || rc=$?
 		if ((rc != 0)); then
@@ -847,6 +855,20 @@ if section capture; then
 	log "capture: sockperf ping-pong without and with a capture, a stream captured to a file"
 	CAPBENCH_PORT=$((PORT + 2000)) CAPBENCH_REPS=$SP_REPS GOXIO_BIN=${GOXIO_BIN:-} \
 		"$HERE/capture.sh" >"$RAW/capture.md" 2>"$RAW/capture.log" || log "capture measure failed (see $RAW/capture.log)"
+fi
+
+# ---------------------------------------------------------------- 10. IPv6 and dual-stack
+if section ipv6; then
+	check_deadline "ipv6"
+	log "IPv6: ping-pong over ::1, a Node.js server with its default (dual-stack) listen"
+	node_args=()
+	if command -v node >/dev/null && command -v wrk >/dev/null; then
+		node_args=(--node "$(command -v node)" --wrk "$(command -v wrk)")
+	fi
+	"$PY" "$HERE/ipv6.py" --pp6 "$BIN/pp6" --lib "$GOXIO_LIB" --env "${BENCH_GOXIO_ENV:-}" --reps "$SP_REPS" \
+		--port $((PORT + 2500)) "${node_args[@]}" --out "$RAW/ipv6.md" >"$RAW/ipv6.log" 2>&1 ||
+		echo "ipv6.py failed: $(tail -n 3 "$RAW/ipv6.log")" >"$RAW/ipv6.md"
+	echo "python3 tests/bench/ipv6.py --pp6 tests/bench/out/bin/pp6 --lib LIB --reps $SP_REPS ${node_args[*]}" >>"$RAW/commands.txt"
 fi
 
 # ---------------------------------------------------------------- report

@@ -149,11 +149,17 @@ func (t *TCP) Mark() transport.Mark {
 	return c
 }
 
-// Marked reports whether spin marks are held on the segment (by others, once the caller gave its
-// own back).
+// Marked reports whether a sleeper of ours could miss its wake-up: spin marks are held on the
+// segment (by others, once the caller gave its own back) while one of our sleepers is not
+// registered on it (it went to sleep before the segment existed); such a sleep is bounded.
 func (t *TCP) Marked() bool {
-	c := t.SpinConn()
-	return c != nil && c.Spinners() > 0
+	c := t.conn.Load()
+	if c == nil || t.rx.phase() != phaseRing || c.Spinners() == 0 {
+		return false
+	}
+	t.sleepmu.Lock()
+	defer t.sleepmu.Unlock()
+	return t.rxRegs < t.rxSleepers.Load()
 }
 
 // Bell is -1: a connection's wake-ups arrive on its kernel socket (KernelEvents).

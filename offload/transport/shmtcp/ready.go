@@ -327,13 +327,25 @@ func (t *TCP) SpinConn() *ring.Conn {
 }
 
 // Sleep marks (on) or unmarks a thread of ours asleep in the kernel waiting for the connection's
-// data (select, poll, epoll_wait); mark before the last look at the ring, and check for marks of
-// others (SpinConn().Spinners()) after marking. Every Sleep(true) is followed by one
-// Sleep(false).
+// data (a blocking receive, select, poll, epoll_wait); mark before the last look at the ring,
+// then ask Marked whether the sleep must be bounded. Marking registers the sleeper on the
+// segment (ring.Conn.SleepBegin, a read-modify-write: the barrier before the last look), so the
+// peer's writer wakes it whatever spin marks are held. Every Sleep(true) is followed by one
+// Sleep(false); registrations are counted, not tied to threads: a sleeper leaving ends one
+// registration only when more are held than sleepers remain.
 func (t *TCP) Sleep(on bool) {
+	t.sleepmu.Lock()
+	defer t.sleepmu.Unlock()
 	if on {
 		t.rxSleepers.Add(1)
-	} else {
-		t.rxSleepers.Add(-1)
+		if c := t.conn.Load(); c != nil && (t.sleepConn == nil || t.sleepConn == c) && c.SleepBegin() {
+			t.sleepConn = c
+			t.rxRegs++
+		}
+		return
+	}
+	if n := t.rxSleepers.Add(-1); t.rxRegs > n {
+		t.rxRegs--
+		t.sleepConn.SleepEnd()
 	}
 }

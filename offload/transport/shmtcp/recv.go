@@ -125,11 +125,12 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 			}
 		},
 		Sleep: func() (int, syscall.Errno, bool) {
-			// Marks of others (an epoll set's awake marks, offload/iomux/epoll_awake.go) keep
-			// the peer's wake byte away: then look at the ring again every millisecond.
+			// Sleeping registers on the segment (Sleep): the peer's wake byte comes whatever
+			// marks others hold (an epoll set's awake marks, offload/iomux/epoll_awake.go); a
+			// sleeper that could not register looks at the ring again every millisecond.
 			t.Sleep(true)
 			limit := int64(0)
-			if c := t.conn.Load(); c != nil && t.rx.switched() && c.Spinners() > 0 {
+			if t.Marked() {
 				limit = 1e6
 			}
 			var e syscall.Errno

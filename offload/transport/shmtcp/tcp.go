@@ -56,9 +56,15 @@ type TCP struct {
 
 	sleepers atomic.Int32 // calls asleep in ppoll on a duplicate of the kernel socket
 	// rxSleepers counts our threads asleep in the kernel waiting for data (a receive, select,
-	// poll, epoll_wait): while there are any nobody takes a spin mark (SpinConn), so the peer
-	// keeps sending wake bytes; a sleeper that finds marks taken before sleeps 1 ms at a time.
+	// poll, epoll_wait): while there are any nobody takes a spin mark (SpinConn). Each sleeper
+	// also registers on the segment (ring.Conn.SleepBegin: rxRegs of them, on sleepConn), so
+	// the peer's writer sends its wake byte whatever marks other threads of ours took before (an
+	// epoll set's awake marks); a sleeper that could not register (no segment yet when it went
+	// to sleep) and finds marks sleeps 1 ms at a time (Marked). Sleep changes them under sleepmu.
 	rxSleepers atomic.Int32
+	sleepmu    sync.Mutex
+	rxRegs     int32
+	sleepConn  *ring.Conn
 
 	waitAvg wait.Avg // how long blocking receives wait for bytes, typically (recv.go)
 	// lastKernel is when a receive on the ring last looked at the kernel socket (recv.go).
