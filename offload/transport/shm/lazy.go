@@ -64,21 +64,21 @@ func (u *UDP) publishable() bool {
 	return u.kernelRx.Load() == 0 && u.sleepers.Load() == 0
 }
 
-// olderFirst takes a datagram from the kernel socket before the rings while kernelFirst is set:
-// done with the kernel's datagram or error. It clears kernelFirst once the kernel socket is
-// empty while a ring datagram waits: everything a peer sent through the kernel before its first
-// ring datagram was queued before that datagram was written.
+// olderFirst takes a datagram from the kernel socket before a ring datagram while kernelFirst is
+// set: done with the kernel's datagram or error. Everything a peer sent through the kernel before
+// its first ring datagram was queued before that datagram was written, so the kernel socket is
+// looked at only when a ring datagram waits (a socket whose peers all send through the kernel
+// pays no extra system call), and once it is empty then, kernelFirst is cleared.
 func (u *UDP) olderFirst(c *transport.Call, in *ring.Inbox) (int, syscall.Errno, bool) {
-	waiting := in.Pending()
-	if !waiting {
+	if !in.Pending() {
 		in.Refresh()
-		waiting = in.Pending()
+		if !in.Pending() {
+			return 0, 0, false
+		}
 	}
 	if n, errno, done := u.kernelNow(c); done {
 		return n, errno, true
 	}
-	if waiting {
-		u.kernelFirst.Store(false)
-	}
+	u.kernelFirst.Store(false)
 	return 0, 0, false
 }
