@@ -68,17 +68,19 @@ func (u *UDP) publishable() bool {
 // set: done with the kernel's datagram or error. Everything a peer sent through the kernel before
 // its first ring datagram was queued before that datagram was written, so the kernel socket is
 // looked at only when a ring datagram waits (a socket whose peers all send through the kernel
-// pays no extra system call), and once it is empty then, kernelFirst is cleared.
-func (u *UDP) olderFirst(c *transport.Call, in *ring.Inbox) (int, syscall.Errno, bool) {
+// pays no extra system call), and once it is empty then, kernelFirst is cleared. empty reports
+// that the rings hold nothing (refreshed): the caller skips its own look at them, so a poll
+// costs what it did before.
+func (u *UDP) olderFirst(c *transport.Call, in *ring.Inbox) (n int, errno syscall.Errno, done, empty bool) {
 	if !in.Pending() {
 		in.Refresh()
 		if !in.Pending() {
-			return 0, 0, false
+			return 0, 0, false, true
 		}
 	}
 	if n, errno, done := u.kernelNow(c); done {
-		return n, errno, true
+		return n, errno, true, false
 	}
 	u.kernelFirst.Store(false)
-	return 0, 0, false
+	return 0, 0, false, false
 }

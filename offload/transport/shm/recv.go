@@ -97,19 +97,24 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 		Polls: p.RxPoll, Cold: !u.waitAvg.SpinWorth(), Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
 	}, wait.Steps{
 		Try: func(l wait.Look) (int, syscall.Errno, bool) {
+			empty := false // the rings were found empty just now (olderFirst)
 			if u.kernelFirst.Load() {
-				if n, errno, done := u.olderFirst(c, in); done {
+				n, errno, done, none := u.olderFirst(c, in)
+				if done {
 					if errno == 0 {
 						u.osRx.Add(1)
 					}
 					viaOS = true
 					return n, errno, true
 				}
+				empty = none
 			}
-			if n, ok := u.fromRing(in, rc); ok {
-				u.rings.Add(1)
-				u.waitAvg.Waited(&w)
-				return n, 0, true
+			if !empty {
+				if n, ok := u.fromRing(in, rc); ok {
+					u.rings.Add(1)
+					u.waitAvg.Waited(&w)
+					return n, 0, true
+				}
 			}
 			if n, errno, got, done := kernel.Look(&checkOS, l.Polls, nonblock); done {
 				if got {
