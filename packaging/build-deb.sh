@@ -102,8 +102,9 @@ printf '%s\n' "goxio: statically-linked-binary [usr/bin/goxio]" \
 strip --strip-unneeded "$STAGE/usr/lib/libgoxio.so" "$STAGE/usr/lib/libgoxio-engine.so"
 strip "$STAGE/usr/bin/goxio" "$STAGE/usr/bin/goxio_stats"
 
-# The lowest glibc the binaries link against (the tools are static Go programs: none).
-libc_min=$(for f in "$STAGE/usr/lib/libgoxio.so" "$STAGE/usr/lib/libgoxio-engine.so" "$STAGE/usr/bin/"*; do
+# The lowest glibc the binaries link against (goxio and goxio_stats are static Go programs: none;
+# goxio-bpf links libc and libpcap).
+libc_min=$(for f in "$STAGE/usr/lib/libgoxio.so" "$STAGE/usr/lib/libgoxio-engine.so" "$STAGE/usr/bin/"* "$STAGE/usr/lib/goxio/"*; do
 	objdump -T "$f" 2>/dev/null || true # a static program has no dynamic symbols
 done | { grep -o 'GLIBC_[0-9][0-9.]*' || true; } | sed 's/GLIBC_//' | sort -uV | tail -1)
 [[ -n $libc_min ]] || die "no GLIBC symbol versions found in $STAGE/usr/lib/libgoxio.so"
@@ -139,7 +140,7 @@ check_deb() {
 	local deb=$1 list x
 	list=$(dpkg-deb -c "$deb" | awk '{print $1, $NF}')
 	for want in "-rw-r--r-- ./usr/lib/libgoxio.so" "-rw-r--r-- ./usr/lib/libgoxio-engine.so" "-rwxr-xr-x ./usr/bin/goxio" \
-		"-rwxr-xr-x ./usr/bin/goxio_stats" "-rw-r--r-- ./etc/libvma.conf"; do
+		"-rwxr-xr-x ./usr/bin/goxio_stats" "-rwxr-xr-x ./usr/lib/goxio/goxio-bpf" "-rw-r--r-- ./etc/libvma.conf"; do
 		grep -qxF -- "$want" <<<"$list" || die "$deb: missing or wrong mode: $want"
 	done
 	for page in "${MANPAGES[@]}"; do

@@ -5,7 +5,7 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 packages=(build-essential sockperf iperf3 socat redis-server redis-tools nginx wrk curl python3 nodejs
-	iproute2 hyperfine man-db groff-base time libc6-dev python3-matplotlib
+	iproute2 hyperfine strace man-db groff-base time libc6-dev python3-matplotlib
 	libpcap-dev tcpdump tshark)
 missing=()
 for p in "${packages[@]}"; do

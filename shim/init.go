@@ -44,7 +44,7 @@ var lib library
 func start() {
 	procs := procsTarget()
 	watchThreads(procs)
-	params, warnings := conf.Load(os.Environ())
+	params, warnings := conf.Load(processEnviron())
 	params = params.WithPID(os.Getpid())
 	lib.params = params
 	lib.log, lib.logs = newLogger(params)

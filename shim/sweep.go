@@ -2,8 +2,10 @@ package main
 
 import (
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/conf"
+	"github.com/goxio/goxio/offload/discovery"
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
 	"github.com/goxio/goxio/stats"
 )
@@ -20,5 +22,14 @@ func sweepLeftovers(p conf.Params) {
 	}
 	if n := shmtr.SweepStale(p.SHMDir); n > 0 {
 		lib.log.Debug("removed shared-memory segments of processes that are gone", zap.Int("files", n))
+	}
+	// The discovery directory's entries of processes that are gone: their listeners above all,
+	// which connecting processes trust without asking whether the owner lives.
+	if ns, err := discovery.NetNS(); err == nil {
+		if n, err := discovery.SweepDir(p.SHMDir, unix.Geteuid(), ns); err != nil {
+			lib.log.Debug("discovery directory not swept", zap.Error(err))
+		} else if n > 0 {
+			lib.log.Debug("removed discovery entries of processes that are gone", zap.Int("entries", n))
+		}
 	}
 }

@@ -16,7 +16,8 @@ import (
 // Nothing left behind (issue 16): a process that ends without running the library's exit path
 // (_exit, as dash's `sh -c` and every popen child do, or SIGKILL) leaves its statistics segment
 // and its shared-memory inbox; the next process that starts the engine removes them, and leaves
-// those of live processes alone.
+// those of live processes alone. So does a process that only listened, whose listeners the
+// preload library published in the discovery directory without an engine.
 
 // leftoverC moves one datagram on an inet socket (the engine is loaded and publishes its
 // statistics), says "ready", then ends as argv[1] says: "_exit" with _exit(0), "exit" by
@@ -108,11 +109,26 @@ func TestNothingLeftBehind(t *testing.T) {
 	}
 	exitPid := pidOf(string(res.Stdout))
 
+	// A process that only listened (no engine: its listeners were published from C) and is
+	// killed: its directory entries stay until the next start too.
+	listenBin := filepath.Join(tmp, "listeners")
+	testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "lazy", "listeners.c"), listenBin, "-O2")
+	listener := startLazyListeners(t, listenBin, append(env, "GOXIO_SHM_TCP=1"))
+	if hasEngine(listener.pid) {
+		t.Fatal("the listening process loaded the engine")
+	}
+
 	// Killed: its segment stays too.
-	if err := syscall.Kill(killedPid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	for _, pid := range []int{killedPid, listener.pid} {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
 	}
 	killed.Wait(10 * time.Second)
+	listener.cmd.Wait()
+	if n := len(listenersOf(t, shmDir, listener.pid)); n != 5 {
+		t.Fatalf("the killed listening process has %d directory entries before the next start, want its 5: the test shows nothing", n)
+	}
 
 	for name, pid := range map[string]int{"_exit": exitPid, "SIGKILL": killedPid, "live": livePid} {
 		if !exists(pid) || inbox(pid) == "" {
@@ -134,6 +150,9 @@ func TestNothingLeftBehind(t *testing.T) {
 		if in := inbox(pid); in != "" {
 			t.Errorf("%s: inbox %s left after the next start", name, in)
 		}
+	}
+	if got := listenersOf(t, shmDir, listener.pid); len(got) != 0 {
+		t.Errorf("the killed listening process's directory entries are left after the next start: %+v", got)
 	}
 	if !exists(livePid) || inbox(livePid) == "" {
 		t.Errorf("the live process's segment %s or its inbox was removed", segment(livePid))

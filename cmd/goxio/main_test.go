@@ -16,7 +16,7 @@ import (
 // tools are built once per test binary run.
 var tools struct {
 	dir    string // temporary folder
-	goxio  string // the goxio command, with a stand-in libgoxio.so next to it
+	goxio  string // the goxio command, with a stand-in libgoxio.so and goxio-bpf next to it
 	lib    string
 	envC   string // C program: prints LD_PRELOAD, VMA_SPEC and its pid, exits with argv[1]
 	static string // the same, statically linked
@@ -63,6 +63,13 @@ func buildTools(dir string) error {
 	if err := run(goTool(), "build", "-tags", "netgo,osusergo", "-o", tools.goxio, "."); err != nil {
 		return err
 	}
+	// goxio capture's filter compiler, next to goxio as in the build directory; the tests that
+	// call compileFilter in this process find it there too.
+	bpfc := filepath.Join(bin, bpfHelper)
+	if err := run(goTool(), "build", "-tags", "netgo,osusergo", "-o", bpfc, "../goxio-bpf"); err != nil {
+		return err
+	}
+	findBPFHelper = func() (string, error) { return bpfc, nil }
 	// A stand-in for the real library: any loadable shared object will do,
 	// the tests only check that the program is started with it preloaded.
 	libSrc := filepath.Join(dir, "lib.c")

@@ -44,6 +44,11 @@ type Entry struct {
 	// Stream marks a listening TCP socket of a goxio process (no UDP binding: UDP lookups
 	// never return it; LookupListener does). Its Inbox is only a label.
 	Stream bool
+
+	// Lazy marks a listening TCP socket (Stream) that the preload library published from C
+	// for its process before the engine loaded there (shim/preload/lazy_listen.c); the engine
+	// takes it over when it adopts the socket (Dir.TakeOverListener).
+	Lazy bool
 }
 
 // record is an entry as read from the table, with its bookkeeping.
@@ -136,6 +141,9 @@ func normalize(e Entry) (Entry, error) {
 			return bad("source and group of different families")
 		}
 	}
+	if e.Lazy && !e.Stream {
+		return bad("Lazy without Stream")
+	}
 	if !validInbox(e.Inbox) {
 		return bad(fmt.Sprintf("inbox name %q", e.Inbox))
 	}
@@ -202,6 +210,9 @@ func encode(w *[entryWords]uint64, e Entry, pid int, start, claim uint64) {
 	if e.Stream {
 		flags |= fStream
 	}
+	if e.Lazy {
+		flags |= fLazy
+	}
 	w[eOwner] = uint64(uint32(pid)) | flags<<32
 	w[eStart] = start
 	w[eClaim] = claim
@@ -249,6 +260,7 @@ func decode(w *[entryWords]uint64) (r record, ok bool) {
 	e.NoMulticastAll = flags&fNoMulticastAll != 0
 	e.MulticastSender = flags&fMulticastSender != 0
 	e.Stream = flags&fStream != 0
+	e.Lazy = flags&fLazy != 0
 	la, ok1 := getAddr(w[:], eLocal, kinds&3)
 	pa, ok2 := getAddr(w[:], ePeer, kinds>>2&3)
 	g, ok3 := getAddr(w[:], eGroup, kinds>>4&3)

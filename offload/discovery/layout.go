@@ -77,7 +77,8 @@ const (
 	fNoMulticastAll
 	fMulticastSender
 	fStream   // a listening TCP socket (Entry.Stream)
-	fAllFlags = fV6Only | fReuseAddr | fReusePort | fNoMulticastAll | fMulticastSender | fStream
+	fLazy     // ... published by the preload library before its process loaded the engine (Entry.Lazy)
+	fAllFlags = fV6Only | fReuseAddr | fReusePort | fNoMulticastAll | fMulticastSender | fStream | fLazy
 )
 
 // Address kinds in the meta word.

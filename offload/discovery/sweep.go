@@ -1,6 +1,12 @@
 package discovery
 
-import "sync/atomic"
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
 
 // Entries of dead processes are removed by whoever notices first: Sweep
 // scans the whole table, Lookup removes the dead owners among the entries it
@@ -109,4 +115,27 @@ func (d *Dir) recoverStuck(i int, l uint64, c *liveCache) bool {
 	d.lowerHigh()
 	d.bumpGen()
 	return true
+}
+
+// SweepDir removes the entries of dead processes from the directory segment of uid and netns in
+// dir, if there is one (it is not created): every engine runs it when it starts, so that a
+// process that died without withdrawing its entries (killed, _exit, or one that never loaded its
+// engine and published its listeners from C) leaves nothing a connecting process would trust.
+// It returns how many entries it removed.
+func SweepDir(dir string, uid int, netns uint64) (int, error) {
+	start, err := selfStartTime()
+	if err != nil {
+		return 0, fmt.Errorf("sweep discovery segment: %w", err)
+	}
+	path := dir + "/" + FileName(uid, netns)
+	mem, err := openExisting(path)
+	if errors.Is(err, unix.ENOENT) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sweep discovery segment: %w", err)
+	}
+	d := &Dir{path: path, mem: mem, entries: Entries, pid: unix.Getpid(), start: start}
+	defer d.Close()
+	return d.Sweep(), nil
 }

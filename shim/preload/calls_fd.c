@@ -30,6 +30,7 @@ void goxio_fd_gone(int fd) {
 	uint8_t fl = goxio_fd_flags(fd);
 	if (fl & (GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL)) {
 		goxio_fdt_set(fd, fl & ~(GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL));
+		goxio_lazy_forget(fd); /* the number's next socket starts with nothing noted */
 		fl = goxio_fd_flags(fd);
 	}
 	if (!(fl & (GOXIO_FD_ENGINE | GOXIO_FD_WATCH)))

@@ -1,12 +1,11 @@
 /*
- * calls_process.c: fork, vfork and daemon; posix_spawn, posix_spawnp, system and popen.
+ * calls_process.c: fork and daemon; posix_spawn, posix_spawnp, system and popen (vfork: vfork.c).
  *
  * A forked child of a process with the engine never enters Go (lifecycle.c detects it with one
  * load); it keeps using every inherited socket through its kernel socket. A child of a process
- * without it loads its own when it needs it (loader.c), except a vfork child. Before the fork the parent's shared-memory sockets
- * go back to the kernel for good (their ring datagrams spilled for both processes: spill.c). vfork is served by fork: a vfork child shares the
- * parent's memory, and a call into the engine from it would change the parent's bookkeeping
- * (VMA does the same).
+ * without it loads its own when it needs it (loader.c). Before the fork the parent's
+ * shared-memory sockets go back to the kernel for good (their ring datagrams spilled for both
+ * processes: spill.c).
  */
 #include "preload.h"
 
@@ -16,17 +15,18 @@
 
 GOXIO_HIDDEN void goxio_engine_settle(void);
 
-/* prefork hands the engine's shared-memory sockets back to the kernel before a fork: the child
- * shares them and cannot read rings (it never enters Go); what the rings held is spilled where
- * both processes read it (spill.c). */
-static void prefork(void) {
+/* goxio_prefork hands the engine's shared-memory sockets back to the kernel before a fork: the
+ * child shares them and cannot read rings (it never enters Go); what the rings held is spilled
+ * where both processes read it (spill.c). */
+void goxio_prefork(void) {
+	goxio_real_init(); /* no dlsym in the child (real.c) */
 	goxio_engine_settle();
 	if (goxio_active() && !goxio_is_forked_child())
 		goxio_eng.prefork();
 }
 
 pid_t fork(void) {
-	prefork();
+	goxio_prefork();
 	goxio_lazy_fork(GOXIO_LAZY_FORKED);
 	pid_t pid = REAL(fork)();
 	if (pid == 0) {
@@ -36,15 +36,8 @@ pid_t fork(void) {
 	return pid;
 }
 
-pid_t vfork(void) {
-	pid_t pid = fork();
-	if (pid == 0)
-		goxio_mark_vfork_child();
-	return pid;
-}
-
 int daemon(int nochdir, int noclose) {
-	prefork();
+	goxio_prefork();
 	goxio_lazy_fork(GOXIO_LAZY_FORKED);
 	int r = REAL(daemon)(nochdir, noclose);
 	if (r == 0) {

@@ -49,8 +49,10 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
 int listen(int fd, int backlog) {
 	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY)) {
 		int r = REAL(listen)(fd, backlog);
-		if (r == 0)
-			goxio_lazy_mark(fd, GOXIO_LAZY_LISTENING, -1, NULL, 0);
+		if (r == 0) {
+			goxio_lazy_mark(fd, GOXIO_LAZY_LISTENING | GOXIO_LAZY_DIR_TRIED, -1, NULL, 0);
+			goxio_lazy_listen(fd); /* clients with an engine find it (lazy_listen.c) */
+		}
 		return r;
 	}
 	TRAMPOLINE(fd, GOXIO_OP_LISTEN, REAL(listen)(fd, backlog), backlog, 0, 0, 0, 0);

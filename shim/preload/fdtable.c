@@ -29,8 +29,8 @@ int goxio_is_tag(uint64_t data) {
 uint64_t goxio_fdt_tag(int fd) { return (uint64_t)(uintptr_t)&goxio_fdt[(unsigned)fd % GOXIO_FDT_SIZE]; }
 
 void goxio_fdt_set(int fd, int flags) {
-	if ((unsigned)fd >= GOXIO_FDT_SIZE)
-		return;
+	if ((unsigned)fd >= GOXIO_FDT_SIZE || goxio_in_vfork())
+		return; /* a vfork child's fds are its own copies: the parent's table stays as it is */
 	uint8_t old = __atomic_exchange_n(&goxio_fdt[fd], (uint8_t)flags, __ATOMIC_ACQ_REL);
 	if ((old ^ (uint8_t)flags) & GOXIO_FD_RING)
 		__atomic_add_fetch(&goxio_ring_fds, (flags & GOXIO_FD_RING) ? 1 : -1, __ATOMIC_RELAXED);
@@ -146,6 +146,8 @@ int goxio_internal_adopt(int fd, int *owner) {
 }
 
 int goxio_internal_relocate(int fd) {
+	if (goxio_in_vfork())
+		return 0; /* the child's copy of the fd is replaced; the parent's stays */
 	int saved = errno;
 	pthread_mutex_lock(&internal_mu);
 	for (int i = 0; i < MAX_INTERNAL; i++) {
@@ -170,6 +172,8 @@ int goxio_internal_relocate(int fd) {
 /* goxio_internal_lost is called when an internal fd's number comes back from a creating call:
  * the fd was closed behind the library's back, so its owner must stop using the number. */
 void goxio_internal_lost(int fd) {
+	if (goxio_in_vfork())
+		return;
 	pthread_mutex_lock(&internal_mu);
 	for (int i = 0; i < MAX_INTERNAL; i++)
 		if (owners[i] != NULL && __atomic_load_n(owners[i], __ATOMIC_ACQUIRE) == fd)

@@ -1,9 +1,9 @@
 /*
  * lifecycle.c: start-up, readiness and forked children.
  *
- * Start-up: goxio_early (constructor priority 101) resolves the real functions and detects a Go
- * main program. Nothing else happens before the program's main(): no Go runtime, no thread, no
- * banner, no file. The engine is loaded by the first call that needs it (loader.c) and calls
+ * Start-up: the library has no constructor: the real functions are resolved at their first use
+ * (real.c), a Go main program is detected when the engine loads. Nothing happens before the
+ * program's main(): no Go runtime, no thread, no banner, no file. The engine is loaded by the first call that needs it (loader.c) and calls
  * goxio_set_ready once it serves calls.
  *
  * Runtime threads and the fd table:
@@ -43,7 +43,7 @@ static volatile int ready;
 static int main_is_go;
 
 int goxio_active(void) {
-	if (GOXIO_UNLIKELY(!ready))
+	if (GOXIO_UNLIKELY(!ready) || goxio_in_vfork())
 		return 0;
 	if (alive_page != NULL)
 		return *alive_page == ALIVE_MAGIC && !in_child;
@@ -63,7 +63,7 @@ int goxio_main_is_go(void) {
 }
 
 int goxio_is_forked_child(void) {
-	if (in_child)
+	if (in_child || goxio_in_vfork())
 		return 1;
 	return alive_page != NULL && *alive_page != ALIVE_MAGIC;
 }
@@ -123,11 +123,6 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data) {
 	return *index > 0; /* the program is the first object */
 }
 
-__attribute__((constructor(101))) static void goxio_early(void) {
-	int saved = errno;
-	goxio_real_init();
-	errno = saved;
-}
 
 void goxio_mark_child(void) {
 	if (goxio_engine_loaded())

@@ -34,7 +34,6 @@ enum { ENG_NONE, ENG_LOADING, ENG_READY, ENG_FAILED };
 static volatile int state;
 static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread int in_load;
-static volatile int vfork_child;
 
 struct goxio_engine goxio_eng;
 volatile int goxio_lazy_fds;
@@ -54,9 +53,18 @@ GOXIO_HIDDEN int goxio_alive_lost(void);
 enum { WHY_SIGNAL, WHY_VFORK, WHY_DLOPEN, WHY_INIT, WHY_MAX };
 static int said[WHY_MAX];
 
+/* vfork_said is the pid of the last vfork child that said why: each vfork child says it once,
+ * and the parent, which shares this memory, never reads it (the one word a vfork child writes). */
+static volatile pid_t vfork_said;
+
 static void say(int why, const char *what, const char *detail) {
-	if (__atomic_exchange_n(&said[why], 1, __ATOMIC_RELAXED))
+	if (why == WHY_VFORK) {
+		pid_t me = getpid();
+		if (__atomic_exchange_n(&vfork_said, me, __ATOMIC_RELAXED) == me)
+			return;
+	} else if (__atomic_exchange_n(&said[why], 1, __ATOMIC_RELAXED)) {
 		return;
+	}
 	char buf[PATH_MAX + 256];
 	size_t n = 0;
 	const char *parts[] = {"goxio: the engine is not loaded (", what, detail ? ": " : "", detail ? detail : "",
@@ -160,11 +168,30 @@ static void adopt(int fd) {
 	goxio_eng.adopt(fd, i != NULL ? i : &none);
 	if (i != NULL)
 		memset(i, 0, sizeof *i);
+	/* A listener's entry written from C is the engine's now if it took it over; else gone. */
+	goxio_lazy_listen_gone(fd);
+}
+
+/* unlazy clears fd's lazy flags and what the C side noted of it: a plain kernel fd from now on. */
+static void unlazy(int fd) {
+	uint8_t fl = goxio_fd_flags(fd);
+	if (fl & (GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL))
+		goxio_fdt_set(fd, fl & ~(GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL));
+	goxio_lazy_forget(fd);
+}
+
+void goxio_lazy_forget(int fd) {
+	if (goxio_in_vfork())
+		return; /* the notes and the listener's entry are the parent's */
+	struct goxio_lazy_info *i = info_of(fd, 0);
+	if (i != NULL)
+		memset(i, 0, sizeof *i);
+	goxio_lazy_listen_gone(fd);
 }
 
 void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct sockaddr *peer, socklen_t len) {
-	if ((unsigned)fd >= GOXIO_FDT_SIZE)
-		return;
+	if ((unsigned)fd >= GOXIO_FDT_SIZE || goxio_in_vfork())
+		return; /* a vfork child's sockets are the kernel's; its notes would be the parent's */
 	if (how != 0) {
 		struct goxio_lazy_info *i = info_of(fd, 1);
 		if (i != NULL) {
@@ -185,11 +212,22 @@ void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct sockaddr *peer,
 
 int goxio_lazy_waits(int fd) {
 	struct goxio_lazy_info *i = info_of(fd, 0);
-	return i == NULL || !(__atomic_load_n(&i->how, __ATOMIC_RELAXED) & GOXIO_LAZY_LISTENING);
+	if (i == NULL)
+		return 1;
+	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_RELAXED);
+	if (!(how & GOXIO_LAZY_LISTENING))
+		return 1;
+	if (goxio_in_vfork())
+		return 0; /* a vfork child publishes nothing */
+	/* A listener this process did not publish (a forked child's inherited one): now. */
+	if (!(how & GOXIO_LAZY_DIR_TRIED) && !(__atomic_fetch_or(&i->how, GOXIO_LAZY_DIR_TRIED, __ATOMIC_RELAXED) &
+					       GOXIO_LAZY_DIR_TRIED))
+		goxio_lazy_listen(fd);
+	return 0;
 }
 
 void goxio_lazy_fork(uint32_t how) {
-	if (__atomic_load_n(&goxio_lazy_fds, __ATOMIC_RELAXED) == 0 || goxio_engine_loaded())
+	if (__atomic_load_n(&goxio_lazy_fds, __ATOMIC_RELAXED) == 0 || goxio_engine_loaded() || goxio_in_vfork())
 		return;
 	int high = goxio_fdt_high();
 	for (int fd = 0; fd <= high; fd++) {
@@ -198,6 +236,8 @@ void goxio_lazy_fork(uint32_t how) {
 		struct goxio_lazy_info *i = info_of(fd, 1);
 		if (i != NULL && (how != GOXIO_LAZY_CHILD || (i->how & GOXIO_LAZY_FORKED)))
 			__atomic_fetch_or(&i->how, how, __ATOMIC_RELAXED);
+		if (i != NULL && how == GOXIO_LAZY_CHILD) /* the parent's entries are not the child's */
+			__atomic_fetch_and(&i->how, ~(uint32_t)GOXIO_LAZY_DIR_TRIED, __ATOMIC_RELAXED);
 	}
 }
 
@@ -215,11 +255,9 @@ static void sweep(void) {
 /* drop_lazy clears every lazy flag: without an engine, those fds are plain kernel fds. */
 static void drop_lazy(void) {
 	int high = goxio_fdt_high();
-	for (int fd = 0; fd <= high; fd++) {
-		uint8_t fl = goxio_fd_flags(fd);
-		if (fl & (GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL))
-			goxio_fdt_set(fd, fl & ~(GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL));
-	}
+	for (int fd = 0; fd <= high; fd++)
+		if (goxio_fd_flags(fd) & (GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL))
+			unlazy(fd);
 }
 
 /* ---- the load ---- */
@@ -229,6 +267,9 @@ static struct goxio_host host;
 static void load(void) {
 	__atomic_store_n(&state, ENG_LOADING, __ATOMIC_RELEASE);
 	in_load = 1;
+	/* The Go runtime calls sigaction (our wrapper) from its own thread while dlopen, on this one,
+	 * holds the loader's lock: no first dlsym there (real.c). */
+	goxio_real_init();
 	goxio_alive_arm();
 	sigset_t old;
 	int masked = pthread_sigmask(SIG_SETMASK, NULL, &old) == 0;
@@ -308,12 +349,12 @@ int goxio_engine_need(void) {
 		return 0; /* a forked child of a process that has (or was loading) the engine */
 	if (in_load)
 		return 0;
-	if (goxio_sig_depth > 0) {
-		say(WHY_SIGNAL, "first data call inside a signal handler", NULL);
+	if (goxio_in_vfork()) {
+		say(WHY_VFORK, "vfork child", NULL);
 		return 0;
 	}
-	if (vfork_child) {
-		say(WHY_VFORK, "vfork child", NULL);
+	if (goxio_sig_depth > 0) {
+		say(WHY_SIGNAL, "first data call inside a signal handler", NULL);
 		return 0;
 	}
 	pthread_mutex_lock(&load_mu);
@@ -324,6 +365,10 @@ int goxio_engine_need(void) {
 }
 
 int goxio_engine_loaded(void) { return __atomic_load_n(&state, __ATOMIC_ACQUIRE) != ENG_NONE; }
+
+int goxio_engine_absent(void) {
+	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENG_NONE && !goxio_in_vfork() && !in_load;
+}
 
 /* goxio_engine_settle is called by fork before it forks: a load under way on another thread is
  * waited for, so that the child is made from a process with the engine or without it. */
@@ -337,15 +382,12 @@ GOXIO_HIDDEN void goxio_engine_settle(void) {
 void goxio_lazy_fd(int fd) {
 	if (!goxio_engine_need()) {
 		/* No engine for this process (now or ever): once it failed, the fd is a plain one. */
-		if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENG_FAILED) {
-			uint8_t fl = goxio_fd_flags(fd);
-			if (fl & (GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL))
-				goxio_fdt_set(fd, fl & ~(GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL));
-		}
+		if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENG_FAILED &&
+		    (goxio_fd_flags(fd) & (GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL)))
+			unlazy(fd);
 		return;
 	}
 	if (goxio_fd_flags(fd) & (GOXIO_FD_LAZY | GOXIO_FD_LAZY_EPOLL))
 		adopt(fd);
 }
 
-void goxio_mark_vfork_child(void) { vfork_child = 1; }

@@ -32,8 +32,8 @@
 
 /* ---- real libc functions (real.c) ---- */
 
-/* The real-function table: every symbol the library interposes, resolved once with
- * dlsym(RTLD_NEXT). Entries are filled by goxio_real_init() (thread-safe, idempotent). */
+/* The real-function table: every symbol the library interposes, resolved with dlsym(RTLD_NEXT),
+ * each at its first use (real.c), all at once by goxio_real_init() (thread-safe, idempotent). */
 struct goxio_real {
 	int (*socket)(int, int, int);
 	int (*socketpair)(int, int, int, int[2]);
@@ -108,9 +108,13 @@ struct goxio_real {
 
 GOXIO_HIDDEN extern struct goxio_real goxio_real;
 GOXIO_HIDDEN void goxio_real_init(void);
+GOXIO_HIDDEN void *goxio_real_resolve(void **slot, const char *name);
 
-/* REAL(name) is the real libc function, resolving the table on first use. */
-#define REAL(name) (GOXIO_LIKELY(goxio_real.name != NULL) ? goxio_real.name : (goxio_real_init(), goxio_real.name))
+/* REAL(name) is the real libc function, resolved on first use. */
+#define REAL(name)                                                                                         \
+	(GOXIO_LIKELY(goxio_real.name != NULL)                                                             \
+		 ? goxio_real.name                                                                         \
+		 : (__typeof__(goxio_real.name))goxio_real_resolve((void **)&goxio_real.name, #name))
 
 /* ---- fd table (fdtable.c) ---- */
 
@@ -220,6 +224,27 @@ GOXIO_HIDDEN void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct so
  * needs the engine: not for a listening socket, whose readiness is always the kernel's. */
 GOXIO_HIDDEN int goxio_lazy_waits(int fd);
 
+/* goxio_lazy_forget drops what the C side noted of fd (closed or replaced, or no engine will
+ * ever adopt it), and withdraws its listener entry (lazy_listen.c). */
+GOXIO_HIDDEN void goxio_lazy_forget(int fd);
+
+/* GOXIO_LAZY_DIR_TRIED, a bit of goxio_lazy_info.how the C side alone uses (the engine ignores
+ * it): this process tried to publish the listener fd in the discovery directory. */
+#define GOXIO_LAZY_DIR_TRIED 0x40000000u
+
+/* goxio_lazy_listen publishes fd, a lazy socket that listens, in the discovery directory for the
+ * process whose engine is not loaded (lazy_listen.c); it does nothing where it cannot (signal
+ * handler, vfork child, engine loaded or loading, transport off, any error). */
+GOXIO_HIDDEN void goxio_lazy_listen(int fd);
+
+/* goxio_lazy_listen_gone withdraws the entry goxio_lazy_listen wrote for fd, unless the engine
+ * took it over or another process wrote it (a forked child's inherited fd). */
+GOXIO_HIDDEN void goxio_lazy_listen_gone(int fd);
+
+/* goxio_engine_absent reports whether this process has no engine, loaded or loading, and is no
+ * vfork child: the C side then publishes lazy listeners itself. */
+GOXIO_HIDDEN int goxio_engine_absent(void);
+
 /* goxio_lazy_fork marks every lazy socket GOXIO_LAZY_FORKED (before a fork without the engine,
  * in the parent) or GOXIO_LAZY_CHILD (after it, in the child). */
 GOXIO_HIDDEN void goxio_lazy_fork(uint32_t how);
@@ -234,7 +259,23 @@ GOXIO_HIDDEN int goxio_in_engine(uintptr_t h);
 /* goxio_sig_depth counts the program's signal handlers running on this thread (signal.c). */
 GOXIO_HIDDEN extern __thread int goxio_sig_depth;
 
-/* goxio_mark_vfork_child notes that this process is a vfork child: it never loads the engine. */
-GOXIO_HIDDEN void goxio_mark_vfork_child(void);
+/* ---- vfork (vfork.c) ---- */
+
+/* goxio_vfork_depth counts, on this thread, the vforks under way: the vfork wrapper raises it just
+ * before the system call and lowers it in the parent once the call returned. A vfork child runs on
+ * its parent thread's memory, TLS included, so it reads it non-zero for its whole life. */
+GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) int goxio_vfork_depth;
+
+/* goxio_in_vfork reports a vfork child (or a parent thread between its vfork's entry and return,
+ * which runs no program code): every call is pure passthrough then. Such a child shares its
+ * parent's memory, so it writes no C-side state (fd table, lazy-socket notes, internal fds,
+ * signal-handler records, spill cursors, loader state) and never loads or enters the engine; only
+ * the slow paths (an fd with a flag, the creating and signal calls) ask, never the fast path. */
+static inline int goxio_in_vfork(void) { return GOXIO_UNLIKELY(goxio_vfork_depth != 0); }
+
+/* goxio_prefork is what fork, vfork and daemon do in the parent before the system call: a load
+ * under way is waited for and the engine's shared-memory sockets go back to the kernel
+ * (calls_process.c). */
+GOXIO_HIDDEN void goxio_prefork(void);
 
 #endif

@@ -1,20 +1,36 @@
 /*
- * real.c: the table of real libc functions, resolved once with dlsym(RTLD_NEXT).
+ * real.c: the table of real libc functions, resolved with dlsym(RTLD_NEXT).
  *
- * Resolution happens in the earliest constructor, but a call can arrive before it (another
- * library's constructor); REAL() then resolves the table on first use. pthread_once makes that
- * thread-safe; dlsym never calls a function this library interposes.
+ * Each entry is resolved at its first use (REAL, preload.h): every program the library is preloaded
+ * into pays, at each exec, only for the functions it calls (a dlsym costs ~0.15 us; all of them,
+ * ~10 us, were a third of what the library added to each command of a shell script). Calls from
+ * other libraries' constructors, before main, resolve their entries the same way. Two threads
+ * resolving one entry together store the same pointer.
+ *
+ * dlsym takes the dynamic loader's lock, so the table is completed (goxio_real_init) before the
+ * places where a first use could find that lock held by the thread itself or by a thread that is
+ * not there any more: before a fork or vfork (a child made while another thread held it; a vfork
+ * child, which shares the parent's memory, resolves nothing), before a program's signal handler
+ * is installed behind the trampoline (a handler that interrupts dlopen) and before the engine
+ * loads (the Go runtime's start-up calls sigaction while dlopen holds the lock). A handler that
+ * reaches the kernel without the wrapper (a raw rt_sigaction, glibc's sigset) can still make a
+ * first use. dlsym never calls a function this library interposes.
  */
 #include "preload.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <string.h>
 
 struct goxio_real goxio_real;
 
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 
-#define RESOLVE(name) goxio_real.name = (__typeof__(goxio_real.name))dlsym(RTLD_NEXT, #name)
+#define RESOLVE(name)                                                                                      \
+	do {                                                                                               \
+		if (goxio_real.name == NULL)                                                               \
+			goxio_real_resolve((void **)&goxio_real.name, #name);                              \
+	} while (0)
 
 static void resolve_all(void) {
 	RESOLVE(socket);
@@ -86,12 +102,28 @@ static void resolve_all(void) {
 	RESOLVE(sigaction);
 	RESOLVE(signal);
 	RESOLVE(syscall);
-	/* Functions an older glibc lacks stay NULL; their trampolines answer ENOSYS. fcntl64 falls
-	 * back to fcntl, sendfile64 to sendfile (the same function on 64-bit). */
-	if (goxio_real.fcntl64 == NULL)
-		goxio_real.fcntl64 = goxio_real.fcntl;
-	if (goxio_real.sendfile64 == NULL)
-		goxio_real.sendfile64 = goxio_real.sendfile;
 }
 
 void goxio_real_init(void) { pthread_once(&real_once, resolve_all); }
+
+/* fallback names the function that serves name when this glibc lacks it: fcntl64 falls back to
+ * fcntl, sendfile64 to sendfile (the same function on 64-bit). Other functions an older glibc
+ * lacks stay NULL; their trampolines answer ENOSYS. */
+static const char *fallback(const char *name) {
+	if (strcmp(name, "fcntl64") == 0)
+		return "fcntl";
+	if (strcmp(name, "sendfile64") == 0)
+		return "sendfile";
+	return NULL;
+}
+
+void *goxio_real_resolve(void **slot, const char *name) {
+	int saved = errno;
+	void *p = dlsym(RTLD_NEXT, name);
+	if (p == NULL && fallback(name) != NULL)
+		p = dlsym(RTLD_NEXT, fallback(name));
+	if (p != NULL)
+		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+	errno = saved;
+	return p;
+}

@@ -8,6 +8,8 @@
  *   wrapper: its calls (made from the engine's code) go to the kernel unchanged. Where it
  *   replaced a handler of the program's (it forwards to it), sigaction still reports the
  *   program's.
+ * - In a vfork child (which shares the parent's memory) handlers go to the kernel unchanged and
+ *   the records below are only read.
  * - A program's handler is installed behind goxio_sig_tramp, which counts, per thread, the
  *   handlers that ran (and those without SA_RESTART) before calling the program's handler: a
  *   receive or a select/poll/epoll that polls rings in user space has no system call for the
@@ -66,6 +68,15 @@ int goxio_is_sig_tramp(uintptr_t h) { return h == (uintptr_t)goxio_sig_tramp; }
 
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
 	int r;
+	if (goxio_in_vfork()) {
+		/* A vfork child has its own dispositions but its parent's memory: its handlers go to
+		 * the kernel as they are, and the records of the parent's stay untouched. A handler
+		 * the parent installed behind the trampoline is still reported as the program's. */
+		r = REAL(sigaction)(sig, act, old);
+		if (r == 0)
+			app_view(sig, old);
+		return r;
+	}
 	if (GOXIO_UNLIKELY(goxio_in_engine((uintptr_t)__builtin_return_address(0))))
 		return REAL(sigaction)(sig, act, old); /* the engine's Go runtime */
 	if (act == NULL || !is_function(act)) {
@@ -81,6 +92,7 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
 		return REAL(sigaction)(sig, act, old);
 	if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP)
 		return REAL(sigaction)(sig, act, old);
+	goxio_real_init(); /* the handler may interrupt dlsym: no first use in it (real.c) */
 	struct sigaction prev_app;
 	int had = app_set[sig];
 	if (had)

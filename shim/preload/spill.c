@@ -90,6 +90,8 @@ static const struct spill_rec *rec_at(const struct spill_hdr *h, uint32_t i) {
 
 int goxio_spill_recv(int fd, const struct iovec *iov, size_t iovcnt, int flags, void *name, socklen_t *namelen,
 		     int *msgflags, long *ret) {
+	if (goxio_in_vfork())
+		return 0; /* the fd may be another socket in the child (closed and reused there) */
 	struct spill_hdr *h = spill_of(fd);
 	if (h == NULL)
 		return 0;
@@ -122,8 +124,8 @@ int goxio_spill_recv(int fd, const struct iovec *iov, size_t iovcnt, int flags, 
 }
 
 int goxio_spill_pending(void) {
-	if (!__atomic_load_n(&goxio_spill_any, __ATOMIC_RELAXED))
-		return 0;
+	if (!__atomic_load_n(&goxio_spill_any, __ATOMIC_RELAXED) || goxio_in_vfork())
+		return 0; /* a vfork child's epoll waits are the kernel's (and write no edge records) */
 	for (int i = 0; i < SPILL_SLOTS; i++) {
 		struct spill_hdr *h = __atomic_load_n(&spills[i].h, __ATOMIC_ACQUIRE);
 		if (h != NULL && (goxio_fd_flags(spills[i].fd) & GOXIO_FD_SPILL) &&
@@ -136,7 +138,7 @@ int goxio_spill_pending(void) {
 const void *goxio_spill_region(int fd) { return spill_of(fd); }
 
 int goxio_spill_ready(int fd) {
-	if (!(goxio_fd_flags(fd) & GOXIO_FD_SPILL))
+	if (!(goxio_fd_flags(fd) & GOXIO_FD_SPILL) || goxio_in_vfork())
 		return 0;
 	struct spill_hdr *h = spill_of(fd);
 	return h != NULL && rec_at(h, __atomic_load_n(&h->cursor, __ATOMIC_ACQUIRE)) != NULL;

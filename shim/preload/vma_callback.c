@@ -98,7 +98,7 @@ int vma_register_recv_callback(int s, vma_recv_callback_t cb, void *ctx) {
 GOXIO_HIDDEN int goxio_vma_cb_recv(int fd, const struct iovec *iov, size_t iovcnt, int flags, void *name,
 				   socklen_t *namelen, int *msgflags, long *ret) {
 	struct callback c;
-	if (in_callback || (flags & (MSG_PEEK | MSG_ERRQUEUE | MSG_OOB)) || !callback_of(fd, &c))
+	if (in_callback || goxio_in_vfork() || (flags & (MSG_PEEK | MSG_ERRQUEUE | MSG_OOB)) || !callback_of(fd, &c))
 		return 0;
 	in_callback = 1;
 	for (;;) {

@@ -11,34 +11,24 @@ Standard library only; every run is bounded in time.
 """
 
 import argparse
-import os
 import re
 import statistics
 import subprocess
-import sys
 import time
+
+import drivers
 
 LINE = re.compile(r"rounds=(\d+) p50_us=([0-9.]+) p90_us=([0-9.]+) p99_us=([0-9.]+) avg_us=([0-9.]+)")
 
 
-def env_with(lib, extra):
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
-    if lib:
-        env["LD_PRELOAD"] = lib
-        for kv in extra.split():
-            k, _, v = kv.partition("=")
-            env[k] = v
-    return env
-
 
 def run_case(args, proto, server_lib, client_lib, port):
-    srv = subprocess.Popen([args.churn, "server", proto, str(port)], env=env_with(server_lib, args.env),
+    srv = subprocess.Popen([args.churn, "server", proto, str(port)], env=drivers.env_with(server_lib, args.env),
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         time.sleep(0.3)
         out = subprocess.run([args.churn, "client", proto, str(port), str(args.rounds)],
-                             env=env_with(client_lib, args.env), capture_output=True, text=True,
+                             env=drivers.env_with(client_lib, args.env), capture_output=True, text=True,
                              timeout=120)
     finally:
         srv.kill()
@@ -85,15 +75,8 @@ def main():
             g["p50"] / k["p50"], g["p99"] / k["p99"]))
     text = "\n".join(lines) + "\n\nRatios are goxio/kernel per round (lower is better; goal <= 1.10x), " \
         "medians of %d interleaved runs of %d rounds each (after 10%% warm-up).\n" % (args.reps, args.rounds)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    drivers.emit(text, args.out)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
-        print("churn.py: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    drivers.run(main, "churn.py")

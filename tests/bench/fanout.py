@@ -12,32 +12,22 @@ Each trial sends for --seconds seconds; every process is bounded in time.
 """
 
 import argparse
-import os
 import re
 import subprocess
-import sys
 import time
+
+import drivers
 
 GROUP = "239.7.7.7"
 SUB = re.compile(r"received=(\d+) lost=(\d+) reordered=(\d+)")
 PUB = re.compile(r"sent=(\d+) seconds=([0-9.]+) rate=([0-9.]+)")
 
 
-def env_with(lib, extra):
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
-    if lib:
-        env["LD_PRELOAD"] = lib
-        for kv in extra.split():
-            k, _, v = kv.partition("=")
-            env[k] = v
-    return env
-
 
 def trial(args, lib, rate, port):
     """Sends rate*seconds datagrams to --subs subscribers; returns (sent, pub rate, [received], [lost])."""
     count = max(1000, int(rate * args.seconds))
-    env = env_with(lib, args.env)
+    env = drivers.env_with(lib, args.env)
     subs = [subprocess.Popen([args.fanout, "sub", GROUP, str(port), str(int(args.seconds) + 10)], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for _ in range(args.subs)]
@@ -117,15 +107,8 @@ def main():
     ratio = rates["goxio"] / rates["kernel"] if rates["kernel"] else float("nan")
     text = "\n".join(lines) + "\n\n%d subscribers, 64 B datagrams, %.1f s per trial; loss-free rate goxio/kernel: %.2fx (goal >= 5x).\n" % (
         args.subs, args.seconds, ratio)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    drivers.emit(text, args.out)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
-        print("fanout.py: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    drivers.run(main, "fanout.py")

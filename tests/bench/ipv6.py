@@ -16,8 +16,9 @@ import os
 import re
 import statistics
 import subprocess
-import sys
 import time
+
+import drivers
 
 PP = re.compile(r"rtts=(\d+) avg_us=([0-9.]+) p50_us=([0-9.]+) p99_us=([0-9.]+) p999_us=([0-9.]+)")
 WRK = re.compile(r"Requests/sec:\s+([0-9.]+)")
@@ -29,20 +30,9 @@ http.createServer((req, res) => { res.end(body); }).listen(+process.argv[2], () 
 """
 
 
-def env_for(lib, extra):
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
-    if lib:
-        env["LD_PRELOAD"] = lib
-        env["VMA_TRACELEVEL"] = "WARN"
-        for kv in extra.split():
-            k, _, v = kv.partition("=")
-            env[k] = v
-    return env
-
 
 def pingpong(args, proto, lib, port):
-    env = env_for(lib, args.env)
+    env = drivers.env_with(lib, "VMA_TRACELEVEL=WARN " + args.env)
     srv = subprocess.Popen([args.pp6, "server", proto, "::1", str(port)], env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -59,7 +49,7 @@ def pingpong(args, proto, lib, port):
 
 
 def node_wrk(args, lib, port, script):
-    env = env_for(lib, args.env)
+    env = drivers.env_with(lib, "VMA_TRACELEVEL=WARN " + args.env)
     srv = subprocess.Popen([args.node, script, str(port)], env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     try:
@@ -120,15 +110,8 @@ def main():
                   "| --- | --- | --- | --- |",
                   "| 1 KiB answer, wrk -t1 -c50 | %.0f | %.0f | %.2fx |" % (k, g, g / k)]
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    drivers.emit(text, args.out)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
-        print("ipv6.py: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    drivers.run(main, "ipv6.py")

@@ -882,4 +882,21 @@ if [[ -s $RAW/capture.md ]]; then
 		sed 's/^# /## /' "$RAW/capture.md"
 	} >>"$REPORT"
 fi
+# Rows base-NAME of BENCH_VARIANTS_EXTRA are an older build measured in the same run: compare each
+# with the row NAME's goxio counterpart (base-shm with goxio-shm, ...), with the run-to-run noise.
+pairs=()
+for v in "${VARIANTS[@]}"; do
+	n=${v%%|*}
+	[[ $n == base-* ]] && pairs+=("goxio-${n#base-}" "$n")
+done
+if ((${#pairs[@]} > 0)); then
+	{
+		echo
+		echo "## Before and after: this build against the base build, same run"
+		echo
+		echo "\`tests/bench/compare.py\` over this run's sockperf rows (the base rows run an older library):"
+		echo
+		"$PY" "$HERE/compare.py" "$RAW" "${pairs[@]}"
+	} >>"$REPORT" 2>&1 || true
+fi
 log "done in ${SECONDS}s"
