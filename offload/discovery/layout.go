@@ -14,8 +14,8 @@ package discovery
 //	word 16  claim counter: a unique, increasing number for every Publish
 //	         (orders bindings like the kernel's hash chains and tells a
 //	         handle's entry from a later one in the same slot)
-//	word 24  high-water mark: one past the highest slot ever claimed, so
-//	         scans stop early
+//	word 24  high-water mark: at least one past the highest slot taken, so
+//	         scans stop early (lowered when the top slots are freed: high.go)
 //
 // Entry (entryWords words, four cache lines):
 //

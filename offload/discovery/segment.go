@@ -78,7 +78,9 @@ func Open(dir string, uid int, netns uint64) (*Dir, error) {
 	for attempt := 0; attempt < 4; attempt++ {
 		mem, err := openExisting(path)
 		if err == nil {
-			return &Dir{path: path, mem: mem, entries: Entries, pid: unix.Getpid(), start: start}, nil
+			d := &Dir{path: path, mem: mem, entries: Entries, pid: unix.Getpid(), start: start}
+			d.lowerHigh() // a mark left high by processes gone (high.go)
+			return d, nil
 		}
 		if !errors.Is(err, unix.ENOENT) {
 			return nil, fmt.Errorf("open discovery segment: %w", err)

@@ -86,6 +86,7 @@ func (d *Dir) removeDead(i int, w *[entryWords]uint64) bool {
 	}
 	clearEntry(s)
 	unlock(s, held)
+	d.lowerHigh()
 	d.bumpGen()
 	return true
 }
@@ -111,6 +112,7 @@ func (d *Dir) recoverStuck(i int, l uint64, c *liveCache) bool {
 	}
 	clearEntry(s)
 	unlock(s, held)
+	d.lowerHigh()
 	d.bumpGen()
 	return true
 }

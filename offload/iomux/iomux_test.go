@@ -226,6 +226,25 @@ func TestPollSleepsAndWakes(t *testing.T) {
 	}
 }
 
+// TestPollBellAfterFirstLook: a socket that gets its doorbell after poll first asked for it (a
+// UDP socket opening its inbox from another thread) has it added when poll marks itself asleep,
+// before it sleeps: a datagram that arrives then wakes the poll.
+func TestPollBellAfterFirstLook(t *testing.T) {
+	f := newFixture(t, Params{})
+	ep, _ := f.add(false)
+	ep.HideBell(1)
+	fds := []unix.PollFd{{Fd: int32(ep.FD), Events: unix.POLLIN}}
+	start := time.Now()
+	done := later(100*time.Millisecond, func() { ep.Deliver(1) })
+	if r := f.poll(fds, 5*time.Second); r != 1 || fds[0].Revents != unix.POLLIN {
+		t.Fatalf("poll: %d, revents %#x (asleep without the doorbell)", r, fds[0].Revents)
+	}
+	<-done
+	if d := time.Since(start); d > 4*time.Second {
+		t.Fatalf("the wake-up took %v", d)
+	}
+}
+
 func TestSelect(t *testing.T) {
 	f := newFixture(t, Params{})
 	a, _ := f.add(false)

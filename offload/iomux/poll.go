@@ -121,19 +121,25 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 	all := make([]unix.PollFd, n, n+len(targets))
 	copy(all, fds)
 	belled := false
-	// addBells puts the doorbells into the polled set, once, before the first sleep (they are
-	// made when somebody first sleeps on a socket).
-	addBells := func() {
-		if belled {
-			return
-		}
+	// addBells puts into the polled set the doorbells of the targets that have one and are not
+	// in it yet: before the first sleep (they are made when somebody first sleeps on a socket),
+	// and after each mark as a sleeper, for a socket that opened its inbox meanwhile (a UDP
+	// socket opens it at a later call than the send that gave it its port, and publishes it only
+	// while nobody sleeps on it without its doorbell). It reports whether it added one.
+	addBells := func() bool {
 		belled = true
+		added := false
 		for k := range targets {
+			if targets[k].bell >= 0 {
+				continue
+			}
 			if b := targets[k].u.Bell(); b >= 0 {
 				all = append(all, unix.PollFd{Fd: int32(b), Events: unix.POLLIN})
 				targets[k].bell = len(all) - 1
+				added = true
 			}
 		}
+		return added
 	}
 	// kernelEvents sets what the kernel is asked for on the TCP targets (before each look: a
 	// connection switches while we wait).
@@ -215,7 +221,7 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 				}
 			}
 			w.sleep(true)
-			if ringReady() || tcpReady() {
+			if addBells() || ringReady() || tcpReady() {
 				w.sleep(false)
 				return 0, 0, false
 			}

@@ -45,3 +45,7 @@ func selfIdentity() (int, uint64, error) {
 // at that time. When /proc cannot tell, the process counts as alive: a live sender must never
 // lose its ring.
 func processAlive(pid int, start uint64) bool { return procstat.Alive(pid, start) }
+
+// processAliveRecent is processAlive answered from procstat's recent-answer cache: one kill(2)
+// when the same process was found alive less than procstat.RecentTTL ago.
+func processAliveRecent(pid int, start uint64) bool { return procstat.AliveRecent(pid, start) }

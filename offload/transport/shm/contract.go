@@ -32,9 +32,13 @@ func (u *UDP) Fork(int) ([][2][]byte, bool) { return transport.DatagramFork(u) }
 // Finish closes the socket (Close).
 func (u *UDP) Finish(int) { u.Close() }
 
-// Starting reports whether the socket has no inbox yet and did not give up: a blocking receive
-// then waits for the inbox too (it comes with the port).
-func (u *UDP) Starting() bool { return u.Inbox() == nil && u.GaveUp() == transport.ReasonNone }
+// Starting reports whether the socket has no port yet and did not give up: a blocking receive
+// then waits for the inbox too (it comes with the port). A socket that got its port from a send
+// and opens its inbox later (lazy.go) is not starting: its receives read the kernel socket until
+// then, and the inbox is published only while none does.
+func (u *UDP) Starting() bool {
+	return u.Inbox() == nil && !u.lazy.Load() && u.GaveUp() == transport.ReasonNone
+}
 
 // Poll adds POLLIN to the kernel's answer when the rings hold a datagram (RingReady).
 func (u *UDP) Poll(_ int, events, kernel int16) (int16, bool) {

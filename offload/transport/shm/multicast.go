@@ -78,6 +78,9 @@ func (u *UDP) Join(fd int, group, source netip.Addr) {
 		u.pktinfoOn.Store(true)
 	}
 	u.joins = append(u.joins, join{group: group, source: source})
+	if u.lazy.Load() {
+		u.openLocked(fd) // a member needs its inbox; publishing it publishes the joins
+	}
 	u.publishJoinsLocked(fd)
 	if in := u.inbox.Load(); in != nil {
 		u.applyLimit(in)
@@ -225,11 +228,14 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 	return r
 }
 
-// markSender flags the socket's binding as a multicast ring sender (once); false when it is not
-// published.
+// markSender flags the socket's binding as a multicast ring sender (once), publishing a socket
+// that got its port from this send at once (lazy.go); false when it is not published.
 func (u *UDP) markSender(fd int) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.lazy.Load() && !u.closed && u.gaveUp == transport.ReasonNone {
+		u.openLocked(fd)
+	}
 	if !u.published || u.closed || u.gaveUp != transport.ReasonNone {
 		return false
 	}

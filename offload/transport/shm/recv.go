@@ -19,6 +19,16 @@ import (
 // datagram is held in place instead of copied (zcopy.go).
 func (u *UDP) recv(c *transport.Call, hold *transport.Held) (n int, errno syscall.Errno, viaOS bool) {
 	in := u.inbox.Load()
+	if in == nil && !u.kernelOnly.Load() && u.lazy.Load() {
+		// Counted before the inbox is looked at again: the inbox is published only while no
+		// receive sleeps in the kernel socket without it (lazy.go).
+		u.kernelRx.Add(1)
+		if in = u.inbox.Load(); in == nil {
+			defer u.kernelRx.Add(-1)
+			return u.kernelRecv(c)
+		}
+		u.kernelRx.Add(-1)
+	}
 	if in == nil || u.kernelOnly.Load() {
 		return u.kernelRecv(c)
 	}
@@ -88,10 +98,24 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 		Polls: p.RxPoll, Cold: !u.waitAvg.SpinWorth(), Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
 	}, wait.Steps{
 		Try: func(l wait.Look) (int, syscall.Errno, bool) {
-			if n, ok := u.fromRing(in, rc, hold); ok {
-				u.rings.Add(1)
-				u.waitAvg.Waited(&w)
-				return n, 0, true
+			empty := false // the rings were found empty just now (olderFirst)
+			if u.kernelFirst.Load() {
+				n, errno, done, none := u.olderFirst(c, in)
+				if done {
+					if errno == 0 {
+						u.osRx.Add(1)
+					}
+					viaOS = true
+					return n, errno, true
+				}
+				empty = none
+			}
+			if !empty {
+				if n, ok := u.fromRing(in, rc, hold); ok {
+					u.rings.Add(1)
+					u.waitAvg.Waited(&w)
+					return n, 0, true
+				}
 			}
 			if n, errno, got, done := kernel.Look(&checkOS, l.Polls, nonblock); done {
 				if got {

@@ -102,13 +102,13 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	return u.kernelSend(c)
 }
 
-// kernelSend sends through the kernel; a socket the kernel bound at this send opens its inbox,
-// so goxio peers can answer through a ring.
+// kernelSend sends through the kernel; a socket the kernel bound at this send takes its port and
+// opens its inbox at a later call (boundBySend), so goxio peers can answer through a ring.
 func (u *UDP) kernelSend(c *transport.Call) (int, syscall.Errno, bool) {
 	unbound := u.localAddr().Port() == 0
 	n, errno, os := u.kernel(c)
 	if unbound && errno == 0 {
-		u.Bound(c.FD)
+		u.boundBySend(c.FD)
 	}
 	return n, errno, os
 }
@@ -172,7 +172,7 @@ func (u *UDP) ensureBound(fd int) (netip.AddrPort, bool) {
 	if unix.Bind(fd, &unix.SockaddrInet4{}) != nil {
 		return local, false
 	}
-	u.Bound(fd)
+	u.boundBySend(fd)
 	local = u.localAddr()
 	return local, local.Port() != 0
 }

@@ -36,7 +36,17 @@ type UDP struct {
 	closed    bool
 	gaveUp    transport.Reason // not ReasonNone: the socket went back to the kernel for good
 
-	inbox atomic.Pointer[ring.Inbox] // nil until the socket has a port
+	inbox atomic.Pointer[ring.Inbox] // nil until the socket has a port (or opens it, lazy.go)
+	// lazy: the socket got its port from a send (the kernel's implicit bind) and opens its
+	// inbox at a later data call (lazy.go); lazyCalls counts its data calls since.
+	lazy      atomic.Bool
+	lazyCalls atomic.Int32
+	// kernelRx counts receives asleep in the kernel socket because the socket had no inbox; the
+	// inbox is published only while there are none (lazy.go).
+	kernelRx atomic.Int32
+	// kernelFirst: the inbox was published after the socket had a port, so goxio peers may have
+	// left older datagrams in the kernel socket: receives take those first (lazy.go).
+	kernelFirst atomic.Bool
 	// bell is the inbox's doorbell fd, made when a thread first sleeps on the socket (ensureBell)
 	// so that sockets nobody sleeps on cost no fd; -1 before.
 	bell   atomic.Int32
@@ -118,6 +128,9 @@ func (u *UDP) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
 	}
 	defer u.exit()
 	fd := c.FD
+	if u.lazy.Load() {
+		u.lazyCall(fd)
+	}
 	var n int
 	var errno syscall.Errno
 	var viaOS bool
@@ -138,20 +151,36 @@ func (u *UDP) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
 func (u *UDP) Bound(fd int) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.takePortLocked(fd) {
+		u.openLocked(fd)
+	}
+}
+
+// takePortLocked records the kernel socket's local address; false when the socket is closed,
+// went back to the kernel, or has no port yet. u.mu is held.
+func (u *UDP) takePortLocked(fd int) bool {
 	if u.closed || u.gaveUp != transport.ReasonNone {
-		return
+		return false
 	}
 	local := sockname(fd)
 	if !local.IsValid() || local.Port() == 0 {
-		return
+		return false
 	}
 	u.local = local
 	u.capFD.Store(int32(fd))
+	return true
+}
+
+// openLocked opens the socket's inbox, unless it has one, and publishes its binding. A lazy
+// socket publishes only while none of our threads waits for it without the inbox (lazy.go);
+// otherwise a later call publishes it. u.mu is held.
+func (u *UDP) openLocked(fd int) {
 	in := u.inbox.Load()
 	if in == nil {
 		var err error
 		in, err = ring.CreateInbox(u.env.p.Dir, u.env.inboxName(), u.env.p.InboxSlots)
 		if err != nil {
+			u.lazy.Store(false)
 			u.env.log.Info("shm: no inbox, the socket receives through the kernel only", zap.Int("fd", fd), zap.Error(err))
 			return
 		}
@@ -159,6 +188,12 @@ func (u *UDP) Bound(fd int) {
 		u.setLimit(fd, in)
 		u.openRxStats(in, fd)
 		u.inbox.Store(in)
+	}
+	if u.lazy.Load() && !u.publishable() {
+		return
+	}
+	if u.lazy.Swap(false) {
+		u.kernelFirst.Store(true)
 	}
 	u.publishLocked(fd, in)
 }

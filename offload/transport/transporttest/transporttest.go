@@ -46,6 +46,8 @@ type Endpoint struct {
 	sleepers atomic.Int32 // Sleep(true) without Sleep(false)
 	closed   atomic.Bool
 	rang     atomic.Int32 // doorbell writes
+	// hidden counts the next Bell calls that answer -1 (HideBell).
+	hidden atomic.Int32
 }
 
 var _ transport.Endpoint = (*Endpoint)(nil)
@@ -262,13 +264,19 @@ func (e *Endpoint) Sleep(on bool) {
 	}
 }
 
-// Bell is the doorbell of a datagram endpoint, -1 for a stream.
+// Bell is the doorbell of a datagram endpoint, -1 for a stream (and for the calls HideBell
+// hides).
 func (e *Endpoint) Bell() int {
-	if e.closed.Load() {
+	if e.closed.Load() || e.hidden.Add(-1) >= 0 {
 		return -1
 	}
+	e.hidden.Store(0)
 	return e.bell
 }
+
+// HideBell has the next n Bell calls answer -1, as a shared-memory UDP socket that opens its
+// inbox (and doorbell) after its first calls does.
+func (e *Endpoint) HideBell(n int) { e.hidden.Store(int32(n)) }
 
 // Rang empties the doorbell once nothing is queued.
 func (e *Endpoint) Rang() {
