@@ -29,5 +29,13 @@ func (a *Avg) Waited(w *Call) {
 	a.ns.Store(old + (d-old)/16)
 }
 
+// lookWorth is the typical wait from which a receive looks at the crowd when it starts
+// spinning (Policy.Look): a ping-pong's waits are shorter.
+const lookWorth = 5e3 // ns
+
+// Long reports whether the socket's receives typically wait long enough for a look at the crowd
+// when they start spinning to cost nothing that matters.
+func (a *Avg) Long() bool { return a.ns.Load() >= lookWorth }
+
 // SpinWorth reports whether a blocking receive should spin before it sleeps.
 func (a *Avg) SpinWorth() bool { return a.ns.Load() < spinWorth }

@@ -18,7 +18,7 @@ import (
 // 1 ms with the receive spinning against 9-25 us when it sleeps (kernel 2-19 us).
 //
 // The crowd is the machine's count of runnable threads (/proc/loadavg, about 2 us to read) above
-// its online CPUs, looked at (Crowded) when a spin starts or resumes after a sleep and at a long
+// its online CPUs, looked at (Crowded) when a spin resumes after a sleep and at a long
 // spin's yields, by one thread of the process at a time. A look that found no crowd stands for
 // crowdTTL; one that found a crowd for crowdedTTL only: a thread that is runnable for an instant
 // (the Go runtime's idle-class monitor, which gets a CPU only when one is idle) must not stop
@@ -33,9 +33,16 @@ const (
 	crowdedTTL = 10e3  // ns
 )
 
+// crowdLooks is how many looks in a row must find a crowd before waits stop spinning: a thread
+// runnable for an instant (a kernel thread, the runtime's monitor) beside a ping-pong's two
+// spinners is seen by one look, rarely by two crowdTTL apart; a crowd that lasts (three spinners
+// on two CPUs) is seen by every look.
+const crowdLooks = 2
+
 var crowd struct {
 	at      atomic.Int64 // sysc.Nanotime of the last look; 0: none; negative: look again (Woke)
-	yes     atomic.Bool  // the last look found more runnable threads than CPUs
+	yes     atomic.Bool  // the last crowdLooks looks found more runnable threads than CPUs
+	streak  atomic.Int32 // looks in a row that found a crowd
 	looking atomic.Bool  // a thread reads /proc/loadavg
 }
 
@@ -77,7 +84,12 @@ func Crowded(now int64) bool {
 	} else {
 		n, ok = sysc.Runnable()
 	}
-	crowd.yes.Store(ok && cpus > 0 && n > cpus)
+	if ok && cpus > 0 && n > cpus {
+		crowd.yes.Store(crowd.streak.Add(1) >= crowdLooks)
+	} else {
+		crowd.streak.Store(0)
+		crowd.yes.Store(false)
+	}
 	crowd.at.Store(now)
 	return crowd.yes.Load()
 }

@@ -23,6 +23,10 @@ type Policy struct {
 	// Cold skips the spinning of a call whose socket's waits are typically long
 	// (Avg.SpinWorth false); once one spell began it runs its budget.
 	Cold bool
+	// Look makes a spell look at the crowd when it starts (crowd.go), for a socket whose waits
+	// are not a ping-pong's (Avg.Long): the look (a read of /proc/loadavg) is not paid by short
+	// waits, which look only at a long spin's yields and after a sleep.
+	Look bool
 	// Eager starts each spell with an eager Spin (BeginEager), the full-speed start otherwise.
 	Eager bool
 	// Respin gives the call a new spell after each sleep (the budget counts from the wake-up).
@@ -138,6 +142,9 @@ func (p *Policy) spinMore(l *Look, spin *Spin, spell *bool, w *Call) bool {
 			spin.Begin(w.Begin) // the one spell: the clock read of the call's start, one fewer
 		default:
 			spin.Begin(sysc.Nanotime())
+		}
+		if p.Look {
+			spin.LookAgain()
 		}
 	}
 	l.Polls++

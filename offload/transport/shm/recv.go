@@ -95,7 +95,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 	var own udpcall.OwnFD
 	defer own.Close()
 	n, errno := wait.Loop(&w, wait.Policy{
-		Polls: p.RxPoll, Cold: !u.waitAvg.SpinWorth(), Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
+		Polls: p.RxPoll, Look: u.waitAvg.Long(), Cold: !u.waitAvg.SpinWorth(), Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
 	}, wait.Steps{
 		Try: func(l wait.Look) (int, syscall.Errno, bool) {
 			empty := false // the rings were found empty just now (olderFirst)

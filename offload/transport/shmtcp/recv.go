@@ -74,7 +74,7 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 		}
 	}()
 	n, errno := wait.Loop(&w, wait.Policy{
-		Polls: p.RxPoll, Cold: !t.waitAvg.SpinWorth(), Timeout: t.rcvTimeo.Load(), Signals: p.Signals,
+		Polls: p.RxPoll, Look: t.waitAvg.Long(), Cold: !t.waitAvg.SpinWorth(), Timeout: t.rcvTimeo.Load(), Signals: p.Signals,
 	}, wait.Steps{
 		Try: func(l wait.Look) (int, syscall.Errno, bool) {
 			for {

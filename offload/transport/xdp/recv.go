@@ -81,7 +81,7 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 	// thread that takes the frames from the RX ring when it shares this CPU), and again after
 	// each wake-up.
 	n, errno := wait.Loop(&w, wait.Policy{
-		Polls: p.RxPoll, Cold: !u.waitAvg.SpinWorth(), Eager: true, Respin: true,
+		Polls: p.RxPoll, Cold: !u.waitAvg.SpinWorth(), Look: u.waitAvg.Long(), Eager: true, Respin: true,
 		Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
 	}, wait.Steps{
 		Try: func(l wait.Look) (int, syscall.Errno, bool) {
