@@ -19,7 +19,8 @@ import (
 // those of live processes alone. So does a process that only listened, whose listeners the
 // preload library published in the discovery directory without an engine.
 
-// leftoverC moves one datagram on an inet socket (the engine is loaded and publishes its
+// leftoverC binds a UDP socket (its inbox is made at bind: a port that a send gives opens it
+// only at a later call) and moves one datagram on it (the engine is loaded and publishes its
 // statistics), says "ready", then ends as argv[1] says: "_exit" with _exit(0), "exit" by
 // returning from main, "wait" by waiting for stdin to close, "pause" at a signal.
 const leftoverC = `
@@ -33,8 +34,10 @@ const leftoverC = `
 int main(int argc, char **argv) {
 	if (argc < 2) return 2;
 	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in b = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(9), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	if (s < 0 || sendto(s, "x", 1, 0, (struct sockaddr *)&a, sizeof a) != 1) { perror("sendto"); return 2; }
+	if (s < 0 || bind(s, (struct sockaddr *)&b, sizeof b) != 0) { perror("bind"); return 2; }
+	if (sendto(s, "x", 1, 0, (struct sockaddr *)&a, sizeof a) != 1) { perror("sendto"); return 2; }
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
 	if (strcmp(argv[1], "_exit") == 0) _exit(0);
