@@ -19,15 +19,7 @@
 
 #include "../../shim/goxio_extra.h"
 
-#define CHECK(cond, ...)                                                                                   \
-	do {                                                                                               \
-		if (!(cond)) {                                                                             \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
-			fprintf(stderr, __VA_ARGS__);                                                      \
-			fprintf(stderr, " (errno %d %s)\n", errno, strerror(errno));                        \
-			exit(1);                                                                           \
-		}                                                                                          \
-	} while (0)
+#include "check.h"
 
 static struct vma_api_t *api;
 static int use;

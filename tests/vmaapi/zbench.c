@@ -36,15 +36,7 @@
 
 #include "../../shim/goxio_extra.h"
 
-#define CHECK(cond, ...)                                                                                   \
-	do {                                                                                               \
-		if (!(cond)) {                                                                             \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
-			fprintf(stderr, __VA_ARGS__);                                                      \
-			fprintf(stderr, " (errno %d %s)\n", errno, strerror(errno));                        \
-			exit(1);                                                                           \
-		}                                                                                          \
-	} while (0)
+#include "check.h"
 
 static double clock_of(clockid_t c) {
 	struct timespec ts;

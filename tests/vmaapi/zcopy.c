@@ -25,15 +25,7 @@
 static const char *mode;
 static struct vma_api_t *api;
 
-#define CHECK(cond, ...)                                                                                   \
-	do {                                                                                               \
-		if (!(cond)) {                                                                             \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
-			fprintf(stderr, __VA_ARGS__);                                                      \
-			fprintf(stderr, " (errno %d %s)\n", errno, strerror(errno));                        \
-			exit(1);                                                                           \
-		}                                                                                          \
-	} while (0)
+#include "check.h"
 
 static int have(uint64_t bits) { return api != NULL && (api->vma_extra_supported_mask & bits) == bits; }
 

@@ -43,15 +43,7 @@ static const char *mode;
 static struct vma_api_t *api;
 static int zc;
 
-#define CHECK(cond, ...)                                                                                   \
-	do {                                                                                               \
-		if (!(cond)) {                                                                             \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
-			fprintf(stderr, __VA_ARGS__);                                                      \
-			fprintf(stderr, " (errno %d %s)\n", errno, strerror(errno));                        \
-			exit(1);                                                                           \
-		}                                                                                          \
-	} while (0)
+#include "check.h"
 
 static int is(const char *m) { return strcmp(mode, m) == 0; }
 
