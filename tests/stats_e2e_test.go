@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goxio/goxio/stats"
 	"github.com/goxio/goxio/tests/internal/testutil"
 )
 
@@ -223,8 +224,11 @@ func TestStatsE2EReceiveExactly(t *testing.T) {
 	if got := rxTotals(t, res, r.udpFD); got != n {
 		t.Errorf("text view: UDP fd %d received %d, want %d\n%s", r.udpFD, got, n, res.stdout)
 	}
-	if got := rxTotals(t, res, r.tcpFD); got != n {
-		t.Errorf("text view: TCP fd %d received %d, want %d\n%s", r.tcpFD, got, n, res.stdout)
+	// The TCP connection's peer (this test) has no goxio: the connection is on the kernel for
+	// good and its calls go to libc without the engine (issue 17), so only what the engine saw
+	// before that is counted; its transport and reason say so.
+	if got := rxTotals(t, res, r.tcpFD); got > n {
+		t.Errorf("text view: TCP fd %d received %d, more than the %d sent\n%s", r.tcpFD, got, n, res.stdout)
 	}
 
 	res = runStatsTool(t, "-k", dir, "-p", pid, "-c", "1", "--json")
@@ -232,7 +236,7 @@ func TestStatsE2EReceiveExactly(t *testing.T) {
 		t.Fatalf("goxio_stats --json: exit %d %s", res.code, res.stderr)
 	}
 	d := parseStatsDocs(t, res.stdout)[0]
-	for _, fd := range []int{r.udpFD, r.tcpFD} {
+	for _, fd := range []int{r.udpFD} {
 		c := socketOf(t, d, r.cmd.Process.Pid, fd).Counters
 		if rx := c.RxPackets + c.RxOSPackets; rx != n {
 			t.Errorf("JSON: fd %d received %d, want %d (%+v)", fd, rx, n, c)
@@ -245,8 +249,8 @@ func TestStatsE2EReceiveExactly(t *testing.T) {
 	if udp.Counters.RxBytes+udp.Counters.RxOSBytes != 64*n || udp.Proto() != "udp" || !udp.Local.IsValid() {
 		t.Errorf("JSON UDP socket %+v", udp)
 	}
-	if tcp := socketOf(t, d, r.cmd.Process.Pid, r.tcpFD); tcp.Counters.RxBytes+tcp.Counters.RxOSBytes != 100*n || tcp.Proto() != "tcp" {
-		t.Errorf("JSON TCP socket %+v", tcp)
+	if tcp := socketOf(t, d, r.cmd.Process.Pid, r.tcpFD); tcp.Proto() != "tcp" || tcp.Transport != stats.TransportOS || tcp.Reason != stats.ReasonNoFasterPath {
+		t.Errorf("JSON TCP socket to a peer without goxio, want transport os for good (no faster path): %+v", tcp)
 	}
 
 	// Zero, then count new traffic exactly.
@@ -263,7 +267,7 @@ func TestStatsE2EReceiveExactly(t *testing.T) {
 	const m = 37
 	r.exchange(m)
 	res = runStatsTool(t, "-k", dir, "-p", pid, "-c", "1")
-	for _, fd := range []int{r.udpFD, r.tcpFD} {
+	for _, fd := range []int{r.udpFD} {
 		if got := rxTotals(t, res, fd); got != m {
 			t.Errorf("after -Z and %d more: fd %d reports %d\n%s", m, fd, got, res.stdout)
 		}

@@ -446,7 +446,7 @@ func TestStatsToolViews(t *testing.T) {
 			`goxio_socket_packets_total{pid="` + pid + `",program="stats_testprog",fd="5",proto="udp",transport="shm",direction="rx",path="offload"} 2048`,
 			"# TYPE goxio_socket_packets_total counter",
 			`goxio_socket_multicast_member{pid="` + pid + `"`}},
-		{[]string{"-V"}, []string{"goxio_stats: goxio ", "stats layout 1"}},
+		{[]string{"-V"}, []string{"goxio_stats: goxio ", "stats layout 2"}},
 		{[]string{"-h"}, []string{"--fd_dump=<fd> [<level>]", "--prometheus"}},
 	}
 	for _, c := range checks {
