@@ -197,7 +197,7 @@ func (o *Outlet) Send(name []byte, bufs [][]byte, total int) (wake bool, err err
 	if err := p.put(name, bufs, total); err != nil {
 		return false, err
 	}
-	if needWake(o.spinners, o.wakePending) {
+	if needWake(o.spinners, nil, o.wakePending) {
 		p.wakes++
 		atomic.StoreUint64(p.wakesp, p.wakes)
 		return true, nil

@@ -54,8 +54,7 @@ func (c *Conn) wakeReader() bool {
 	// A reader thread asleep in the kernel (SleepBegin) gets its wake-up whatever marks other
 	// threads of its process hold (an epoll set's awake marks, kept while the thread that waits
 	// on the set runs the program).
-	if atomic.LoadInt32(c.tx.sleepers) > 0 && atomic.LoadUint32(c.tx.wakePending) == 0 &&
-		atomic.CompareAndSwapUint32(c.tx.wakePending, 0, 1) || needWake(c.tx.spinners, c.tx.wakePending) {
+	if needWake(c.tx.spinners, c.tx.sleepers, c.tx.wakePending) {
 		c.dataWakes.Add(1)
 		return true
 	}

@@ -32,10 +32,12 @@ import "sync/atomic"
 // Plain stores remain only where nothing of the other side is loaded next.
 // wake_order_test.go checks each pair.
 
-// needWake is the sender's half, called after publishing.
-func needWake(spinners *int32, wakePending *uint32) bool {
-	// A negative count (a peer scribbled on it) means nobody spins.
-	if atomic.LoadInt32(spinners) > 0 {
+// needWake is the sender's half, called after publishing. sleepers, when not nil, counts reader
+// threads asleep in the kernel that registered (stream_wake.go): they get their wake-up whatever
+// the spinners.
+func needWake(spinners, sleepers *int32, wakePending *uint32) bool {
+	// A negative count (a peer scribbled on it) means nobody spins, or nobody sleeps.
+	if atomic.LoadInt32(spinners) > 0 && (sleepers == nil || atomic.LoadInt32(sleepers) <= 0) {
 		return false
 	}
 	// Load before the CAS: a pending wake-up costs no read-modify-write on the shared line.
