@@ -94,23 +94,9 @@ class Runner:
         base = os.path.join(self.args.logs, f"{case}-{variant}-r{rep}")
         srv_cmd = ["sockperf", "server", "-i", "127.0.0.1", "-p", str(self.port)]
         cli_cmd = ["sockperf", *mode, "-i", "127.0.0.1", "-p", str(self.port), "-t", t, "-m", "64"]
-        if rep == 1:
-            self.commands.append(f"{case} {variant}: server `{' '.join(srv_cmd)}`, client `{' '.join(cli_cmd)}`")
-        with open(base + ".server.log", "w") as slog, open(base + ".client.log", "w") as clog:
-            srv = start(srv_cmd, srv_env, slog)
-            try:
-                if not wait_port(self.port, True, srv):
-                    return None, "server not listening"
-                cli = start(cli_cmd, cli_env, clog)
-                try:
-                    rc = cli.wait(self.args.time + 30)
-                except subprocess.TimeoutExpired:
-                    stop(cli, signal.SIGKILL)
-                    return None, "client timed out"
-            finally:
-                stop(srv)
-        if rc != 0:
-            return None, f"client exit {rc}"
+        why = self.pair(f"{case} {variant}", rep, base, srv_cmd, cli_cmd, srv_env, cli_env, udp=True)
+        if why:
+            return None, why
         c = text(base + ".client.log")
         if case == "udp-pp":
             m = re.search(r"avg-latency=([0-9.]+)", c)
@@ -121,32 +107,41 @@ class Runner:
             return None, "no throughput figures"
         return int(r.group(1)) / float(m.group(2)), "ok"
 
+    def pair(self, what, rep, base, srv_cmd, cli_cmd, srv_env, cli_env, udp, ends=False):
+        """Runs one server and one client (logs base.server.log, base.client.log); returns why the
+        run failed, "" when it did not. A server that ends by itself (ends: iperf3 -s -1) is given
+        5 s to do so."""
+        if rep == 1:
+            self.commands.append(f"{what}: server `{' '.join(srv_cmd)}`, client `{' '.join(cli_cmd)}`")
+        with open(base + ".server.log", "w") as slog, open(base + ".client.log", "w") as clog:
+            srv = start(srv_cmd, srv_env, slog)
+            try:
+                if not wait_port(self.port, udp, srv):
+                    return "server not listening"
+                cli = start(cli_cmd, cli_env, clog)
+                try:
+                    rc = cli.wait(self.args.time + 30)
+                except subprocess.TimeoutExpired:
+                    stop(cli, signal.SIGKILL)
+                    return "client timed out"
+            finally:
+                try:
+                    if not ends:
+                        raise subprocess.TimeoutExpired(srv_cmd, 0)
+                    srv.wait(5)
+                except subprocess.TimeoutExpired:
+                    stop(srv)
+        return f"client exit {rc}" if rc != 0 else ""
+
     def iperf3(self, variant, rep):
         self.port += 1
         srv_env, cli_env = self.envs(variant)
         base = os.path.join(self.args.logs, f"iperf3-{variant}-r{rep}")
         srv_cmd = ["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(self.port)]
         cli_cmd = ["iperf3", "-c", "127.0.0.1", "-p", str(self.port), "-t", str(self.args.time), "--json"]
-        if rep == 1:
-            self.commands.append(f"iperf3 {variant}: server `{' '.join(srv_cmd)}`, client `{' '.join(cli_cmd)}`")
-        with open(base + ".server.log", "w") as slog, open(base + ".client.log", "w") as clog:
-            srv = start(srv_cmd, srv_env, slog)
-            try:
-                if not wait_port(self.port, False, srv):
-                    return None, "server not listening"
-                cli = start(cli_cmd, cli_env, clog)
-                try:
-                    rc = cli.wait(self.args.time + 30)
-                except subprocess.TimeoutExpired:
-                    stop(cli, signal.SIGKILL)
-                    return None, "client timed out"
-            finally:
-                try:
-                    srv.wait(5)
-                except subprocess.TimeoutExpired:
-                    stop(srv)
-        if rc != 0:
-            return None, f"client exit {rc}"
+        why = self.pair(f"iperf3 {variant}", rep, base, srv_cmd, cli_cmd, srv_env, cli_env, udp=False, ends=True)
+        if why:
+            return None, why
         try:
             doc = json.loads(text(base + ".client.log"))
             return doc["end"]["sum_received"]["bits_per_second"] / 1e9, "ok"
