@@ -879,10 +879,10 @@ if section kpass; then
 	check_deadline "kpass"
 	log "kernel-served sockets: one end without goxio"
 	mkdir -p "$RAW/kpass"
-	"$PY" "$HERE/kpass.py" --lib "$GOXIO_LIB" --env "GOXIO_SHM_DIR=$SHM_DIR VMA_TRACELEVEL=WARN" --reps "$SP_REPS" \
+	"$PY" "$HERE/kpass.py" --lib "$GOXIO_LIB" --env "VMA_TRACELEVEL=WARN" --reps "$SP_REPS" \
 		--time "$SP_TIME" --port $((PORT + 3000)) --logs "$RAW/kpass" --out "$RAW/kpass.md" \
 		>"$RAW/kpass.log" 2>&1 || echo "kpass.py failed: $(tail -n 3 "$RAW/kpass.log")" >"$RAW/kpass.md"
-	echo "python3 tests/bench/kpass.py --lib LIB --env \"GOXIO_SHM_DIR=... VMA_TRACELEVEL=WARN\" --reps $SP_REPS --time $SP_TIME" >>"$RAW/commands.txt"
+	echo "python3 tests/bench/kpass.py --lib LIB --env \"VMA_TRACELEVEL=WARN\" --reps $SP_REPS --time $SP_TIME" >>"$RAW/commands.txt"
 fi
 
 # ---------------------------------------------------------------- report
