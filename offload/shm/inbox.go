@@ -20,8 +20,8 @@ var sweepInterval = 200 * time.Millisecond
 // Inbox is the receiving side of one offloaded UDP socket: a segment <dir>/<name> holding a
 // header and a table of slots; each slot names one sender's ring (a separate segment the sender
 // created). Consumer methods (Peek, Pop, Refresh) are called by one goroutine at a time (the
-// caller serializes, and Stats and Close count as consumer methods); Pending, SpinBegin, SpinEnd,
-// ClearWake, CorruptRings and AttachFailures are safe from any goroutine.
+// caller serializes, and Stats and Close count as consumer methods); Pending, Stale, SpinBegin,
+// SpinEnd, ClearWake, CorruptRings and AttachFailures are safe from any goroutine.
 type Inbox struct {
 	dir, name, path string
 	mem             []byte
@@ -43,7 +43,6 @@ type Inbox struct {
 	lingering int  // rings waiting to be drained before detaching
 	rescan    bool // an attach failed for want of resources: scan again
 	retired   [][]byte
-	calls     uint64
 	lastSweep time.Time
 	holdTab   []holdEntry // records the program holds (hold.go)
 	holdFree  int32       // first free entry of holdTab, -1: none
@@ -51,12 +50,17 @@ type Inbox struct {
 	zombies   []*ring // detached rings kept mapped for their held records
 
 	// Shared with Pending and the wake methods.
-	list     atomic.Pointer[[]*ring] // copy of rings for Pending
-	seenGen  atomic.Uint64           // slot generation the last Refresh scanned
-	readers  atomic.Int32            // concurrent methods in flight (see enter)
-	closed   atomic.Bool
-	corrupt  atomic.Uint64
-	failures atomic.Uint64
+	list    atomic.Pointer[[]*ring] // copy of rings for Pending
+	seenGen atomic.Uint64           // slot generation the last Refresh scanned
+	// Stale's view of the consumer state: unsettled is set while rings linger or a scan is to
+	// be retried; looks counts Stale calls, sweepDue asks Refresh for a sweep.
+	unsettled atomic.Bool
+	looks     atomic.Uint64
+	sweepDue  atomic.Bool
+	readers   atomic.Int32 // concurrent methods in flight (see enter)
+	closed    atomic.Bool
+	corrupt   atomic.Uint64
+	failures  atomic.Uint64
 }
 
 // CreateInbox creates the inbox segment <dir>/<name> with slots sender slots (1..MaxSlots).
@@ -223,9 +227,9 @@ func (in *Inbox) Refresh() {
 	if in.closed.Load() {
 		return
 	}
-	in.calls++
+	defer func() { in.unsettled.Store(in.lingering > 0 || in.rescan) }()
 	sweep := false
-	if in.calls&63 == 0 {
+	if in.sweepDue.Swap(false) || in.looks.Add(1)&63 == 0 {
 		if now := time.Now(); now.Sub(in.lastSweep) >= sweepInterval {
 			sweep = true
 			in.lastSweep = now
@@ -266,6 +270,24 @@ func (in *Inbox) Refresh() {
 	if changed {
 		in.publish()
 	}
+}
+
+// Stale reports whether Refresh has work: a sender registered or left, a ring waits to be
+// drained, an attach is to be retried, or (looked at every 64 calls) a sweep for dead senders is
+// due. Safe from any goroutine: a receive path that finds the rings empty calls it without its
+// lock and takes the lock for Refresh only when it says so.
+func (in *Inbox) Stale() bool {
+	if in.closed.Load() {
+		return false
+	}
+	if atomic.LoadUint64(in.genp) != in.seenGen.Load() || in.unsettled.Load() {
+		return true
+	}
+	if in.looks.Add(1)&63 == 0 {
+		in.sweepDue.Store(true)
+		return true
+	}
+	return false
 }
 
 // scanSlots compares the slot table with the attached rings; true when rings were attached.

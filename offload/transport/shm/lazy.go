@@ -73,7 +73,7 @@ func (u *UDP) publishable() bool {
 // costs what it did before.
 func (u *UDP) olderFirst(c *transport.Call, in *ring.Inbox) (n int, errno syscall.Errno, done, empty bool) {
 	if !in.Pending() {
-		in.Refresh()
+		u.refresh(in)
 		if !in.Pending() {
 			return 0, 0, false, true
 		}

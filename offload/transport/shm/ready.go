@@ -19,8 +19,19 @@ func (u *UDP) RingReady() bool {
 	if in.Pending() {
 		return true
 	}
-	in.Refresh()
+	u.refresh(in)
 	return in.Pending()
+}
+
+// refresh brings the inbox's rings up to date (Inbox.Refresh) when they changed, under the
+// receive lock (one consumer of the inbox at a time): the receive and readiness paths call it
+// without the lock when they find the rings empty.
+func (u *UDP) refresh(in *ring.Inbox) {
+	if in.Stale() {
+		u.rxmu.Lock()
+		in.Refresh()
+		u.rxmu.Unlock()
+	}
 }
 
 // Spin marks (on) or unmarks a thread polling the socket's rings in select, poll or epoll:
