@@ -1,13 +1,10 @@
 package offload
 
 import (
-	"encoding/binary"
-	"fmt"
-
 	"go.uber.org/zap"
 
-	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
 // A fork shares every socket with the child, which never enters Go and so cannot read rings:
@@ -20,12 +17,6 @@ import (
 type SpillTable interface {
 	SetSpill(fd int, region uintptr)
 }
-
-// spillMagic is "SPLL" as a little-endian word.
-const spillMagic = 0x4c4c5053
-
-// spillNameLen is the name room of a spilled record (a sockaddr_in).
-const spillNameLen = 16
 
 // BeforeFork hands every ring socket back to the kernel and spills its ring datagrams
 // (called in the parent just before fork or daemon).
@@ -59,48 +50,25 @@ func (e *Engine) sendBack(s *Socket, fds []int, t SpillTable, r transport.Reason
 	if !back {
 		return
 	}
+	var region []byte
+	if len(recs) > 0 {
+		var err error
+		if region, err = udpcall.BuildSpill(recs); err != nil {
+			e.log.Warn("datagrams waiting in rings are lost", zap.Int("fd", fds[0]),
+				zap.Int("datagrams", len(recs)), zap.Error(err))
+		} else {
+			// Before the socket goes back: a receive of ours that sees it back in the
+			// kernel sees the region too, and never sleeps in the kernel socket while
+			// the region holds its datagram.
+			u.SetSpill(region)
+		}
+	}
 	e.giveUp(s, fds[0], r, why)
-	if len(recs) == 0 {
+	if region == nil {
 		return
 	}
-	region, err := buildSpill(recs)
-	if err != nil {
-		e.log.Warn("datagrams waiting in rings are lost", zap.Int("fd", fds[0]),
-			zap.Int("datagrams", len(recs)), zap.Error(err))
-		return
-	}
-	u.SetSpill(region)
 	for _, fd := range fds {
 		t.SetSpill(fd, regionAddr(region))
 	}
 	e.log.Debug("ring datagrams spilled", zap.Int("fd", fds[0]), zap.Int("datagrams", len(recs)))
-}
-
-// buildSpill lays records (source sockaddr, payload) out in a shared anonymous mapping.
-func buildSpill(recs [][2][]byte) ([]byte, error) {
-	hdr := 16 + 4*len(recs)
-	size := (hdr + 7) &^ 7
-	for _, r := range recs {
-		size += (24 + len(r[1]) + 7) &^ 7
-	}
-	mem, err := sysc.MapShared(size)
-	if err != nil {
-		return nil, fmt.Errorf("spill: mmap %d bytes: %w", size, err)
-	}
-	le := binary.LittleEndian
-	le.PutUint32(mem[0:], spillMagic)
-	le.PutUint32(mem[4:], uint32(len(recs)))
-	le.PutUint32(mem[8:], 0)
-	le.PutUint32(mem[12:], uint32(size))
-	off := (hdr + 7) &^ 7
-	for i, r := range recs {
-		le.PutUint32(mem[16+4*i:], uint32(off))
-		name := r[0][:min(len(r[0]), spillNameLen)]
-		le.PutUint32(mem[off:], uint32(len(r[1])))
-		le.PutUint32(mem[off+4:], uint32(len(name)))
-		copy(mem[off+8:off+24], name)
-		copy(mem[off+24:], r[1])
-		off += (24 + len(r[1]) + 7) &^ 7
-	}
-	return mem, nil
 }

@@ -60,11 +60,17 @@ static void *worker(void *p) {
 	char msg[32], buf[32];
 	int n = snprintf(msg, sizeof msg, "thread %d", i);
 	pthread_barrier_wait(&go);
-	if (send(tx[i], msg, (size_t)n, 0) != n)
+	ssize_t s = send(tx[i], msg, (size_t)n, 0);
+	if (s != n) {
+		/* stderr is not part of the transcript: it says why, for the test's log */
+		fprintf(stderr, "races: thread %d: send = %zd (%s)\n", i, s, strerror(errno));
 		return (void *)1;
+	}
 	ssize_t r = recv(rx[i], buf, sizeof buf, 0);
-	if (r != n || memcmp(buf, msg, (size_t)n) != 0)
+	if (r != n || memcmp(buf, msg, (size_t)n) != 0) {
+		fprintf(stderr, "races: thread %d: recv = %zd (%s)\n", i, r, r < 0 ? strerror(errno) : "wrong bytes");
 		return (void *)2;
+	}
 	return NULL;
 }
 

@@ -25,6 +25,7 @@ func (u *UDP) HandOver() [][2][]byte {
 	u.rxmu.Lock()
 	defer u.rxmu.Unlock()
 	var out [][2][]byte
+	u.handover.Begin() // ended by SetSpill or GiveUp
 	in.Seal()
 	in.Refresh()
 	for len(out) < maxHandOver {
@@ -48,10 +49,34 @@ func (u *UDP) HandOver() [][2][]byte {
 // maxHandOver bounds the datagrams one hand-over takes (rings of 64 senders, full).
 const maxHandOver = 1 << 20
 
-// SetSpill gives the socket the region its ring datagrams were spilled to at a fork: select, poll
-// and epoll report the socket readable while the region holds datagrams (the receives themselves
-// are served from it by the C side).
-func (u *UDP) SetSpill(region []byte) { u.spill.Store(&region) }
+// SetSpill gives the socket the region its ring datagrams were spilled to at a fork, before the
+// socket goes back to the kernel (GiveUp): select, poll and epoll report the socket readable while
+// the region holds datagrams; the receives are served from it by the C side, and the ones already
+// inside the engine by fromSpill. Threads of ours asleep on the socket are woken to look at it
+// (they marked themselves before their last look, which includes the region).
+func (u *UDP) SetSpill(region []byte) {
+	u.spill.Store(&region)
+	u.handover.End()
+	if u.sleepers.Load() == 0 {
+		return
+	}
+	if in := u.inbox.Load(); in != nil && u.bell.Load() >= 0 {
+		if r := u.env.ringerFD(); r >= 0 {
+			ringBell(r, newBellAddr(in.Name()))
+		}
+	}
+}
+
+// fromSpill serves a receive from the spill region while it holds datagrams (a receive that was
+// inside the engine when the program forked).
+func (u *UDP) fromSpill(rc *udpcall.Rx) (int, bool) {
+	u.handover.Wait()
+	p := u.spill.Load()
+	if p == nil {
+		return 0, false
+	}
+	return udpcall.FromSpill(*p, rc)
+}
 
 // spilled reports whether the spill region still holds a datagram.
 func (u *UDP) spilled() bool {

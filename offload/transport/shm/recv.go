@@ -29,7 +29,8 @@ func (u *UDP) recv(c *transport.Call, hold *transport.Held) (n int, errno syscal
 		}
 		u.kernelRx.Add(-1)
 	}
-	if in == nil || u.kernelOnly.Load() {
+	if in == nil || (u.kernelOnly.Load() && !u.spilled()) {
+		// Back in the kernel for good; datagrams spilled at a fork go first (receive).
 		return u.kernelRecv(c)
 	}
 	umem.Protect()
@@ -117,6 +118,11 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 					return n, 0, true
 				}
 			}
+			// After the rings: what a fork's hand-over took from them is in the spill
+			// region by the time fromSpill looks.
+			if n, ok := u.fromSpill(rc); ok {
+				return n, 0, true
+			}
 			if n, errno, got, done := kernel.Look(&checkOS, l.Polls, nonblock); done {
 				if got {
 					u.osRx.Add(1)
@@ -141,14 +147,18 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 		Sleep: func() (int, syscall.Errno, bool) {
 			bell := u.ensureBell(in)
 			if bell < 0 {
-				// No fd for a doorbell: the socket went back to the kernel.
+				// No fd for a doorbell: the socket went back to the kernel (after its
+				// spill region, set before it went back).
+				if u.spilled() {
+					return 0, 0, false
+				}
 				n, errno, os := u.kernelRecv(c)
 				viaOS = os
 				return n, errno, true
 			}
 			u.settle(in)
 			u.sleepers.Add(1) // before the last look: a spinner that stops with data wakes us
-			if in.Pending() {
+			if in.Pending() || u.spilled() {
 				u.sleepers.Add(-1)
 				return 0, 0, false
 			}
@@ -184,7 +194,7 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx, hold *transport.Held) (in
 	// let the sender ring again at its next datagram: under sockperf UDP throughput 10,000 to
 	// 516,000 doorbell system calls in 2 s on each side, and a message rate down by up to half.
 	if !in.Pending() {
-		in.Refresh()
+		u.refresh(in)
 		if !in.Pending() {
 			return 0, false
 		}
@@ -221,26 +231,10 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx, hold *transport.Held) (in
 	if !peek {
 		u.countRingRx(in, len(data))
 	}
-	copied := umem.Scatter(rc.Bufs, data)
 	if capture.On() && !peek {
 		u.tapRx(full, data, in.PeekSender())
 	}
-	if rc.NameLen != nil {
-		l := min(int(*rc.NameLen), len(name))
-		copy(umem.Bytes(rc.NamePtr, l), name)
-		*rc.NameLen = uint32(len(name))
-	}
-	if rc.Msg != nil {
-		rc.Msg.Flags = 0
-		if copied < len(data) {
-			rc.Msg.Flags = unix.MSG_TRUNC
-		}
-		rc.Msg.SetControllen(0)
-	}
-	if rc.Flags&unix.MSG_TRUNC != 0 {
-		return len(data), true
-	}
-	return copied, true
+	return rc.Deliver(name, data), true
 }
 
 // readShut reports whether the socket was shut down for reading.

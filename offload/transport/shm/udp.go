@@ -91,7 +91,8 @@ type UDP struct {
 	kernelLimit atomic.Int64
 	rcvbufSet   atomic.Bool
 
-	spill atomic.Pointer[[]byte] // datagrams spilled at a fork (handover.go)
+	spill    atomic.Pointer[[]byte] // datagrams spilled at a fork (handover.go)
+	handover transport.Handover     // a fork's hand-over between HandOver and SetSpill
 
 	capFD atomic.Int32 // the fd the socket got its port on, named in capture records (capture.go)
 }
@@ -312,6 +313,7 @@ func (u *UDP) GiveUp(r transport.Reason) {
 
 // giveUpLocked is GiveUp with u.mu held.
 func (u *UDP) giveUpLocked(r transport.Reason) {
+	defer u.handover.End() // a hand-over that made no spill region
 	if u.gaveUp != transport.ReasonNone {
 		return
 	}

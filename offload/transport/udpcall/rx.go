@@ -80,3 +80,27 @@ func ParseMsg(mp uintptr, flags int, bufs [][]byte) (Rx, bool) {
 	}
 	return rc, true
 }
+
+// Deliver writes a datagram (its source sockaddr name and payload data) into the call as the
+// kernel's receive does: the payload into the buffers, the name and its full length, msg_flags
+// MSG_TRUNC when the buffers were short and no control messages. It returns the call's result:
+// the bytes copied, or with the MSG_TRUNC flag the payload's length.
+func (rc *Rx) Deliver(name, data []byte) int {
+	copied := umem.Scatter(rc.Bufs, data)
+	if rc.NameLen != nil {
+		l := min(int(*rc.NameLen), len(name))
+		copy(umem.Bytes(rc.NamePtr, l), name)
+		*rc.NameLen = uint32(len(name))
+	}
+	if rc.Msg != nil {
+		rc.Msg.Flags = 0
+		if copied < len(data) {
+			rc.Msg.Flags = unix.MSG_TRUNC
+		}
+		rc.Msg.SetControllen(0)
+	}
+	if rc.Flags&unix.MSG_TRUNC != 0 {
+		return len(data)
+	}
+	return copied
+}

@@ -2,8 +2,6 @@ package xdp
 
 import (
 	"golang.org/x/sys/unix"
-
-	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
 // Readiness for the engine's select, poll and epoll, with the same methods as the
@@ -25,7 +23,7 @@ func (u *UDP) RingReady() bool {
 		return false
 	}
 	defer u.exit()
-	if p := u.spill.Load(); p != nil && udpcall.SpillLeft(*p) {
+	if u.spilled() {
 		return true
 	}
 	// The RX rings are drained even when the queue holds a datagram already, and also for a

@@ -17,7 +17,7 @@ import (
 
 // recv performs a receive call.
 func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
-	if u.kernelOnly.Load() && u.q.depth.Load() == 0 {
+	if u.kernelOnly.Load() && u.q.depth.Load() == 0 && !u.spilled() {
 		return u.kernel(c)
 	}
 	umem.Protect()
@@ -161,7 +161,7 @@ func (u *UDP) sleep(fd int, w *wait.Call) (int16, syscall.Errno) {
 			x.publish(publishSleeping, false)
 		}
 	}
-	if u.q.depth.Load() > 0 {
+	if u.q.depth.Load() > 0 || u.spilled() {
 		return 0, 0
 	}
 	errno := ppoll(fds[:n], ts)
@@ -203,25 +203,9 @@ func (u *UDP) fromQueue(rc *udpcall.Rx) (int, bool) {
 		u.xdpRx.Add(1)
 		u.xdpRxBytes.Add(uint64(len(b.payload)))
 	}
-	copied := umem.Scatter(rc.Bufs, b.payload)
-	if rc.NameLen != nil {
-		var sa [unix.SizeofSockaddrInet4]byte
-		putSockaddr4(sa[:], b.src)
-		l := min(int(*rc.NameLen), len(sa))
-		copy(umem.Bytes(rc.NamePtr, l), sa[:l])
-		*rc.NameLen = uint32(len(sa))
-	}
-	if rc.Msg != nil {
-		rc.Msg.Flags = 0
-		if copied < len(b.payload) {
-			rc.Msg.Flags = unix.MSG_TRUNC
-		}
-		rc.Msg.SetControllen(0)
-	}
-	if rc.Flags&unix.MSG_TRUNC != 0 {
-		return len(b.payload), true
-	}
-	return copied, true
+	var sa [unix.SizeofSockaddrInet4]byte
+	putSockaddr4(sa[:], b.src)
+	return rc.Deliver(sa[:], b.payload), true
 }
 
 // readShut reports whether the socket was shut down for reading.

@@ -1,11 +1,12 @@
 package xdp
 
 import (
-	"github.com/goxio/goxio/offload/internal/wait"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/goxio/goxio/offload/internal/wait"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -51,7 +52,8 @@ type UDP struct {
 	OnRxDrop func(bytes int)
 	OnTxDrop func()
 
-	spill atomic.Pointer[[]byte] // datagrams spilled at a fork (handover.go)
+	spill    atomic.Pointer[[]byte] // datagrams spilled at a fork (handover.go)
+	handover transport.Handover     // a fork's hand-over between HandOver and SetSpill
 
 	users    atomic.Int64 // calls inside the transport
 	shut     atomic.Bool  // Close happened
@@ -260,6 +262,7 @@ func (u *UDP) ShutWrite() { u.wrShut.Store(true) }
 func (u *UDP) GiveUp(r transport.Reason) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	defer u.handover.End() // a hand-over that made no spill region
 	if u.kernelOnly.Load() {
 		return
 	}
