@@ -4,13 +4,11 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
 )
 
 // Blocking calls: what a call that may sleep watches besides the data, and how it sleeps.
-
-// highFD is where a sleeping call's own duplicate of its socket goes: away from the low numbers
-// the program expects from its own calls meanwhile.
-const highFD = 1 << 10
 
 // sleep waits in ppoll until the kernel socket fd has something to read (data, a wake byte, EOF,
 // an error) or the timeout passes. The call sleeps on its own duplicate of the socket, as a
@@ -18,7 +16,7 @@ const highFD = 1 << 10
 // socket from under it (Close wakes sleepers with shutdown(SHUT_RD)). EINTR is returned as is
 // (wait.Call.Check decides what it means).
 func (t *TCP) sleep(fd int, events int16, ts *unix.Timespec) (int16, syscall.Errno) {
-	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, highFD)
+	dup, err := sysc.DupHigh(fd) // one system call, where AdoptFD leaves it
 	if err != nil {
 		dup = -1
 	} else if t.env.p.AdoptFD != nil {
