@@ -17,10 +17,11 @@ import "math/bits"
 // name and never changes; a side line only by its side; a producer line only by the writer of
 // that direction, a consumer line only by its reader. The wake line is shared: spinners and
 // sleepers by the reader, wakePending set by the writer and cleared by the reader, spaceWait set
-// by the writer and cleared by the reader (stream_wake.go).
+// by the writer and cleared by the reader (stream_wake.go), the back request set by the reader
+// (stream_back.go).
 const (
 	connMagic   = 0x4e4e4f4348535847 // "GXSHCONN" little-endian
-	connVersion = 2                  // 2: the wake line's sleepers word
+	connVersion = 3                  // 2: the wake line's sleepers word; 3: back-request word in the wake line
 
 	// MinStreamBytes and MaxStreamBytes bound the capacity of one direction of a connection;
 	// OpenConn rounds the caller's sizes up to a power of two within them.

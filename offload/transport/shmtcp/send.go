@@ -151,7 +151,6 @@ func (t *TCP) ringSend(fd int, conn *ring.Conn, call *dataCall, nonblock bool) (
 	sent := 0
 	var w wait.Call
 	backoff := int64(0)
-	txCap, _ := conn.Capacities()
 	// No spinning: a writer that finds the ring full waits for its reader's space wake-up
 	// (WaitSpace) or sleeps.
 	n, errno := wait.Loop(&w, wait.Policy{Timeout: t.sndTimeo.Load(), Signals: t.env.p.Signals}, wait.Steps{
@@ -193,6 +192,7 @@ func (t *TCP) ringSend(fd int, conn *ring.Conn, call *dataCall, nonblock bool) (
 			return 0, 0, false
 		},
 		Sleep: func() (int, syscall.Errno, bool) {
+			txCap, _ := conn.Capacities() // here, not per send: it takes both of the segment's locks
 			if conn.WaitSpace(min(d.total-sent, max(txCap/2, 1))) {
 				conn.CancelWaitSpace()
 				return 0, 0, false
