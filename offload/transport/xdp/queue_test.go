@@ -58,6 +58,7 @@ func TestConcurrentSleepers(t *testing.T) {
 		b := kernelSocket(t, tp.nsB, netip.AddrPortFrom(tp.addrB, 7600))
 		const n = 300
 		var wg sync.WaitGroup
+		var taken [2]atomic.Int64 // datagrams each receiver took so far
 		errs := make(chan string, 2)
 		for k, s := range socks {
 			tv := unix.NsecToTimeval(int64(2 * time.Second))
@@ -73,6 +74,7 @@ func TestConcurrentSleepers(t *testing.T) {
 						errs <- string(got) + " " + errno.Error()
 						return
 					}
+					taken[k].Add(1)
 				}
 			}()
 		}
@@ -82,12 +84,18 @@ func TestConcurrentSleepers(t *testing.T) {
 			unix.Sendto(b, payloadOf("b", i), 0, sa4(l2))
 			if i%16 == 0 {
 				time.Sleep(200 * time.Microsecond)
+				// Never more than 64 ahead of a receiver: a socket's queue holds 128
+				// frames, and a receiver slowed down (the race detector, a loaded
+				// machine) would see drops, as from a full kernel receive buffer.
+				for end := time.Now().Add(2 * time.Second); time.Now().Before(end) && (taken[0].Load() < int64(i-64) || taken[1].Load() < int64(i-64)); {
+					time.Sleep(100 * time.Microsecond)
+				}
 			}
 		}
 		wg.Wait()
 		close(errs)
 		for err := range errs {
-			t.Fatalf("receiver: %s", err)
+			t.Fatalf("receiver: %s (counts %+v; %+v)", err, socks[0].u.Counts(), socks[1].u.Counts())
 		}
 		for _, s := range socks {
 			if c := s.u.Counts(); c.XDPRx != n || c.RxDrops != 0 {

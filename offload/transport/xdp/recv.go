@@ -95,6 +95,11 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 					return n, 0, true
 				}
 			}
+			// After the queue: what a fork's hand-over took from it is in the spill region
+			// by the time fromSpill looks.
+			if n, ok := u.fromSpill(rc); ok {
+				return n, 0, true
+			}
 			if n, errno, got, done := kernel.Look(&checkOS, l.Polls, nonblock); done {
 				if got {
 					u.osRx.Add(1)
