@@ -126,30 +126,49 @@ func TestEINTR(t *testing.T) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		tid := unix.Gettid()
-		later := func(f func()) {
+		// later runs f after 30 ms, then kicks the thread with SIGURG every 20 ms until the
+		// receive returns (stop): a kick that lands before the receive sleeps (a loaded
+		// machine) would leave it asleep for good, as a signal that comes before a kernel
+		// receive blocks does not interrupt it either.
+		later := func(f func()) (stop func()) {
+			done := make(chan struct{})
 			go func() {
 				time.Sleep(30 * time.Millisecond)
 				f()
-				_ = unix.Tgkill(unix.Getpid(), tid, unix.SIGURG)
+				for {
+					_ = unix.Tgkill(unix.Getpid(), tid, unix.SIGURG)
+					select {
+					case <-done:
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+				}
 			}()
+			return func() { close(done) }
 		}
-		later(func() { atomic.AddUint32(&sig.Interrupting, 1); atomic.AddUint32(&sig.All, 1) })
-		if _, _, _, errno, _ := s.recvfrom(a, 100, 0); errno != unix.EINTR {
+		stop := later(func() { atomic.AddUint32(&sig.Interrupting, 1); atomic.AddUint32(&sig.All, 1) })
+		_, _, _, errno, _ := s.recvfrom(a, 100, 0)
+		stop()
+		if errno != unix.EINTR {
 			t.Fatalf("handler without SA_RESTART: %v, want EINTR", errno)
 		}
-		later(func() {
+		stop = later(func() {
 			atomic.AddUint32(&sig.All, 1)
 			time.Sleep(30 * time.Millisecond)
 			unix.Sendto(b, []byte("after"), 0, sa4(local))
 		})
-		if got, _, _, errno, _ := s.recvfrom(a, 100, 0); errno != 0 || string(got) != "after" {
+		got, _, _, errno, _ := s.recvfrom(a, 100, 0)
+		stop()
+		if errno != 0 || string(got) != "after" {
 			t.Fatalf("handler with SA_RESTART: %q %v, want the datagram", got, errno)
 		}
 		tv := unix.NsecToTimeval(int64(2 * time.Second))
 		unix.SetsockoptTimeval(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 		s.u.OptionSet(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO)
-		later(func() { atomic.AddUint32(&sig.All, 1) })
-		if _, _, _, errno, _ := s.recvfrom(a, 100, 0); errno != unix.EINTR {
+		stop = later(func() { atomic.AddUint32(&sig.All, 1) })
+		_, _, _, errno, _ = s.recvfrom(a, 100, 0)
+		stop()
+		if errno != unix.EINTR {
 			t.Fatalf("handler with SA_RESTART and SO_RCVTIMEO: %v, want EINTR", errno)
 		}
 	})
