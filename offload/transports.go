@@ -95,22 +95,23 @@ func (e *Engine) offloadAcceptedLocked(s *Socket, lr transport.Endpoint) {
 // offloadUDPLocked gives an offloaded UDP socket a ring transport (once): the AF_XDP one when
 // useXDPLocked says so, else the shared-memory one; s.mu is held.
 func (e *Engine) offloadUDPLocked(s *Socket) {
-	if s.typ == sockDgram && s.domain == unix.AF_INET6 {
-		// No ring transport carries IPv6 datagrams (the shared-memory records hold a
-		// sockaddr_in source, the AF_XDP path builds IPv4 headers): the kernel serves the
-		// socket for good, its addresses and the reason in the statistics.
+	if s.typ == sockDgram && s.domain == unix.AF_INET6 && e.cfg.SHM == nil && e.cfg.XDP != nil {
+		// The AF_XDP path builds IPv4 headers only: without the shared-memory transport the
+		// kernel serves an IPv6 socket for good, its addresses and the reason in the statistics.
 		s.passthrough = true
 		s.kind, s.reason = transport.KindOS, transport.ReasonUnsupportedProtocol
 		return
 	}
-	if !e.udpRings() || s.typ != sockDgram || s.domain != unix.AF_INET {
+	if !e.udpRings() || s.typ != sockDgram || !inetDomain(s.domain) {
 		s.kind, s.reason = transport.KindOS, transport.ReasonNoFasterPath
 		return
 	}
 	if s.rings() != nil {
 		return
 	}
-	if e.useXDPLocked(s) {
+	// An AF_INET6 socket (dual-stack or not) gets the shared-memory transport: its records
+	// carry the source as the receiver's family has it (sockaddr_in6, IPv4 mapped).
+	if s.domain == unix.AF_INET && e.useXDPLocked(s) {
 		e.offloadXDPLocked(s)
 		return
 	}

@@ -107,11 +107,31 @@ var kernelOnlyOptions = map[[2]int]string{
 	{unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_CBPF}: "SO_ATTACH_REUSEPORT_CBPF",
 	{unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_EBPF}: "SO_ATTACH_REUSEPORT_EBPF",
 	{unix.SOL_SOCKET, unix.SO_MARK}:                  "SO_MARK",
+	{unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO}:       "IPV6_RECVPKTINFO",
+	{unix.IPPROTO_IPV6, unix.IPV6_2292PKTINFO}:       "IPV6_2292PKTINFO",
+	{unix.IPPROTO_IPV6, unix.IPV6_RECVHOPLIMIT}:      "IPV6_RECVHOPLIMIT",
+	{unix.IPPROTO_IPV6, unix.IPV6_2292HOPLIMIT}:      "IPV6_2292HOPLIMIT",
+	{unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS}:        "IPV6_RECVTCLASS",
+	{unix.IPPROTO_IPV6, unix.IPV6_RECVERR}:           "IPV6_RECVERR",
+	{unix.IPPROTO_IPV6, unix.IPV6_RECVORIGDSTADDR}:   "IPV6_RECVORIGDSTADDR",
+	{unix.IPPROTO_IPV6, unix.IPV6_TRANSPARENT}:       "IPV6_TRANSPARENT",
+	{unix.IPPROTO_IPV6, unix.IPV6_RECVRTHDR}:         "IPV6_RECVRTHDR",
+	{unix.IPPROTO_IPV6, unix.IPV6_2292RTHDR}:         "IPV6_2292RTHDR",
+	{unix.IPPROTO_IPV6, unix.IPV6_RECVHOPOPTS}:       "IPV6_RECVHOPOPTS",
+	{unix.IPPROTO_IPV6, unix.IPV6_2292HOPOPTS}:       "IPV6_2292HOPOPTS",
+	{unix.IPPROTO_IPV6, unix.IPV6_RECVDSTOPTS}:       "IPV6_RECVDSTOPTS",
+	{unix.IPPROTO_IPV6, unix.IPV6_2292DSTOPTS}:       "IPV6_2292DSTOPTS",
+	{unix.IPPROTO_IPV6, ipv6FlowInfo}:                "IPV6_FLOWINFO",
+	{unix.IPPROTO_IPV6, unix.IPV6_RECVPATHMTU}:       "IPV6_RECVPATHMTU",
 	{unix.IPPROTO_UDP, unix.UDP_SEGMENT}:             "UDP_SEGMENT",
 	{unix.IPPROTO_UDP, unix.UDP_GRO}:                 "UDP_GRO",
 	{unix.IPPROTO_UDP, unix.UDP_CORK}:                "UDP_CORK",
 	{unix.IPPROTO_UDP, unix.UDP_ENCAP}:               "UDP_ENCAP",
 }
+
+// ipv6FlowInfo is IPV6_FLOWINFO (linux/in6.h), which golang.org/x/sys/unix does not define: the
+// flow label of received datagrams as ancillary data.
+const ipv6FlowInfo = 11
 
 // udpOption notes a socket option the program set successfully on an offloaded UDP socket.
 func (e *Engine) udpOption(s *Socket, fd int, level, name int, val uintptr, vlen uint32) {

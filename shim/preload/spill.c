@@ -11,7 +11,8 @@
  *
  * Region layout (little-endian, written by the engine before the fork, never after):
  *	u32 magic "SPLL" | u32 count | u32 cursor | u32 size | u32 offset[count]
- *	records at 8-aligned offsets: u32 len | u32 namelen | u8 name[16] | u8 data[len]
+ *	records at 8-aligned offsets: u32 len | u32 namelen | u8 name[32] | u8 data[len]
+ *	(name: a sockaddr_in or sockaddr_in6)
  * Everything is checked against size before it is read.
  */
 #include "preload.h"
@@ -28,7 +29,7 @@ struct spill_hdr {
 
 struct spill_rec {
 	uint32_t len, namelen;
-	unsigned char name[16];
+	unsigned char name[32];
 	unsigned char data[];
 };
 

@@ -1,7 +1,6 @@
 package sysc
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"unsafe"
 
@@ -29,26 +28,5 @@ func sockName(fd int, peer bool) netip.AddrPort {
 		return netip.AddrPort{}
 	}
 	b := (*[unix.SizeofSockaddrAny]byte)(unsafe.Pointer(&buf))[:min(int(n), unix.SizeofSockaddrAny)]
-	return parseSockaddr(b)
-}
-
-// parseSockaddr decodes a sockaddr_in or sockaddr_in6 of len(b) bytes; the zero AddrPort for
-// anything else.
-func parseSockaddr(b []byte) netip.AddrPort {
-	if len(b) < 2 {
-		return netip.AddrPort{}
-	}
-	switch binary.NativeEndian.Uint16(b) {
-	case unix.AF_INET:
-		if len(b) < unix.SizeofSockaddrInet4 {
-			return netip.AddrPort{}
-		}
-		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), binary.BigEndian.Uint16(b[2:4]))
-	case unix.AF_INET6:
-		if len(b) < unix.SizeofSockaddrInet6 {
-			return netip.AddrPort{}
-		}
-		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[8:24])), binary.BigEndian.Uint16(b[2:4]))
-	}
-	return netip.AddrPort{}
+	return ParseSockaddr(b)
 }

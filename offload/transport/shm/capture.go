@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/capture"
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/udpcall"
@@ -17,7 +18,7 @@ import (
 // tapRx taps a ring datagram the socket received: name is the record's sender address (and,
 // for a group's datagram, the group); sender is the sending process.
 func (u *UDP) tapRx(name, data []byte, sender int) {
-	src := sockaddr4(name)
+	src := sysc.ParseSockaddr(name)
 	dst := u.localAddr()
 	if len(name) == mcNameLen {
 		dst = netip.AddrPortFrom(netip.AddrFrom4([4]byte(name[unix.SizeofSockaddrInet4:])), dst.Port())
@@ -79,10 +80,13 @@ func (u *UDP) tapOS(c *transport.Call, n int) {
 	}
 	src := u.Peer()
 	if rc.NamePtr != 0 && rc.NameLen != nil && *rc.NameLen >= unix.SizeofSockaddrInet4 {
-		src = sockaddr4(umem.Bytes(rc.NamePtr, unix.SizeofSockaddrInet4))
+		src = sysc.ParseSockaddr(umem.Bytes(rc.NamePtr, int(min(*rc.NameLen, unix.SizeofSockaddrInet6))))
 	}
 	if !src.IsValid() {
 		src = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+		if !local.Addr().Unmap().Is4() {
+			src = netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
+		}
 	}
 	room := 0
 	for _, b := range rc.Bufs {

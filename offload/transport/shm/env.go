@@ -216,20 +216,28 @@ func (e *Env) source(dst netip.Addr) netip.Addr {
 
 // routeSource asks the kernel: a connected scratch socket's local address.
 func routeSource(dst netip.Addr) netip.Addr {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	family := unix.AF_INET6
+	var to unix.Sockaddr = &unix.SockaddrInet6{Port: 9, Addr: dst.As16()}
+	if dst.Is4() {
+		family, to = unix.AF_INET, &unix.SockaddrInet4{Port: 9, Addr: dst.As4()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return netip.Addr{}
 	}
 	defer unix.Close(fd)
-	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: dst.As4()}); err != nil {
+	if err := unix.Connect(fd, to); err != nil {
 		return netip.Addr{}
 	}
 	sa, err := unix.Getsockname(fd)
 	if err != nil {
 		return netip.Addr{}
 	}
-	if a, ok := sa.(*unix.SockaddrInet4); ok {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
 		return netip.AddrFrom4(a.Addr)
+	case *unix.SockaddrInet6:
+		return netip.AddrFrom16(a.Addr)
 	}
 	return netip.Addr{}
 }

@@ -61,7 +61,10 @@ type mcTarget struct {
 func (u *UDP) Join(fd int, group, source netip.Addr) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.closed || u.gaveUp != transport.ReasonNone || !group.Is4() || !group.IsMulticast() {
+	// Groups through rings are IPv4 and their records carry sockaddr_in sources: an AF_INET6
+	// socket's memberships (IPv4 groups joined on a dual-stack socket, IPv6 groups) are the
+	// kernel's, which delivers those datagrams to it.
+	if u.closed || u.gaveUp != transport.ReasonNone || !group.Is4() || !group.IsMulticast() || u.familyLocked(fd) == unix.AF_INET6 {
 		return
 	}
 	for _, j := range u.joins {

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/capture"
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
@@ -20,12 +21,17 @@ import (
 // route is how the socket reaches one destination, valid while the discovery directory's
 // generation stays gen.
 type route struct {
-	dst  netip.AddrPort
-	gen  uint64
-	out  *outlet         // nil: through the kernel
-	name [mcNameLen]byte // the source sockaddr_in; for a group, then the group and port
-	bell *bellAddr       // the receiver's doorbell
-	mc   []mcTarget      // a group's goxio members
+	dst netip.AddrPort
+	gen uint64
+	out *outlet // nil: through the kernel
+	// name is the source sockaddr as the receiver's family has it (nameLen bytes: a sockaddr_in,
+	// or a sockaddr_in6 with an IPv4 source mapped); for a group, the sockaddr_in, then the group
+	// and port. src is the source itself.
+	name    [unix.SizeofSockaddrInet6]byte
+	nameLen int
+	src     netip.AddrPort
+	bell    *bellAddr  // the receiver's doorbell
+	mc      []mcTarget // a group's goxio members
 
 	// A group's datagrams that leave through the loopback interface (mchost.go).
 	from     netip.AddrPort // the source they carry
@@ -76,12 +82,12 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	if r == nil || r.out == nil {
 		return u.kernelSend(c)
 	}
-	wake, err := r.out.send(r.name[:unix.SizeofSockaddrInet4], bufs, total)
+	wake, err := r.out.send(r.name[:r.nameLen], bufs, total)
 	switch {
 	case err == nil:
 		u.ringTx.Add(1)
 		if capture.On() {
-			capture.UDP(capture.ShmUDP, capture.Out, c.FD, r.peer, sockaddr4(r.name[:]), dst, bufs, total)
+			capture.UDP(capture.ShmUDP, capture.Out, c.FD, r.peer, r.src, dst, bufs, total)
 		}
 		if wake {
 			ringBell(u.env.ringerFD(), r.bell)
@@ -93,7 +99,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 		}
 		u.dropped()
 		if capture.On() {
-			capture.UDP(capture.ShmUDP, capture.Out, c.FD, r.peer, sockaddr4(r.name[:]), dst, bufs, total)
+			capture.UDP(capture.ShmUDP, capture.Out, c.FD, r.peer, r.src, dst, bufs, total)
 		}
 		return total, 0, false // dropped, as by a full kernel receive buffer
 	case errors.Is(err, ring.ErrClosed):
@@ -126,7 +132,7 @@ func (u *UDP) routeTo(fd int, dst netip.AddrPort) *route {
 		return r
 	}
 	r := &route{dst: dst, gen: gen}
-	if !dst.Addr().Is4() || dst.Port() == 0 {
+	if dst.Port() == 0 {
 		u.route.Store(r)
 		return r
 	}
@@ -134,15 +140,22 @@ func (u *UDP) routeTo(fd int, dst netip.AddrPort) *route {
 	if !ok {
 		return nil
 	}
-	src := local.Addr()
+	// The destination as the kernel routes it (an IPv4-mapped one of a dual-stack socket is
+	// IPv4), and the source address the datagram carries.
+	to, src, ok := u.wire(local.Addr(), dst.Addr())
+	if !ok {
+		u.route.Store(r) // the kernel's: it delivers, or fails the call, as it does
+		return r
+	}
 	if src.IsUnspecified() {
-		src = u.env.source(dst.Addr())
+		src = u.env.source(to)
 	}
 	if !src.IsValid() {
 		u.route.Store(r)
 		return r
 	}
 	from := netip.AddrPortFrom(src, local.Port())
+	dst = netip.AddrPortFrom(to, dst.Port())
 	var buf [4]discoveryEntry
 	found := u.env.dir.Lookup(dst, from, buf[:0])
 	if len(found) == 0 && u.env.p.KernelRoute != nil && !u.env.dir.Receiver(dst) {
@@ -152,13 +165,44 @@ func (u *UDP) routeTo(fd int, dst netip.AddrPort) *route {
 		r.out = u.env.outlet(found[0].Inbox)
 		r.bell = newBellAddr(found[0].Inbox)
 		r.peer = found[0].PID
+		r.nameLen = sysc.PutSockaddr(r.name[:], found[0].Family, from)
 	}
 	if ce := u.env.log.Check(zap.DebugLevel, "shm route"); ce != nil {
 		ce.Write(zap.Stringer("dst", dst), zap.Stringer("src", from), zap.Int("found", len(found)), zap.Bool("ring", r.out != nil))
 	}
-	putSockaddr4(r.name[:], from)
+	r.src = from
 	u.route.Store(r)
 	return r
+}
+
+// wire is how the kernel sends from a socket bound to local to dst: the destination and source
+// addresses of the datagram (src unspecified: the route's source), IPv4 for an IPv4-mapped
+// destination of a dual-stack socket. false leaves the send to the kernel: a combination it
+// fails (a mapped destination from a v6only socket or one bound to an IPv6 address, an IPv6
+// one from a socket bound to a mapped address) or one the rings do not model (link-local and
+// other scoped addresses, whose scope id the rings do not carry).
+func (u *UDP) wire(local, dst netip.Addr) (to, src netip.Addr, ok bool) {
+	u.mu.Lock()
+	family, v6only := u.family, u.v6only
+	u.mu.Unlock()
+	if family != unix.AF_INET6 || dst.Is4() {
+		// An AF_INET socket sends to IPv4 addresses only; a sockaddr_in given to an AF_INET6
+		// socket is the kernel's to judge.
+		return dst, local, family == unix.AF_INET && dst.Is4() && local.Is4()
+	}
+	if dst.Is4In6() {
+		if v6only || !(local.IsUnspecified() || local.Is4In6()) {
+			return netip.Addr{}, netip.Addr{}, false
+		}
+		if local.IsUnspecified() {
+			return dst.Unmap(), netip.IPv4Unspecified(), true
+		}
+		return dst.Unmap(), local.Unmap(), true
+	}
+	if local.Is4() || local.Is4In6() || dst.IsLinkLocalUnicast() || dst.IsLinkLocalMulticast() || dst.Zone() != "" {
+		return netip.Addr{}, netip.Addr{}, false
+	}
+	return dst, local, true
 }
 
 // ensureBound returns the socket's local address, binding it first when it has none: the kernel
@@ -169,7 +213,12 @@ func (u *UDP) ensureBound(fd int) (netip.AddrPort, bool) {
 	if local.Port() != 0 {
 		return local, true
 	}
-	if unix.Bind(fd, &unix.SockaddrInet4{}) != nil {
+	// The kernel's implicit bind: the wildcard address of the socket's family.
+	var any unix.Sockaddr = &unix.SockaddrInet4{}
+	if d, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN); err == nil && d == unix.AF_INET6 {
+		any = &unix.SockaddrInet6{}
+	}
+	if unix.Bind(fd, any) != nil {
 		return local, false
 	}
 	u.boundBySend(fd)
@@ -184,7 +233,7 @@ func (u *UDP) localAddr() netip.AddrPort {
 }
 
 // maxUDPPayload is the largest IPv4 UDP payload; larger sends go to the kernel, which fails
-// them with EMSGSIZE.
+// them with EMSGSIZE (or, over IPv6, sends them: 65527 bytes fit there).
 const maxUDPPayload = 65507
 
 // wakeLen is the size of the scratch buffers that drain doorbells.

@@ -28,8 +28,12 @@ type UDP struct {
 	// dropped (as a full kernel receive buffer drops it: the send still succeeds).
 	OnDrop func()
 
-	mu        sync.Mutex // guards the fields below and changes of inbox
-	local     netip.AddrPort
+	mu    sync.Mutex // guards the fields below and changes of inbox
+	local netip.AddrPort
+	// family is the kernel socket's (AF_INET, or AF_INET6 with v6only its IPV6_V6ONLY), known
+	// from its first local address (takePortLocked) or an implicit bind (ensureBound).
+	family    int
+	v6only    bool
 	peer      netip.AddrPort
 	pub       discovery.Handle
 	published bool
@@ -168,6 +172,7 @@ func (u *UDP) takePortLocked(fd int) bool {
 		return false
 	}
 	u.local = local
+	u.learnFamilyLocked(fd, local)
 	u.capFD.Store(int32(fd))
 	return true
 }
@@ -278,7 +283,7 @@ func (u *UDP) Peer() netip.AddrPort {
 
 // entryLocked is the socket's binding as discovery publishes it; u.mu is held.
 func (u *UDP) entryLocked(fd int, in *ring.Inbox) discovery.Entry {
-	return discovery.Entry{Family: unix.AF_INET, Local: u.local, Peer: u.peer, Inbox: in.Name(),
+	return discovery.Entry{Family: u.family, V6Only: u.v6only, Local: u.local, Peer: u.peer, Inbox: in.Name(),
 		ReuseAddr:       optOn(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR),
 		ReusePort:       optOn(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT),
 		NoMulticastAll:  !optOn(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_ALL),
@@ -413,9 +418,26 @@ func optOn(fd, level, name int) bool {
 	return err == nil && v != 0
 }
 
-func sockname(fd int) netip.AddrPort {
-	if a := sysc.Sockname(fd); a.Addr().Is4() {
-		return a
+// sockname is the kernel socket's local address: IPv4, or IPv6 (an IPv4-mapped one stays mapped).
+func sockname(fd int) netip.AddrPort { return sysc.Sockname(fd) }
+
+// familyLocked is the kernel socket's family, asked of the kernel while it has no local address
+// yet. u.mu is held.
+func (u *UDP) familyLocked(fd int) int {
+	if u.family == 0 {
+		if d, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN); err == nil {
+			return d
+		}
 	}
-	return netip.AddrPort{}
+	return u.family
+}
+
+// learnFamilyLocked records the kernel socket's family from its local address (an AF_INET6
+// socket's is IPv6, mapped or not) and, for AF_INET6, IPV6_V6ONLY. u.mu is held.
+func (u *UDP) learnFamilyLocked(fd int, local netip.AddrPort) {
+	if local.Addr().Is4() {
+		u.family, u.v6only = unix.AF_INET, false
+		return
+	}
+	u.family, u.v6only = unix.AF_INET6, optOn(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY)
 }

@@ -7,8 +7,8 @@ import (
 	"github.com/goxio/goxio/offload/internal/sysc"
 )
 
-// spillNameLen is the name room of a spilled record (a sockaddr_in).
-const spillNameLen = 16
+// spillNameLen is the name room of a spilled record (a sockaddr_in or sockaddr_in6).
+const spillNameLen = spillRec - 8
 
 // BuildSpill lays records (source sockaddr, payload) out in a new shared anonymous mapping, in
 // the layout spill_unsafe.go describes; the mapping is never unmapped (both sides of a fork read

@@ -9,7 +9,8 @@ import (
 )
 
 // A spill region (written by BuildSpill before a fork, read by shim/spill.c and FromSpill) holds the datagrams a socket's rings held: u32 magic | u32 count | u32 cursor |
-// u32 size | u32 offset[count], then records u32 len | u32 namelen | name[16] | data. Both sides
+// u32 size | u32 offset[count], then records u32 len | u32 namelen | name[32] | data (a
+// sockaddr_in or sockaddr_in6 name). Both sides
 // of the fork take records by moving the cursor with compare-and-swap. The C side serves the
 // receives that find a region set; the engine serves the ones that were already inside it when
 // the region was made (FromSpill), so a datagram is never stranded there while a receive sleeps
@@ -18,7 +19,7 @@ import (
 // spillHdr is the fixed part of a region's header; spillRec that of a record.
 const (
 	spillHdr = 16
-	spillRec = 24
+	spillRec = 40
 )
 
 // SpillLeft reports whether a spill region has a datagram no

@@ -60,7 +60,7 @@ func TestSpillMalformed(t *testing.T) {
 		{"offset into the header", func(r []byte) { le.PutUint32(r[16:], 8) }},
 		{"unaligned offset", func(r []byte) { le.PutUint32(r[16:], 25) }},
 		{"length past the region", func(r []byte) { le.PutUint32(r[24:], 1<<20) }},
-		{"name too long", func(r []byte) { le.PutUint32(r[28:], 17) }},
+		{"name too long", func(r []byte) { le.PutUint32(r[28:], 33) }},
 	} {
 		region, err := BuildSpill([][2][]byte{{make([]byte, 16), []byte("payload")}})
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 )
@@ -55,7 +56,8 @@ func ParseTx(c *transport.Call, bufs [][]byte) (Tx, bool) {
 	return t, true
 }
 
-// Dest is the datagram's destination: the IPv4 address the call names, or peer() (the connected
+// Dest is the datagram's destination: the IPv4 or IPv6 address the call names (an IPv4-mapped
+// one stays mapped: the sending socket's family decides what it means), or peer() (the connected
 // peer) when it names none. false when the kernel must answer: a bad address length (EINVAL),
 // another family, no destination (ENOTCONN, EDESTADDRREQ).
 func (t *Tx) Dest(peer func() netip.AddrPort) (netip.AddrPort, bool) {
@@ -66,7 +68,7 @@ func (t *Tx) Dest(peer func() netip.AddrPort) (netip.AddrPort, bool) {
 	if t.nameLen > unix.SizeofSockaddrAny || int32(t.nameLen) < 0 {
 		return netip.AddrPort{}, false
 	}
-	dst := Sockaddr4(umem.Bytes(t.name, int(t.nameLen)))
+	dst := sysc.ParseSockaddr(umem.Bytes(t.name, int(t.nameLen)))
 	return dst, dst.IsValid()
 }
 

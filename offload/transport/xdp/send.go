@@ -99,8 +99,8 @@ func (u *UDP) sendOne(c *transport.Call, batch bool) (n int, errno syscall.Errno
 	if !ok {
 		return u.kernelSend(c, WhyUnsupported) // EINVAL, ENOTCONN or EDESTADDRREQ from the kernel
 	}
-	if dst.Port() == 0 || dst.Addr().IsUnspecified() {
-		return u.kernelSend(c, WhyUnsupported)
+	if dst.Port() == 0 || dst.Addr().IsUnspecified() || !dst.Addr().Is4() {
+		return u.kernelSend(c, WhyUnsupported) // the AF_XDP path builds IPv4 headers only
 	}
 	local, ok := u.ensureBound(c.FD)
 	if !ok {
