@@ -223,7 +223,7 @@ func (h *shmHarness) socketsOf(pid, family, typ int) []stats.SocketSnapshot {
 // TestShmIPv6Rules: a libvma.conf rule with an IPv6 address ("use os tcp_server [::]:PORT")
 // sends the asyncio server's IPv6 listener, so its connections, to the kernel with the rule in
 // the statistics, while its IPv4 connection (0.0.0.0 is not [::] for an IPv6 rule) stays on shm; the server's AF_INET6
-// UDP socket is on the kernel with reason "unsupported protocol".
+// UDP socket on [::1] is on shm (no rule names UDP).
 func TestShmIPv6Rules(t *testing.T) {
 	h := newShmHarness(t)
 	py := testutil.Python(t)
@@ -273,11 +273,46 @@ func TestShmIPv6Rules(t *testing.T) {
 		cli.wait(30 * time.Second)
 	}
 	udp := h.socketsOf(srv.pid(), unix.AF_INET6, unix.SOCK_DGRAM)
-	if len(udp) != 1 || udp[0].Transport != stats.TransportOS || udp[0].Reason != stats.ReasonUnsupportedProtocol ||
+	if len(udp) != 1 || udp[0].Transport != stats.TransportSHM || udp[0].Reason != stats.ReasonNone ||
 		udp[0].Local.String() != fmt.Sprintf("[::1]:%d", port) {
-		t.Errorf("server's IPv6 UDP sockets: %+v, want one on os, reason unsupported protocol, local [::1]:%d", udp, port)
+		t.Errorf("server's IPv6 UDP sockets: %+v, want one on shm, local [::1]:%d", udp, port)
 	}
 	srv.say("stop")
 	srv.wait(30 * time.Second)
 	h.requireClean()
+}
+
+// TestShmIPv6UDP: a UDP ping-pong (tests/bench/pp6.c) under the library with the shared-memory
+// transport, server and client AF_INET6 over ::1, then an IPv4 client of a dual-stack server on
+// [::]: every round trip completes and the server's AF_INET6 socket is on shm with its bytes
+// through the rings (the kernel carries none beyond a first datagram or two).
+func TestShmIPv6UDP(t *testing.T) {
+	h := newShmHarness(t)
+	pp6 := filepath.Join(t.TempDir(), "pp6")
+	testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "bench", "pp6.c"), pp6, "-O2")
+	for _, c := range []struct{ server, client string }{{"::1", "::1"}, {"::", "127.0.0.1"}} {
+		port := testutil.FreePortBoth(t)
+		srv := h.start("pp6 server "+c.server, h.env(), nil, pp6, "server", "udp", c.server, strconv.Itoa(port))
+		time.Sleep(300 * time.Millisecond)
+		cli := h.start("pp6 client "+c.client, h.env(), nil, pp6, "client", "udp", c.client, strconv.Itoa(port), "1", "64")
+		line := cli.expect("rtts=", 30*time.Second)
+		cli.wait(30 * time.Second)
+		var rtts int
+		var avg float64
+		if _, err := fmt.Sscanf(line, "rtts=%d avg_us=%f", &rtts, &avg); err != nil || rtts < 1000 {
+			t.Fatalf("client of %s over %s: %q", c.server, c.client, line)
+		}
+		socks := h.socketsOf(srv.pid(), unix.AF_INET6, unix.SOCK_DGRAM)
+		if len(socks) != 1 || socks[0].Transport != stats.TransportSHM {
+			t.Fatalf("server on %s: AF_INET6 UDP sockets %+v, want one on shm", c.server, socks)
+		}
+		ctr := socks[0].Counters
+		t.Logf("server on %s, client to %s: %d round trips, %.2f us; server socket received %d bytes through rings, %d through the kernel",
+			c.server, c.client, rtts, avg, ctr.RxBytes, ctr.RxOSBytes)
+		if ctr.RxBytes < uint64(rtts)*64 || ctr.RxOSBytes > 64*4 {
+			t.Errorf("server on %s: %d bytes through rings, %d through the kernel, for %d round trips of 64 bytes",
+				c.server, ctr.RxBytes, ctr.RxOSBytes, rtts)
+		}
+		srv.kill()
+	}
 }

@@ -27,7 +27,7 @@ async def serve(port):
         writer.close()
 
     srv = await asyncio.start_server(echo, port=port, reuse_address=True)
-    # An IPv6 UDP socket too: goxio serves it through the kernel (reason "unsupported").
+    # An IPv6 UDP socket too: on shared memory like an IPv4 one.
     udp6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
     udp6.bind(("::1", port))
     fams = sorted(socket.AddressFamily(s.family).name for s in srv.sockets)
