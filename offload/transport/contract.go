@@ -75,10 +75,12 @@ type Hooks interface {
 	// Fork is called in the parent before fork: the child shares the socket and cannot read
 	// the transport's rings. The transport stops using them; it returns the datagrams it held
 	// (source sockaddr, payload) for the engine to spill, and back true when the socket must go
-	// back to the kernel for good (the engine then calls GiveUp).
+	// back to the kernel for good (the engine then calls SetSpill when it spilled some, then
+	// GiveUp). Until then a receive of the process that finds the rings empty waits: the
+	// datagrams are never absent for it.
 	Fork(fd int) (spill [][2][]byte, back bool)
-	// SetSpill gives the transport the spill region made of what Fork returned: receives read it
-	// first.
+	// SetSpill gives the transport the spill region made of what Fork returned, before GiveUp:
+	// receives read it first, and threads asleep on the socket are woken to do so.
 	SetSpill(region []byte)
 	// Finish is called when the socket's last fd is closed, before the kernel closes it.
 	Finish(fd int)
