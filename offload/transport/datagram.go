@@ -1,11 +1,6 @@
 package transport
 
-import (
-	"runtime"
-	"sync/atomic"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // DatagramQueue is a datagram transport that keeps its own receive queue beside the kernel
 // socket's (shared-memory rings, AF_XDP frames). Such transports answer several hooks of the
@@ -56,26 +51,4 @@ func DatagramPoll(q DatagramQueue, events, kernel int16) (int16, bool) {
 		return kernel | unix.POLLIN, true
 	}
 	return kernel, true
-}
-
-// Handover marks a datagram socket's hand-over at a fork in progress: from the moment its queued
-// datagrams leave the queue (HandOver) until the spill region that holds them is set (or the
-// socket went back to the kernel without one), a receive of the process that finds the queue
-// empty waits for it (Wait) instead of going on without them: the datagram a thread sent to
-// itself just before another thread forked must not seem absent for a while (a receive with a
-// timeout then failed with EINTR on the next signal, where the kernel returns the datagram).
-type Handover struct{ on atomic.Bool }
-
-// Begin marks the hand-over started (before the queue is emptied).
-func (h *Handover) Begin() { h.on.Store(true) }
-
-// End marks it over (after the spill region was stored).
-func (h *Handover) End() { h.on.Store(false) }
-
-// Wait returns once no hand-over is in progress: the forking thread builds the region at once,
-// so the wait is as short as an mmap.
-func (h *Handover) Wait() {
-	for h.on.Load() {
-		runtime.Gosched()
-	}
 }

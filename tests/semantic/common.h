@@ -115,6 +115,18 @@ static struct sockaddr_in lo_addr(int port)
 	return a;
 }
 
+/* addr6 is the IPv6 address ip (numeric, :: forms and v4-mapped ones too) with port. */
+static struct sockaddr_in6 addr6(const char *ip, int port)
+{
+	struct sockaddr_in6 a;
+	memset(&a, 0, sizeof a);
+	a.sin6_family = AF_INET6;
+	if (inet_pton(AF_INET6, ip, &a.sin6_addr) != 1)
+		die("inet_pton %s", ip);
+	a.sin6_port = htons((uint16_t)port);
+	return a;
+}
+
 static int port_of(int fd)
 {
 	struct sockaddr_in a;

@@ -36,17 +36,6 @@ static int port6(int fd)
 	return ntohs(a.sin6_port);
 }
 
-static struct sockaddr_in6 addr6(const char *ip, int port)
-{
-	struct sockaddr_in6 a;
-	memset(&a, 0, sizeof a);
-	a.sin6_family = AF_INET6;
-	if (inet_pton(AF_INET6, ip, &a.sin6_addr) != 1)
-		die("inet_pton %s", ip);
-	a.sin6_port = htons((uint16_t)port);
-	return a;
-}
-
 /* name prints an address the way the kernel wrote it: length, family, address, and for IPv6 the
  * flow info and scope id; ports only as "same as" checks by the callers (they vary per run). */
 static void name(const char *label, const void *sa, socklen_t l)

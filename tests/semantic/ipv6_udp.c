@@ -34,17 +34,6 @@ static int port_any(int fd)
 	return ntohs(((struct sockaddr_in6 *)&a)->sin6_port); /* same offset in sockaddr_in */
 }
 
-static struct sockaddr_in6 addr6(const char *ip, int port)
-{
-	struct sockaddr_in6 a;
-	memset(&a, 0, sizeof a);
-	a.sin6_family = AF_INET6;
-	if (inet_pton(AF_INET6, ip, &a.sin6_addr) != 1)
-		die("inet_pton %s", ip);
-	a.sin6_port = htons((uint16_t)port);
-	return a;
-}
-
 /* from prints a source the kernel wrote: length, family, address, port relative to want_port, and
  * for IPv6 the flow info and scope id. */
 static void from(const char *label, const void *sa, socklen_t l, int want_port)

@@ -4,8 +4,6 @@ import (
 	"net/netip"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
 // HandOver takes every datagram waiting in the socket's rings, in the order a receive would
@@ -25,7 +23,7 @@ func (u *UDP) HandOver() [][2][]byte {
 	u.rxmu.Lock()
 	defer u.rxmu.Unlock()
 	var out [][2][]byte
-	u.handover.Begin() // ended by SetSpill or GiveUp
+	u.spill.Begin() // ended by SetSpill or GiveUp
 	in.Seal()
 	in.Refresh()
 	for len(out) < maxHandOver {
@@ -52,11 +50,10 @@ const maxHandOver = 1 << 20
 // SetSpill gives the socket the region its ring datagrams were spilled to at a fork, before the
 // socket goes back to the kernel (GiveUp): select, poll and epoll report the socket readable while
 // the region holds datagrams; the receives are served from it by the C side, and the ones already
-// inside the engine by fromSpill. Threads of ours asleep on the socket are woken to look at it
+// inside the engine by spill.Take. Threads of ours asleep on the socket are woken to look at it
 // (they marked themselves before their last look, which includes the region).
 func (u *UDP) SetSpill(region []byte) {
-	u.spill.Store(&region)
-	u.handover.End()
+	u.spill.Set(region)
 	if u.sleepers.Load() == 0 {
 		return
 	}
@@ -65,21 +62,4 @@ func (u *UDP) SetSpill(region []byte) {
 			ringBell(r, newBellAddr(in.Name()))
 		}
 	}
-}
-
-// fromSpill serves a receive from the spill region while it holds datagrams (a receive that was
-// inside the engine when the program forked).
-func (u *UDP) fromSpill(rc *udpcall.Rx) (int, bool) {
-	u.handover.Wait()
-	p := u.spill.Load()
-	if p == nil {
-		return 0, false
-	}
-	return udpcall.FromSpill(*p, rc)
-}
-
-// spilled reports whether the spill region still holds a datagram.
-func (u *UDP) spilled() bool {
-	p := u.spill.Load()
-	return p != nil && udpcall.SpillLeft(*p)
 }

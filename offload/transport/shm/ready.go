@@ -9,7 +9,7 @@ func (u *UDP) RingReady() bool {
 		return false
 	}
 	defer u.exit()
-	if u.spilled() {
+	if u.spill.Left() {
 		return true
 	}
 	in := u.inbox.Load()

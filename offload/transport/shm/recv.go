@@ -29,7 +29,7 @@ func (u *UDP) recv(c *transport.Call, hold *transport.Held) (n int, errno syscal
 		}
 		u.kernelRx.Add(-1)
 	}
-	if in == nil || (u.kernelOnly.Load() && !u.spilled()) {
+	if in == nil || (u.kernelOnly.Load() && !u.spill.Left()) {
 		// Back in the kernel for good; datagrams spilled at a fork go first (receive).
 		return u.kernelRecv(c)
 	}
@@ -119,8 +119,8 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 				}
 			}
 			// After the rings: what a fork's hand-over took from them is in the spill
-			// region by the time fromSpill looks.
-			if n, ok := u.fromSpill(rc); ok {
+			// region by the time spill.Take looks.
+			if n, ok := u.spill.Take(rc); ok {
 				return n, 0, true
 			}
 			if n, errno, got, done := kernel.Look(&checkOS, l.Polls, nonblock); done {
@@ -149,7 +149,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 			if bell < 0 {
 				// No fd for a doorbell: the socket went back to the kernel (after its
 				// spill region, set before it went back).
-				if u.spilled() {
+				if u.spill.Left() {
 					return 0, 0, false
 				}
 				n, errno, os := u.kernelRecv(c)
@@ -158,7 +158,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 			}
 			u.settle(in)
 			u.sleepers.Add(1) // before the last look: a spinner that stops with data wakes us
-			if in.Pending() || u.spilled() {
+			if in.Pending() || u.spill.Left() {
 				u.sleepers.Add(-1)
 				return 0, 0, false
 			}

@@ -1,11 +1,13 @@
 package shm
 
 import (
-	"github.com/goxio/goxio/offload/internal/wait"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/goxio/goxio/offload/internal/wait"
+	"github.com/goxio/goxio/offload/transport/udpcall"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -95,8 +97,7 @@ type UDP struct {
 	kernelLimit atomic.Int64
 	rcvbufSet   atomic.Bool
 
-	spill    atomic.Pointer[[]byte] // datagrams spilled at a fork (handover.go)
-	handover transport.Handover     // a fork's hand-over between HandOver and SetSpill
+	spill udpcall.Spill // datagrams spilled at a fork (handover.go)
 
 	capFD atomic.Int32 // the fd the socket got its port on, named in capture records (capture.go)
 }
@@ -318,7 +319,7 @@ func (u *UDP) GiveUp(r transport.Reason) {
 
 // giveUpLocked is GiveUp with u.mu held.
 func (u *UDP) giveUpLocked(r transport.Reason) {
-	defer u.handover.End() // a hand-over that made no spill region
+	defer u.spill.End() // a hand-over that made no spill region
 	if u.gaveUp != transport.ReasonNone {
 		return
 	}

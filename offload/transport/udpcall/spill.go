@@ -3,6 +3,8 @@ package udpcall
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 
 	"github.com/goxio/goxio/offload/internal/sysc"
 )
@@ -39,4 +41,48 @@ func BuildSpill(recs [][2][]byte) ([]byte, error) {
 		off += (spillRec + len(r[1]) + 7) &^ 7
 	}
 	return mem, nil
+}
+
+// Spill is a datagram socket's side of a fork's hand-over (shared-memory and AF_XDP transports):
+// the region its queued datagrams were spilled to, and whether a hand-over is in progress. From
+// the moment the datagrams leave the socket's queue (Begin) until the region that holds them is
+// set (Set) or the socket went back to the kernel without one (End), a receive that finds the
+// queue empty waits for it (Take) instead of going on without them: the datagram a thread sent
+// to itself just before another thread forked must not seem absent for a while (a receive with a
+// timeout then failed with EINTR on the next signal, where the kernel returns the datagram).
+type Spill struct {
+	region  atomic.Pointer[[]byte]
+	handing atomic.Bool
+}
+
+// Begin marks a hand-over started (before the queue is emptied).
+func (s *Spill) Begin() { s.handing.Store(true) }
+
+// Set stores the region and ends the hand-over.
+func (s *Spill) Set(region []byte) {
+	s.region.Store(&region)
+	s.handing.Store(false)
+}
+
+// End ends a hand-over that made no region (the socket went back to the kernel).
+func (s *Spill) End() { s.handing.Store(false) }
+
+// Left reports whether the region still holds a datagram.
+func (s *Spill) Left() bool {
+	p := s.region.Load()
+	return p != nil && SpillLeft(*p)
+}
+
+// Take serves the receive rc from the region (FromSpill), once any hand-over in progress is over:
+// the forking thread builds the region at once, so the wait is as short as an mmap. false: no
+// datagram is left.
+func (s *Spill) Take(rc *Rx) (int, bool) {
+	for s.handing.Load() {
+		runtime.Gosched()
+	}
+	p := s.region.Load()
+	if p == nil {
+		return 0, false
+	}
+	return FromSpill(*p, rc)
 }

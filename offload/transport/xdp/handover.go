@@ -6,7 +6,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/transport"
-	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
 // BeforeFork sends every socket of the Env back to the kernel (GiveUp) before the process
@@ -60,7 +59,7 @@ func (u *UDP) HandOver() [][2][]byte {
 		return nil
 	}
 	defer u.exit()
-	u.handover.Begin() // ended by SetSpill or GiveUp
+	u.spill.Begin() // ended by SetSpill or GiveUp
 	if !u.kernelOnly.Load() {
 		// Every frame waiting on the RX rings, not one batch: the rings are not read again
 		// for this socket once it went back to the kernel.
@@ -83,11 +82,10 @@ const maxHandOverPolls = 256
 // SetSpill gives the socket the region its queued datagrams were spilled to at a fork, before the
 // socket goes back to the kernel (GiveUp): select, poll and epoll report the socket readable while
 // the region holds datagrams; the receives are served from it by the C side, and the ones already
-// inside the engine by fromSpill. Threads of ours asleep on the socket are woken to look at it
+// inside the engine by spill.Take. Threads of ours asleep on the socket are woken to look at it
 // (they counted themselves before their last look, which includes the region).
 func (u *UDP) SetSpill(region []byte) {
-	u.spill.Store(&region)
-	u.handover.End()
+	u.spill.Set(region)
 	q := u.q
 	if q.sleepers.Load() > 0 {
 		if w := q.bellW.Load(); w >= 0 && !q.pending.Swap(true) {
@@ -95,21 +93,4 @@ func (u *UDP) SetSpill(region []byte) {
 			writeByte(int(w)) // a full pipe is awake already
 		}
 	}
-}
-
-// spilled reports whether the spill region still holds a datagram.
-func (u *UDP) spilled() bool {
-	p := u.spill.Load()
-	return p != nil && udpcall.SpillLeft(*p)
-}
-
-// fromSpill serves a receive from the spill region while it holds datagrams (a receive that was
-// inside the engine when the program forked).
-func (u *UDP) fromSpill(rc *udpcall.Rx) (int, bool) {
-	u.handover.Wait()
-	p := u.spill.Load()
-	if p == nil {
-		return 0, false
-	}
-	return udpcall.FromSpill(*p, rc)
 }

@@ -23,7 +23,7 @@ func (u *UDP) RingReady() bool {
 		return false
 	}
 	defer u.exit()
-	if u.spilled() {
+	if u.spill.Left() {
 		return true
 	}
 	// The RX rings are drained even when the queue holds a datagram already, and also for a

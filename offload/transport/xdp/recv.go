@@ -17,7 +17,7 @@ import (
 
 // recv performs a receive call.
 func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
-	if u.kernelOnly.Load() && u.q.depth.Load() == 0 && !u.spilled() {
+	if u.kernelOnly.Load() && u.q.depth.Load() == 0 && !u.spill.Left() {
 		return u.kernel(c)
 	}
 	umem.Protect()
@@ -96,8 +96,8 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 				}
 			}
 			// After the queue: what a fork's hand-over took from it is in the spill region
-			// by the time fromSpill looks.
-			if n, ok := u.fromSpill(rc); ok {
+			// by the time spill.Take looks.
+			if n, ok := u.spill.Take(rc); ok {
 				return n, 0, true
 			}
 			if n, errno, got, done := kernel.Look(&checkOS, l.Polls, nonblock); done {
@@ -166,7 +166,7 @@ func (u *UDP) sleep(fd int, w *wait.Call) (int16, syscall.Errno) {
 			x.publish(publishSleeping, false)
 		}
 	}
-	if u.q.depth.Load() > 0 || u.spilled() {
+	if u.q.depth.Load() > 0 || u.spill.Left() {
 		return 0, 0
 	}
 	errno := ppoll(fds[:n], ts)

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/goxio/goxio/offload/internal/wait"
+	"github.com/goxio/goxio/offload/transport/udpcall"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -52,8 +53,7 @@ type UDP struct {
 	OnRxDrop func(bytes int)
 	OnTxDrop func()
 
-	spill    atomic.Pointer[[]byte] // datagrams spilled at a fork (handover.go)
-	handover transport.Handover     // a fork's hand-over between HandOver and SetSpill
+	spill udpcall.Spill // datagrams spilled at a fork (handover.go)
 
 	users    atomic.Int64 // calls inside the transport
 	shut     atomic.Bool  // Close happened
@@ -262,7 +262,7 @@ func (u *UDP) ShutWrite() { u.wrShut.Store(true) }
 func (u *UDP) GiveUp(r transport.Reason) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	defer u.handover.End() // a hand-over that made no spill region
+	defer u.spill.End() // a hand-over that made no spill region
 	if u.kernelOnly.Load() {
 		return
 	}
