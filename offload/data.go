@@ -39,7 +39,7 @@ func (e *Engine) transfer(s *Socket, c *transport.Call) int64 {
 		if r := s.rings(); r != nil {
 			e.afterData(s, r)
 		}
-	} else if c.Op == transport.OpSendto {
+	} else if c.Op == transport.OpSendto || c.Op == transport.OpWrite {
 		e.allowKernelSends(s, c, os, errno)
 	}
 	if errno == unix.EPIPE && s.typ == sockStream && sigpipeDue(c) {

@@ -1,6 +1,7 @@
 package offload
 
 import (
+	"net/netip"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -98,34 +99,47 @@ type KernelSends interface {
 	// Allow lets sendto on fd go straight to the kernel for a cached destination, counting into
 	// words (the slot's kernel tx packets, bytes, EAGAIN and errors; nil: none).
 	Allow(fd int, words *[4]uint64)
-	// Drop withdraws Allow.
+	// Drop withdraws Allow and Peer.
 	Drop(fd int)
+	// Peer records fd's connected peer, the destination of its sends that name none (send,
+	// write): they take the shortcut too while it is a cached destination. The zero value: none.
+	Peer(fd int, peer netip.AddrPort)
 }
 
 // allowKernelSends lets the sending trampoline shortcut fd's sends to destinations without a
-// goxio receiver, after a sendto of fd went to the kernel through the shared-memory UDP
-// transport (the socket is bound and decided; the transport's route said kernel).
+// goxio receiver, after a send of fd went to the kernel through the shared-memory UDP transport
+// (the socket is bound and decided; the transport's route said kernel): sendto naming its
+// destination, and on a connected socket send and write (its peer, recorded here).
 func (e *Engine) allowKernelSends(s *Socket, c *transport.Call, os bool, errno syscall.Errno) {
-	if e.cfg.KSend == nil || e.cfg.XDP != nil || !os || errno != 0 || c.Op != transport.OpSendto ||
-		s.typ != sockDgram || s.ksendFD.Load() == int32(c.FD)+1 {
+	named := c.Op == transport.OpSendto && c.A[3] != 0
+	if e.cfg.KSend == nil || e.cfg.XDP != nil || !os || errno != 0 || s.typ != sockDgram ||
+		(c.Op != transport.OpSendto && c.Op != transport.OpWrite) {
 		return
 	}
 	s.mu.Lock()
-	shm := s.kind == transport.KindSHM
+	shm, peer := s.kind == transport.KindSHM, s.remote
 	s.mu.Unlock()
-	if !shm {
+	if !shm || (!named && !peer.IsValid()) {
 		return
 	}
-	s.ksendFD.Store(int32(c.FD) + 1)
-	e.cfg.KSend.Allow(c.FD, s.st.TxKernelWords())
+	if s.ksendFD.Load() != int32(c.FD)+1 {
+		s.ksendFD.Store(int32(c.FD) + 1)
+		e.cfg.KSend.Allow(c.FD, s.st.TxKernelWords())
+	}
+	if !named {
+		e.cfg.KSend.Peer(c.FD, peer)
+	}
 }
 
-// dropKernelSends withdraws the shortcut of fd (closed or replaced).
+// dropKernelSends withdraws the shortcut of fd (closed, replaced, or its socket connected
+// elsewhere). Every fd of a datagram socket is dropped, not only the last one allowed: a dup of
+// it may have been allowed too, and a number left allowed would hand the next socket that gets
+// it the old one's peer and counters.
 func (e *Engine) dropKernelSends(fd int, s *Socket) {
-	if e.cfg.KSend == nil || s.ksendFD.Load() != int32(fd)+1 {
+	if e.cfg.KSend == nil || s.typ != sockDgram {
 		return
 	}
-	s.ksendFD.Store(0)
+	s.ksendFD.CompareAndSwap(int32(fd)+1, 0)
 	e.cfg.KSend.Drop(fd)
 }
 

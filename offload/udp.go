@@ -23,6 +23,9 @@ func (e *Engine) udpBound(s *Socket, fd int) {
 // udpConnected tells the socket's transport that the kernel socket is connected to remote (or
 // disconnected: the zero value).
 func (e *Engine) udpConnected(s *Socket, fd int, remote netip.AddrPort) {
+	// Its shortcut to the kernel (and the peer it knew) goes; the next send through the
+	// engine allows it again for the new destination.
+	e.dropKernelSends(fd, s)
 	if u := s.rings(); u != nil {
 		u.Connected(fd, remote)
 	}

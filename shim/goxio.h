@@ -155,11 +155,13 @@ struct goxio_host {
 	 * none); ksend_put: no goxio socket is bound to addr:port (host
 	 * order) at generation gen; ksend_fd: sendto on fd may take the shortcut, counting into
 	 * counters (its statistics slot's kernel tx packets, bytes, EAGAIN, errors; NULL: none);
-	 * ksend_drop: it may not (any more). */
+	 * ksend_drop: it may not (any more); ksend_peer: fd's connected peer (host order; port 0:
+	 * none), the destination of its sends that name none (send, write). */
 	void (*ksend_setup)(const uint64_t *gen, const uint64_t *capture);
 	void (*ksend_put)(uint32_t addr, uint16_t port, uint64_t gen);
 	void (*ksend_fd)(int fd, uint64_t *counters);
 	void (*ksend_drop)(int fd);
+	void (*ksend_peer)(int fd, uint32_t addr, uint16_t port);
 	/* vma_api_used: not 0 once the program was handed VMA's extra API with its members: its
 	 * sockets then keep the engine on the kernel path (the members serve only the engine's
 	 * sockets), instead of passing through for good. */

@@ -29,6 +29,7 @@ void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture) { host->kse
 void goxio_ksend_put(uint32_t addr, uint16_t port, uint64_t gen) { host->ksend_put(addr, port, gen); }
 void goxio_ksend_fd(int fd, uint64_t *counters) { host->ksend_fd(fd, counters); }
 void goxio_ksend_drop(int fd) { host->ksend_drop(fd); }
+void goxio_ksend_peer(int fd, uint32_t addr, uint16_t port) { host->ksend_peer(fd, addr, port); }
 int goxio_vma_api_used(void) { return __atomic_load_n(host->vma_api_used, __ATOMIC_ACQUIRE); }
 
 /* Go exports (exports.go, threads.go, adopt.go). */

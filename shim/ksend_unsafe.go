@@ -31,8 +31,19 @@ func (cKernelSends) Allow(fd int, words *[4]uint64) {
 	C.goxio_ksend_fd(C.int(fd), (*C.uint64_t)(unsafe.Pointer(words)))
 }
 
-// Drop withdraws Allow.
+// Drop withdraws Allow (and Peer).
 func (cKernelSends) Drop(fd int) { C.goxio_ksend_drop(C.int(fd)) }
+
+// Peer records fd's connected IPv4 peer (the zero value, or another family: none).
+func (cKernelSends) Peer(fd int, peer netip.AddrPort) {
+	a := peer.Addr().Unmap()
+	if !a.Is4() {
+		C.goxio_ksend_peer(C.int(fd), 0, 0)
+		return
+	}
+	b := a.As4()
+	C.goxio_ksend_peer(C.int(fd), C.uint32_t(uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3])), C.uint16_t(peer.Port()))
+}
 
 // kernelSends hands the directory's generation word to the C side and returns the cache, or nil
 // when there is no shared-memory UDP transport or the AF_XDP one is on (its sends batch, and a

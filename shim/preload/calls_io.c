@@ -152,21 +152,9 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timesp
 	DATA_TRAMPOLINE(fd, GOXIO_OP_RECVMMSG, REAL(recvmmsg)(fd, v, n, flags, timeout), v, n, flags, timeout, 0);
 }
 
-ssize_t write(int fd, const void *buf, size_t n) {
-	DATA_TRAMPOLINE(fd, GOXIO_OP_WRITE, REAL(write)(fd, buf, n), buf, n, 0, 0, 0);
-}
-
-ssize_t writev(int fd, const struct iovec *iov, int cnt) {
-	DATA_TRAMPOLINE(fd, GOXIO_OP_WRITEV, REAL(writev)(fd, iov, cnt), iov, cnt, 0, 0, 0);
-}
-
-ssize_t send(int fd, const void *buf, size_t n, int flags) {
-	DATA_TRAMPOLINE(fd, GOXIO_OP_SENDTO, REAL(send)(fd, buf, n, flags), buf, n, flags, 0, 0);
-}
-
-/* KSEND sends straight to the kernel when the engine said that the socket's destination has no
- * goxio receiver (ksend.c): the engine would make the same call. One global load while no
- * socket allows it. */
+/* KSEND sends straight to the kernel when the engine said that the socket's destination (the
+ * connected peer's for a call naming none) has no goxio receiver (ksend.c): the engine would make
+ * the same call. One global load while no socket allows it. */
 #define KSEND(fd, to, tolen, flags, realcall)                                                              \
 	do {                                                                                               \
 		if (GOXIO_UNLIKELY(__atomic_load_n(&goxio_ksend_fds, __ATOMIC_RELAXED) != 0) &&            \
@@ -179,6 +167,21 @@ ssize_t send(int fd, const void *buf, size_t n, int flags) {
 			}                                                                                  \
 		}                                                                                          \
 	} while (0)
+
+ssize_t write(int fd, const void *buf, size_t n) {
+	KSEND(fd, NULL, 0, 0, REAL(write)(fd, buf, n));
+	DATA_TRAMPOLINE(fd, GOXIO_OP_WRITE, REAL(write)(fd, buf, n), buf, n, 0, 0, 0);
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int cnt) {
+	DATA_TRAMPOLINE(fd, GOXIO_OP_WRITEV, REAL(writev)(fd, iov, cnt), iov, cnt, 0, 0, 0);
+}
+
+ssize_t send(int fd, const void *buf, size_t n, int flags) {
+	KSEND(fd, NULL, 0, flags, REAL(send)(fd, buf, n, flags));
+	DATA_TRAMPOLINE(fd, GOXIO_OP_SENDTO, REAL(send)(fd, buf, n, flags), buf, n, flags, 0, 0);
+}
+
 
 static inline ssize_t sendto_call(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr,
 				  socklen_t alen) {

@@ -13,7 +13,9 @@
  *     which empties the cache at once for every reader;
  *   - per fd, whether the engine allows the shortcut for that socket (goxio_ksend_fd: a socket
  *     of the shared-memory UDP transport with its port, which has sent through the kernel), and
- *     where its statistics count the sends (its slot's kernel tx counters, or a scratch pair).
+ *     where its statistics count the sends (its slot's kernel tx counters, or a scratch pair);
+ *   - per fd of a connected socket, its peer (goxio_ksend_peer), the destination of its sends
+ *     that name none (send, write, sendto without an address).
  *
  * Readers (the sendto and sendmsg trampolines) take no lock and write nothing but the counters;
  * writers (the engine, on its slow path) serialize on a mutex. The cache is direct-mapped and
@@ -39,6 +41,8 @@ static pthread_mutex_t ks_mu = PTHREAD_MUTEX_INITIALIZER;
 /* ks_fd[fd]: the fd's statistics counters (tx packets, tx bytes, tx EAGAIN, tx errors, in the
  * order the engine gave them) while the shortcut is allowed on it; NULL otherwise. */
 static uint64_t *volatile ks_fd[GOXIO_FDT_SIZE];
+/* ks_peer[fd]: the key of the connected peer (ks_make), 0 for none. */
+static volatile uint64_t ks_peer[GOXIO_FDT_SIZE];
 /* ks_scratch: the counters of sockets without a statistics slot. */
 static uint64_t ks_scratch[GOXIO_KSEND_COUNTERS];
 /* ks_fds: how many fds allow the shortcut; the trampolines skip everything while it is 0. */
@@ -90,7 +94,20 @@ void goxio_ksend_fd(int fd, uint64_t *counters) {
 	pthread_mutex_unlock(&ks_mu);
 }
 
+void goxio_ksend_peer(int fd, uint32_t addr, uint16_t port) {
+	if ((unsigned)fd >= GOXIO_FDT_SIZE)
+		return;
+	uint64_t key = 0;
+	if (port != 0) {
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr)};
+		key = ks_make(&sin);
+	}
+	__atomic_store_n(&ks_peer[fd], key, __ATOMIC_RELEASE);
+}
+
 void goxio_ksend_drop(int fd) {
+	if ((unsigned)fd < GOXIO_FDT_SIZE)
+		__atomic_store_n(&ks_peer[fd], 0, __ATOMIC_RELEASE);
 	if ((unsigned)fd >= GOXIO_FDT_SIZE || __atomic_load_n(&ks_fd[fd], __ATOMIC_RELAXED) == NULL)
 		return;
 	pthread_mutex_lock(&ks_mu);
@@ -116,16 +133,24 @@ uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, socklen_t len,
 		return NULL;
 	uint64_t *ctr = __atomic_load_n(&ks_fd[fd], __ATOMIC_ACQUIRE);
 	uintptr_t a = (uintptr_t)to;
-	if (ctr == NULL || to == NULL || a >> 12 != ks_page || (a + sizeof(struct sockaddr_in) - 1) >> 12 != ks_page ||
-	    len != (socklen_t)sizeof(struct sockaddr_in) || to->sa_family != AF_INET ||
-	    (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM)) != 0)
+	if (ctr == NULL || (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM)) != 0)
 		return NULL;
+	uint64_t key;
+	if (to == NULL) {
+		/* A send naming no destination: the connected peer's (none: the engine answers). */
+		if ((key = __atomic_load_n(&ks_peer[fd], __ATOMIC_ACQUIRE)) == 0)
+			return NULL;
+	} else {
+		if (a >> 12 != ks_page || (a + sizeof(struct sockaddr_in) - 1) >> 12 != ks_page ||
+		    len != (socklen_t)sizeof(struct sockaddr_in) || to->sa_family != AF_INET)
+			return NULL;
+		struct sockaddr_in sin;
+		memcpy(&sin, to, sizeof sin);
+		key = ks_make(&sin);
+	}
 	const volatile uint64_t *dg = __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE);
 	if (dg == NULL || __atomic_load_n(ks_capture, __ATOMIC_RELAXED) != 0)
 		return NULL;
-	struct sockaddr_in sin;
-	memcpy(&sin, to, sizeof sin);
-	uint64_t key = ks_make(&sin);
 	uint64_t g = __atomic_load_n(dg, __ATOMIC_ACQUIRE) + 1;
 	if (__atomic_load_n(&ks_gen, __ATOMIC_ACQUIRE) != g)
 		return NULL;

@@ -323,6 +323,7 @@ static void load(void) {
 		.ksend_put = goxio_ksend_put,
 		.ksend_fd = goxio_ksend_fd,
 		.ksend_drop = goxio_ksend_drop,
+		.ksend_peer = goxio_ksend_peer,
 		.vma_api_used = &goxio_vma_api_used,
 	};
 	goxio_eng.size = sizeof goxio_eng;
