@@ -3,7 +3,8 @@
  *   kpass udp PORT N    from one unconnected UDP socket, three phases of 10 + N datagrams of 64
  *                       bytes: to 127.0.0.1:PORT (a receiver without goxio), to a free port
  *                       (nobody), then to that port once a socket of its own (under goxio)
- *                       is bound to it, which reads them back.
+ *                       is bound to it, which reads them back; between the first two, 10 + N
+ *                       from a socket connected to 127.0.0.1:PORT with send and write.
  *   kpass tcp PORT N    connects to 127.0.0.1:PORT (a listener without goxio), writes 10
  *                       messages of 64 bytes, reads the peer's 1-byte answer, writes N more and
  *                       reads its second answer.
@@ -59,6 +60,27 @@ static void phase(const char *name, int s, int port, int n) {
 	printf("%s calls=%ld\n", name, c0 < 0 ? -1 : c1 - c0);
 }
 
+/* connected sends 10 datagrams with send and write on a socket connected to 127.0.0.1:port, then
+ * n more (alternating) counting the engine calls of the n. */
+static void connected(const char *name, int port, int n) {
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in to = lo(port);
+	if (s < 0 || connect(s, (struct sockaddr *)&to, sizeof to) != 0)
+		die("connect");
+	char buf[64];
+	memset(buf, 'c', sizeof buf);
+	long c0 = 0;
+	for (int i = 0; i < 10 + n; i++) {
+		if (i == 10)
+			c0 = calls();
+		if ((i % 2 ? write(s, buf, sizeof buf) : send(s, buf, sizeof buf, 0)) != sizeof buf)
+			die("send");
+	}
+	long c1 = calls();
+	printf("%s calls=%ld\n", name, c0 < 0 ? -1 : c1 - c0);
+	close(s);
+}
+
 /* drain reads every datagram r holds (waiting up to 500 ms for the first, 100 ms between). */
 static int drain(int r) {
 	char buf[128];
@@ -96,6 +118,8 @@ static void udp(int port, int n) {
 		die("socket");
 	/* A receiver without goxio: the kernel's for good, no engine after the first sends. */
 	phase("plain", s, port, n);
+	/* A connected socket to it: its send and write (naming no destination) too. */
+	connected("connected", port, n);
 	/* A port nobody has: the kernel too (the datagrams are lost, as without goxio). */
 	int q = bound_udp(0);
 	int free_port = port_of(q);
