@@ -25,10 +25,10 @@ GOXIO_HIDDEN int goxio_main_is_go(void);
 GOXIO_HIDDEN void goxio_set_quiet_threads(int n);
 GOXIO_HIDDEN int goxio_get_quiet_threads(void);
 GOXIO_HIDDEN void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture);
-GOXIO_HIDDEN void goxio_ksend_put(uint32_t addr, uint16_t port, uint64_t gen);
+GOXIO_HIDDEN void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 GOXIO_HIDDEN void goxio_ksend_fd(int fd, uint64_t *counters);
 GOXIO_HIDDEN void goxio_ksend_drop(int fd);
-GOXIO_HIDDEN void goxio_ksend_peer(int fd, uint32_t addr, uint16_t port);
+GOXIO_HIDDEN void goxio_ksend_peer(int fd, const struct sockaddr *peer, socklen_t len);
 GOXIO_HIDDEN int goxio_vma_api_used(void);
 
 /* The owners of the engine's internal fds (fdtable.c relocates them): the log file's

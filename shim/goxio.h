@@ -152,16 +152,16 @@ struct goxio_host {
 	 * (shim/preload/ksend.c). ksend_setup: the discovery directory's generation word, mapped by
 	 * the engine for the process's life, and the statistics segment's capture word (not 0 while
 	 * goxio capture may be attached, which records kernel sends too: no shortcut then; NULL:
-	 * none); ksend_put: no goxio socket is bound to addr:port (host
-	 * order) at generation gen; ksend_fd: sendto on fd may take the shortcut, counting into
+	 * none); ksend_put: no goxio socket is bound to dst (a sockaddr_in or sockaddr_in6) at
+	 * generation gen; ksend_fd: sendto on fd may take the shortcut, counting into
 	 * counters (its statistics slot's kernel tx packets, bytes, EAGAIN, errors; NULL: none);
-	 * ksend_drop: it may not (any more); ksend_peer: fd's connected peer (host order; port 0:
-	 * none), the destination of its sends that name none (send, write). */
+	 * ksend_drop: it may not (any more); ksend_peer: fd's connected peer (NULL: none), the
+	 * destination of its sends that name none (send, write). */
 	void (*ksend_setup)(const uint64_t *gen, const uint64_t *capture);
-	void (*ksend_put)(uint32_t addr, uint16_t port, uint64_t gen);
+	void (*ksend_put)(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 	void (*ksend_fd)(int fd, uint64_t *counters);
 	void (*ksend_drop)(int fd);
-	void (*ksend_peer)(int fd, uint32_t addr, uint16_t port);
+	void (*ksend_peer)(int fd, const struct sockaddr *peer, socklen_t len);
 	/* vma_api_used: not 0 once the program was handed VMA's extra API with its members: its
 	 * sockets then keep the engine on the kernel path (the members serve only the engine's
 	 * sockets), instead of passing through for good. */

@@ -6,8 +6,11 @@ package main
 import "C"
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload"
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
@@ -34,15 +37,29 @@ func (cKernelSends) Allow(fd int, words *[4]uint64) {
 // Drop withdraws Allow (and Peer).
 func (cKernelSends) Drop(fd int) { C.goxio_ksend_drop(C.int(fd)) }
 
-// Peer records fd's connected IPv4 peer (the zero value, or another family: none).
+// Peer records fd's connected peer (the zero value: none).
 func (cKernelSends) Peer(fd int, peer netip.AddrPort) {
-	a := peer.Addr().Unmap()
-	if !a.Is4() {
-		C.goxio_ksend_peer(C.int(fd), 0, 0)
+	if !peer.IsValid() {
+		C.goxio_ksend_peer(C.int(fd), nil, 0)
 		return
 	}
-	b := a.As4()
-	C.goxio_ksend_peer(C.int(fd), C.uint32_t(uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3])), C.uint16_t(peer.Port()))
+	withSockaddr(peer, func(sa *C.struct_sockaddr, n C.socklen_t) { C.goxio_ksend_peer(C.int(fd), sa, n) })
+}
+
+// withSockaddr calls f with a as a sockaddr_in (IPv4, IPv4-mapped) or sockaddr_in6.
+//
+// Invariant: the sockaddr lives on this goroutine's stack for f's call only and holds no Go
+// pointer, so handing its address to C breaks no cgo rule; C copies what it needs.
+func withSockaddr(a netip.AddrPort, f func(sa *C.struct_sockaddr, n C.socklen_t)) {
+	var port [2]byte
+	binary.BigEndian.PutUint16(port[:], a.Port())
+	if ip := a.Addr().Unmap(); ip.Is4() {
+		sa := unix.RawSockaddrInet4{Family: unix.AF_INET, Port: *(*uint16)(unsafe.Pointer(&port)), Addr: ip.As4()}
+		f((*C.struct_sockaddr)(unsafe.Pointer(&sa)), unix.SizeofSockaddrInet4)
+		return
+	}
+	sa := unix.RawSockaddrInet6{Family: unix.AF_INET6, Port: *(*uint16)(unsafe.Pointer(&port)), Addr: a.Addr().As16()}
+	f((*C.struct_sockaddr)(unsafe.Pointer(&sa)), unix.SizeofSockaddrInet6)
 }
 
 // kernelSends hands the directory's generation word to the C side and returns the cache, or nil
@@ -65,11 +82,5 @@ func extraAPIUsed() bool { return C.goxio_vma_api_used() != 0 }
 
 // kernelRoute tells the C side that no goxio socket is bound to dst at generation gen.
 func kernelRoute(dst netip.AddrPort, gen uint64) {
-	a := dst.Addr().Unmap()
-	if !a.Is4() {
-		return
-	}
-	b := a.As4()
-	C.goxio_ksend_put(C.uint32_t(uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3])),
-		C.uint16_t(dst.Port()), C.uint64_t(gen))
+	withSockaddr(dst, func(sa *C.struct_sockaddr, n C.socklen_t) { C.goxio_ksend_put(sa, n, C.uint64_t(gen)) })
 }

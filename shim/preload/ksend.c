@@ -6,7 +6,7 @@
  * engine's answer is the kernel's sendto, unchanged: a trip into Go (about 75 ns plus the
  * engine's bookkeeping) that buys nothing. This file keeps the engine's negative answers:
  *
- *   - a cache of destinations (IPv4 address and port) that no goxio socket is bound to, valid for
+ *   - a cache of destinations (IPv4 or IPv6 address and port) that no goxio socket is bound to, valid for
  *     one generation of the discovery directory (the engine's shared memory, which it maps and
  *     whose generation word it hands over once: goxio_ksend_setup). Every change of the directory
  *     (a goxio socket bound, connected, closed, anywhere in the namespace) bumps the generation,
@@ -29,8 +29,13 @@
 
 #define KS_SLOTS 256u
 
-/* ks_key: 0 empty, else KS_VALID | address << 16 | port (both in network order as stored). */
+/* ks_key: 0 empty, else a destination's key (ks_key_of): for IPv4, and IPv4-mapped IPv6,
+ * KS_VALID | address << 16 | port (both in network order as stored); for IPv6 a 63-bit hash of
+ * address and port with KS_V6 set (never an IPv4 key). Two IPv6 destinations with one hash are
+ * one entry: a send to the one with a goxio receiver may then go through the kernel, whose
+ * socket that receiver reads too, so the datagram still arrives. */
 #define KS_VALID (1ull << 48)
+#define KS_V6 (1ull << 63)
 static volatile uint64_t ks_key[KS_SLOTS];
 /* ks_gen: the directory generation + 1 that every key belongs to; 0 while being reset. */
 static volatile uint64_t ks_gen;
@@ -60,13 +65,39 @@ void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture) {
 
 static inline uint32_t ks_hash(uint64_t key) { return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 56) % KS_SLOTS; }
 
-static inline uint64_t ks_make(const struct sockaddr_in *sin) {
-	return KS_VALID | (uint64_t)sin->sin_addr.s_addr << 16 | sin->sin_port;
+/* ks_key_of is the key of the destination sa (len bytes, readable): 0 when it is none the cache
+ * takes (another family or length, an IPv6 scope id or flow label: the engine answers). */
+static uint64_t ks_key_of(const struct sockaddr *sa, socklen_t len) {
+	if (len == (socklen_t)sizeof(struct sockaddr_in) && sa->sa_family == AF_INET) {
+		struct sockaddr_in sin;
+		memcpy(&sin, sa, sizeof sin);
+		return KS_VALID | (uint64_t)sin.sin_addr.s_addr << 16 | sin.sin_port;
+	}
+	if (len != (socklen_t)sizeof(struct sockaddr_in6) || sa->sa_family != AF_INET6)
+		return 0;
+	struct sockaddr_in6 s6;
+	memcpy(&s6, sa, sizeof s6);
+	if (s6.sin6_scope_id != 0 || s6.sin6_flowinfo != 0)
+		return 0;
+	if (IN6_IS_ADDR_V4MAPPED(&s6.sin6_addr)) {
+		uint32_t a;
+		memcpy(&a, &s6.sin6_addr.s6_addr[12], sizeof a);
+		return KS_VALID | (uint64_t)a << 16 | s6.sin6_port;
+	}
+	uint64_t w[2], h = s6.sin6_port;
+	memcpy(w, &s6.sin6_addr, sizeof w);
+	for (int i = 0; i < 2; i++) {
+		h ^= w[i];
+		h *= 0x9E3779B97F4A7C15ull;
+		h ^= h >> 29;
+	}
+	return KS_V6 | (h >> 1) | 1;
 }
 
-void goxio_ksend_put(uint32_t addr, uint16_t port, uint64_t gen) {
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr)};
-	uint64_t key = ks_make(&sin);
+void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen) {
+	uint64_t key = dst != NULL ? ks_key_of(dst, len) : 0;
+	if (key == 0)
+		return;
 	pthread_mutex_lock(&ks_mu);
 	uint64_t cur = __atomic_load_n(&ks_gen, __ATOMIC_RELAXED);
 	if (gen + 1 > cur) {
@@ -94,15 +125,10 @@ void goxio_ksend_fd(int fd, uint64_t *counters) {
 	pthread_mutex_unlock(&ks_mu);
 }
 
-void goxio_ksend_peer(int fd, uint32_t addr, uint16_t port) {
+void goxio_ksend_peer(int fd, const struct sockaddr *peer, socklen_t len) {
 	if ((unsigned)fd >= GOXIO_FDT_SIZE)
 		return;
-	uint64_t key = 0;
-	if (port != 0) {
-		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr)};
-		key = ks_make(&sin);
-	}
-	__atomic_store_n(&ks_peer[fd], key, __ATOMIC_RELEASE);
+	__atomic_store_n(&ks_peer[fd], peer != NULL ? ks_key_of(peer, len) : 0, __ATOMIC_RELEASE);
 }
 
 void goxio_ksend_drop(int fd) {
@@ -124,7 +150,8 @@ static __thread __attribute__((tls_model("initial-exec"))) uintptr_t ks_page;
 
 void goxio_ksend_seen(const struct sockaddr *to, socklen_t len) {
 	uintptr_t a = (uintptr_t)to;
-	if (to != NULL && len >= (socklen_t)sizeof(struct sockaddr_in) && a >> 12 == (a + sizeof(struct sockaddr_in) - 1) >> 12)
+	if (to != NULL && len >= (socklen_t)sizeof(struct sockaddr_in) && len <= (socklen_t)sizeof(struct sockaddr_in6) &&
+	    a >> 12 == (a + len - 1) >> 12)
 		ks_page = a >> 12;
 }
 
@@ -141,12 +168,9 @@ uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, socklen_t len,
 		if ((key = __atomic_load_n(&ks_peer[fd], __ATOMIC_ACQUIRE)) == 0)
 			return NULL;
 	} else {
-		if (a >> 12 != ks_page || (a + sizeof(struct sockaddr_in) - 1) >> 12 != ks_page ||
-		    len != (socklen_t)sizeof(struct sockaddr_in) || to->sa_family != AF_INET)
+		if (len < (socklen_t)sizeof(struct sockaddr_in) || len > (socklen_t)sizeof(struct sockaddr_in6) ||
+		    a >> 12 != ks_page || (a + len - 1) >> 12 != ks_page || (key = ks_key_of(to, len)) == 0)
 			return NULL;
-		struct sockaddr_in sin;
-		memcpy(&sin, to, sizeof sin);
-		key = ks_make(&sin);
 	}
 	const volatile uint64_t *dg = __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE);
 	if (dg == NULL || __atomic_load_n(ks_capture, __ATOMIC_RELAXED) != 0)

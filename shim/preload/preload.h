@@ -172,12 +172,12 @@ GOXIO_HIDDEN int goxio_internal_relocate(int fd);
 /* ---- sends to destinations without a goxio receiver (ksend.c) ---- */
 
 GOXIO_HIDDEN void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture);
-GOXIO_HIDDEN void goxio_ksend_put(uint32_t addr, uint16_t port, uint64_t gen);
+GOXIO_HIDDEN void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 GOXIO_HIDDEN void goxio_ksend_fd(int fd, uint64_t *counters);
 GOXIO_HIDDEN void goxio_ksend_drop(int fd);
-/* goxio_ksend_peer records fd's connected peer (port 0: none): sends naming no destination take
+/* goxio_ksend_peer records fd's connected peer (NULL: none): sends naming no destination take
  * the shortcut when it is a cached destination. goxio_ksend_drop forgets it too. */
-GOXIO_HIDDEN void goxio_ksend_peer(int fd, uint32_t addr, uint16_t port);
+GOXIO_HIDDEN void goxio_ksend_peer(int fd, const struct sockaddr *peer, socklen_t len);
 /* goxio_ksend_fds counts the fds that may take the shortcut: sendto looks only while it is not 0. */
 GOXIO_HIDDEN extern volatile int goxio_ksend_fds;
 /* goxio_ksend_counters returns fd's counters when a send to `to` with flags may go straight to the
