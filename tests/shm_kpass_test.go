@@ -45,8 +45,13 @@ func kpassRun(t *testing.T, h *shmHarness, env []string, args ...string) map[str
 
 // plainUDP is a UDP receiver without goxio on 127.0.0.1 that counts 64-byte datagrams.
 func plainUDP(t *testing.T) (port int, got *atomic.Int64) {
+	return plainUDPOn(t, "udp4", net.IPv4(127, 0, 0, 1))
+}
+
+// plainUDPOn is plainUDP on network (udp4, udp6) and address ip.
+func plainUDPOn(t *testing.T, network string, ip net.IP) (port int, got *atomic.Int64) {
 	t.Helper()
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	c, err := net.ListenUDP(network, &net.UDPAddr{IP: ip})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +134,27 @@ func TestShmKernelSendsSkipEngine(t *testing.T) {
 	want := fmt.Sprintf("Tx OS info: %d / %d / 0 / 0 [kilobytes/packets/eagains/errors]", 2*(n+10)*64/1024, 2*(n+10))
 	if !strings.Contains(string(b), want) {
 		t.Errorf("final statistics lack %q:\n%s", want, b)
+	}
+	h.requireClean()
+}
+
+// TestShmKernelSendsSkipEngineIPv6: the same over IPv6 ([::1]), where the cache keys hash the
+// address: an AF_INET6 sender's sendto and a connected one's send and write to a receiver without
+// goxio make no engine call, and every datagram arrives.
+func TestShmKernelSendsSkipEngineIPv6(t *testing.T) {
+	h := newShmHarness(t)
+	const n = 2000
+	port, got := plainUDPOn(t, "udp6", net.IPv6loopback)
+	out := kpassRun(t, h, h.env(), "udp6", strconv.Itoa(port), strconv.Itoa(n))
+	if out["plain6 calls"] != 0 || out["connected6 calls"] != 0 {
+		t.Errorf("IPv6 sends to a receiver without goxio entered the engine: %v", out)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for got.Load() < 2*(n+10) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got.Load() != 2*(n+10) {
+		t.Errorf("the receiver without goxio got %d datagrams, want %d", got.Load(), 2*(n+10))
 	}
 	h.requireClean()
 }

@@ -5,6 +5,7 @@
  *                       (nobody), then to that port once a socket of its own (under goxio)
  *                       is bound to it, which reads them back; between the first two, 10 + N
  *                       from a socket connected to 127.0.0.1:PORT with send and write.
+ *   kpass udp6 PORT N   the same two phases to [::1]:PORT (a receiver without goxio).
  *   kpass tcp PORT N    connects to 127.0.0.1:PORT (a listener without goxio), writes 10
  *                       messages of 64 bytes, reads the peer's 1-byte answer, writes N more and
  *                       reads its second answer.
@@ -134,6 +135,32 @@ static void udp(int port, int n) {
 	close(s);
 }
 
+/* udp6 sends 10 + n datagrams to [::1]:port from an unconnected AF_INET6 socket (sendto), then
+ * 10 + n from one connected to it (send and write), counting the engine calls of each n. */
+static void udp6(int port, int n) {
+	struct sockaddr_in6 to = {.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	char buf[64];
+	memset(buf, '6', sizeof buf);
+	for (int connected = 0; connected < 2; connected++) {
+		int s = socket(AF_INET6, SOCK_DGRAM, 0);
+		if (s < 0 || (connected && connect(s, (struct sockaddr *)&to, sizeof to) != 0))
+			die("socket6");
+		long c0 = 0;
+		for (int i = 0; i < 10 + n; i++) {
+			if (i == 10)
+				c0 = calls();
+			ssize_t r = !connected ? sendto(s, buf, sizeof buf, 0, (struct sockaddr *)&to, sizeof to)
+				    : i % 2 ? write(s, buf, sizeof buf)
+					    : send(s, buf, sizeof buf, 0);
+			if (r != sizeof buf)
+				die("send6");
+		}
+		long c1 = calls();
+		printf("%s calls=%ld\n", connected ? "connected6" : "plain6", c0 < 0 ? -1 : c1 - c0);
+		close(s);
+	}
+}
+
 static void tcp(int port, int n) {
 	int s = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = lo(port);
@@ -163,13 +190,15 @@ static void tcp(int port, int n) {
 int main(int argc, char **argv) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 4) {
-		fprintf(stderr, "usage: kpass udp|tcp PORT N\n");
+		fprintf(stderr, "usage: kpass udp|udp6|tcp PORT N\n");
 		return 2;
 	}
 	engine_calls = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "goxio_thread_engine_calls");
 	int port = atoi(argv[2]), n = atoi(argv[3]);
 	if (strcmp(argv[1], "udp") == 0)
 		udp(port, n);
+	else if (strcmp(argv[1], "udp6") == 0)
+		udp6(port, n);
 	else
 		tcp(port, n);
 	return 0;
