@@ -61,11 +61,9 @@ type UDP struct {
 	wrShut atomic.Bool
 	// users counts the calls inside the transport; the inbox is unmapped only when the socket is
 	// closed and no call uses it (a thread may still be in recv when another closes the fd).
-	users    atomic.Int64
-	shut     atomic.Bool
-	finalize sync.Once
-	rxmu     sync.Mutex // one consumer of the inbox at a time; guards rx
-	rx       rxStats
+	users transport.Users
+	rxmu  sync.Mutex // one consumer of the inbox at a time; guards rx
+	rx    rxStats
 	// senderCache remembers the last multicast ring sender lookup (multicast.go); guarded by rxmu.
 	senderCache senderCache
 	route       atomic.Pointer[route] // the last destination and how to reach it
@@ -365,37 +363,22 @@ func (u *UDP) Close() {
 	}
 	u.withdrawJoinsLocked()
 	u.mu.Unlock()
-	u.shut.Store(true)
-	if u.users.Load() == 0 {
-		u.release()
-	}
+	u.users.Close(u.release)
 }
 
 // enter marks a call using the socket; false when the socket is closed.
-func (u *UDP) enter() bool {
-	u.users.Add(1)
-	if u.shut.Load() {
-		u.exit()
-		return false
-	}
-	return true
-}
+func (u *UDP) enter() bool { return u.users.Enter(u.release) }
 
 // exit ends a call; the last one out of a closed socket releases the inbox.
-func (u *UDP) exit() {
-	if u.users.Add(-1) == 0 && u.shut.Load() {
-		u.release()
-	}
-}
+func (u *UDP) exit() { u.users.Exit(u.release) }
 
+// release closes the inbox and its doorbell (once, by Users).
 func (u *UDP) release() {
-	u.finalize.Do(func() {
-		if in := u.inbox.Swap(nil); in != nil {
-			_ = in.Close()
-			u.env.closeFD(int(u.bell.Swap(-1)))
-			u.closeRxStats()
-		}
-	})
+	if in := u.inbox.Swap(nil); in != nil {
+		_ = in.Close()
+		u.env.closeFD(int(u.bell.Swap(-1)))
+		u.closeRxStats()
+	}
 }
 
 // Inbox exposes the socket's inbox (nil before it has a port) to the engine's select, poll and

@@ -74,7 +74,7 @@ func (u *UDP) Bell() int {
 	}
 	u.bellMu.Lock()
 	defer u.bellMu.Unlock()
-	if u.shut.Load() {
+	if u.users.Closed() {
 		return -1
 	}
 	w := int(u.watch.Load())

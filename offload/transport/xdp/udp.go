@@ -55,9 +55,7 @@ type UDP struct {
 
 	spill udpcall.Spill // datagrams spilled at a fork (handover.go)
 
-	users    atomic.Int64 // calls inside the transport
-	shut     atomic.Bool  // Close happened
-	finalize sync.Once
+	users transport.Users // calls inside the transport; Close happened
 
 	kernelOnly atomic.Bool   // GiveUp happened
 	gaveUp     atomic.Uint32 // the transport.Reason GiveUp was given
@@ -294,45 +292,30 @@ func (u *UDP) Close() {
 	u.env.publishLocked(u, nil)
 	u.env.mu.Unlock()
 	u.mu.Unlock()
-	u.shut.Store(true)
-	if u.users.Load() == 0 {
-		u.release()
-	}
+	u.users.Close(u.release)
 }
 
 // enter marks a call using the socket; false when the socket is closed.
-func (u *UDP) enter() bool {
-	u.users.Add(1)
-	if u.shut.Load() {
-		u.exit()
-		return false
-	}
-	return true
-}
+func (u *UDP) enter() bool { return u.users.Enter(u.release) }
 
 // exit ends a call; the last one out of a closed socket releases the queue.
-func (u *UDP) exit() {
-	if u.users.Add(-1) == 0 && u.shut.Load() {
-		u.release()
-	}
-}
+func (u *UDP) exit() { u.users.Exit(u.release) }
 
+// release gives the queued frames back and closes the wake pipe and watch fds (once, by Users).
 func (u *UDP) release() {
-	u.finalize.Do(func() {
-		for _, b := range u.q.takeAll() {
-			b.release()
+	for _, b := range u.q.takeAll() {
+		b.release()
+	}
+	u.bellMu.Lock()
+	u.q.mu.Lock()
+	for _, p := range []*atomic.Int32{&u.watch, &u.bellR, &u.q.bellW} {
+		if fd := int(p.Swap(-1)); fd >= 0 {
+			u.env.releaseFD(fd)
+			unix.Close(fd)
 		}
-		u.bellMu.Lock()
-		u.q.mu.Lock()
-		for _, p := range []*atomic.Int32{&u.watch, &u.bellR, &u.q.bellW} {
-			if fd := int(p.Swap(-1)); fd >= 0 {
-				u.env.releaseFD(fd)
-				unix.Close(fd)
-			}
-		}
-		u.q.mu.Unlock()
-		u.bellMu.Unlock()
-	})
+	}
+	u.q.mu.Unlock()
+	u.bellMu.Unlock()
 }
 
 // ensureBell returns the read end of the socket's wake pipe, making the pipe on first use; -1
@@ -349,7 +332,7 @@ func (u *UDP) ensureBell() int {
 
 // ensureBellLocked is ensureBell with bellMu held.
 func (u *UDP) ensureBellLocked() int {
-	if b := u.bellR.Load(); b >= 0 || u.shut.Load() {
+	if b := u.bellR.Load(); b >= 0 || u.users.Closed() {
 		return int(b)
 	}
 	var p [2]int
