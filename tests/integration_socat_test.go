@@ -96,7 +96,7 @@ func TestIntegrationSocatUDPFork(t *testing.T) {
 			testutil.WaitBound(t, "udp", port, 20*time.Second, srv)
 			start := time.Now()
 			const size = 1000
-			outs := runSocatClients(t, m.ClientEnv(lib), socat, 6, size, "-t", "2", "-T", "5", "-",
+			outs := runSocatClients(t, m.ClientEnv(lib), socat, 6, size, "-t", "5", "-T", "10", "-",
 				"UDP:127.0.0.1:"+strconv.Itoa(port))
 			for i, got := range outs {
 				if !bytes.Equal(got, socatPayload(i, size)) {
