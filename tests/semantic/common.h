@@ -127,13 +127,15 @@ static struct sockaddr_in6 addr6(const char *ip, int port)
 	return a;
 }
 
+/* port_of is fd's local port, for an AF_INET or AF_INET6 socket (the port lies at the same offset
+ * in sockaddr_in and sockaddr_in6). */
 static int port_of(int fd)
 {
-	struct sockaddr_in a;
+	struct sockaddr_storage a;
 	socklen_t l = sizeof a;
 	if (getsockname(fd, (struct sockaddr *)&a, &l) < 0)
 		die("getsockname");
-	return ntohs(a.sin_port);
+	return ntohs(((struct sockaddr_in *)&a)->sin_port);
 }
 
 static int peer_port_of(int fd)

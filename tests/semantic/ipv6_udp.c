@@ -25,15 +25,6 @@ static int bound6(const char *ip, int v6only)
 	return fd;
 }
 
-static int port_any(int fd)
-{
-	struct sockaddr_storage a;
-	socklen_t l = sizeof a;
-	if (getsockname(fd, (struct sockaddr *)&a, &l) < 0)
-		die("getsockname");
-	return ntohs(((struct sockaddr_in6 *)&a)->sin6_port); /* same offset in sockaddr_in */
-}
-
 /* from prints a source the kernel wrote: length, family, address, port relative to want_port, and
  * for IPv6 the flow info and scope id. */
 static void from(const char *label, const void *sa, socklen_t l, int want_port)
@@ -59,7 +50,7 @@ static void from(const char *label, const void *sa, socklen_t l, int want_port)
 static void pingpong(const char *label, int a, int b, const struct sockaddr *to, socklen_t tolen, int n)
 {
 	char buf[256], msg[64];
-	int good = 0, bport = port_any(b), aport = port_any(a);
+	int good = 0, bport = port_of(b), aport = port_of(a);
 	for (int i = 0; i < n; i++) {
 		int k = snprintf(msg, sizeof msg, "%s %d", label, i);
 		if (sendto(a, msg, (size_t)k, 0, to, tolen) != k)
@@ -69,7 +60,7 @@ static void pingpong(const char *label, int a, int b, const struct sockaddr *to,
 		long r = recvfrom(b, buf, sizeof buf, 0, (struct sockaddr *)&s, &l);
 		if (r != k || memcmp(buf, msg, (size_t)k) != 0)
 			continue;
-		if (port_any(b) != bport || ((struct sockaddr_in6 *)&s)->sin6_port != htons((uint16_t)aport))
+		if (port_of(b) != bport || ((struct sockaddr_in6 *)&s)->sin6_port != htons((uint16_t)aport))
 			continue;
 		if (sendto(b, buf, (size_t)r, 0, (struct sockaddr *)&s, l) != r)
 			die("echo %s", label);
@@ -88,7 +79,7 @@ int main(void)
 	int socks[] = {dual, v6, only, v4};
 	for (int i = 0; i < 4; i++)
 		setsockopt(socks[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	int dport = port_any(dual), v6port = port_any(v6), oport = port_any(only), v4port = port_any(v4);
+	int dport = port_of(dual), v6port = port_of(v6), oport = port_of(only), v4port = port_of(v4);
 
 	struct sockaddr_in6 to_dual6 = addr6("::1", dport), to_only6 = addr6("::1", oport);
 	struct sockaddr_in6 to_v4_mapped = addr6("::ffff:127.0.0.1", v4port), to_only_mapped = addr6("::ffff:127.0.0.1", oport);
