@@ -183,6 +183,8 @@ func (e *Engine) dropLocked(fd int, s *Socket) {
 	s.fds--
 	if s.fds == 0 {
 		e.finish(fd, s)
+	} else {
+		e.unbox(fd, s) // zcopy.go
 	}
 }
 

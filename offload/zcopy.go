@@ -30,15 +30,31 @@ func (e *Engine) zcopyRecv(s *Socket, c *transport.Call) int64 {
 			return -int64(unix.EOPNOTSUPP)
 		}
 	}
-	var held transport.Held
+	held := transport.Held{Box: z.box}
 	n, errno, os := h.ReceiveHeld(rc, &held)
 	e.count(s, &rc, n, errno, os)
-	z.data, z.token = 0, 0
+	z.data, z.token, z.epoch, z.queued = 0, 0, held.Epoch, uint32(held.Queued)
 	if errno == 0 && held.Addr != 0 {
 		z.data, z.token = held.Addr, held.Token
 		s.st.CountZcopy(held.Now)
+		// The datagrams queued in the box count as received now, as each would at its own call.
+		for _, l := range held.QueuedLen[:held.Queued] {
+			e.countOne(s, true, false, int(l))
+			s.st.CountZcopy(held.Now)
+		}
 	}
 	return result(n, errno)
+}
+
+// unbox detaches the preload library's box of fd from s (fd no longer names s, which lives on
+// through another fd): the records queued in it stay with the socket.
+func (e *Engine) unbox(fd int, s *Socket) {
+	if s.typ != sockDgram {
+		return
+	}
+	if h, ok := s.transport().(transport.Holder); ok {
+		h.Unbox(fd)
+	}
 }
 
 // zcopyFree serves OpZcopyFree: the records of the tokens go back to their rings. ENOENT when
@@ -49,6 +65,7 @@ func (e *Engine) zcopyFree(s *Socket, c *transport.Call) int64 {
 	if !ok {
 		return -int64(unix.ENOENT)
 	}
+	// No tokens: the frees deferred in the socket's box only (Release folds them in first).
 	n, now := h.Release(tokens)
 	s.st.SetHeld(now)
 	if n != len(tokens) {

@@ -13,6 +13,9 @@ type zcopyArgs struct {
 	fromlen uintptr
 	data    uintptr // out
 	token   uint64  // out
+	box     uintptr // struct goxio_zbox*
+	epoch   uint32  // out
+	queued  uint32  // out
 }
 
 // tokensAt returns the n tokens at p.

@@ -86,7 +86,8 @@ enum goxio_op {
 				a4=the thread's struct goxio_sig_counters* */
 	GOXIO_OP_ZCOPY_RECV, /* VMA's recvfrom_zcopy: a0=struct goxio_zcopy* */
 	GOXIO_OP_ZCOPY_FREE, /* VMA's free_packets: a0=uint64_t tokens the receives gave, a1=their number (at
-				most 64); -ENOENT when any was not held (the others are freed) */
+				most 64; 0: only the frees deferred in the socket's box, which always go
+				first); -ENOENT when any was not held (the others are freed) */
 	GOXIO_OP_MAX
 };
 
@@ -103,6 +104,46 @@ struct goxio_zcopy {
 	socklen_t *fromlen;
 	void *data;     /* out */
 	uint64_t token; /* out */
+	struct goxio_zbox *box; /* in: the socket's box (below), or NULL */
+	uint32_t epoch;         /* out: the box's epoch when the engine uses it for this socket, else 0 */
+	uint32_t queued;        /* out: records the call queued in the box */
+};
+
+/* A box: zero-copy receive without entering the engine for each datagram (vma_records.c,
+ * offload/shm/hold_box.go). The preload library keeps one per fd (memory it owns, never freed);
+ * the engine attaches the box to the socket's inbox at a zero-copy receive, queues in it the
+ * datagrams that wait in the rings after the one it hands over (each held in its ring as if
+ * received), and detaches it when the fd stops naming the socket (close, dup2 over it) or the
+ * socket closes. recvfrom_zcopy takes the oldest queued record without entering the engine;
+ * free_packets leaves the tokens of freed ring records in freed[], which the engine folds in at its
+ * next look at the inbox, unless urgent says the senders need the space now (a ring more than
+ * half held, or one whose sender is gone). The engine's own receives on the socket take queued
+ * records first (front: the oldest is with the engine, the library takes none until it is back),
+ * so order and readiness are as if the records were still in the rings. Every field is read and
+ * written under lock (a spin lock, held for a few loads and stores) except urgent, which is
+ * read after the free it follows is published. */
+#define GOXIO_ZBOX_ENTRIES 32
+#define GOXIO_ZBOX_FREES 64
+
+struct goxio_zent {
+	uint64_t token;
+	void *data;
+	uint32_t len;
+	uint32_t namelen;
+	unsigned char name[32];
+};
+
+struct goxio_zbox {
+	uint32_t lock;
+	uint32_t attached; /* the engine uses it for the socket of this fd */
+	uint32_t epoch;    /* bumped at every attach: records of an earlier socket do not match */
+	uint32_t front;
+	uint32_t head;     /* the oldest queued record: ent[head] */
+	uint32_t count;
+	uint32_t urgent;
+	uint32_t nfree;
+	uint64_t freed[GOXIO_ZBOX_FREES];
+	struct goxio_zent ent[GOXIO_ZBOX_ENTRIES];
 };
 
 /* The rest of select's arguments: tv (select, updated with the time left as Linux does) or ts

@@ -48,6 +48,9 @@ type holdEntry struct {
 // Release(handle): the producer cannot reuse its space meanwhile, and the payload Peek returned
 // stays valid and unchanged. A consumer method. ErrEmpty when the last Peek returned nothing.
 func (in *Inbox) Hold() (handle uint64, err error) {
+	if in.bx.peeked {
+		return in.boxDone(), nil // held already, since Queue
+	}
 	r := in.peekRing
 	if r == nil {
 		return 0, ErrEmpty
@@ -68,6 +71,7 @@ func (in *Inbox) Hold() (handle uint64, err error) {
 		e.gen = holdGen.Add(1)
 	}
 	in.heldNow++
+	in.pressure()
 	return uint64(e.gen)<<32 | uint64(i+1), nil
 }
 
@@ -104,6 +108,7 @@ func (in *Inbox) Release(handle uint64) error {
 		in.detach(r)
 		in.publish()
 	}
+	in.pressure()
 	return nil
 }
 
@@ -113,7 +118,15 @@ func (in *Inbox) HeldNow() int { return in.heldNow }
 // hold records the record at pos..next as held and moves the consumer's private head past it.
 // Holds are taken at the head, so the queue stays sorted by position.
 func (r *ring) hold(pos, next uint64) {
+	// Frees move the start of holds along its array: back to the array's start before an append
+	// would make a new one (a held stream of datagrams would allocate all the time).
+	if len(r.holds) == cap(r.holds) && cap(r.holdArr) > 2*len(r.holds) {
+		r.holds = r.holdArr[:copy(r.holdArr[:cap(r.holdArr)], r.holds)]
+	}
 	r.holds = append(r.holds, heldRec{pos: pos, next: next})
+	if cap(r.holds) > cap(r.holdArr) {
+		r.holdArr = r.holds[:0]
+	}
 	r.head.Store(next)
 	r.popped++
 }
@@ -122,6 +135,9 @@ func (r *ring) hold(pos, next uint64) {
 // prefix: to the oldest record still held, or to the consumer's head when none is. false when no
 // record at pos is held.
 func (r *ring) release(pos uint64) bool {
+	if len(r.holds) > 0 && r.holds[0].pos == pos && !r.holds[0].freed {
+		return r.releaseAt(0) // the oldest: a program that frees in order
+	}
 	i, found := slices.BinarySearchFunc(r.holds, pos, func(h heldRec, p uint64) int {
 		switch {
 		case h.pos < p:
@@ -134,6 +150,12 @@ func (r *ring) release(pos uint64) bool {
 	if !found || r.holds[i].freed {
 		return false
 	}
+	return r.releaseAt(i)
+}
+
+// releaseAt marks the held record holds[i] freed and moves the producer's head over the freed
+// prefix.
+func (r *ring) releaseAt(i int) bool {
 	r.holds[i].freed = true
 	k := 0
 	for k < len(r.holds) && r.holds[k].freed {
@@ -143,7 +165,7 @@ func (r *ring) release(pos uint64) bool {
 		return true
 	}
 	if k == len(r.holds) {
-		r.holds = r.holds[:0] // keeps its array: no allocation per held datagram
+		r.holds = r.holdArr[:0] // keeps its array: no allocation per held datagram
 		atomic.StoreUint64(r.headp, r.head.Load())
 	} else {
 		r.holds = r.holds[k:]
@@ -154,6 +176,7 @@ func (r *ring) release(pos uint64) bool {
 
 // closeHolds forgets every held record (Close): the table is dropped and the zombies unmapped.
 func (in *Inbox) closeHolds(keep func(error)) {
+	in.closeBox()
 	for _, z := range in.zombies {
 		in.letGo(z)
 		keep(shmseg.Unmap(z.mem))

@@ -47,7 +47,8 @@ type Inbox struct {
 	holdTab   []holdEntry // records the program holds (hold.go)
 	holdFree  int32       // first free entry of holdTab, -1: none
 	heldNow   int
-	zombies   []*ring // detached rings kept mapped for their held records
+	zombies   []*ring  // detached rings kept mapped for their held records
+	bx        boxState // records queued for the preload library, its deferred frees (hold_box.go)
 
 	// Shared with Pending and the wake methods.
 	list    atomic.Pointer[[]*ring] // copy of rings for Pending
@@ -144,6 +145,22 @@ func (in *Inbox) leave() { in.readers.Add(-1) }
 // skipped: never returned as an error.
 func (in *Inbox) Peek() (name, data []byte, err error) {
 	in.peekRing = nil
+	in.bx.peeked = false
+	if in.closed.Load() {
+		return nil, nil, ErrClosed
+	}
+	in.Fold()
+	if name, data, ok := in.boxPeek(); ok {
+		return name, data, nil // queued for the preload library: older than the rings' records
+	}
+	return in.PeekRings()
+}
+
+// PeekRings is Peek without the records queued in the box (hold_box.go): the next ring record,
+// for Queue.
+func (in *Inbox) PeekRings() (name, data []byte, err error) {
+	in.peekRing = nil
+	in.bx.peeked = false
 	if in.closed.Load() {
 		return nil, nil, ErrClosed
 	}
@@ -181,6 +198,10 @@ func (in *Inbox) Peek() (name, data []byte, err error) {
 
 // Pop consumes what the last Peek returned (nothing when it returned an error).
 func (in *Inbox) Pop() {
+	if in.bx.peeked {
+		in.Release(in.boxDone())
+		return
+	}
 	r := in.peekRing
 	if r == nil {
 		return
@@ -197,7 +218,7 @@ func (in *Inbox) Pending() bool {
 	if !in.enter() {
 		return false
 	}
-	p := atomic.LoadUint64(in.genp) != in.seenGen.Load()
+	p := atomic.LoadUint64(in.genp) != in.seenGen.Load() || in.BoxQueued()
 	if !p {
 		for _, r := range *in.list.Load() {
 			if r.published() {
@@ -270,6 +291,7 @@ func (in *Inbox) Refresh() {
 	if changed {
 		in.publish()
 	}
+	in.pressure() // a ring whose sender went: its held records' frees are urgent
 }
 
 // Stale reports whether Refresh has work: a sender registered or left, a ring waits to be

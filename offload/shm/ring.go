@@ -144,6 +144,7 @@ type ring struct {
 	empties   uint32        // peeks that found no published record (tailCheck)
 	popped    uint64
 	holds     []heldRec // records the program holds, oldest first (hold.go)
+	holdArr   []heldRec // the array holds lies in, from its start (hold.go)
 
 	// Identity and lifetime, owned by the Inbox.
 	path      string

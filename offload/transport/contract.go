@@ -147,19 +147,33 @@ type Holder interface {
 	// ReceiveHeld performs c, a recvfrom, except that a datagram the transport can hold is not
 	// copied: h gets its address and token (h.Addr 0: the call copied, as TransferVia would).
 	ReceiveHeld(c Call, h *Held) (n int, errno syscall.Errno, viaOS bool)
-	// Release frees the records of tokens and returns how many it freed (a token that names no
-	// record held now is skipped) and how many records are held after it.
+	// Release frees the records of tokens, after those the program freed through the socket's
+	// box, and returns how many of tokens it freed (a token that names no record held now is
+	// skipped) and how many records are held after it.
 	Release(tokens []uint64) (freed, held int)
+	// Unbox detaches the box of fd (Held.Box) when fd stops naming the socket.
+	Unbox(fd int)
 }
 
 // Held is a datagram ReceiveHeld handed over in place: the address of its payload in the
 // process's memory (valid and unchanged until Release), its token, and how many records the
-// socket holds with it.
+// socket holds with it. With Box (the preload library's struct goxio_zbox for the call's fd),
+// the transport may also queue there the datagrams that wait after it, each held (Epoch: the
+// box's, 0 when the transport does not use it; Queued and QueuedLen: how many it queued, their
+// lengths).
 type Held struct {
 	Addr  uintptr
 	Token uint64
 	Now   int
+
+	Box       uintptr
+	Epoch     uint32
+	Queued    int
+	QueuedLen [MaxQueued]uint32
 }
+
+// MaxQueued is the most datagrams one ReceiveHeld queues (GOXIO_ZBOX_ENTRIES).
+const MaxQueued = 32
 
 // Pairing is what a connection transport that pairs with a peer process (shared-memory TCP)
 // offers beyond Endpoint: the engine's judgement of the peer, and whether the connection will

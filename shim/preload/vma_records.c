@@ -14,14 +14,96 @@
  * foreign or stale id is recognised without reading memory through it; a ring record's slot also
  * keeps the engine's token, which the engine checks again. Receive callbacks (vma_callback.c)
  * hold records the same way.
+ *
+ * Entering the engine costs more than copying a small datagram, so on a ring socket neither call
+ * enters it for each datagram: each fd has a box (struct goxio_zbox, shim/goxio.h) where the
+ * engine, at a zero-copy receive, queues the datagrams that wait in the rings after the one it
+ * hands over (held in place like it), and recvfrom_zcopy takes them from there; free_packets
+ * leaves the tokens of freed ring records in the box, and the engine folds them in at its next
+ * look at the socket's rings, unless the box's urgent word says a sender needs the space now.
  */
 #include "vma.h"
 
+#include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 _Static_assert(sizeof(struct vma_packet_t) == 16 && sizeof(struct vma_packets_t) == 8, "VMA packet layout");
-_Static_assert(sizeof(struct goxio_zcopy) == 56, "struct goxio_zcopy as offload/zcopy_unsafe.go reads it");
+_Static_assert(sizeof(struct goxio_zcopy) == 72, "struct goxio_zcopy as offload/zcopy_unsafe.go reads it");
+_Static_assert(sizeof(struct goxio_zent) == 56 && offsetof(struct goxio_zbox, freed) == 32 &&
+		       offsetof(struct goxio_zbox, ent) == 32 + 8 * GOXIO_ZBOX_FREES,
+	       "struct goxio_zbox as offload/shm/hold_box_unsafe.go reads it");
+
+/* ---- boxes ---- */
+
+/* Boxes by fd: a table of BOX_CHUNK pointers per chunk, chunks made on demand; a box is made at the
+ * fd's first zero-copy receive and kept for the fd number (the engine detaches it from a socket
+ * before the number can name another one). */
+#define BOX_CHUNK 1024
+static struct goxio_zbox **box_chunks[GOXIO_FDT_SIZE / BOX_CHUNK];
+static pthread_mutex_t box_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* box_of returns fd's box, making it with make (NULL when there is none, or no memory). */
+static struct goxio_zbox *box_of(int fd, int make) {
+	if ((unsigned)fd >= GOXIO_FDT_SIZE)
+		return NULL;
+	struct goxio_zbox **chunk = __atomic_load_n(&box_chunks[fd / BOX_CHUNK], __ATOMIC_ACQUIRE);
+	struct goxio_zbox *b = chunk ? __atomic_load_n(&chunk[fd % BOX_CHUNK], __ATOMIC_ACQUIRE) : NULL;
+	if (b != NULL || !make)
+		return b;
+	pthread_mutex_lock(&box_mu);
+	chunk = box_chunks[fd / BOX_CHUNK];
+	if (chunk == NULL && (chunk = calloc(BOX_CHUNK, sizeof *chunk)) != NULL)
+		__atomic_store_n(&box_chunks[fd / BOX_CHUNK], chunk, __ATOMIC_RELEASE);
+	if (chunk != NULL && (b = chunk[fd % BOX_CHUNK]) == NULL && (b = calloc(1, sizeof *b)) != NULL)
+		__atomic_store_n(&chunk[fd % BOX_CHUNK], b, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&box_mu);
+	return b;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* spin_lock takes a spin lock held for a few loads and stores; a holder that lost its CPU gets
+ * it back through sched_yield. */
+static void spin_lock(uint32_t *l) {
+	for (int i = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE); i++)
+		while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
+			if (++i > 100)
+				sched_yield();
+			else
+				cpu_relax();
+		}
+}
+
+/* The box's spin lock, shared with the engine (which holds it for a few loads and stores too). The
+ * release is sequentially consistent: free_packets reads urgent after it (box_defer). */
+static void box_lock(struct goxio_zbox *b) { spin_lock(&b->lock); }
+
+static void box_unlock(struct goxio_zbox *b) { __atomic_store_n(&b->lock, 0, __ATOMIC_SEQ_CST); }
+
+/* box_take takes the oldest record queued in fd's box into *e: 1, with *epoch the box's; 0 when
+ * there is none to take (none queued, or the engine has the front: it serves the next receive). */
+static int box_take(struct goxio_zbox *b, struct goxio_zent *e, uint32_t *epoch) {
+	if (b == NULL || __atomic_load_n(&b->count, __ATOMIC_ACQUIRE) == 0)
+		return 0;
+	box_lock(b);
+	int ok = b->attached && !b->front && b->count > 0 && b->head < GOXIO_ZBOX_ENTRIES;
+	if (ok) {
+		*e = b->ent[b->head];
+		b->head = (b->head + 1) % GOXIO_ZBOX_ENTRIES;
+		__atomic_store_n(&b->count, b->count - 1, __ATOMIC_RELEASE);
+		*epoch = b->epoch;
+	}
+	box_unlock(b);
+	return ok;
+}
 
 /* ---- held records ---- */
 
@@ -32,9 +114,16 @@ struct record {
 	int next;       /* next free slot, -1 at the end */
 	int ring;       /* the data is a ring record the engine holds, token names it */
 	uint64_t token;
+	uint32_t epoch; /* of fd's box when the record came through it (0: its frees enter the engine) */
 };
 
-static pthread_mutex_t rec_mu = PTHREAD_MUTEX_INITIALIZER;
+/* rec_mu guards the record table: a spin lock (held for a few loads and stores, and a realloc or
+ * malloc when the table grows), cheaper than a mutex for the two takes of each datagram. */
+static uint32_t rec_mu;
+
+static void rec_lock(void) { spin_lock(&rec_mu); }
+
+static void rec_unlock(void) { __atomic_store_n(&rec_mu, 0, __ATOMIC_RELEASE); }
 static struct record *recs;
 static int nrecs, free_head = -1;
 
@@ -54,8 +143,9 @@ static int slot_of(void *h, int fd) {
 	return (int)i;
 }
 
-int rec_take(int fd, char **buf, void **handle) {
-	pthread_mutex_lock(&rec_mu);
+/* rec_slot reserves a slot for fd and returns it (buffer not made), or -1 with errno ENOMEM.
+ * Called with rec_mu held. */
+static int rec_slot(int fd) {
 	int i = free_head;
 	if (i >= 0) {
 		free_head = recs[i].next;
@@ -63,7 +153,6 @@ int rec_take(int fd, char **buf, void **handle) {
 		int n = nrecs ? nrecs * 2 : 64;
 		struct record *grown = realloc(recs, (size_t)n * sizeof *grown);
 		if (grown == NULL) {
-			pthread_mutex_unlock(&rec_mu);
 			errno = ENOMEM;
 			return -1;
 		}
@@ -76,22 +165,47 @@ int rec_take(int fd, char **buf, void **handle) {
 		recs[i] = (struct record){.buf = NULL, .gen = 1, .fd = -1, .next = -1};
 		nrecs = n;
 	}
-	if (recs[i].buf == NULL && (recs[i].buf = malloc(RECORD_CAP)) == NULL) {
-		recs[i].next = free_head;
-		free_head = i;
-		pthread_mutex_unlock(&rec_mu);
-		errno = ENOMEM;
-		return -1;
-	}
 	recs[i].fd = fd;
 	recs[i].ring = 0;
-	*buf = recs[i].buf;
-	*handle = handle_of(i, recs[i].gen);
-	pthread_mutex_unlock(&rec_mu);
+	recs[i].epoch = 0;
 	return i;
 }
 
 /* rec_put returns slot i to the free list. Called with rec_mu held. */
+static void rec_put(int i);
+
+int rec_take(int fd, char **buf, void **handle) {
+	rec_lock();
+	int i = rec_slot(fd);
+	if (i >= 0 && recs[i].buf == NULL && (recs[i].buf = malloc(RECORD_CAP)) == NULL) {
+		rec_put(i);
+		errno = ENOMEM;
+		i = -1;
+	}
+	if (i >= 0) {
+		*buf = recs[i].buf;
+		*handle = handle_of(i, recs[i].gen);
+	}
+	rec_unlock();
+	return i;
+}
+
+/* rec_take_ring reserves a slot for fd's ring record token (taken from its box at epoch) and
+ * returns its handle, or NULL with errno ENOMEM. */
+static void *rec_take_ring(int fd, uint64_t token, uint32_t epoch) {
+	rec_lock();
+	int i = rec_slot(fd);
+	void *h = NULL;
+	if (i >= 0) {
+		recs[i].ring = 1;
+		recs[i].token = token;
+		recs[i].epoch = epoch;
+		h = handle_of(i, recs[i].gen);
+	}
+	rec_unlock();
+	return h;
+}
+
 static void rec_put(int i) {
 	recs[i].fd = -1;
 	recs[i].ring = 0;
@@ -103,17 +217,19 @@ static void rec_put(int i) {
 }
 
 void rec_release(int i) {
-	pthread_mutex_lock(&rec_mu);
+	rec_lock();
 	rec_put(i);
-	pthread_mutex_unlock(&rec_mu);
+	rec_unlock();
 }
 
-/* rec_ring marks slot i as holding the engine's ring record token. */
-static void rec_ring(int i, uint64_t token) {
-	pthread_mutex_lock(&rec_mu);
+/* rec_ring marks slot i as holding the engine's ring record token (epoch: of the box the engine
+ * used with it, 0: none). */
+static void rec_ring(int i, uint64_t token, uint32_t epoch) {
+	rec_lock();
 	recs[i].ring = 1;
 	recs[i].token = token;
-	pthread_mutex_unlock(&rec_mu);
+	recs[i].epoch = epoch;
+	rec_unlock();
 }
 
 /* zcopy_recv receives on s into data (RECORD_CAP bytes) or, from a ring, in place: 1 with *n the
@@ -121,12 +237,13 @@ static void rec_ring(int i, uint64_t token) {
  * and *token its record when it is held in place (NULL: copied into data); 0 when the socket has no
  * ring the engine can hold datagrams in (then the ordinary recvfrom serves it). */
 static int zcopy_recv(int s, char *data, int flags, struct sockaddr *from, socklen_t *fromlen, ssize_t *n,
-		      void **ring, uint64_t *token) {
+		      void **ring, uint64_t *token, uint32_t *epoch) {
 	uint8_t fl = served(s);
 	if (!(fl & GOXIO_FD_RING) || (fl & GOXIO_FD_SPILL) || (flags & (MSG_PEEK | MSG_ERRQUEUE | MSG_OOB)) ||
 	    __atomic_load_n(&goxio_vma_cbs, __ATOMIC_RELAXED) != 0)
 		return 0;
-	struct goxio_zcopy z = {.buf = data, .len = RECORD_CAP, .flags = flags, .from = from, .fromlen = fromlen};
+	struct goxio_zcopy z = {.buf = data, .len = RECORD_CAP, .flags = flags, .from = from, .fromlen = fromlen,
+				.box = box_of(s, 1)};
 	int saved = errno;
 	long r = goxio_call(GOXIO_OP_ZCOPY_RECV, s, (uintptr_t)&z, 0, 0, 0, 0);
 	if (r < 0 && errno == EOPNOTSUPP) {
@@ -136,6 +253,46 @@ static int zcopy_recv(int s, char *data, int flags, struct sockaddr *from, sockl
 	*n = r;
 	*ring = r >= 0 ? z.data : NULL;
 	*token = z.token;
+	*epoch = z.epoch;
+	return 1;
+}
+
+/* box_recv serves recvfrom_zcopy from the datagrams queued in s's box: 1 with the result in
+ * *ret; 0 when the box has none for it (the engine serves it). */
+static int box_recv(int s, void *buf, int in, struct sockaddr *from, socklen_t *fromlen, int *flags, int *ret) {
+	struct goxio_zbox *b = box_of(s, 0);
+	if (b == NULL || __atomic_load_n(&b->count, __ATOMIC_ACQUIRE) == 0 || (in & ~MSG_DONTWAIT) != 0 ||
+	    __atomic_load_n(&goxio_vma_cbs, __ATOMIC_RELAXED) != 0)
+		return 0;
+	uint8_t fl = served(s);
+	if (!(fl & GOXIO_FD_RING) || (fl & GOXIO_FD_SPILL))
+		return 0;
+	struct goxio_zent e;
+	uint32_t epoch;
+	if (!box_take(b, &e, &epoch))
+		return 0;
+	void *handle = rec_take_ring(s, e.token, epoch);
+	if (handle == NULL) {
+		/* no memory for the record: the datagram is lost, as the kernel drops what it cannot
+		 * queue; its ring record goes back */
+		goxio_call(GOXIO_OP_ZCOPY_FREE, s, (uintptr_t)&e.token, 1, 0, 0, 0);
+		*ret = -1;
+		errno = ENOMEM;
+		return 1;
+	}
+	if (from != NULL && fromlen != NULL) {
+		socklen_t nl = e.namelen <= sizeof e.name ? e.namelen : sizeof e.name;
+		memcpy(from, e.name, nl < *fromlen ? nl : *fromlen);
+		*fromlen = nl;
+	}
+	struct vma_packets_t *p = buf;
+	p->n_packet_num = 1;
+	p->pkts[0].packet_id = handle;
+	p->pkts[0].sz_iov = 1;
+	p->pkts[0].iov[0].iov_base = e.data;
+	p->pkts[0].iov[0].iov_len = e.len;
+	*flags = in | MSG_VMA_ZCOPY;
+	*ret = (int)e.len;
 	return 1;
 }
 
@@ -157,6 +314,9 @@ int vma_recvfrom_zcopy(int s, void *buf, size_t len, int *flags, struct sockaddr
 		*flags = in & ~MSG_VMA_ZCOPY;
 		return (int)recvfrom(s, buf, len, in, from, fromlen);
 	}
+	int ret;
+	if (box_recv(s, buf, in, from, fromlen, flags, &ret))
+		return ret;
 	char *data;
 	void *handle;
 	int i = rec_take(s, &data, &handle); /* data stays put while the slot is taken */
@@ -167,10 +327,11 @@ int vma_recvfrom_zcopy(int s, void *buf, size_t len, int *flags, struct sockaddr
 	ssize_t n;
 	void *ring = NULL;
 	uint64_t token = 0;
-	if (!zcopy_recv(s, data, rflags, from, fromlen, &n, &ring, &token))
+	uint32_t epoch = 0;
+	if (!zcopy_recv(s, data, rflags, from, fromlen, &n, &ring, &token, &epoch))
 		n = recvfrom(s, data, RECORD_CAP, rflags, from, fromlen);
 	if (ring != NULL) {
-		rec_ring(i, token);
+		rec_ring(i, token, epoch);
 		data = ring;
 	} else if (n <= 0 || (in & MSG_PEEK)) {
 		int saved = errno;
@@ -200,6 +361,26 @@ int vma_recvfrom_zcopy(int s, void *buf, size_t len, int *flags, struct sockaddr
  * call enters the engine once. */
 #define FREE_BATCH 64
 
+/* box_defer leaves token, a record of s's box at epoch, in the box for the engine to fold in: 1,
+ * or 0 when the box is gone or full (the token goes to the engine now). *urgent is set when the
+ * engine wants the frees at once. */
+static int box_defer(struct goxio_zbox *b, uint64_t token, uint32_t epoch, int *urgent) {
+	if (b == NULL || epoch == 0)
+		return 0;
+	box_lock(b);
+	int ok = b->attached && b->epoch == epoch && b->nfree < GOXIO_ZBOX_FREES;
+	if (ok) {
+		b->freed[b->nfree] = token;
+		__atomic_store_n(&b->nfree, b->nfree + 1, __ATOMIC_RELEASE);
+		if (b->nfree >= GOXIO_ZBOX_FREES * 3 / 4)
+			*urgent = 1; /* fold them in before the box fills */
+	}
+	box_unlock(b); /* sequentially consistent: the engine's urgent store and fold pair with it */
+	if (ok && __atomic_load_n(&b->urgent, __ATOMIC_SEQ_CST))
+		*urgent = 1;
+	return ok;
+}
+
 int vma_free_packets(int s, struct vma_packet_t *pkts, size_t count) {
 	if (count > 0 && pkts == NULL) {
 		errno = EFAULT;
@@ -207,8 +388,9 @@ int vma_free_packets(int s, struct vma_packet_t *pkts, size_t count) {
 	}
 	uint64_t tokens[FREE_BATCH];
 	size_t ntok = 0, done = 0;
-	int refused = 0;
-	pthread_mutex_lock(&rec_mu);
+	int refused = 0, urgent = 0;
+	struct goxio_zbox *box = box_of(s, 0);
+	rec_lock();
 	/* every id is checked before any is freed: a bad array frees nothing */
 	for (size_t k = 0; k < count; k++) {
 		int i = slot_of(pkts[k].packet_id, s);
@@ -216,13 +398,14 @@ int vma_free_packets(int s, struct vma_packet_t *pkts, size_t count) {
 			if (pkts[j].packet_id == pkts[k].packet_id)
 				i = -1; /* the same id twice in one call */
 		if (i < 0) {
-			pthread_mutex_unlock(&rec_mu);
+			rec_unlock();
 			errno = ENOENT;
 			return -1;
 		}
 	}
-	/* Ring records go back to the engine outside the lock, in batches; their slots are free as
-	 * soon as the tokens are copied out (the program's ids are stale from now on). */
+	/* Ring records go back through the box, or to the engine outside the lock, in batches; their
+	 * slots are free as soon as the tokens are copied out (the program's ids are stale from now
+	 * on). */
 	while (done < count) {
 		for (ntok = 0; done < count && ntok < FREE_BATCH; done++) {
 			int i = slot_of(pkts[done].packet_id, s);
@@ -230,19 +413,21 @@ int vma_free_packets(int s, struct vma_packet_t *pkts, size_t count) {
 				refused = 1; /* another thread freed it while the lock was let go */
 				continue;
 			}
-			if (recs[i].ring)
+			if (recs[i].ring && !box_defer(box, recs[i].token, recs[i].epoch, &urgent))
 				tokens[ntok++] = recs[i].token;
 			rec_put(i);
 		}
-		if (ntok == 0)
+		if (ntok == 0 && !(urgent && done == count))
 			continue;
-		pthread_mutex_unlock(&rec_mu);
-		/* refused: the socket was closed or replaced, which released its records already */
-		if (goxio_call(GOXIO_OP_ZCOPY_FREE, s, (uintptr_t)tokens, ntok, 0, 0, 0) < 0)
+		rec_unlock();
+		/* refused: the socket was closed or replaced, which released its records already; the
+		 * engine folds the box's deferred frees in first */
+		if (goxio_call(GOXIO_OP_ZCOPY_FREE, s, (uintptr_t)tokens, ntok, 0, 0, 0) < 0 && ntok > 0)
 			refused = 1;
-		pthread_mutex_lock(&rec_mu);
+		urgent = 0;
+		rec_lock();
 	}
-	pthread_mutex_unlock(&rec_mu);
+	rec_unlock();
 	if (refused) {
 		errno = ENOENT;
 		return -1;

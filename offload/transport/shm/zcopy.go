@@ -35,7 +35,53 @@ func (u *UDP) ReceiveHeld(c transport.Call, h *transport.Held) (int, syscall.Err
 		c.FD = fd
 		u.tapOS(&c, n)
 	}
+	if errno == 0 && h.Addr != 0 && h.Box != 0 {
+		u.prefetch(fd, h)
+	}
 	return n, errno, viaOS
+}
+
+// prefetch attaches the call's box to the inbox and queues there the datagrams waiting in the
+// rings now (offload/shm hold_box.go): the program's next receives take them without entering the
+// engine. Not while kernel datagrams may be older than the rings' (their order is decided per
+// receive), while multicast loopback copies are to be told from ring datagrams, or while a
+// capture runs.
+func (u *UDP) prefetch(fd int, h *transport.Held) {
+	in := u.inbox.Load()
+	if in == nil || u.kernelFirst.Load() || u.joinSnap.Load() != nil || capture.On() {
+		return
+	}
+	u.rxmu.Lock()
+	defer u.rxmu.Unlock()
+	if h.Epoch = in.UseBox(h.Box, fd); h.Epoch == 0 {
+		return
+	}
+	for h.Queued < transport.MaxQueued {
+		name, data, err := in.PeekRings()
+		if err != nil || len(name) != unix.SizeofSockaddrInet4 && len(name) != unix.SizeofSockaddrInet6 || len(data) == 0 {
+			break // a group's datagram is for fromRing to admit, an empty one for recvfrom
+		}
+		if !in.Queue(name, data) {
+			break
+		}
+		u.countRingRx(in, len(data))
+		h.QueuedLen[h.Queued] = uint32(len(data))
+		h.Queued++
+	}
+	h.Now = in.HeldNow()
+}
+
+// Unbox detaches fd's box from the inbox (fd no longer names the socket).
+func (u *UDP) Unbox(fd int) {
+	if !u.enter() {
+		return
+	}
+	defer u.exit()
+	if in := u.inbox.Load(); in != nil {
+		u.rxmu.Lock()
+		in.Unbox(fd)
+		u.rxmu.Unlock()
+	}
 }
 
 // holdRing hands the datagram the last Peek returned over in place; the caller holds rxmu.
@@ -70,6 +116,7 @@ func (u *UDP) Release(tokens []uint64) (freed, held int) {
 	}
 	u.rxmu.Lock()
 	defer u.rxmu.Unlock()
+	in.Fold()
 	for _, t := range tokens {
 		if in.Release(t) == nil {
 			freed++

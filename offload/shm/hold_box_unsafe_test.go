@@ -1,0 +1,225 @@
+package shm
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+)
+
+// TestBoxLayout: boxMem has struct goxio_zbox's layout (shim/goxio.h; vma_records.c asserts the
+// same offsets on the C side).
+func TestBoxLayout(t *testing.T) {
+	var m boxMem
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"attached", unsafe.Offsetof(m.attached), 4}, {"epoch", unsafe.Offsetof(m.epoch), 8},
+		{"front", unsafe.Offsetof(m.front), 12}, {"head", unsafe.Offsetof(m.head), 16},
+		{"count", unsafe.Offsetof(m.count), 20}, {"urgent", unsafe.Offsetof(m.urgent), 24},
+		{"nfree", unsafe.Offsetof(m.nfree), 28}, {"freed", unsafe.Offsetof(m.freed), 32},
+		{"ent", unsafe.Offsetof(m.ent), 32 + 8*BoxFrees}, {"ent size", unsafe.Sizeof(m.ent[0]), 56},
+		{"name", unsafe.Offsetof(m.ent[0].name), 24},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s at %d, want %d", c.name, c.got, c.want)
+		}
+	}
+}
+
+// cTake is what the preload library's box_take does: the oldest queued record, unless the engine
+// has the front.
+func cTake(m *boxMem) (boxEnt, bool) {
+	m.acquire()
+	defer m.release()
+	if m.attached == 0 || m.front != 0 || m.count == 0 {
+		return boxEnt{}, false
+	}
+	e := m.ent[m.head]
+	m.head = (m.head + 1) % BoxEntries
+	atomic.StoreUint32(&m.count, m.count-1)
+	return e, true
+}
+
+// cFree is what box_defer does: the token left for the engine to fold in.
+func cFree(m *boxMem, tok uint64) {
+	m.acquire()
+	m.freed[m.nfree] = tok
+	atomic.StoreUint32(&m.nfree, m.nfree+1)
+	m.release()
+}
+
+// seqOf reads the sequence number of a record makeRecord wrote at p, n bytes.
+func seqOf(t *testing.T, p uintptr, n uint32) uint64 {
+	t.Helper()
+	d := unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), n) // ring memory, not Go's
+	_, s, ok := checkRecord(d)
+	if !ok {
+		t.Fatalf("record at %#x does not check", p)
+	}
+	return s
+}
+
+// TestBoxQueue: records queued in the box are held (the producer's space stays taken), the
+// library takes them oldest first without the engine, the engine's own Peek takes the next one
+// first (the front, which keeps the library off until it is consumed), frees left in the box are
+// folded in at the next Peek, Unbox leaves queued records with the inbox, Close forgets them.
+func TestBoxQueue(t *testing.T) {
+	dir := testDir(t)
+	in := mustInbox(t, dir, "box", 4)
+	o := mustDial(t, dir, "box", 1<<16)
+	buf := make([]byte, 1000)
+	for seq := range uint64(10) {
+		if _, err := o.Send([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, [][]byte{makeRecord(buf, 1, seq, 100)}, 100); err != nil {
+			t.Fatalf("send %d: %v", seq, err)
+		}
+	}
+	mem := new(boxMem)
+	p := uintptr(unsafe.Pointer(mem))
+	d0, h0 := peekHold(t, in)
+	if _, s, _ := checkRecord(d0); s != 0 {
+		t.Fatalf("first record %d", s)
+	}
+	ep := in.UseBox(p, 7)
+	if ep == 0 || in.UseBox(p, 8) != 0 || in.UseBox(p+8, 7) != 0 || in.UseBox(p, 7) != ep {
+		t.Fatalf("UseBox: epoch %d, another fd's or box's not refused", ep)
+	}
+	for range 4 {
+		name, data, err := in.PeekRings()
+		if err != nil || !in.Queue(name, data) {
+			t.Fatalf("queue: %v", err)
+		}
+	}
+	if in.HeldNow() != 5 || mem.count != 4 || !in.Pending() {
+		t.Fatalf("held %d, queued %d, pending %v", in.HeldNow(), mem.count, in.Pending())
+	}
+	// The library takes 1 and 2.
+	var toks []uint64
+	for want := uint64(1); want <= 2; want++ {
+		e, ok := cTake(mem)
+		if !ok || seqOf(t, e.data, e.len) != want || e.namelen != 16 || e.name[15] != 16 {
+			t.Fatalf("take %d: ok %v", want, ok)
+		}
+		toks = append(toks, e.token)
+	}
+	// The engine's receive takes 3 (a peek, then the hold): the library waits meanwhile.
+	_, d, err := in.Peek()
+	if err != nil {
+		t.Fatalf("peek: %v", err)
+	}
+	if _, s, _ := checkRecord(d); s != 3 {
+		t.Fatalf("engine's peek: %d, want 3", s)
+	}
+	if _, ok := cTake(mem); ok {
+		t.Fatal("the library took a record behind the engine's front")
+	}
+	h3, err := in.Hold()
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks = append(toks, h3)
+	// A copying receive takes 4 (Pop releases it).
+	if _, d, err = in.Peek(); err != nil {
+		t.Fatal(err)
+	}
+	if _, s, _ := checkRecord(d); s != 4 {
+		t.Fatalf("second peek: %d, want 4", s)
+	}
+	in.Pop()
+	if in.HeldNow() != 4 || in.BoxQueued() {
+		t.Fatalf("held %d, queued %v", in.HeldNow(), in.BoxQueued())
+	}
+	// Frees through the box: folded in at the next look; the oldest (h0) still holds the head.
+	for _, tok := range toks {
+		cFree(mem, tok)
+	}
+	headp := *in.rings[0].headp
+	if _, d, err = in.Peek(); err != nil {
+		t.Fatal(err)
+	}
+	if _, s, _ := checkRecord(d); s != 5 || mem.nfree != 0 || in.HeldNow() != 1 || *in.rings[0].headp != headp {
+		t.Fatalf("after the fold: peeked %d, %d frees left, %d held, head moved %v", s, mem.nfree, in.HeldNow(), *in.rings[0].headp != headp)
+	}
+	if err := in.Release(h0); err != nil || *in.rings[0].headp == headp {
+		t.Fatalf("release of the oldest: %v, head moved %v", err, *in.rings[0].headp != headp)
+	}
+	for _, tok := range toks {
+		if err := in.Release(tok); !errors.Is(err, ErrNotHeld) {
+			t.Fatalf("token freed twice: %v", err)
+		}
+	}
+	// Queue 5 and 6; the fd goes: they stay with the inbox, in order, and the box is free.
+	for range 2 {
+		name, data, err := in.PeekRings()
+		if err != nil || !in.Queue(name, data) {
+			t.Fatalf("queue: %v", err)
+		}
+	}
+	in.Unbox(7)
+	if mem.attached != 0 || mem.count != 0 || !in.Pending() || in.UseBox(p, 7) != 0 {
+		t.Fatalf("after Unbox: attached %d, count %d, pending %v", mem.attached, mem.count, in.Pending())
+	}
+	for want := uint64(5); want <= 7; want++ {
+		_, d, err := in.Peek()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, s, _ := checkRecord(d); s != want {
+			t.Fatalf("after Unbox: %d, want %d", s, want)
+		}
+		in.Pop()
+	}
+	if in.HeldNow() != 0 {
+		t.Fatalf("held %d after the pops", in.HeldNow())
+	}
+	// A new attach gets a new epoch; Close forgets what is queued and detaches the box.
+	ep2 := in.UseBox(p, 7)
+	name, data, err := in.PeekRings()
+	if ep2 == 0 || ep2 == ep || err != nil || !in.Queue(name, data) {
+		t.Fatalf("second attach: epoch %d (first %d), %v", ep2, ep, err)
+	}
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if mem.attached != 0 || mem.count != 0 || in.BoxQueued() {
+		t.Fatalf("after Close: attached %d, count %d", mem.attached, mem.count)
+	}
+}
+
+// TestBoxUrgent: the urgent word asks for frees at once while the held records take more than
+// half the ring (charged as for the smallest datagrams), and folds in what the box has then.
+func TestBoxUrgent(t *testing.T) {
+	dir := testDir(t)
+	in := mustInbox(t, dir, "urgent", 4)
+	o := mustDial(t, dir, "urgent", MinRingBytes)
+	buf := make([]byte, 1000)
+	mem := new(boxMem)
+	p := uintptr(unsafe.Pointer(mem))
+	var toks []uint64
+	for seq := uint64(0); mem.urgent == 0; seq++ {
+		if _, err := o.Send(nil, [][]byte{makeRecord(buf, 1, seq, 64)}, 64); err != nil {
+			t.Fatalf("send %d before the word was set: %v", seq, err)
+		}
+		_, h := peekHold(t, in)
+		if seq == 0 && in.UseBox(p, 3) == 0 {
+			t.Fatal("UseBox")
+		}
+		if seq == 0 {
+			cFree(mem, h) // left in the box: folded in when the word is set
+			continue
+		}
+		toks = append(toks, h)
+	}
+	if mem.nfree != 0 {
+		t.Fatalf("%d frees left in the box once urgent", mem.nfree)
+	}
+	for _, tok := range toks {
+		if err := in.Release(tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if mem.urgent != 0 {
+		t.Fatal("still urgent with nothing held")
+	}
+}
