@@ -22,8 +22,10 @@ import (
 // filtering without it. rules.c: add_conf_rule's rules decide the next sockets, first in the list;
 // dump_fd_stats logs the socket. header.c: get_socket_network_header of a connected UDP socket
 // equals the datagram captured on lo (kernel transport, as root). thread.c: thread_offload(0, tid) keeps a thread's new sockets with the
-// kernel (the EINVAL probes say so), thread_offload(1, tid) undoes it. The data each prints is the
-// same in every run.
+// kernel (the EINVAL probes say so), thread_offload(1, tid) undoes it. zmix.c: recvfrom_zcopy mixed
+// with recv, peeks, read, poll, epoll, FIONREAD, a dup whose original is closed and frees in mixed
+// order, while datagrams wait in the library's box (shared memory): the same datagrams in the same
+// order, the socket readable as long as any wait. The data each prints is the same in every run.
 func TestIntegrationVMAExtraAPI(t *testing.T) {
 	lib := integrationLib(t)
 	runs := []struct {
@@ -35,7 +37,7 @@ func TestIntegrationVMAExtraAPI(t *testing.T) {
 		{"mask cleared", "cleared", testutil.Env(lib, append([]string{"GOXIO_EXTRA_API=0"}, offEnv...)...)},
 		{"mask cleared, shared memory", "cleared", testutil.Env(lib, append([]string{"GOXIO_EXTRA_API=off"}, shmEnv...)...)},
 	}
-	for _, prog := range []string{"zcopy", "callback", "thread", "rules", "header"} {
+	for _, prog := range []string{"zcopy", "callback", "thread", "rules", "header", "zmix"} {
 		t.Run(prog, func(t *testing.T) {
 			bin := filepath.Join(t.TempDir(), prog)
 			testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "vmaapi", prog+".c"), bin, "-O2", "-Wall", "-Werror")

@@ -171,9 +171,7 @@ func (in *Inbox) boxTake() (int, bool) {
 // records are the library's again.
 func (in *Inbox) boxDone() uint64 {
 	b := &in.bx
-	q := &b.ents[b.frontIdx]
-	tok := q.token
-	*q = queued{}
+	tok := b.ents[b.frontIdx].token // the entry stays as it is: the caller still reads the name and data Peek gave
 	b.peeked = false
 	if m := b.mem.Load(); m != nil {
 		m.acquire()
