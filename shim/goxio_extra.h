@@ -61,8 +61,8 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
+#include <sys/socket.h> /* struct iovec too: <sys/uio.h> would declare readv and writev, which
+			  * programs such as sockperf redefine as macros before they include this */
 #include <time.h>
 
 #ifdef __cplusplus
@@ -263,6 +263,10 @@ static inline struct vma_api_t *goxio_get_api(void) {
 		return NULL;
 	return api;
 }
+
+/* vma_get_api is VMA's name for it: programs written against vma_extra.h call it (sockperf does),
+ * and build unchanged against this header. */
+static inline struct vma_api_t *vma_get_api(void) { return goxio_get_api(); }
 
 #ifdef __cplusplus
 }

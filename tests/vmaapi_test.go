@@ -25,7 +25,10 @@ import (
 // kernel (the EINVAL probes say so), thread_offload(1, tid) undoes it. zmix.c: recvfrom_zcopy mixed
 // with recv, peeks, read, poll, epoll, FIONREAD, a dup whose original is closed and frees in mixed
 // order, while datagrams wait in the library's box (shared memory): the same datagrams in the same
-// order, the socket readable as long as any wait. The data each prints is the same in every run.
+// order, the socket readable as long as any wait. sockperf.c: what sockperf 3.7 built with
+// --enable-vma-api does (its readv/writev macros before the header, vma_get_api, --vmazcopyread
+// ping-pong freeing at the next receive, --vmarxfiltercb answering from inside the callback and
+// unregistering at close). The data each prints is the same in every run.
 func TestIntegrationVMAExtraAPI(t *testing.T) {
 	lib := integrationLib(t)
 	runs := []struct {
@@ -37,7 +40,7 @@ func TestIntegrationVMAExtraAPI(t *testing.T) {
 		{"mask cleared", "cleared", testutil.Env(lib, append([]string{"GOXIO_EXTRA_API=0"}, offEnv...)...)},
 		{"mask cleared, shared memory", "cleared", testutil.Env(lib, append([]string{"GOXIO_EXTRA_API=off"}, shmEnv...)...)},
 	}
-	for _, prog := range []string{"zcopy", "callback", "thread", "rules", "header", "zmix"} {
+	for _, prog := range []string{"zcopy", "callback", "thread", "rules", "header", "zmix", "sockperf"} {
 		t.Run(prog, func(t *testing.T) {
 			bin := filepath.Join(t.TempDir(), prog)
 			testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "vmaapi", prog+".c"), bin, "-O2", "-Wall", "-Werror")
