@@ -32,6 +32,9 @@
 #  11. kernel-served sockets (kpass.py): one end under goxio with default parameters, the other
 #      without goxio (sockperf UDP throughput and ping-pong against a server without goxio, iperf3
 #      with either end without goxio), against the kernel on both ends;
+#  12. VMA's extra API (zcopy.py, tests/vmaapi/zbench.c): zero-copy receive (recvfrom_zcopy +
+#      free_packets) against the copying receive over shared memory, the receive alone (drain) and
+#      a streaming sender, 64 B and 1400 B; with BENCH_SOCKPERF_VMA, sockperf --vmazcopyread too;
 # then writes raw data under tests/bench/out/ and the report tests/bench/REPORT.md
 # (report.py) with a latency plot (plot.py, tests/bench/latency.png).
 #
@@ -45,7 +48,7 @@
 #                          the report to out/REPORT.md instead of the committed one
 #   GOXIO_BIN              folder holding the goxio tools (version string, goxio_stats snapshots)
 #   BENCH_ONLY             sections to run, comma-separated among passthrough, startup, sockperf, mux,
-#                          programs, veth, churn, fanout, capture, ipv6, kpass (default: all); the report then has only those, and goes to
+#                          programs, veth, churn, fanout, capture, ipv6, kpass, zcopy (default: all); the report then has only those, and goes to
 #                          out/REPORT.md unless BENCH_REPORT says otherwise
 #   BENCH_VARIANTS         sockperf variants to run, comma-separated, kernel included (default: all)
 #   BENCH_TESTS            sockperf tests to run, comma-separated (udp-pp, udp-pp-1400, tcp-pp, udp-tp,
@@ -71,6 +74,8 @@
 #   BENCH_GOXIO_ENV        variables of the goxio rows of parts 7 and 8 (default: the shared-memory
 #                          transports on, "GOXIO_SHM=1 GOXIO_SHM_TCP=1")
 #   BENCH_REPORT           where to write the report (default tests/bench/REPORT.md)
+#   BENCH_SOCKPERF_VMA     a sockperf built with --enable-vma-api (its vma_extra.h being goxio_extra.h):
+#                          part 12 runs its --vmazcopyread beside its plain mode (default: not run)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -92,7 +97,7 @@ REDIS_N=${BENCH_REDIS_N:-100000}
 DEADLINE=${BENCH_DEADLINE:-900}
 PORT=${BENCH_PORT:-17100}
 REPORT=${BENCH_REPORT:-$HERE/REPORT.md}
-SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout,capture,ipv6,kpass
+SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout,capture,ipv6,kpass,zcopy
 ONLY=${BENCH_ONLY:-$SECTIONS}
 
 die() {
@@ -195,6 +200,7 @@ gcc "${CFLAGS[@]}" -o "$BIN/onesock" "$HERE/onesock.c"
 gcc "${CFLAGS[@]}" -o "$BIN/churn" "$HERE/churn.c"
 gcc "${CFLAGS[@]}" -o "$BIN/fanout" "$HERE/fanout.c"
 gcc "${CFLAGS[@]}" -o "$BIN/pp6" "$HERE/pp6.c"
+gcc "${CFLAGS[@]}" -o "$BIN/zbench" "$REPO/tests/vmaapi/zbench.c"
 # script200: a shell script of 200 short commands (none uses an inet socket: under goxio no process
 # of it loads the engine).
 {
@@ -883,6 +889,20 @@ if section kpass; then
 		--time "$SP_TIME" --port $((PORT + 3000)) --logs "$RAW/kpass" --out "$RAW/kpass.md" \
 		>"$RAW/kpass.log" 2>&1 || echo "kpass.py failed: $(tail -n 3 "$RAW/kpass.log")" >"$RAW/kpass.md"
 	echo "python3 tests/bench/kpass.py --lib LIB --env \"VMA_TRACELEVEL=WARN\" --reps $SP_REPS --time $SP_TIME" >>"$RAW/commands.txt"
+fi
+
+# ---------------------------------------------------------------- 12. VMA's extra API, zero-copy receive
+if section zcopy; then
+	check_deadline "zcopy"
+	log "zero-copy receive: recvfrom_zcopy against recvfrom (zbench${BENCH_SOCKPERF_VMA:+, sockperf --vmazcopyread})"
+	zc_args=()
+	if [[ -n ${BENCH_SOCKPERF_VMA:-} ]]; then
+		zc_args=(--sockperf "$BENCH_SOCKPERF_VMA")
+	fi
+	"$PY" "$HERE/zcopy.py" --lib "$GOXIO_LIB" --env "VMA_TRACELEVEL=WARN" --zbench "$BIN/zbench" --reps "$SP_REPS" \
+		--time "$SP_TIME" --port $((PORT + 3500)) "${zc_args[@]}" --out "$RAW/zcopy.md" >"$RAW/zcopy.log" 2>&1 ||
+		echo "zcopy.py failed: $(tail -n 3 "$RAW/zcopy.log")" >"$RAW/zcopy.md"
+	echo "python3 tests/bench/zcopy.py --lib LIB --env \"VMA_TRACELEVEL=WARN\" --zbench tests/bench/out/bin/zbench --reps $SP_REPS --time $SP_TIME${BENCH_SOCKPERF_VMA:+ --sockperf $BENCH_SOCKPERF_VMA}" >>"$RAW/commands.txt"
 fi
 
 # ---------------------------------------------------------------- report
