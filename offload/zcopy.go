@@ -1,6 +1,8 @@
 package offload
 
 import (
+	"sync"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/transport"
@@ -10,6 +12,11 @@ import (
 // transport that can hold its datagrams in place (transport.Holder: the shared-memory UDP one),
 // the program gets the payload where it lies and frees it later; anywhere else the preload
 // library copies into a record of its own, as it learns from EOPNOTSUPP.
+
+// heldPool keeps the results of zero-copy receives: a Held handed to the transport through its
+// interface would escape, an allocation per receive (the garbage collector's runs are latency
+// spikes for the ping-pong programs that use the API).
+var heldPool = sync.Pool{New: func() any { return new(transport.Held) }}
 
 // zcopyRecv serves OpZcopyRecv: a recvfrom that hands a held datagram over in place.
 func (e *Engine) zcopyRecv(s *Socket, c *transport.Call) int64 {
@@ -30,8 +37,10 @@ func (e *Engine) zcopyRecv(s *Socket, c *transport.Call) int64 {
 			return -int64(unix.EOPNOTSUPP)
 		}
 	}
-	held := transport.Held{Box: z.box}
-	n, errno, os := h.ReceiveHeld(rc, &held)
+	held := heldPool.Get().(*transport.Held)
+	defer heldPool.Put(held)
+	*held = transport.Held{Box: z.box}
+	n, errno, os := h.ReceiveHeld(rc, held)
 	e.count(s, &rc, n, errno, os)
 	z.data, z.token, z.epoch, z.queued = 0, 0, held.Epoch, uint32(held.Queued)
 	if errno == 0 && held.Addr != 0 {
