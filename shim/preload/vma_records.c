@@ -365,8 +365,8 @@ int vma_recvfrom_zcopy(int s, void *buf, size_t len, int *flags, struct sockaddr
  * or 0 when the box is gone or full (the token goes to the engine now). *urgent is set when the
  * engine wants the frees at once. */
 static int box_defer(struct goxio_zbox *b, uint64_t token, uint32_t epoch, int *urgent) {
-	if (b == NULL || epoch == 0)
-		return 0;
+	if (b == NULL || epoch == 0 || !goxio_active())
+		return 0; /* a forked child's engine is its parent's: the engine call answers it */
 	box_lock(b);
 	int ok = b->attached && b->epoch == epoch && b->nfree < GOXIO_ZBOX_FREES;
 	if (ok) {
