@@ -79,7 +79,10 @@ class Runner:
         if case == "tp":
             cli = [sp, "throughput", "-i", "127.0.0.1", "-p", str(self.port), "-t", t, "-m", str(size), "--mps=max"]
         else:
-            cli = [sp, "ping-pong", "-i", "127.0.0.1", "-p", str(self.port), "-t", t, "-m", str(size)] + opt
+            # --mps 1000000 as run.sh's ping-pong: sockperf sizes its sequence numbers from the rate
+            # and aborts when a transport answers faster than its default allows
+            cli = [sp, "ping-pong", "-i", "127.0.0.1", "-p", str(self.port), "-t", t, "-m", str(size),
+                   "--mps", "1000000"] + opt
         if rep == 1:
             self.commands.append(f"sockperf {case} {size} B{' zero-copy' if zc else ''}: server `{' '.join(srv)}`, "
                                  f"client `{' '.join(cli)}` (both under `LD_PRELOAD`)")
