@@ -135,6 +135,8 @@ var params = []param{
 		func(p *Params) *bool { return &p.SHM }),
 	boolParam("GOXIO_SHM_TCP", "With GOXIO_SHM, also offload TCP connections between goxio processes of the host through shared memory (on by default; 0 turns it off).",
 		func(p *Params) *bool { return &p.SHMTCP }),
+	intParam("GOXIO_SHM_TCP_PAIR_AFTER", "Data calls the connecting end of a TCP connection between goxio processes makes through the kernel before the connection moves to shared memory (a connection that only carries a request and its answer never pays for the move); 1 moves it at the first.",
+		1, maxInt32, func(p *Params) *int { return &p.TCPPairAfter }),
 	strParam("GOXIO_SHM_DIR", "Directory of the shared-memory transports' segments (a tmpfs).", "a directory",
 		false, checkDir, func(p *Params) *string { return &p.SHMDir }),
 	strParam("GOXIO_SHM_SYSMON", "Scheduling of the Go runtime's monitor thread while the shared-memory transport runs: idle (SCHED_IDLE, its wake-ups then never delay a polling thread) or normal; empty lets the transport decide (idle).", "idle, normal or empty",

@@ -82,13 +82,17 @@ func (e *Engine) offloadTCPLocked(s *Socket) bool {
 }
 
 // offloadAcceptedLocked gives a connection accepted on a listener with the transport lr its own
-// transport; s is not shared yet.
-func (e *Engine) offloadAcceptedLocked(s *Socket, lr transport.Endpoint) {
+// transport; s is not shared yet. published: the listener is in the discovery directory, so
+// goxio connecting ends register their connections to it in the pairing table.
+func (e *Engine) offloadAcceptedLocked(s *Socket, lr transport.Endpoint, published bool) {
 	if _, ok := lr.(*shmtcp.TCP); !ok || e.cfg.SHMTCP == nil {
 		return
 	}
 	t := e.cfg.SHMTCP.NewTCP(s.nonblock.Load)
 	t.Accepted()
+	if published {
+		t.Ends(s.local, s.remote) // its goxio peers registered in the pairing table: it pairs late
+	}
 	s.setTransportLocked(t, s.kind)
 }
 
