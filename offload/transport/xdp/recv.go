@@ -208,6 +208,11 @@ func (u *UDP) fromQueue(rc *udpcall.Rx) (int, bool) {
 		u.xdpRx.Add(1)
 		u.xdpRxBytes.Add(uint64(len(b.payload)))
 	}
+	if u.v6.Load() {
+		var sa [unix.SizeofSockaddrInet6]byte
+		sockaddr6(sa[:], b.src, b.scope)
+		return rc.Deliver(sa[:], b.payload), true
+	}
 	var sa [unix.SizeofSockaddrInet4]byte
 	putSockaddr4(sa[:], b.src)
 	return rc.Deliver(sa[:], b.payload), true

@@ -3,6 +3,7 @@ package xdp
 import (
 	"errors"
 	"net/netip"
+	"strconv"
 
 	"github.com/goxio/goxio/offload/xdp/packet"
 )
@@ -18,17 +19,22 @@ type route struct {
 	kernel  bool
 	why     KernelWhy
 	x       *xsk
-	hdr     packet.Header // MACs and addresses (ports, TOS, TTL, ID are set per datagram)
+	hdr     packet.Header // MACs and addresses (ports, TOS, TTL, ID, flow label are set per datagram)
 	mtu     int
 	mcast   bool
+	// hops is the hop limit an IPv6 datagram on this route gets when the socket did not set
+	// IPV6_UNICAST_HOPS: the route's metric, else the output interface's hop_limit.
+	hops int
 }
 
 // Route lifetimes: a route through a ring is asked again after routeTTL (the next hop may have
 // moved); a kernel route for an unresolved neighbour after unresolvedTTL.
 const routeTTL = 1e9 // ns
 
-// routeTo returns how the socket reaches dst, from the cache when it is still valid. local is the
-// socket's bound address (its port is set).
+// routeTo returns how the socket reaches dst, from the cache when it is still valid. dst and
+// the socket's bound address local (its port is set) are of the family the datagram goes out
+// in: IPv4 (a v4-mapped address of an AF_INET6 socket unmapped) or IPv6, with dst's zone the
+// scope id of a link-local destination.
 func (u *UDP) routeTo(dst netip.Addr, local netip.AddrPort) *route {
 	gen := u.env.gen.Load()
 	now := nanotime()
@@ -48,15 +54,27 @@ func (e *Env) lookup(dst, bound netip.Addr, mcLoop bool, mcIf uint32, txq int, n
 		r.why = WhyLocal
 		return r
 	}
+	if dst.Is6() && dst.IsMulticast() {
+		r.why = WhyIPv6Multicast
+		return r
+	}
 	if dst.IsMulticast() && mcLoop {
 		r.why = WhyMulticastLoop
 		return r
 	}
-	hint := [4]byte{}
+	var hint netip.Addr
 	if !bound.IsUnspecified() {
-		hint = bound.As4()
+		hint = bound
 	} else if dst.IsMulticast() && mcIf != 0 {
-		hint = [4]byte{byte(mcIf >> 24), byte(mcIf >> 16), byte(mcIf >> 8), byte(mcIf)}
+		hint = netip.AddrFrom4([4]byte{byte(mcIf >> 24), byte(mcIf >> 16), byte(mcIf >> 8), byte(mcIf)})
+	}
+	oif := 0
+	if z := dst.Zone(); z != "" {
+		oif = zoneIndex(z)
+		if oif == 0 {
+			r.why = WhyRouteError // an interface name the kernel would not know either
+			return r
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -69,7 +87,7 @@ func (e *Env) lookup(dst, bound netip.Addr, mcLoop bool, mcIf uint32, txq int, n
 		r.why, r.expires = WhyRouteError, now+int64(unresolvedTTL)
 		return r
 	}
-	rt, err := nl.RouteGet(dst.As4(), hint, 0)
+	rt, err := nl.RouteGet(dst, hint, oif)
 	if err != nil {
 		r.why, r.expires = WhyRouteError, now+int64(unresolvedTTL)
 		return r
@@ -91,11 +109,11 @@ func (e *Env) lookup(dst, bound netip.Addr, mcLoop bool, mcIf uint32, txq int, n
 		r.why = WhyNotOffloaded
 		return r
 	}
-	src := bound.As4()
+	src := bound.WithZone("")
 	if bound.IsUnspecified() {
 		src = rt.Src
 	}
-	if src == ([4]byte{}) {
+	if !src.IsValid() || src.IsUnspecified() {
 		r.why = WhyRouteError
 		return r
 	}
@@ -114,6 +132,24 @@ func (e *Env) lookup(dst, bound netip.Addr, mcLoop bool, mcIf uint32, txq int, n
 	r.kernel = false
 	r.x = ifc.queues[txq%len(ifc.queues)]
 	r.mtu = rt.MTU
-	r.hdr = packet.Header{DstMAC: mac, SrcMAC: rt.Link.MAC, Src: src, Dst: dst.As4(), DontFragment: !r.mcast}
+	if dst.Is6() {
+		r.hdr = packet.Header{DstMAC: mac, SrcMAC: rt.Link.MAC, IPv6: true, Src6: src.As16(), Dst6: dst.As16()}
+		r.hops = rt.HopLimit
+		if r.hops <= 0 {
+			r.hops = ifc.hopLimit()
+		}
+		return r
+	}
+	r.hdr = packet.Header{DstMAC: mac, SrcMAC: rt.Link.MAC, Src: src.As4(), Dst: dst.As4(), DontFragment: !r.mcast}
 	return r
+}
+
+// zoneIndex is the interface index a zone names (netip keeps a scope id as its decimal
+// string); 0 when it is not a number.
+func zoneIndex(z string) int {
+	n, err := strconv.Atoi(z)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
 }

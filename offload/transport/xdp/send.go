@@ -99,22 +99,34 @@ func (u *UDP) sendOne(c *transport.Call, batch bool) (n int, errno syscall.Errno
 	if !ok {
 		return u.kernelSend(c, WhyUnsupported) // EINVAL, ENOTCONN or EDESTADDRREQ from the kernel
 	}
-	if dst.Port() == 0 || dst.Addr().IsUnspecified() || !dst.Addr().Is4() {
-		return u.kernelSend(c, WhyUnsupported) // the AF_XDP path builds IPv4 headers only
+	if dst.Port() == 0 || dst.Addr().Unmap().IsUnspecified() {
+		return u.kernelSend(c, WhyUnsupported)
 	}
 	local, ok := u.ensureBound(c.FD)
 	if !ok {
 		return u.kernelSend(c, WhyUnsupported)
 	}
-	r := u.routeTo(dst.Addr(), local)
+	// The datagram's family and addresses as they go on the wire (wireAddrs).
+	wdst, wlocal, why := u.wireAddrs(dst, local)
+	if why != whyNone {
+		return u.kernelSend(c, why)
+	}
+	r := u.routeTo(wdst.Addr(), wlocal)
 	if r.kernel {
 		return u.kernelSend(c, r.why)
 	}
-	if total+packet.IPv4HeaderLen+packet.UDPHeaderLen > r.mtu {
+	ipHdr := packet.IPv4HeaderLen
+	if r.hdr.IPv6 {
+		ipHdr = packet.IPv6HeaderLen
+		if _, ok := u.hopLimitOf(r); !ok {
+			return u.kernelSend(c, WhyHopLimit)
+		}
+	}
+	if total+ipHdr+packet.UDPHeaderLen > r.mtu {
 		return u.kernelSend(c, WhyTooBig)
 	}
 	nonblock := u.nonblock() || flags&unix.MSG_DONTWAIT != 0
-	n, errno, built := u.transmit(r, local, dst, bufs, total, nonblock, batch)
+	n, errno, built := u.transmit(r, wlocal, wdst, bufs, total, nonblock, batch)
 	if !built {
 		return u.kernelSend(c, WhyTooBig)
 	}
@@ -145,13 +157,22 @@ func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total
 	held = true
 	h := r.hdr
 	h.SrcPort, h.DstPort = local.Port(), dst.Port()
-	h.TOS = uint8(u.tos.Load())
-	if r.mcast {
+	switch {
+	case h.IPv6:
+		h.TOS = uint8(u.tclass.Load())
+		hops, _ := u.hopLimitOf(r) // sendOne sent the datagram to the kernel when not ok
+		h.TTL = uint8(hops)
+		h.FlowLabel = u.flowLabel(netip.AddrFrom16(h.Src6), netip.AddrFrom16(h.Dst6), h.SrcPort, h.DstPort)
+	case r.mcast:
+		h.TOS = uint8(u.tos.Load())
 		h.TTL = uint8(u.mcTTL.Load())
-	} else {
+	default:
+		h.TOS = uint8(u.tos.Load())
 		h.TTL = uint8(u.ttl.Load())
 	}
-	h.ID = uint16(u.ipID.Add(1))
+	if !h.IPv6 {
+		h.ID = uint16(u.ipID.Add(1))
+	}
 	k, err := packet.Build(x.tx[0].Data, &h, bufs, total, r.mtu)
 	if err != nil {
 		return 0, 0, false
@@ -215,6 +236,44 @@ func (u *UDP) kernelSend(c *transport.Call, why KernelWhy) (int, syscall.Errno, 
 	return n, errno, true
 }
 
+// whyNone: wireAddrs found no reason to send through the kernel.
+const whyNone = numWhy
+
+// wireAddrs returns the destination and local address of a datagram as they go on the wire,
+// or the reason it goes through the kernel. An AF_INET socket's are IPv4. An AF_INET6 socket
+// sends to a v4-mapped destination as IPv4 (its local address unmapped: :: and
+// ::ffff:0.0.0.0 are 0.0.0.0), unless IPV6_V6ONLY or an IPv6 local address makes the kernel
+// refuse it; to an IPv6 destination as IPv6, unless its local address is v4-mapped (the kernel
+// refuses it). Link-local destinations (their scope id is not carried here), and datagrams
+// whose flow label or hop limit the program controls in ways the rings cannot follow, go to
+// the kernel too.
+func (u *UDP) wireAddrs(dst, local netip.AddrPort) (netip.AddrPort, netip.AddrPort, KernelWhy) {
+	if !dst.Addr().Is6() {
+		return dst, local, whyNone
+	}
+	la := local.Addr()
+	if d := dst.Addr(); d.Is4In6() {
+		if u.v6only.Load() || la.Is6() && !la.Is4In6() && !la.IsUnspecified() {
+			return dst, local, WhyUnsupported // the kernel's error
+		}
+		la = la.Unmap()
+		if la.Is6() { // ::
+			la = netip.IPv4Unspecified()
+		}
+		return netip.AddrPortFrom(d.Unmap(), dst.Port()), netip.AddrPortFrom(la, local.Port()), whyNone
+	}
+	if la.Is4() || la.Is4In6() {
+		return dst, local, WhyUnsupported // the kernel's error
+	}
+	if dst.Addr().IsLinkLocalUnicast() || dst.Addr().IsLinkLocalMulticast() || dst.Addr().IsInterfaceLocalMulticast() {
+		return dst, local, WhyLinkLocal
+	}
+	if u.sndFlow.Load() {
+		return dst, local, WhyFlowLabel
+	}
+	return dst, local, whyNone
+}
+
 // ensureBound returns the socket's local address, binding it first when it has none: the
 // kernel binds an unbound socket at its first send, and the frame must carry the port replies
 // go to.
@@ -223,7 +282,13 @@ func (u *UDP) ensureBound(fd int) (netip.AddrPort, bool) {
 	if local.Port() != 0 {
 		return local, true
 	}
-	if unix.Bind(fd, &unix.SockaddrInet4{}) != nil {
+	var any unix.Sockaddr = &unix.SockaddrInet4{}
+	if sa, err := unix.Getsockname(fd); err == nil {
+		if _, v6 := sa.(*unix.SockaddrInet6); v6 {
+			any = &unix.SockaddrInet6{}
+		}
+	}
+	if unix.Bind(fd, any) != nil {
 		return local, false
 	}
 	u.Bound(fd)
