@@ -54,14 +54,16 @@ func (u *UDP) readIPv6Options(fd int) {
 
 // hopLimitOf is the hop limit of the socket's next IPv6 datagram on r, ok false when it cannot
 // be told. getsockopt(IPV6_UNICAST_HOPS) reads the value the program set, or when it set none
-// (or -1) a default: net.ipv6.conf.all.hop_limit, or a connected socket's route's. The kernel
-// sends the route's hop limit (its metric, else the interface's hop_limit) when none is set. A
-// program that set the option to exactly the value a default reads would be told from one that
-// reset it only by the kernel's own state: such a socket's datagrams go through the kernel when
-// the two would differ.
+// (or -1) a default: net.ipv6.conf.all.hop_limit, or a connected socket's route's; the kernel
+// sends the route's hop limit (its metric, else the interface's hop_limit) when none is set.
+// The value read is the program's when it is neither; when it is the route's the datagram gets
+// that either way; when it is only the all-interfaces default (the interface's hop_limit differs
+// from it), a program that set exactly that value cannot be told from one that set none (the
+// option may have been set before the engine was there): such a socket's datagrams go through
+// the kernel.
 func (u *UDP) hopLimitOf(r *route) (int, bool) {
 	v := int(u.hops.Load())
-	if !u.hopsSet.Load() || v == r.hops || v < 0 {
+	if v == r.hops || v < 0 {
 		return r.hops, true
 	}
 	if v == procInt("/proc/sys/net/ipv6/conf/all/hop_limit", defaultHopLimit) {

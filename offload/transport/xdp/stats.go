@@ -33,7 +33,7 @@ const (
 	WhyMulticastLoop                  // multicast with IP_MULTICAST_LOOP on (the kernel loops a copy back)
 	WhyRouteError                     // the route lookup failed (the kernel reports the error)
 	WhyIPv6Multicast                  // an IPv6 multicast destination (IPv6 groups are the kernel's)
-	WhyHopLimit                       // IPV6_UNICAST_HOPS set to what cannot be told from its default (hopLimitOf)
+	WhyHopLimit                       // IPV6_UNICAST_HOPS reads a default the route's differs from (hopLimitOf)
 	WhyFlowLabel                      // IPV6_FLOWINFO_SEND: the program gives flow labels, leased from the kernel
 	WhyLinkLocal                      // a link-local IPv6 destination (its scope id is the kernel's to apply)
 	numWhy

@@ -73,7 +73,6 @@ type UDP struct {
 	v6, v6only atomic.Bool
 	tclass     atomic.Uint32 // IPV6_TCLASS
 	hops       atomic.Int32  // IPV6_UNICAST_HOPS as getsockopt reads it
-	hopsSet    atomic.Bool   // the program set IPV6_UNICAST_HOPS
 	autoLabel  atomic.Bool   // flow labels are made for its datagrams (IPV6_AUTOFLOWLABEL, net.ipv6.auto_flowlabels)
 	sndFlow    atomic.Bool   // IPV6_FLOWINFO_SEND: the program gives flow labels in sin6_flowinfo
 	stateless  atomic.Bool   // net.ipv6.flowlabel_state_ranges: automatic labels carry the stateless flag
@@ -254,9 +253,6 @@ func (u *UDP) readOptions(fd int) {
 func (u *UDP) OptionSet(fd, level, name int) {
 	if level != unix.IPPROTO_IP && level != unix.SOL_SOCKET && level != unix.IPPROTO_IPV6 {
 		return
-	}
-	if level == unix.IPPROTO_IPV6 && name == unix.IPV6_UNICAST_HOPS {
-		u.hopsSet.Store(true)
 	}
 	u.readOptions(fd)
 	u.route.Store(nil)

@@ -1,0 +1,190 @@
+package tests
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Acceptance tests of IPv6 UDP over the AF_XDP transport: the xdp tests' namespaces and veth
+// pair get IPv6 addresses (fd00:203:N::1 and ::2, and link-local fe80::a:1 and fe80::b:2, all
+// nodad); real programs (tests/xdp/xdpudp.py) with the library exchange IPv6 datagrams with
+// programs without it, and what a receiver reports (datagrams, source addresses with their scope
+// ids, hop limits, traffic classes, flow labels) is compared with the same run on the kernel.
+
+// v6 is the topology's IPv6 addressing: global and link-local addresses of each end.
+type v6 struct {
+	a, b     string // fd00:203:N::1, ::2
+	llA, llB string // fe80::a:1, fe80::b:2
+}
+
+// addIPv6 gives both veth ends their IPv6 addresses and makes each know the other's MAC for
+// them (the first datagrams of a burst would otherwise wait for neighbour discovery).
+func (tp *xdpTopo) addIPv6(t *testing.T) v6 {
+	t.Helper()
+	n := strings.Split(tp.addrA, ".")[2]
+	a := v6{a: "fd00:203:" + n + "::1", b: "fd00:203:" + n + "::2", llA: "fe80::a:1", llB: "fe80::b:2"}
+	ipCmd(t, "-n", tp.nsA, "addr", "add", a.a+"/64", "dev", tp.ifA, "nodad")
+	ipCmd(t, "-n", tp.nsB, "addr", "add", a.b+"/64", "dev", tp.ifB, "nodad")
+	ipCmd(t, "-n", tp.nsA, "addr", "add", a.llA+"/64", "dev", tp.ifA, "nodad")
+	ipCmd(t, "-n", tp.nsB, "addr", "add", a.llB+"/64", "dev", tp.ifB, "nodad")
+	for _, e := range []struct{ ns, ifn, peer, mac string }{
+		{tp.nsA, tp.ifA, a.b, tp.mac(t, tp.nsB)}, {tp.nsA, tp.ifA, a.llB, tp.mac(t, tp.nsB)},
+		{tp.nsB, tp.ifB, a.a, tp.mac(t, tp.nsA)}, {tp.nsB, tp.ifB, a.llA, tp.mac(t, tp.nsA)},
+	} {
+		ipCmd(t, "-n", e.ns, "-6", "neigh", "replace", e.peer, "lladdr", e.mac, "dev", e.ifn, "nud", "reachable")
+	}
+	return a
+}
+
+// TestXDPIPv6: IPv6 datagrams between a program with the library and one without, both ways,
+// and between two goxio programs; every datagram arrives once, intact and in order, through the
+// AF_XDP rings of the goxio ends; a kernel receiver sees the goxio sender's datagrams with the
+// kernel's hop limit, traffic class and flow labelling.
+func TestXDPIPv6(t *testing.T) {
+	h := newXDPHarness(t, 1)
+	tp := h.tp
+	tp.resolve(t)
+	a := tp.addIPv6(t)
+	const n = 400
+	ns := strconv.Itoa(n)
+
+	// sendTo runs a sender (goxio or kernel) in A to a kernel receiver with --meta in B and
+	// returns the receiver's meta and summary lines and the sender's totals.
+	sendTo := func(t *testing.T, g goxio, port int, txArgs ...string) (meta string, r rxResult, tot udpTotals) {
+		rx := h.py("kernel rx", tp.nsB, kernelOnly, nil, "rx", fmt.Sprintf("[%s]:%d", a.b, port), "-n", ns, "--meta")
+		rx.expect("ready", xdpWait)
+		tx := h.py("tx", tp.nsA, g, nil, append([]string{"tx", fmt.Sprintf("[%s]:%d", a.b, port), "-n", ns, "--wait"}, txArgs...)...)
+		tx.expect("sent", xdpWait)
+		meta = rx.expect("meta ", xdpWait)
+		r = rxDone(t, rx, xdpWait)
+		if g {
+			tot, _ = h.udpOf(tx.pid())
+		}
+		tx.exit(xdpWait)
+		return meta, r, tot
+	}
+
+	t.Run("goxio-to-kernel", func(t *testing.T) {
+		h.t = t
+		for i, opts := range [][]string{nil, {"--hops", "9", "--tclass", "40"}, {"--flows", "3"}} {
+			kMeta, kr, _ := sendTo(t, kernelOnly, 7200+2*i, opts...)
+			gMeta, gr, tot := sendTo(t, underGoxio, 7201+2*i, opts...)
+			requireAll(t, "kernel to kernel", kr, n, true)
+			requireAll(t, "goxio to kernel", gr, n, true)
+			if kMeta != gMeta {
+				t.Errorf("options %v: the kernel receiver saw\n%s\nfrom a kernel sender, and\n%s\nfrom a goxio sender", opts, kMeta, gMeta)
+			}
+			if tot.TxPackets != n || tot.TxOSPackets != 0 {
+				t.Errorf("options %v: goxio sender: %d datagrams through the ring, %d through the kernel, want all %d through the ring (%v)",
+					opts, tot.TxPackets, tot.TxOSPackets, n, tot.transports)
+			}
+			t.Logf("options %v: %s", opts, gMeta)
+		}
+	})
+
+	t.Run("kernel-to-goxio", func(t *testing.T) {
+		h.t = t
+		rx := h.py("goxio rx", tp.nsA, underGoxio, nil, "rx", fmt.Sprintf("[%s]:7210", a.a), "-n", ns, "--wait")
+		rx.expect("ready", xdpWait)
+		tx := h.py("kernel tx", tp.nsB, kernelOnly, nil, "tx", fmt.Sprintf("[%s]:7210", a.a), "-n", ns, "--sport", "7211")
+		tx.expect("sent", xdpWait)
+		r := rxDone(t, rx, xdpWait)
+		requireAll(t, "kernel to goxio", r, n, true)
+		if want := fmt.Sprintf("[%s]:7211/0", a.b); r.from != want {
+			t.Errorf("goxio receiver: sources %s, want %s", r.from, want)
+		}
+		tot, proc := h.udpOf(rx.pid())
+		if tot.RxPackets != n || tot.RxOSPackets != 0 || !strings.HasPrefix(tot.transports[0], "xdp") {
+			t.Errorf("goxio receiver: %d datagrams from the ring, %d from the kernel, want all %d from the ring (%v)",
+				tot.RxPackets, tot.RxOSPackets, n, tot.transports)
+		}
+		if ringRx, _, rings := xdpRings(proc); rings != 1 || ringRx != n {
+			t.Errorf("goxio receiver: %d AF_XDP rings, %d frames received on them, want 1 ring with %d", rings, ringRx, n)
+		}
+		rx.exit(xdpWait)
+	})
+
+	// A dual-stack receiver bound to [::] gets datagrams from an IPv4 sender (v4-mapped
+	// source), an IPv6 one and a link-local one (scope id of the receiving interface): the
+	// same sources as the kernel reports, the datagrams through the ring.
+	t.Run("dual-stack-receiver", func(t *testing.T) {
+		h.t = t
+		senders := [][]string{
+			{"tx", tp.addrA + ":", "--sport", "7221", "--id", "0"},
+			{"tx", "[" + a.a + "]:", "--sport", "7222", "--id", "1"},
+			{"tx", "[" + a.llA + "%" + tp.ifB + "]:", "--bind", a.llB + "%" + tp.ifB, "--sport", "7223", "--id", "2"},
+		}
+		run := func(g goxio, port int) (rxResult, udpTotals) {
+			rx := h.py("rx", tp.nsA, g, nil, "rx", fmt.Sprintf("[::]:%d", port), "-n", strconv.Itoa(3*n), "--v6only", "0", "--wait")
+			rx.expect("ready", xdpWait)
+			for _, s := range senders {
+				args := append([]string{s[0], s[1] + strconv.Itoa(port), "-n", ns}, s[2:]...)
+				tx := h.py("kernel tx", tp.nsB, kernelOnly, nil, args...)
+				tx.expect("sent", xdpWait)
+			}
+			r := rxDone(t, rx, xdpWait)
+			var tot udpTotals
+			if g {
+				tot, _ = h.udpOf(rx.pid())
+			}
+			rx.exit(xdpWait)
+			return r, tot
+		}
+		kr, _ := run(kernelOnly, 7220)
+		gr, tot := run(underGoxio, 7220)
+		requireAll(t, "kernel dual-stack receiver", kr, 3*n, false)
+		requireAll(t, "goxio dual-stack receiver", gr, 3*n, false)
+		if kr.from != gr.from {
+			t.Errorf("sources: kernel %s, goxio %s", kr.from, gr.from)
+		}
+		if !strings.Contains(gr.from, "[::ffff:"+tp.addrB+"]:7221/0") || !strings.Contains(gr.from, "["+a.llB+"]:7223/") ||
+			strings.Contains(gr.from, "["+a.llB+"]:7223/0") {
+			t.Errorf("sources %s: want a v4-mapped one and a link-local one with its interface's scope id", gr.from)
+		}
+		if tot.RxPackets != 3*n || tot.RxOSPackets != 0 {
+			t.Errorf("goxio receiver: %d datagrams from the ring, %d from the kernel, want all %d from the ring (%v)",
+				tot.RxPackets, tot.RxOSPackets, 3*n, tot.transports)
+		}
+		t.Logf("sources: %s", gr.from)
+	})
+
+	// A dual-stack goxio sender sends to a v4-mapped destination: IPv4 through the ring.
+	t.Run("dual-stack-sender-to-ipv4", func(t *testing.T) {
+		h.t = t
+		rx := h.py("kernel rx", tp.nsB, kernelOnly, nil, "rx", tp.addrB+":7230", "-n", ns)
+		rx.expect("ready", xdpWait)
+		tx := h.py("goxio tx", tp.nsA, underGoxio, nil, "tx", "[::ffff:"+tp.addrB+"]:7230", "-n", ns, "--sport", "7231", "--wait")
+		tx.expect("sent", xdpWait)
+		r := rxDone(t, rx, xdpWait)
+		requireAll(t, "goxio dual-stack to IPv4 kernel", r, n, true)
+		if want := tp.addrA + ":7231"; r.from != want {
+			t.Errorf("kernel receiver: sources %s, want %s", r.from, want)
+		}
+		tot, _ := h.udpOf(tx.pid())
+		if tot.TxPackets != n || tot.TxOSPackets != 0 {
+			t.Errorf("goxio sender: %d through the ring, %d through the kernel, want all %d through the ring (%v)",
+				tot.TxPackets, tot.TxOSPackets, n, tot.transports)
+		}
+		tx.exit(xdpWait)
+	})
+
+	t.Run("goxio-to-goxio", func(t *testing.T) {
+		h.t = t
+		echo := h.py("goxio echo", tp.nsB, underGoxio, nil, "echo", fmt.Sprintf("[%s]:7240", a.b), "-n", "0")
+		echo.expect("ready", xdpWait)
+		ping := h.py("goxio ping", tp.nsA, underGoxio, nil, "ping", fmt.Sprintf("[%s]:7240", a.b), "-n", ns, "--wait")
+		if l := ping.expect("ping ok", xdpWait); l != fmt.Sprintf("ping ok %d bad 0 lost 0", n) {
+			t.Errorf("ping: %s", l)
+		}
+		etot, _ := h.udpOf(echo.pid())
+		ptot, _ := h.udpOf(ping.pid())
+		if etot.RxPackets != n || etot.TxPackets != n || ptot.RxPackets != n || ptot.TxPackets != n {
+			t.Errorf("echo: %d in, %d out through the rings (%d, %d kernel); ping: %d in, %d out (%d, %d kernel); want %d each",
+				etot.RxPackets, etot.TxPackets, etot.RxOSPackets, etot.TxOSPackets,
+				ptot.RxPackets, ptot.TxPackets, ptot.RxOSPackets, ptot.TxOSPackets, n)
+		}
+		ping.exit(xdpWait)
+	})
+}
