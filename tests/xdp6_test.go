@@ -170,6 +170,34 @@ func TestXDPIPv6(t *testing.T) {
 		tx.exit(xdpWait)
 	})
 
+	// With no neighbour entry for the peer, the first datagrams go through the kernel, which
+	// resolves it with neighbour discovery; the rest through the ring; none is lost.
+	t.Run("first-send-resolves-neighbour", func(t *testing.T) {
+		h.t = t
+		ipCmd(t, "-n", tp.nsA, "-6", "neigh", "flush", "dev", tp.ifA)
+		if out := ipCmd(t, "-n", tp.nsA, "-6", "neigh", "show", a.b, "dev", tp.ifA); strings.Contains(out, "lladdr") {
+			t.Fatalf("neighbour entry left after the flush: %s", out)
+		}
+		const m = 200
+		rx := h.py("kernel rx", tp.nsB, kernelOnly, nil, "rx", fmt.Sprintf("[%s]:7250", a.b), "-n", strconv.Itoa(m))
+		rx.expect("ready", xdpWait)
+		tx := h.py("goxio tx", tp.nsA, underGoxio, nil, "tx", fmt.Sprintf("[%s]:7250", a.b), "-n", strconv.Itoa(m),
+			"--window", "1", "--pause", "1", "--wait")
+		tx.expect("sent", xdpWait)
+		requireAll(t, "first sends", rxDone(t, rx, xdpWait), m, true)
+		tot, _ := h.udpOf(tx.pid())
+		if tot.TxOSPackets == 0 || tot.TxPackets == 0 || tot.TxPackets+tot.TxOSPackets != m {
+			t.Errorf("sender: %d through the kernel, %d through the ring: want the first ones through the kernel (neighbour discovery), the rest through the ring, %d in all",
+				tot.TxOSPackets, tot.TxPackets, m)
+		}
+		neigh := ipCmd(t, "-n", tp.nsA, "-6", "neigh", "show", a.b, "dev", tp.ifA)
+		if !strings.Contains(neigh, "lladdr") {
+			t.Errorf("the peer's MAC was not resolved: %q", neigh)
+		}
+		t.Logf("first sends: %d through the kernel, then %d through the ring; %s", tot.TxOSPackets, tot.TxPackets, strings.TrimSpace(neigh))
+		tx.exit(xdpWait)
+	})
+
 	t.Run("goxio-to-goxio", func(t *testing.T) {
 		h.t = t
 		echo := h.py("goxio echo", tp.nsB, underGoxio, nil, "echo", fmt.Sprintf("[%s]:7240", a.b), "-n", "0")
