@@ -13,11 +13,14 @@
 // # Receive (flows.go, demux.go, recv.go)
 //
 // Bound registers the socket's flows in the steering program: its local address and port, or,
-// for a wildcard bind, every IPv4 address of the offloaded interfaces with that port. Join adds
+// for a wildcard bind, every address of the offloaded interfaces of the families the socket
+// receives (an AF_INET6 socket bound to :: gets the IPv6 ones and, without IPV6_V6ONLY, the IPv4
+// ones; flows.go) with that port. Join adds
 // a (group, port) entry. The thread that receives (any thread inside a receive call, or
 // RingReady) takes frames from the RX rings of every queue under that queue's mutex, parses them
 // and hands each to the socket the kernel would deliver it to (exact local address before
-// wildcard, a connected socket only from its peer, a multicast datagram to every member) by
+// wildcard, an AF_INET socket before an AF_INET6 one for IPv4, a connected socket only from its
+// peer, a multicast datagram to every member) by
 // putting the frame, still in UMEM, in the socket's bounded queue; the frame goes back to the
 // fill ring once the program copied it out (or at once when the queue is full: a drop, counted).
 // The kernel socket is read too, for the traffic the program does not steer.

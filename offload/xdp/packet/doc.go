@@ -23,7 +23,8 @@
 //
 // A Conn is the engine's one netlink connection type: a github.com/vishvananda/netlink Handle with
 // one NETLINK_ROUTE socket kept open (FDs reports it, so a caller can keep it out of the program's
-// reach), answers bounded by a deadline on the Go runtime's netpoller. RouteGet asks the kernel
+// reach), answers bounded by a deadline on the Go runtime's netpoller. Addresses are netip.Addr of
+// either family (an IPv4-mapped one is asked as IPv4). RouteGet asks the kernel
 // the question `ip route get` asks; LinkByIndex and LinkByName read an interface (with its queue
 // counts and XDP state); Addrs lists the IPv4 and IPv6 addresses; NeighGet reads one neighbour entry and NeighNudge
 // asks the kernel to (re)validate one, which is how a missing or stale next hop gets resolved
