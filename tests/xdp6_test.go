@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/goxio/goxio/stats"
 )
 
 // Acceptance tests of IPv6 UDP over the AF_XDP transport: the xdp tests' namespaces and veth
@@ -196,6 +199,41 @@ func TestXDPIPv6(t *testing.T) {
 		}
 		t.Logf("first sends: %d through the kernel, then %d through the ring; %s", tot.TxOSPackets, tot.TxPackets, strings.TrimSpace(neigh))
 		tx.exit(xdpWait)
+	})
+
+	// A fork hands what the AF_XDP socket queued to the child and the parent, with the names a
+	// receive gives an AF_INET6 socket (a v4-mapped IPv4 sender too).
+	t.Run("fork", func(t *testing.T) {
+		h.t = t
+		const m = 40
+		rx := h.py("goxio forkrx", tp.nsA, underGoxio, nil, "forkrx", "[::]:7260")
+		rx.expect("ready", xdpWait)
+		for i, dst := range []string{"[" + a.a + "]:7260", tp.addrA + ":7260"} {
+			tx := h.py("kernel tx", tp.nsB, kernelOnly, nil, "tx", dst, "-n", strconv.Itoa(m/2), "--id", strconv.Itoa(i),
+				"--sport", strconv.Itoa(7261+i), "--window", "100", "--pause", "0")
+			tx.expect("sent", xdpWait)
+		}
+		time.Sleep(200 * time.Millisecond) // on the RX ring by now
+		if s := processSockets(h.stats(rx.pid()), rx.pid()); len(s) != 1 || s[0].Transport != stats.TransportXDP {
+			t.Fatalf("before the fork: %+v, want one xdp socket", s)
+		}
+		rx.say("go")
+		var c, cb, p, pb, dup int
+		var cfrom, pfrom string
+		if _, err := fmt.Sscanf(rx.expect("child got", xdpWait), "child got %d bad %d from %s", &c, &cb, &cfrom); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fmt.Sscanf(rx.expect("parent got", xdpWait), "parent got %d bad %d dup %d from %s", &p, &pb, &dup, &pfrom); err != nil && p != 0 {
+			t.Fatal(err)
+		}
+		if c+p != m || cb+pb != 0 || dup != 0 || c == 0 {
+			t.Errorf("child got %d, parent %d (bad %d, %d both), want %d in all, each once, the child first", c, p, cb+pb, dup, m)
+		}
+		want := fmt.Sprintf("[::ffff:%s]:7262/0,[%s]:7261/0", tp.addrB, a.b)
+		if cfrom != want || pfrom != "" && pfrom != want {
+			t.Errorf("sources after the fork: child %s, parent %s; want %s", cfrom, pfrom, want)
+		}
+		rx.wait(xdpWait)
 	})
 
 	t.Run("goxio-to-goxio", func(t *testing.T) {

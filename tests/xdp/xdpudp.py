@@ -29,8 +29,8 @@ Modes (stdout is line-buffered; the test waits for lines that start with a fixed
   forkrx ADDR:PORT [-n N]
       Binds ADDR:PORT, prints "ready PORT", waits for "go" on stdin (the datagrams are waiting
       by then), forks: the child receives until 1 s without a datagram and prints "child got N
-      bad B", then the parent does the same and prints "parent got N bad B dup D" (D: datagrams
-      both got).
+      bad B from SRC...", then the parent does the same and prints "parent got N bad B dup D
+      from SRC..." (D: datagrams both got; SRC as rx prints them).
   echo ADDR:PORT [-n N]
       Answers N datagrams to their source, prints "ready PORT" first and "echoed N" last.
   ping ADDR:PORT [-n N] [--wait]
@@ -245,7 +245,7 @@ def tx(a):
 
 def forkrx(a):
     import os
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s = udp_socket(addr(a.addr)[0])
     s.bind(addr(a.addr))
     engine_up(s)
     out("ready", s.getsockname()[1])
@@ -256,18 +256,19 @@ def forkrx(a):
     def drain():
         # Non-blocking receives with pauses, no poll: a forked child's poll goes to the kernel,
         # which does not know what was spilled at the fork (the receives take that first).
-        got, bad = set(), 0
+        got, bad, sources = set(), 0, set()
         s.setblocking(False)
         idle = time.monotonic() + 1.0
         while True:
             try:
-                data = s.recv(4096)
+                data, src = s.recvfrom(4096)
             except BlockingIOError:
                 if time.monotonic() > idle:
-                    return got, bad
+                    return got, bad, ",".join(sorted(sources))
                 time.sleep(0.01)
                 continue
             idle = time.monotonic() + 1.0
+            sources.add(src_str(src))
             r = check(data)
             if r is None:
                 bad += 1
@@ -277,15 +278,15 @@ def forkrx(a):
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        got, bad = drain()
+        got, bad, src = drain()
         os.write(w, repr(sorted(got)).encode())
-        out("child got", len(got), "bad", bad)
+        out("child got", len(got), "bad", bad, "from", src)
         os._exit(0)
     os.close(w)
     os.waitpid(pid, 0)
     child = set(tuple(x) for x in eval(os.read(r, 1 << 20).decode() or "[]"))
-    got, bad = drain()
-    out("parent got", len(got), "bad", bad, "dup", len(got & child))
+    got, bad, src = drain()
+    out("parent got", len(got), "bad", bad, "dup", len(got & child), "from", src)
 
 
 def echo(a):
