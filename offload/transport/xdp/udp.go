@@ -134,6 +134,7 @@ func (u *UDP) Bound(fd int) {
 		u.mu.Unlock()
 		return
 	}
+	u.v6.Store(local.Addr().Is6()) // an AF_INET6 socket's name is 16 bytes, an IPv4 one's mapped
 	u.local = local
 	u.capFD.Store(int32(fd))
 	u.publishUnlock()
