@@ -2,12 +2,15 @@ package tests
 
 import (
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/goxio/goxio/stats"
+	"github.com/goxio/goxio/tests/internal/testutil"
 )
 
 // Acceptance tests of IPv6 UDP over the AF_XDP transport: the xdp tests' namespaces and veth
@@ -253,4 +256,59 @@ func TestXDPIPv6(t *testing.T) {
 		}
 		ping.exit(xdpWait)
 	})
+}
+
+// TestCaptureXDPIPv6: goxio capture of a dual-stack process whose UDP socket is served by AF_XDP
+// records the IPv6 frames of its RX ring (the data it receives) and TX ring (the
+// acknowledgements it sends) as tcpdump on the peer's end of the veth pair sees them on the wire.
+func TestCaptureXDPIPv6(t *testing.T) {
+	h := newXDPHarness(t, 1)
+	tp := h.tp
+	tp.resolve(t)
+	a := tp.addIPv6(t)
+	const n, port = 200, 7270
+	dir := t.TempDir()
+	wire, mine := filepath.Join(dir, "wire.pcap"), filepath.Join(dir, "goxio.pcap")
+	ip, err := exec.LookPath("ip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	filter := "ip6 and udp port " + strconv.Itoa(port)
+	td := startBG(t, testutil.Env(""), ip, "netns", "exec", tp.nsB, testutil.Program(t, "tcpdump", "tcpdump"),
+		"-i", tp.ifOf(tp.nsB), "-U", "-Z", "root", "-s", "65600", "-B", "32768", "-w", wire, filter)
+	td.waitStderr(t, "listening on", 10*time.Second)
+
+	rx := h.py("goxio rx", tp.nsA, underGoxio, nil, "rx", "[::]:"+strconv.Itoa(port), "-n", strconv.Itoa(n), "--wait")
+	rx.expect("ready", xdpWait)
+	c := startBG(t, testutil.Env(""), testutil.Tool(t, "goxio"), "capture", "-k", h.statsDir, "-p", strconv.Itoa(rx.pid()), "-w", mine, filter)
+	c.waitStderr(t, "goxio capture: attached to", 10*time.Second)
+	tx := h.py("kernel tx", tp.nsB, kernelOnly, nil, "tx", "["+a.a+"]:"+strconv.Itoa(port), "-n", strconv.Itoa(n))
+	tx.expect("sent", xdpWait)
+	requireAll(t, "kernel to goxio", rxDone(t, rx, xdpWait), n, true)
+	tot, proc := h.udpOf(rx.pid())
+	ringRx, ringTx, _ := xdpRings(proc)
+	c.stop(t)
+	td.stopTcpdump(t)
+	rx.exit(xdpWait)
+
+	want, got := readPcap(t, wire), readPcap(t, mine)
+	if tot.RxPackets != n || ringRx != n || ringTx == 0 {
+		t.Fatalf("goxio receiver: %d datagrams from the ring (%d frames on the RX ring, %d sent on the TX ring), want %d and acknowledgements",
+			tot.RxPackets, ringRx, ringTx, n)
+	}
+	toRx := 0
+	for _, p := range want {
+		if p.Dst.Port() == port && p.Dst.Addr().Is6() {
+			toRx++
+		}
+	}
+	if toRx != n {
+		t.Fatalf("tcpdump on the wire saw %d IPv6 datagrams to port %d, want %d", toRx, port, n)
+	}
+	if d := sameUDP(want, got); d != "" {
+		t.Fatalf("goxio capture (%d packets) differs from the wire (%d packets): %s", len(got), len(want), d)
+	}
+	t.Logf("%d packets on the wire and in goxio capture (%d received on the RX ring, %d frames sent on the TX ring)",
+		len(want), ringRx, ringTx)
+	tsharkClean(t, mine)
 }
