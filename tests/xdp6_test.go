@@ -176,6 +176,38 @@ func TestXDPIPv6(t *testing.T) {
 		tx.exit(xdpWait)
 	})
 
+	// A goxio sender reaches a link-local peer through its ring (the scope id names the
+	// interface); the kernel receiver sees the same source, with its own scope id, as from a
+	// kernel sender.
+	t.Run("link-local", func(t *testing.T) {
+		h.t = t
+		run := func(g goxio, port int) (rxResult, udpTotals) {
+			rx := h.py("kernel rx", tp.nsB, kernelOnly, nil, "rx", fmt.Sprintf("[::]:%d", port), "-n", ns)
+			rx.expect("ready", xdpWait)
+			tx := h.py("tx", tp.nsA, g, nil, "tx", fmt.Sprintf("[%s%%%s]:%d", a.llB, tp.ifA, port), "-n", ns,
+				"--bind", a.llA+"%"+tp.ifA, "--sport", "7281", "--wait")
+			tx.expect("sent", xdpWait)
+			r := rxDone(t, rx, xdpWait)
+			var tot udpTotals
+			if g {
+				tot, _ = h.udpOf(tx.pid())
+			}
+			tx.exit(xdpWait)
+			return r, tot
+		}
+		kr, _ := run(kernelOnly, 7280)
+		gr, tot := run(underGoxio, 7282)
+		requireAll(t, "kernel to a link-local kernel peer", kr, n, true)
+		requireAll(t, "goxio to a link-local kernel peer", gr, n, true)
+		if kr.from != gr.from || !strings.HasPrefix(gr.from, "["+a.llA+"]:7281/") {
+			t.Errorf("sources: kernel sender %s, goxio sender %s", kr.from, gr.from)
+		}
+		if tot.TxPackets != n || tot.TxOSPackets != 0 {
+			t.Errorf("goxio sender: %d datagrams through the ring, %d through the kernel, want all %d through the ring (%v)",
+				tot.TxPackets, tot.TxOSPackets, n, tot.transports)
+		}
+	})
+
 	// With no neighbour entry for the peer, the first datagrams go through the kernel, which
 	// resolves it with neighbour discovery; the rest through the ring; none is lost.
 	t.Run("first-send-resolves-neighbour", func(t *testing.T) {

@@ -265,7 +265,7 @@ func (e *Env) Serves(local, remote netip.AddrPort) bool {
 		if err != nil {
 			return false
 		}
-		rt, err := nl.RouteGet(dst, hint, zoneIndex(dst.Zone()))
+		rt, err := nl.RouteGet(dst, hint, 0)
 		if err != nil || rt.Type != packet.RouteUnicast && rt.Type != packet.RouteMulticast {
 			return false
 		}

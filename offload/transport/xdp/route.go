@@ -3,7 +3,6 @@ package xdp
 import (
 	"errors"
 	"net/netip"
-	"strconv"
 
 	"github.com/goxio/goxio/offload/xdp/packet"
 )
@@ -13,6 +12,7 @@ import (
 // generation stays gen and until expires.
 type route struct {
 	dst     netip.Addr
+	oif     int        // the output interface asked for (a link-local destination's scope id), 0: any
 	src     netip.Addr // the socket's bound address when the route was made
 	gen     uint64
 	expires int64
@@ -33,23 +33,23 @@ const routeTTL = 1e9 // ns
 
 // routeTo returns how the socket reaches dst, from the cache when it is still valid. dst and
 // the socket's bound address local (its port is set) are of the family the datagram goes out
-// in: IPv4 (a v4-mapped address of an AF_INET6 socket unmapped) or IPv6, with dst's zone the
-// scope id of a link-local destination.
-func (u *UDP) routeTo(dst netip.Addr, local netip.AddrPort) *route {
+// in: IPv4 (a v4-mapped address of an AF_INET6 socket unmapped) or IPv6; oif is the interface
+// a link-local destination's scope id names (0: any).
+func (u *UDP) routeTo(dst netip.Addr, local netip.AddrPort, oif int) *route {
 	gen := u.env.gen.Load()
 	now := nanotime()
-	if r := u.route.Load(); r != nil && r.dst == dst && r.src == local.Addr() && r.gen == gen && now < r.expires {
+	if r := u.route.Load(); r != nil && r.dst == dst && r.oif == oif && r.src == local.Addr() && r.gen == gen && now < r.expires {
 		return r
 	}
-	r := u.env.lookup(dst, local.Addr(), u.mcLoop.Load(), u.mcIf.Load(), u.txq, now)
+	r := u.env.lookup(dst, local.Addr(), oif, u.mcLoop.Load(), u.mcIf.Load(), u.txq, now)
 	r.gen = gen
 	u.route.Store(r)
 	return r
 }
 
 // lookup asks the kernel for the route to dst and the neighbour cache for its next hop.
-func (e *Env) lookup(dst, bound netip.Addr, mcLoop bool, mcIf uint32, txq int, now int64) *route {
-	r := &route{dst: dst, src: bound, kernel: true, expires: now + routeTTL}
+func (e *Env) lookup(dst, bound netip.Addr, oif int, mcLoop bool, mcIf uint32, txq int, now int64) *route {
+	r := &route{dst: dst, oif: oif, src: bound, kernel: true, expires: now + routeTTL}
 	if dst.IsLoopback() {
 		r.why = WhyLocal
 		return r
@@ -67,14 +67,6 @@ func (e *Env) lookup(dst, bound netip.Addr, mcLoop bool, mcIf uint32, txq int, n
 		hint = bound
 	} else if dst.IsMulticast() && mcIf != 0 {
 		hint = netip.AddrFrom4([4]byte{byte(mcIf >> 24), byte(mcIf >> 16), byte(mcIf >> 8), byte(mcIf)})
-	}
-	oif := 0
-	if z := dst.Zone(); z != "" {
-		oif = zoneIndex(z)
-		if oif == 0 {
-			r.why = WhyRouteError // an interface name the kernel would not know either
-			return r
-		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -105,7 +97,7 @@ func (e *Env) lookup(dst, bound netip.Addr, mcLoop bool, mcIf uint32, txq int, n
 		return r
 	}
 	ifc := e.ifaceLocked(rt.Ifindex)
-	if ifc.err != nil || len(ifc.queues) == 0 || !rt.Link.Ethernet() || !rt.Link.Up() {
+	if ifc.err != nil || len(ifc.queues) == 0 || !rt.Link.Ethernet() || !rt.Link.Up() || oif != 0 && rt.Ifindex != oif {
 		r.why = WhyNotOffloaded
 		return r
 	}
@@ -142,14 +134,4 @@ func (e *Env) lookup(dst, bound netip.Addr, mcLoop bool, mcIf uint32, txq int, n
 	}
 	r.hdr = packet.Header{DstMAC: mac, SrcMAC: rt.Link.MAC, Src: src.As4(), Dst: dst.As4(), DontFragment: !r.mcast}
 	return r
-}
-
-// zoneIndex is the interface index a zone names (netip keeps a scope id as its decimal
-// string); 0 when it is not a number.
-func zoneIndex(z string) int {
-	n, err := strconv.Atoi(z)
-	if err != nil || n <= 0 {
-		return 0
-	}
-	return n
 }

@@ -107,11 +107,15 @@ func (u *UDP) sendOne(c *transport.Call, batch bool) (n int, errno syscall.Errno
 		return u.kernelSend(c, WhyUnsupported)
 	}
 	// The datagram's family and addresses as they go on the wire (wireAddrs).
-	wdst, wlocal, why := u.wireAddrs(dst, local)
+	scope := u.peerScope.Load()
+	if tx.Named() {
+		scope = tx.ScopeID()
+	}
+	wdst, wlocal, why := u.wireAddrs(dst, local, scope)
 	if why != whyNone {
 		return u.kernelSend(c, why)
 	}
-	r := u.routeTo(wdst.Addr(), wlocal)
+	r := u.routeTo(wdst.Addr(), wlocal, linkScope(wdst.Addr(), scope))
 	if r.kernel {
 		return u.kernelSend(c, r.why)
 	}
@@ -244,10 +248,10 @@ const whyNone = numWhy
 // sends to a v4-mapped destination as IPv4 (its local address unmapped: :: and
 // ::ffff:0.0.0.0 are 0.0.0.0), unless IPV6_V6ONLY or an IPv6 local address makes the kernel
 // refuse it; to an IPv6 destination as IPv6, unless its local address is v4-mapped (the kernel
-// refuses it). Link-local destinations (their scope id is not carried here), and datagrams
-// whose flow label or hop limit the program controls in ways the rings cannot follow, go to
-// the kernel too.
-func (u *UDP) wireAddrs(dst, local netip.AddrPort) (netip.AddrPort, netip.AddrPort, KernelWhy) {
+// refuses it). A link-local destination without a scope id (scope: the call's sin6_scope_id, or
+// the connected peer's; the kernel then uses the bound device or fails the call), and datagrams
+// whose flow label the program controls, go to the kernel too.
+func (u *UDP) wireAddrs(dst, local netip.AddrPort, scope uint32) (netip.AddrPort, netip.AddrPort, KernelWhy) {
 	if !dst.Addr().Is6() {
 		return dst, local, whyNone
 	}
@@ -265,13 +269,22 @@ func (u *UDP) wireAddrs(dst, local netip.AddrPort) (netip.AddrPort, netip.AddrPo
 	if la.Is4() || la.Is4In6() {
 		return dst, local, WhyUnsupported // the kernel's error
 	}
-	if dst.Addr().IsLinkLocalUnicast() || dst.Addr().IsLinkLocalMulticast() || dst.Addr().IsInterfaceLocalMulticast() {
+	if needsScope(dst.Addr()) && scope == 0 {
 		return dst, local, WhyLinkLocal
 	}
 	if u.sndFlow.Load() {
 		return dst, local, WhyFlowLabel
 	}
 	return dst, local, whyNone
+}
+
+// linkScope is the output interface a datagram to dst must take: its scope id for an address
+// that needs one (link-local), else 0 (any).
+func linkScope(dst netip.Addr, scope uint32) int {
+	if needsScope(dst) {
+		return int(scope)
+	}
+	return 0
 }
 
 // ensureBound returns the socket's local address, binding it first when it has none: the

@@ -35,7 +35,7 @@ const (
 	WhyIPv6Multicast                  // an IPv6 multicast destination (IPv6 groups are the kernel's)
 	WhyHopLimit                       // IPV6_UNICAST_HOPS reads a default the route's differs from (hopLimitOf)
 	WhyFlowLabel                      // IPV6_FLOWINFO_SEND: the program gives flow labels, leased from the kernel
-	WhyLinkLocal                      // a link-local IPv6 destination (its scope id is the kernel's to apply)
+	WhyLinkLocal                      // a link-local IPv6 destination without a scope id (the kernel applies the bound device)
 	numWhy
 )
 

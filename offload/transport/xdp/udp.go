@@ -75,6 +75,7 @@ type UDP struct {
 	hops       atomic.Int32  // IPV6_UNICAST_HOPS as getsockopt reads it
 	autoLabel  atomic.Bool   // flow labels are made for its datagrams (IPV6_AUTOFLOWLABEL, net.ipv6.auto_flowlabels)
 	sndFlow    atomic.Bool   // IPV6_FLOWINFO_SEND: the program gives flow labels in sin6_flowinfo
+	peerScope  atomic.Uint32 // the connected peer's sin6_scope_id (a link-local peer's interface)
 	stateless  atomic.Bool   // net.ipv6.flowlabel_state_ranges: automatic labels carry the stateless flag
 	txq        int           // which queue of an interface this socket transmits on
 
@@ -143,6 +144,13 @@ func (u *UDP) Bound(fd int) {
 // Connected tells the socket that its kernel socket is connected to peer (or disconnected,
 // when peer is the zero value).
 func (u *UDP) Connected(fd int, peer netip.AddrPort) {
+	scope := uint32(0)
+	if sa, err := unix.Getpeername(fd); err == nil {
+		if sa6, ok := sa.(*unix.SockaddrInet6); ok {
+			scope = sa6.ZoneId
+		}
+	}
+	u.peerScope.Store(scope)
 	u.mu.Lock()
 	u.peer = peer
 	u.mu.Unlock()
