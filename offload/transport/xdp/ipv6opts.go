@@ -50,6 +50,9 @@ func (u *UDP) readIPv6Options(fd int) {
 	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, ipv6FlowInfoSend); err == nil {
 		u.sndFlow.Store(v != 0)
 	}
+	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_UNICAST_IF); err == nil && v >= 0 {
+		u.ucastIf.Store(uint32(v))
+	}
 }
 
 // hopLimitOf is the hop limit of the socket's next IPv6 datagram on r, ok false when it cannot

@@ -115,7 +115,11 @@ func (u *UDP) sendOne(c *transport.Call, batch bool) (n int, errno syscall.Errno
 	if why != whyNone {
 		return u.kernelSend(c, why)
 	}
-	r := u.routeTo(wdst.Addr(), wlocal, linkScope(wdst.Addr(), scope))
+	oif := linkScope(wdst.Addr(), scope)
+	if oif == 0 && wdst.Addr().Is6() {
+		oif = int(u.ucastIf.Load()) // as udpv6_sendmsg: the socket's unicast interface, without a scope
+	}
+	r := u.routeTo(wdst.Addr(), wlocal, oif)
 	if r.kernel {
 		return u.kernelSend(c, r.why)
 	}

@@ -76,6 +76,7 @@ type UDP struct {
 	autoLabel  atomic.Bool   // flow labels are made for its datagrams (IPV6_AUTOFLOWLABEL, net.ipv6.auto_flowlabels)
 	sndFlow    atomic.Bool   // IPV6_FLOWINFO_SEND: the program gives flow labels in sin6_flowinfo
 	peerScope  atomic.Uint32 // the connected peer's sin6_scope_id (a link-local peer's interface)
+	ucastIf    atomic.Uint32 // IPV6_UNICAST_IF: the interface IPv6 unicast leaves by without a scope id
 	stateless  atomic.Bool   // net.ipv6.flowlabel_state_ranges: automatic labels carry the stateless flag
 	txq        int           // which queue of an interface this socket transmits on
 
