@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -269,6 +270,36 @@ func TestXDPIPv6(t *testing.T) {
 			t.Errorf("sources after the fork: child %s, parent %s; want %s", cfrom, pfrom, want)
 		}
 		rx.wait(xdpWait)
+	})
+
+	// With shared memory on too, an IPv6 receiver on ::1 takes shared memory and a sender to the
+	// veth peer (dual-stack or IPv6) AF_XDP.
+	t.Run("with-shm", func(t *testing.T) {
+		h.t = t
+		dir, err := os.MkdirTemp("/dev/shm", "goxio-xdptest-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		both := []string{"GOXIO_SHM=1", "GOXIO_SHM_DIR=" + dir}
+		local := h.py("loopback rx", tp.nsA, underGoxio, both, "rx", "[::1]:7291", "-n", "1", "--idle", "100", "--wait")
+		local.expect("got", xdpWait)
+		for i, dst := range []string{"[" + a.b + "]:7292", "[::ffff:" + tp.addrB + "]:7293"} {
+			listen := "[::]:" + dst[strings.LastIndex(dst, ":")+1:]
+			rx := h.py("kernel rx", tp.nsB, kernelOnly, nil, "rx", listen, "-n", "100")
+			rx.expect("ready", xdpWait)
+			tx := h.py("goxio tx", tp.nsA, underGoxio, both, "tx", dst, "-n", "100", "--wait")
+			tx.expect("sent", xdpWait)
+			requireAll(t, "to the veth peer", rxDone(t, rx, xdpWait), 100, true)
+			if tt, _ := h.udpOf(tx.pid()); len(tt.transports) != 1 || tt.transports[0] != "xdp/none" || tt.TxPackets != 100 {
+				t.Errorf("sender %d to %s: transports %v, %d through the ring, want xdp", i, dst, tt.transports, tt.TxPackets)
+			}
+			tx.exit(xdpWait)
+		}
+		if lt, _ := h.udpOf(local.pid()); len(lt.transports) != 1 || lt.transports[0] != "shm/none" {
+			t.Errorf("loopback receiver: transports %v, want shm", lt.transports)
+		}
+		local.exit(xdpWait)
 	})
 
 	t.Run("goxio-to-goxio", func(t *testing.T) {
