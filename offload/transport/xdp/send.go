@@ -4,13 +4,16 @@ package xdp
 //
 //  1. send parses the call (buffers from program memory, destination, flags); anything the ring
 //     cannot carry (control messages, unusual flags, a payload too large for any IPv4 packet)
-//     goes to the kernel. sendmmsg sends each message so, then kicks once.
+//     goes to the kernel. wireAddrs gives the datagram its family on the wire (a dual-stack
+//     socket's v4-mapped destination is IPv4) or sends it to the kernel (what the kernel refuses,
+//     a link-local destination without a scope id, program-given flow labels). sendmmsg sends each message so, then kicks once.
 //  2. ensureBound gives an unbound socket its port, as the kernel does at a first send, so the
 //     frame carries the port replies come back to (and those replies are steered).
 //  3. routeTo finds the route: through the kernel (with the reason, counted per reason) or a
 //     TX ring with the Ethernet and IPv4 addresses.
 //  4. transmit takes a TX frame (waiting briefly for completions when none is free), builds
-//     the headers and the payload into it and posts it on the TX ring; it kicks the ring (the
+//     the headers (IPv4, or IPv6 with the kernel's hop limit, traffic class and flow label:
+//     ipv6opts.go) and the payload into it and posts it on the TX ring; it kicks the ring (the
 //     system call that makes the kernel send in copy mode) now, or a stream of sends shares
 //     one kick (kick.go).
 
@@ -299,13 +302,13 @@ func (u *UDP) ensureBound(fd int) (netip.AddrPort, bool) {
 	if local.Port() != 0 {
 		return local, true
 	}
-	var any unix.Sockaddr = &unix.SockaddrInet4{}
+	var wildcard unix.Sockaddr = &unix.SockaddrInet4{}
 	if sa, err := unix.Getsockname(fd); err == nil {
 		if _, v6 := sa.(*unix.SockaddrInet6); v6 {
-			any = &unix.SockaddrInet6{}
+			wildcard = &unix.SockaddrInet6{} // [::]:0, as the kernel's autobind of an AF_INET6 socket
 		}
 	}
-	if unix.Bind(fd, any) != nil {
+	if unix.Bind(fd, wildcard) != nil {
 		return local, false
 	}
 	u.Bound(fd)
