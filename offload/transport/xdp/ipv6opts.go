@@ -69,7 +69,7 @@ func (u *UDP) hopLimitOf(r *route) (int, bool) {
 	if v == r.hops || v < 0 {
 		return r.hops, true
 	}
-	if v == procInt("/proc/sys/net/ipv6/conf/all/hop_limit", defaultHopLimit) {
+	if v == r.allHops {
 		return 0, false
 	}
 	return v, true

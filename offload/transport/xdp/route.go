@@ -23,8 +23,10 @@ type route struct {
 	mtu     int
 	mcast   bool
 	// hops is the hop limit an IPv6 datagram on this route gets when the socket did not set
-	// IPV6_UNICAST_HOPS: the route's metric, else the output interface's hop_limit.
-	hops int
+	// IPV6_UNICAST_HOPS: the route's metric, else the output interface's hop_limit; allHops is
+	// net.ipv6.conf.all.hop_limit (what getsockopt reads for an unset option), both read when the
+	// route is made.
+	hops, allHops int
 }
 
 // Route lifetimes: a route through a ring is asked again after routeTTL (the next hop may have
@@ -130,6 +132,7 @@ func (e *Env) lookup(dst, bound netip.Addr, oif int, mcLoop bool, mcIf uint32, t
 		if r.hops <= 0 {
 			r.hops = ifc.hopLimit()
 		}
+		r.allHops = procInt("/proc/sys/net/ipv6/conf/all/hop_limit", defaultHopLimit)
 		return r
 	}
 	r.hdr = packet.Header{DstMAC: mac, SrcMAC: rt.Link.MAC, Src: src.As4(), Dst: dst.As4(), DontFragment: !r.mcast}
