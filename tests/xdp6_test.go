@@ -209,6 +209,28 @@ func TestXDPIPv6(t *testing.T) {
 		}
 	})
 
+	// Datagrams larger than the path MTU: the kernel fragments a goxio sender's, and the
+	// steering program leaves fragments (IPv6 fragment headers) to the kernel, which
+	// reassembles them for the goxio receiver's kernel socket.
+	t.Run("fragments", func(t *testing.T) {
+		h.t = t
+		const m, big = 100, "2000"
+		rx := h.py("goxio rx", tp.nsA, underGoxio, nil, "rx", "[::]:7300", "-n", strconv.Itoa(m), "--big", big, "--wait")
+		rx.expect("ready", xdpWait)
+		tx := h.py("goxio tx", tp.nsB, underGoxio, nil, "tx", "["+a.a+"]:7300", "-n", strconv.Itoa(m), "--big", big, "--wait")
+		tx.expect("sent", xdpWait)
+		requireAll(t, "fragmented datagrams", rxDone(t, rx, xdpWait), m, true)
+		rtot, _ := h.udpOf(rx.pid())
+		ttot, _ := h.udpOf(tx.pid())
+		if rtot.RxOSPackets != m || rtot.RxPackets != 0 || ttot.TxOSPackets != m || ttot.TxPackets != 0 ||
+			rtot.TxPackets == 0 || ttot.RxPackets != rtot.TxPackets {
+			t.Errorf("receiver: %d from the kernel, %d from the ring, %d acknowledgements through the ring; sender: %d through the kernel, %d through the ring, %d acknowledgements from the ring; want every datagram through the kernel, the acknowledgements through the rings",
+				rtot.RxOSPackets, rtot.RxPackets, rtot.TxPackets, ttot.TxOSPackets, ttot.TxPackets, ttot.RxPackets)
+		}
+		rx.exit(xdpWait)
+		tx.exit(xdpWait)
+	})
+
 	// With no neighbour entry for the peer, the first datagrams go through the kernel, which
 	// resolves it with neighbour discovery; the rest through the ring; none is lost.
 	t.Run("first-send-resolves-neighbour", func(t *testing.T) {

@@ -5,7 +5,8 @@ Every datagram carries a header (magic, sender id, sequence number, payload leng
 the rest) and a payload that is a function of (sender, seq): the receiver recomputes both, so a
 damaged, truncated or mixed datagram is counted as bad.
 
-Modes (stdout is line-buffered; the test waits for lines that start with a fixed word):
+Modes (stdout is line-buffered; the test waits for lines that start with a fixed word); --big N
+adds N bytes to every payload (sender and receiver alike):
 
   rx ADDR:PORT [-n N] [--idle MS] [--group G --ifaddr A] [--mux select|poll|epoll] [--ack W] [--v6only 0|1] [--wait]
       Binds ADDR:PORT (an AF_INET6 socket for an IPv6 address, IPV6_V6ONLY set as given) (joins
@@ -54,8 +55,11 @@ def out(*words):
     print(*words, flush=True)
 
 
+BIG = 0  # --big: bytes added to every payload (datagrams the path MTU cannot carry whole)
+
+
 def payload(sender, seq):
-    n = 16 + (seq * 7919 + sender * 31) % 1300
+    n = 16 + (seq * 7919 + sender * 31) % 1300 + BIG
     pattern = struct.pack("!II", sender, seq) * (n // 8 + 1)
     return pattern[:n]
 
@@ -167,9 +171,9 @@ def rx(a):
             if not wait():
                 break
             if a.meta:
-                data, anc, _, src = s.recvmsg(4096, 256)
+                data, anc, _, src = s.recvmsg(65536, 256)
             else:
-                (data, src), anc = s.recvfrom(4096), []
+                (data, src), anc = s.recvfrom(65536), []
         except socket.timeout:
             break
         for level, typ, val in anc:
@@ -261,7 +265,7 @@ def forkrx(a):
         idle = time.monotonic() + 1.0
         while True:
             try:
-                data, src = s.recvfrom(4096)
+                data, src = s.recvfrom(65536)
             except BlockingIOError:
                 if time.monotonic() > idle:
                     return got, bad, ",".join(sorted(sources))
@@ -340,12 +344,15 @@ def main():
     p.add_argument("--ack", type=int, default=0)
     p.add_argument("--mux", choices=["select", "poll", "epoll"])
     p.add_argument("--sport", type=int, default=0)
+    p.add_argument("--big", type=int, default=0)
     p.add_argument("--id", type=int, default=0)
     p.add_argument("--meta", action="store_true")
     p.add_argument("--v6only", type=int)
     p.add_argument("--hops", type=int)
     p.add_argument("--tclass", type=int)
     a = p.parse_args()
+    global BIG
+    BIG = a.big
     {"rx": rx, "tx": tx, "forkrx": forkrx, "echo": echo, "ping": ping}[a.mode](a)
 
 
