@@ -141,7 +141,7 @@ var params = []param{
 		false, checkDir, func(p *Params) *string { return &p.SHMDir }),
 	strParam("GOXIO_SHM_SYSMON", "Scheduling of the Go runtime's monitor thread while the shared-memory transport runs: idle (SCHED_IDLE, its wake-ups then never delay a polling thread) or normal; empty lets the transport decide (idle).", "idle, normal or empty",
 		false, checkOneOf("", "idle", "normal"), func(p *Params) *string { return &p.SHMSysmon }),
-	strParam("GOXIO_XDP", "Interfaces the AF_XDP UDP transport may take over (an XDP program is attached to each): comma-separated names, all (every Ethernet interface that is up with an IPv4 address), or empty for off.", "if1,if2, all or empty",
+	strParam("GOXIO_XDP", "Interfaces the AF_XDP UDP transport may take over (an XDP program is attached to each): comma-separated names, all (every Ethernet interface that is up with an IPv4 or IPv6 address), or empty for off.", "if1,if2, all or empty",
 		false, checkInterfaces, func(p *Params) *string { return &p.XDP }),
 	strParam("GOXIO_XDP_MODE", "How the XDP program is attached: native, generic, or auto (native, then generic when the driver refuses).", "auto, native or generic",
 		false, checkOneOf("auto", "native", "generic"), func(p *Params) *string { return &p.XDPMode }),

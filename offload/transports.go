@@ -4,7 +4,6 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload/iomux"
@@ -99,13 +98,6 @@ func (e *Engine) offloadAcceptedLocked(s *Socket, lr transport.Endpoint, publish
 // offloadUDPLocked gives an offloaded UDP socket a ring transport (once): the AF_XDP one when
 // useXDPLocked says so, else the shared-memory one; s.mu is held.
 func (e *Engine) offloadUDPLocked(s *Socket) {
-	if s.typ == sockDgram && s.domain == unix.AF_INET6 && e.cfg.SHM == nil && e.cfg.XDP != nil {
-		// The AF_XDP path builds IPv4 headers only: without the shared-memory transport the
-		// kernel serves an IPv6 socket for good, its addresses and the reason in the statistics.
-		s.passthrough = true
-		s.kind, s.reason = transport.KindOS, transport.ReasonUnsupportedProtocol
-		return
-	}
 	if !e.udpRings() || s.typ != sockDgram || !inetDomain(s.domain) {
 		s.kind, s.reason = transport.KindOS, transport.ReasonNoFasterPath
 		return
@@ -113,9 +105,10 @@ func (e *Engine) offloadUDPLocked(s *Socket) {
 	if s.rings() != nil {
 		return
 	}
-	// An AF_INET6 socket (dual-stack or not) gets the shared-memory transport: its records
-	// carry the source as the receiver's family has it (sockaddr_in6, IPv4 mapped).
-	if s.domain == unix.AF_INET && e.useXDPLocked(s) {
+	// An AF_INET6 socket (dual-stack or not) may take either: the shared-memory records and the
+	// AF_XDP queue both give the source as the receiver's family has it (sockaddr_in6, IPv4
+	// mapped, the scope id of a link-local source).
+	if e.useXDPLocked(s) {
 		e.offloadXDPLocked(s)
 		return
 	}
