@@ -71,8 +71,8 @@ const (
 // Pairs is a process's mapping of its pairing table.
 type Pairs struct {
 	mem   []uint64
-	pid        uint64
-	start      uint64
+	pid   uint64
+	start uint64
 }
 
 // PairsFileName is the table's file name for a user and a network namespace. The layout
