@@ -245,9 +245,6 @@ func (u *UDP) localAddr() netip.AddrPort {
 // them with EMSGSIZE (or, over IPv6, sends them: 65527 bytes fit there).
 const maxUDPPayload = 65507
 
-// wakeLen is the size of the scratch buffers that drain doorbells.
-const wakeLen = 16
-
 // sockaddr4 parses a sockaddr_in; the zero value for anything else.
 func sockaddr4(b []byte) netip.AddrPort { return udpcall.Sockaddr4(b) }
 
