@@ -34,10 +34,12 @@ type route struct {
 	mc      []mcTarget // a group's goxio members
 
 	// A group's datagrams that leave through the loopback interface (mchost.go).
-	from     netip.AddrPort // the source they carry
-	hostOnly bool           // they reach only this namespace's sockets
-	host     hostState      // whether every kernel receiver of them is a ring member
-	peer     int            // the receiving process (capture records name it)
+	from     netip.AddrPort   // the source they carry
+	group    netip.AddrPort   // the group and port as the kernel sends to them (IPv4 unmapped)
+	name6    [mcNameLen6]byte // an AF_INET6 member's record name (name: an AF_INET member's)
+	hostOnly bool             // they reach only this namespace's sockets
+	host     hostState        // whether every kernel receiver of them is a ring member
+	peer     int              // the receiving process (capture records name it)
 }
 
 // sendFlags are the send flags the rings honour; any other flag sends through the kernel.
