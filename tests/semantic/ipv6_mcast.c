@@ -313,6 +313,19 @@ int main(void)
 	got("ll", ll, sp);
 	close(ll);
 
+	out("-- lo (its multicast flag on and a multicast route: the kernel still delivers nothing there)\n");
+	if (system("ip link set lo multicast on && ip -6 route add multicast ff00::/8 dev lo table local") != 0)
+		die("multicast on lo");
+	int onlo = udp6("::", L + 1, 0);
+	join6("IPV6_JOIN_GROUP ff15::401 lo", onlo, "ff15::401", 1);
+	int s3 = udp6("::", 0, 0);
+	int s3p = port_of(s3);
+	V("s3 IPV6_MULTICAST_IF lo", setint(s3, IPPROTO_IPV6, IPV6_MULTICAST_IF, 1));
+	send6("send through lo", s3, "ff15::401", L + 1, "lo");
+	got("onlo", onlo, s3p);
+	close(onlo);
+	close(s3);
+
 	out("-- IPv4 groups on dual-stack sockets\n");
 	const int D = 7003;
 	int dual = udp6("::", D, 0), only6 = udp6("::", D, 1), both = udp6("::", D + 1, 0);

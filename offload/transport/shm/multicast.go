@@ -2,8 +2,11 @@ package shm
 
 import (
 	"encoding/binary"
+	"net"
 	"net/netip"
 	"syscall"
+
+	"github.com/vishvananda/netlink"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -255,9 +258,13 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 		if !optOn(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_LOOP) {
 			return r
 		}
+		ifindex, _ := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF)
+		rsrc, oif, ok := mcEgress6(group, ifindex)
+		if !ok || oif == loopbackIndex {
+			return r
+		}
 		if src.IsUnspecified() {
-			ifindex, _ := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF)
-			src = mcSource6(group, ifindex)
+			src = rsrc
 		}
 		r.hostOnly = hostOnly6(group)
 	}
@@ -321,22 +328,27 @@ func (u *UDP) mcWire(local, dst netip.Addr) (netip.Addr, bool) {
 	return dst.WithZone(""), !local.Is4In6() && !local.Is4()
 }
 
-// mcSource6 is the source address of an unbound socket's datagram to the IPv6 group (ifindex:
-// its IPV6_MULTICAST_IF, 0 for none), asked of the kernel: a scratch socket with the same
-// interface connected to the group.
-func mcSource6(group netip.Addr, ifindex int) netip.Addr {
-	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return netip.Addr{}
+// loopbackIndex is the loopback interface's index in every network namespace (the kernel's
+// LOOPBACK_IFINDEX).
+const loopbackIndex = 1
+
+// mcEgress6 is how the kernel sends a datagram to the IPv6 group (ifindex: the socket's
+// IPV6_MULTICAST_IF, 0 for none): the source address an unbound socket's datagram carries and
+// the interface it leaves through; false without a route (the kernel fails the send).
+// Through lo the kernel neither loops a group's datagram back nor delivers it (its neighbour
+// entry cannot be made), so the caller leaves those to the kernel. vishvananda/netlink asks the
+// kernel (RTM_GETROUTE, `ip -6 route get GROUP oif IFINDEX`) over a netlink socket of its own
+// made for the call.
+func mcEgress6(group netip.Addr, ifindex int) (src netip.Addr, oif int, ok bool) {
+	routes, err := netlink.RouteGetWithOptions(net.IP(group.AsSlice()), &netlink.RouteGetOptions{OifIndex: ifindex})
+	if err != nil || len(routes) == 0 {
+		return src, 0, false
 	}
-	defer unix.Close(fd)
-	if ifindex != 0 && unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF, ifindex) != nil {
-		return netip.Addr{}
+	rt := routes[0]
+	if a, ok := netip.AddrFromSlice(rt.Src); ok {
+		src = a.Unmap()
 	}
-	if unix.Connect(fd, &unix.SockaddrInet6{Port: 9, Addr: group.As16()}) != nil {
-		return netip.Addr{}
-	}
-	return sockname(fd).Addr()
+	return src, rt.LinkIndex, true
 }
 
 // markSender flags the socket's binding as a multicast ring sender (once), publishing a socket
