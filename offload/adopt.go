@@ -78,13 +78,13 @@ func (e *Engine) Adopt(fd int, l Lazy) {
 	}
 	if l.Accepted && typ == sockStream {
 		if ls := e.reg.get(l.Listener); ls != nil && ls.typ == sockStream {
-			e.accepted(ls, fd, flags)
+			e.accepted(ls, fd, flags, false)
 			e.adoptOptions(fd)
 			adoptedIno[ino] = fd
 			return
 		}
 	}
-	e.open(fd, domain, flags, proto)
+	e.open(fd, domain, flags, proto, false)
 	s := e.reg.get(fd)
 	if s == nil {
 		return

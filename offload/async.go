@@ -59,11 +59,15 @@ func (e *Engine) asyncOn(s *Socket) {
 	e.sendBack(s, fds, t, transport.ReasonUnsupported, asyncWhy)
 }
 
-// asyncMode reports whether s is in asynchronous mode: the engine saw it set, or the kernel
-// socket fd has O_ASYNC (set before the engine loaded, or before the socket was adopted).
+// asyncMode reports whether s is in asynchronous mode: the engine saw it set, or, for a socket
+// the engine did not see made, the kernel socket fd has O_ASYNC (set before the engine loaded, or
+// before the socket was adopted).
 func (s *Socket) asyncMode(fd int) bool {
 	if s.async.Load() {
 		return true
+	}
+	if s.born {
+		return false // every F_SETFL and FIOASYNC since it was made went through control
 	}
 	fl, errno := sysc.FcntlInt(fd, unix.F_GETFL, 0)
 	if errno != 0 || fl&unix.O_ASYNC == 0 {

@@ -27,6 +27,10 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 		}
 	}
 	n, errno := kernelDo(c)
+	switch c.Op {
+	case transport.OpBind, transport.OpConnect, transport.OpListen:
+		s.unbound.Store(false) // whatever the result: the kernel may have bound it
+	}
 	if r != nil && errno == 0 {
 		switch c.Op {
 		case transport.OpSetsockopt:
@@ -41,13 +45,13 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 	switch c.Op {
 	case transport.OpBind:
 		if errno == 0 && s.typ == sockDgram {
-			e.decide(s, c.FD, conf.RoleUDPReceiver, localAddr(c.FD), remoteNone)
+			e.decide(s, c.FD, conf.RoleUDPReceiver, s.localAddr(c.FD), remoteNone)
 			e.udpBound(s, c.FD)
 		}
 	case transport.OpListen:
 		if errno == 0 {
 			s.st.SetState(stats.TCPListen)
-			e.decide(s, c.FD, conf.RoleTCPServer, localAddr(c.FD), remoteNone)
+			e.decide(s, c.FD, conf.RoleTCPServer, s.localAddr(c.FD), remoteNone)
 			e.tcpListening(s, c.FD)
 			e.listenerReadiness(s)
 		}
@@ -58,7 +62,7 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 				if s.typ == sockDgram {
 					role = conf.RoleUDPConnect
 				}
-				e.decide(s, c.FD, role, localAddr(c.FD), remote)
+				e.decide(s, c.FD, role, s.localAddr(c.FD), remote)
 				if s.typ == sockDgram {
 					e.udpConnected(s, c.FD, remote)
 				} else {
@@ -74,7 +78,7 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 		}
 	case transport.OpAccept4:
 		if errno == 0 {
-			e.accepted(s, n, int(int32(c.A[2])))
+			e.accepted(s, n, int(int32(c.A[2])), true)
 		}
 	case transport.OpFcntl:
 		if errno == 0 {
@@ -94,15 +98,16 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 }
 
 // accepted registers a connection the kernel accepted on the listening socket l: it shares the
-// listener's decision.
-func (e *Engine) accepted(l *Socket, fd, flags int) {
+// listener's decision. born: accept returned it through the engine just now (O_ASYNC is not
+// inherited from the listener), rather than adopted.
+func (e *Engine) accepted(l *Socket, fd, flags int, born bool) {
 	if uint(fd) >= FDTableSize {
 		return
 	}
 	l.mu.Lock()
 	s := &Socket{id: e.nextID.Add(1), domain: l.domain, typ: l.typ, proto: l.proto, tr: e.os, kind: l.kind,
 		reason: l.reason, role: l.role, decided: l.decided, decision: l.decision, passthrough: l.passthrough,
-		local: sysc.Sockname(fd), remote: sysc.Peername(fd)}
+		local: sysc.Sockname(fd), remote: sysc.Peername(fd), born: born}
 	s.mux.Stream = l.mux.Stream
 	lr := l.rings()
 	l.mu.Unlock()

@@ -18,7 +18,7 @@ func (e *Engine) transfer(s *Socket, c *transport.Call) int64 {
 	if c.Op.Send() && s.typ == sockDgram && !s.isDecided() {
 		// An unconnected, unbound UDP socket learns its role at its first send.
 		if dst := sendDestination(c); dst.IsValid() {
-			e.decide(s, c.FD, conf.RoleUDPSender, localAddr(c.FD), dst)
+			e.decide(s, c.FD, conf.RoleUDPSender, s.localAddr(c.FD), dst)
 		}
 	}
 	if c.Op.Receive() && s.typ == sockDgram && e.udpRings() {
@@ -34,6 +34,9 @@ func (e *Engine) transfer(s *Socket, c *transport.Call) int64 {
 		}
 	}
 	n, errno, os := s.transport().TransferVia(*c)
+	if c.Op.Send() {
+		s.unbound.Store(false) // the kernel binds an unbound socket at its first send
+	}
 	e.count(s, c, n, errno, os)
 	if s.typ == sockStream {
 		if r := s.rings(); r != nil {

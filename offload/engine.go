@@ -77,7 +77,7 @@ func (e *Engine) Call(c *transport.Call) int64 {
 	e.xdpFlush(c)
 	switch c.Op {
 	case transport.OpSocket:
-		e.open(c.FD, int(int32(c.A[0])), int(int32(c.A[1])), int(int32(c.A[2])))
+		e.open(c.FD, int(int32(c.A[0])), int(int32(c.A[1])), int(int32(c.A[2])), true)
 		return 0
 	case transport.OpForget:
 		e.forget(c.FD)
@@ -120,8 +120,9 @@ func (e *Engine) Call(c *transport.Call) int64 {
 	return e.control(s, c)
 }
 
-// open registers a new AF_INET or AF_INET6 socket the program just created.
-func (e *Engine) open(fd, domain, typ, proto int) {
+// open registers a new AF_INET or AF_INET6 socket: one the program just created (born), or one
+// adopted (made before the engine loaded).
+func (e *Engine) open(fd, domain, typ, proto int, born bool) {
 	if uint(fd) >= FDTableSize || !inetDomain(domain) {
 		return
 	}
@@ -131,6 +132,8 @@ func (e *Engine) open(fd, domain, typ, proto int) {
 	}
 	s := &Socket{id: e.nextID.Add(1), domain: domain, typ: kind, proto: proto, tr: e.os, kind: transport.KindOS}
 	s.mux.Stream = kind == sockStream
+	s.born = born
+	s.unbound.Store(born)
 	s.nonblock.Store(typ&unix.SOCK_NONBLOCK != 0)
 	if !e.cfg.Offload {
 		s.passthrough = true
@@ -239,6 +242,18 @@ func (e *Engine) Socket(fd int) (Snapshot, bool) {
 
 // localAddr is the socket's bound address as the kernel reports it.
 func localAddr(fd int) netip.AddrPort { return sysc.Sockname(fd) }
+
+// localAddr is the socket's local address (fd is one of its fds): the kernel's, or, while no
+// call could have bound it, its family's wildcard with port 0 without a system call.
+func (s *Socket) localAddr(fd int) netip.AddrPort {
+	if s.unbound.Load() {
+		if s.domain == unix.AF_INET6 {
+			return netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
+		}
+		return netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+	}
+	return localAddr(fd)
+}
 
 // Shutdown withdraws every shared-memory socket and closes the transport (the process exits).
 func (e *Engine) Shutdown() {

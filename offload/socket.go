@@ -24,6 +24,13 @@ type Socket struct {
 	// fds counts the fds that refer to the socket; guarded by the registry lock.
 	fds int
 
+	// born: the engine saw the socket made (socket() or accept with the engine loaded), so every
+	// later change of its file flags went through the engine's control calls (not adopted).
+	born bool
+	// unbound: born by socket() and no call that binds it (bind, connect, listen, a send) has run
+	// yet: its local address is its family's wildcard with port 0, known without asking the kernel.
+	unbound atomic.Bool
+
 	nonblock atomic.Bool
 	// async: the program put the socket in asynchronous mode (O_ASYNC); it uses the kernel for
 	// good (async.go).

@@ -1,7 +1,6 @@
 package offload
 
 import (
-	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/stats"
 )
@@ -13,8 +12,9 @@ func (e *Engine) openStats(fd int, s *Socket) {
 	if st == nil {
 		return
 	}
-	st.SetInfo(stats.SocketInfo{Family: s.domain, Type: s.typ, Protocol: s.proto, Inode: sysc.Inode(fd),
-		Blocking: !s.nonblock.Load()})
+	// The inode stays 0: the reader reads it from /proc/PID/fd (an fstat per socket would be a
+	// system call on the path of a socket per request).
+	st.SetInfo(stats.SocketInfo{Family: s.domain, Type: s.typ, Protocol: s.proto, Blocking: !s.nonblock.Load()})
 	s.mu.Lock()
 	s.st = st
 	s.publishLocked()

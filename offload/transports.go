@@ -122,6 +122,7 @@ func (e *Engine) offloadUDPLocked(s *Socket) {
 	u := e.cfg.SHM.NewUDP(s.nonblock.Load)
 	st := s.st
 	u.OnDrop = func() { st.CountTxDrop() }
+	u.Domain = s.domain
 	s.setTransportLocked(u, transport.KindSHM)
 }
 

@@ -242,6 +242,9 @@ func (s *Segment) Snapshot() (snap *Snapshot, err error) {
 		if atomic.LoadUint64(&h[hMcSeq]) == seq && seq&1 == 0 || try >= 10 {
 			for i := range snap.Sockets {
 				snap.Sockets[i].Groups = groupsOf(snap.Sockets[i].mcMap, groups)
+				if snap.Sockets[i].Inode == 0 && !snap.Closed {
+					snap.Sockets[i].Inode = socketInode(info.Pid, snap.Sockets[i].FD)
+				}
 			}
 			break
 		}

@@ -37,17 +37,37 @@ func udp6Sock(t *testing.T, e *Env, addr string, v6only bool) (int, *UDP) {
 
 // sendName sends b to the raw sockaddr name through the transport.
 func sendName(u *UDP, fd int, b, name []byte) (int, unix.Errno, bool) {
-	c := transport.Call{Op: transport.OpSendto, FD: fd, A: [5]uintptr{uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0, uintptr(unsafe.Pointer(&name[0])), uintptr(len(name))}}
+	sc := scratches.Get().(*scratch)
+	defer scratches.Put(sc)
+	m := sc.m
+	copy(m, b)
+	copy(m[len(b):], name)
+	c := transport.Call{Op: transport.OpSendto, FD: fd, A: [5]uintptr{uintptr(unsafe.Pointer(&m[0])), uintptr(len(b)), 0, uintptr(unsafe.Pointer(&m[len(b)])), uintptr(len(name))}}
 	return u.TransferVia(c)
 }
 
 // recvName receives into b and returns the raw source name the call wrote.
 func recvName(u *UDP, fd int, b []byte, flags int) (int, unix.Errno, bool, []byte) {
 	var sa [unix.SizeofSockaddrAny]byte
-	l := uint32(len(sa))
-	c := transport.Call{Op: transport.OpRecvfrom, FD: fd, A: [5]uintptr{uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(flags), uintptr(unsafe.Pointer(&sa[0])), uintptr(unsafe.Pointer(&l))}}
+	n, e, os, l := recvInto(u, fd, b, flags, sa[:])
+	return n, e, os, sa[:l]
+}
+
+// recvInto receives into b and the source name into sa (its length returned, at most len(sa)),
+// through a scratch's memory.
+func recvInto(u *UDP, fd int, b []byte, flags int, sa []byte) (int, unix.Errno, bool, int) {
+	sc := scratches.Get().(*scratch)
+	defer scratches.Put(sc)
+	m := sc.m
+	lOff := (len(b) + len(sa) + 3) &^ 3
+	lp := (*uint32)(unsafe.Pointer(&m[lOff]))
+	*lp = uint32(len(sa))
+	c := transport.Call{Op: transport.OpRecvfrom, FD: fd, A: [5]uintptr{uintptr(unsafe.Pointer(&m[0])), uintptr(len(b)), uintptr(flags), uintptr(unsafe.Pointer(&m[len(b)])), uintptr(unsafe.Pointer(lp))}}
 	n, e, os := u.TransferVia(c)
-	return n, e, os, sa[:min(l, uint32(len(sa)))]
+	copy(b, m[:len(b)])
+	l := min(int(*lp), len(sa))
+	copy(sa, m[len(b):len(b)+l])
+	return n, e, os, l
 }
 
 // nameOf is a as a socket of family receives it.

@@ -207,6 +207,15 @@ func (u *UDP) wire(local, dst netip.Addr) (to, src netip.Addr, ok bool) {
 	return dst, local, true
 }
 
+// domain is the kernel socket's family: the engine's word for it, or the kernel's.
+func (u *UDP) domain(fd int) int {
+	if u.Domain != 0 {
+		return u.Domain
+	}
+	d, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	return d
+}
+
 // ensureBound returns the socket's local address, binding it first when it has none: the kernel
 // binds an unbound socket at its first send, and the ring datagram must carry the port replies go
 // to.
@@ -217,7 +226,7 @@ func (u *UDP) ensureBound(fd int) (netip.AddrPort, bool) {
 	}
 	// The kernel's implicit bind: the wildcard address of the socket's family.
 	var any unix.Sockaddr = &unix.SockaddrInet4{}
-	if d, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN); err == nil && d == unix.AF_INET6 {
+	if u.domain(fd) == unix.AF_INET6 {
 		any = &unix.SockaddrInet6{}
 	}
 	if unix.Bind(fd, any) != nil {

@@ -29,6 +29,9 @@ type UDP struct {
 	// OnDrop, when set, counts a datagram the send call accepted but the receiver's full ring
 	// dropped (as a full kernel receive buffer drops it: the send still succeeds).
 	OnDrop func()
+	// Domain, when set (AF_INET or AF_INET6), is the kernel socket's family, which the engine
+	// knows from socket(): the transport then does not ask the kernel.
+	Domain int
 
 	mu    sync.Mutex // guards the fields below and changes of inbox
 	local netip.AddrPort
@@ -421,7 +424,7 @@ func sockname(fd int) netip.AddrPort { return sysc.Sockname(fd) }
 // yet. u.mu is held.
 func (u *UDP) familyLocked(fd int) int {
 	if u.family == 0 {
-		if d, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN); err == nil {
+		if d := u.domain(fd); d != 0 {
 			return d
 		}
 	}

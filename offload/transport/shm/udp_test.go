@@ -2,13 +2,11 @@ package shm
 
 import (
 	"net/netip"
+	"sync"
 	"testing"
-	"unsafe"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
-
-	"github.com/goxio/goxio/offload/transport"
 )
 
 func testEnv(t *testing.T, rxPoll int) *Env {
@@ -39,18 +37,30 @@ func udpSock(t *testing.T, e *Env, bind bool) (int, *UDP) {
 	return fd, u
 }
 
+// scratch is memory that never moves, as a C program's buffers: the transport gets their
+// addresses as integers, and a goroutine's stack moves when it grows (a buffer on it would be
+// written at its old place). Mapped once per pooled scratch, never unmapped (tests only).
+type scratch struct{ m []byte }
+
+const scratchBytes = 1 << 17
+
+var scratches = sync.Pool{New: func() any {
+	m, err := unix.Mmap(-1, 0, scratchBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		panic(err)
+	}
+	return &scratch{m}
+}}
+
 func sendto(u *UDP, fd int, b []byte, to netip.AddrPort) (int, unix.Errno, bool) {
 	var sa [16]byte
 	putSockaddr4(sa[:], to)
-	c := transport.Call{Op: transport.OpSendto, FD: fd, A: [5]uintptr{uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0, uintptr(unsafe.Pointer(&sa[0])), 16}}
-	return u.TransferVia(c)
+	return sendName(u, fd, b, sa[:])
 }
 
 func recvfrom(u *UDP, fd int, b []byte, flags int) (int, unix.Errno, bool, netip.AddrPort) {
 	var sa [16]byte
-	l := uint32(16)
-	c := transport.Call{Op: transport.OpRecvfrom, FD: fd, A: [5]uintptr{uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(flags), uintptr(unsafe.Pointer(&sa[0])), uintptr(unsafe.Pointer(&l))}}
-	n, e, os := u.TransferVia(c)
+	n, e, os, l := recvInto(u, fd, b, flags, sa[:])
 	return n, e, os, sockaddr4(sa[:l])
 }
 
