@@ -11,6 +11,8 @@
 
 #include <net/if.h>
 #include <sched.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 
 static unsigned idx; /* gx0's interface index */
 
@@ -298,6 +300,53 @@ int main(void)
 	close(ssm);
 	close(ssm_other);
 	close(blk);
+
+	out("-- readiness once the datagram is read (poll, select, epoll)\n");
+	{
+		const int R = 7005;
+		int m = udp6("::", R, 0);
+		join6("IPV6_JOIN_GROUP ff15::501 gx0", m, "ff15::501", idx);
+		int ep = epoll_create1(0);
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 7 }, evs[4];
+		E("epoll_ctl ADD", epoll_ctl(ep, EPOLL_CTL_ADD, m, &ev), 0, 0);
+		/* Each round waits for the datagram and looks after the read first with another call:
+		 * a look may drop a kernel copy of the datagram the rings brought, so the round's own
+		 * call is the only one before the read, and the first after it. */
+		static const char *const first[] = { "epoll_wait", "select", "poll" };
+		struct pollfd p = { m, POLLIN, 0 };
+		char buf[16];
+		for (int round = 0; round < 3; round++) {
+			out("round %d, %s\n", round, first[round]);
+			send6("send", s, "ff15::501", R, "ready");
+			for (int k = 0; k < 4; k++) {
+				int which = k == 0 ? round : (round + k - 1) % 3;
+				const char *when = k == 0 ? "before the read" : "after the read";
+				if (k == 1)
+					V("recv", recv(m, buf, sizeof buf, MSG_DONTWAIT));
+				if (which == 0) {
+					int n = epoll_wait(ep, evs, 4, k == 0 ? 300 : 100);
+					out("epoll_wait %s = %d", when, n);
+					if (n > 0)
+						out(" events %#x data %u", evs[0].events, evs[0].data.u32);
+					out("\n");
+				} else if (which == 1) {
+					fd_set rs;
+					FD_ZERO(&rs);
+					FD_SET(m, &rs);
+					struct timeval tv = { 0, k == 0 ? 300000 : 100000 };
+					int n = select(m + 1, &rs, NULL, NULL, &tv);
+					out("select %s = %d\n", when, n);
+				} else {
+					p.revents = 0;
+					int n = poll(&p, 1, k == 0 ? 300 : 100);
+					out("poll %s = %d revents %#x\n", when, n, p.revents);
+				}
+			}
+			V("recv again", recv(m, buf, sizeof buf, MSG_DONTWAIT));
+		}
+		close(ep);
+		close(m);
+	}
 
 	out("-- scopes\n");
 	const int L = 7004;
