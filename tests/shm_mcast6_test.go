@@ -65,6 +65,7 @@ func mcast6Net(t *testing.T) bool {
 //     through rings, the first, binding datagram through the kernel);
 //   - site-local: an ff15:: group goes through the kernel too (other hosts); the members drop
 //     the kernel's loopback copies;
+//   - both also with sendmmsg (4 datagrams a call);
 //   - mapped: dual-stack members joined to an IPv4 group (IP_ADD_MEMBERSHIP on AF_INET6 sockets)
 //     and a dual-stack publisher sending to its IPv4-mapped address: IPv4 on the wire, the source
 //     ::ffff:10.9.0.1 at the members.
@@ -74,11 +75,13 @@ func TestShmMulticast6(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, group, dst, source string
-		hostOnly                 bool
+		hostOnly, mmsg           bool
 	}{
-		{"interface-local", "ff01::1:77", "ff01::1:77", "fd00::1", true},
-		{"site-local", "ff15::1:77", "ff15::1:77", "fd00::1", false},
-		{"mapped", "239.255.77.9", "::ffff:239.255.77.9", "::ffff:10.9.0.1", false},
+		{"interface-local", "ff01::1:77", "ff01::1:77", "fd00::1", true, false},
+		{"interface-local sendmmsg", "ff01::1:77", "ff01::1:77", "fd00::1", true, true},
+		{"site-local", "ff15::1:77", "ff15::1:77", "fd00::1", false, false},
+		{"site-local sendmmsg", "ff15::1:77", "ff15::1:77", "fd00::1", false, true},
+		{"mapped", "239.255.77.9", "::ffff:239.255.77.9", "::ffff:10.9.0.1", false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newShmHarness(t)
@@ -92,8 +95,12 @@ func TestShmMulticast6(t *testing.T) {
 				_, fd := rx.ready()
 				rxs, fds = append(rxs, rx), append(fds, fd)
 			}
-			tx := h.start("publisher", h.env(), nil, h.udp, "tx", "-6", "-I", "gx0", "-p", strconv.Itoa(port), "-d", c.dst,
-				"-m", "-U", "-s", "1", "-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-A", "2", "-W")
+			args := []string{"tx", "-6", "-I", "gx0", "-p", strconv.Itoa(port), "-d", c.dst,
+				"-m", "-U", "-s", "1", "-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-A", "2", "-W"}
+			if c.mmsg {
+				args = append(args, "-M")
+			}
+			tx := h.start("publisher", h.env(), nil, h.udp, args...)
 			_, tfd := tx.ready()
 			if ok, _ := tx.sent(60 * time.Second); ok != n {
 				t.Errorf("publisher: sent %d, want %d", ok, n)
