@@ -2,8 +2,10 @@ package tests
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -59,7 +61,7 @@ func mcast6Net(t *testing.T) bool {
 // TestShmMulticast6: a publisher's datagrams to a group reach two goxio members on gx0 each
 // exactly once, intact, from the publisher's address and port as the kernel reports it to an
 // AF_INET6 socket, through rings (their receive statistics count every datagram and byte there,
-// none through the kernel):
+// none through the kernel, and list the group):
 //   - interface-local: an IPv6 group of scope 1 (ff01::/16) never leaves the host, and with only
 //     goxio members the publisher skips the kernel send (its statistics count every datagram
 //     through rings, the first, binding datagram through the kernel);
@@ -116,12 +118,15 @@ func TestShmMulticast6(t *testing.T) {
 					t.Errorf("member %d: %d datagrams, %d missing; want each of %d exactly once\n%s", i, s.total, s.gaps, n, s.text)
 				}
 				ss := h.socketStats(rx, fds[i])
-				c := ss.Counters
-				if ss.Transport != stats.TransportSHM || c.RxPackets != n || c.RxBytes != bytes || c.RxOSPackets != 0 {
+				k := ss.Counters
+				if ss.Transport != stats.TransportSHM || k.RxPackets != n || k.RxBytes != bytes || k.RxOSPackets != 0 {
 					t.Errorf("member %d socket: transport %s (%s), rx through rings %d datagrams %d bytes, through the kernel %d; "+
-						"want shm, %d, %d, 0", i, ss.Transport, ss.Reason, c.RxPackets, c.RxBytes, c.RxOSPackets, n, bytes)
+						"want shm, %d, %d, 0", i, ss.Transport, ss.Reason, k.RxPackets, k.RxBytes, k.RxOSPackets, n, bytes)
 				}
-				t.Logf("member %d: rx through rings %d datagrams %d bytes, through the kernel %d", i, c.RxPackets, c.RxBytes, c.RxOSPackets)
+				if g := netip.MustParseAddr(c.group); !slices.Contains(ss.Groups, g) {
+					t.Errorf("member %d socket: groups %v in the statistics, want %v among them", i, ss.Groups, g)
+				}
+				t.Logf("member %d: rx through rings %d datagrams %d bytes, through the kernel %d; groups %v", i, k.RxPackets, k.RxBytes, k.RxOSPackets, ss.Groups)
 			}
 			ts := h.socketStats(tx, tfd)
 			tc := ts.Counters
