@@ -259,7 +259,7 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 			return r
 		}
 		ifindex, _ := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF)
-		rsrc, oif, ok := mcEgress6(group, ifindex)
+		rsrc, oif, ok := u.egress6(group, ifindex)
 		if !ok || oif == loopbackIndex {
 			return r
 		}
@@ -326,6 +326,31 @@ func (u *UDP) mcWire(local, dst netip.Addr) (netip.Addr, bool) {
 		return dst.Unmap(), !v6only && (local.IsUnspecified() || local.Is4In6())
 	}
 	return dst.WithZone(""), !local.Is4In6() && !local.Is4()
+}
+
+// egress is a remembered mcEgress6 answer.
+type egress struct {
+	group   netip.Addr
+	ifindex int
+	at      int64
+	src     netip.Addr
+	oif     int
+	ok      bool
+}
+
+// egressTTL is how long an egress answer stands: a route is asked again when the directory
+// changed (a member joined or left, any socket bound) only after it.
+const egressTTL = 1e9 // ns
+
+// egress6 is mcEgress6, remembered for egressTTL.
+func (u *UDP) egress6(group netip.Addr, ifindex int) (netip.Addr, int, bool) {
+	now := nanotime()
+	if e := u.egress.Load(); e != nil && e.group == group && e.ifindex == ifindex && now-e.at < egressTTL {
+		return e.src, e.oif, e.ok
+	}
+	src, oif, ok := mcEgress6(group, ifindex)
+	u.egress.Store(&egress{group: group, ifindex: ifindex, at: now, src: src, oif: oif, ok: ok})
+	return src, oif, ok
 }
 
 // loopbackIndex is the loopback interface's index in every network namespace (the kernel's

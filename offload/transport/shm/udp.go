@@ -69,7 +69,8 @@ type UDP struct {
 	rx    rxStats
 	// senderCache remembers the last multicast ring sender lookup (multicast.go); guarded by rxmu.
 	senderCache senderCache
-	route       atomic.Pointer[route] // the last destination and how to reach it
+	route       atomic.Pointer[route]  // the last destination and how to reach it
+	egress      atomic.Pointer[egress] // the last IPv6 group's route (multicast.go)
 
 	kernelOnly atomic.Bool  // GiveUp happened: every call goes to the kernel socket
 	rcvTimeo   atomic.Int64 // SO_RCVTIMEO in nanoseconds; 0: none
