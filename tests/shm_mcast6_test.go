@@ -70,7 +70,9 @@ func mcast6Net(t *testing.T) bool {
 //   - both also with sendmmsg (4 datagrams a call);
 //   - mapped: dual-stack members joined to an IPv4 group (IP_ADD_MEMBERSHIP on AF_INET6 sockets)
 //     and a dual-stack publisher sending to its IPv4-mapped address: IPv4 on the wire, the source
-//     ::ffff:10.9.0.1 at the members.
+//     ::ffff:10.9.0.1 at the members;
+//   - IPv4 on lo: an AF_INET publisher with IP_MULTICAST_IF 127.0.0.1 (host-only), a dual-stack
+//     member (source ::ffff:127.0.0.1) and an AF_INET one (127.0.0.1) of its group.
 func TestShmMulticast6(t *testing.T) {
 	if mcast6Net(t) {
 		return
@@ -78,12 +80,14 @@ func TestShmMulticast6(t *testing.T) {
 	for _, c := range []struct {
 		name, group, dst, source string
 		hostOnly, mmsg           bool
+		v4                       bool // IPv4 on lo: an AF_INET publisher, the second member AF_INET
 	}{
-		{"interface-local", "ff01::1:77", "ff01::1:77", "fd00::1", true, false},
-		{"interface-local sendmmsg", "ff01::1:77", "ff01::1:77", "fd00::1", true, true},
-		{"site-local", "ff15::1:77", "ff15::1:77", "fd00::1", false, false},
-		{"site-local sendmmsg", "ff15::1:77", "ff15::1:77", "fd00::1", false, true},
-		{"mapped", "239.255.77.9", "::ffff:239.255.77.9", "::ffff:10.9.0.1", false, false},
+		{"interface-local", "ff01::1:77", "ff01::1:77", "fd00::1", true, false, false},
+		{"interface-local sendmmsg", "ff01::1:77", "ff01::1:77", "fd00::1", true, true, false},
+		{"site-local", "ff15::1:77", "ff15::1:77", "fd00::1", false, false, false},
+		{"site-local sendmmsg", "ff15::1:77", "ff15::1:77", "fd00::1", false, true, false},
+		{"mapped", "239.255.77.9", "::ffff:239.255.77.9", "::ffff:10.9.0.1", false, false, false},
+		{"IPv4 on lo", "239.255.77.10", "239.255.77.10", "::ffff:127.0.0.1", true, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newShmHarness(t)
@@ -91,14 +95,25 @@ func TestShmMulticast6(t *testing.T) {
 			port := testutil.FreePort(t, "udp")
 			var rxs []*shmProc
 			var fds []int
+			iface := "gx0"
+			if c.v4 {
+				iface = "lo"
+			}
 			for i := range 2 {
-				rx := h.start(fmt.Sprintf("member %d", i), h.env(), nil, h.udp, "rx", "-6", "-I", "gx0", "-S", c.source,
-					"-p", strconv.Itoa(port), "-m", c.group, "-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-i", "5000", "-W")
+				args := []string{"rx", "-6", "-I", iface, "-S", c.source}
+				if c.v4 && i == 1 {
+					args = []string{"rx"} // AF_INET, joined on 127.0.0.1
+				}
+				rx := h.start(fmt.Sprintf("member %d", i), h.env(), nil, h.udp, append(args,
+					"-p", strconv.Itoa(port), "-m", c.group, "-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-i", "5000", "-W")...)
 				_, fd := rx.ready()
 				rxs, fds = append(rxs, rx), append(fds, fd)
 			}
 			args := []string{"tx", "-6", "-I", "gx0", "-p", strconv.Itoa(port), "-d", c.dst,
 				"-m", "-U", "-s", "1", "-n", strconv.Itoa(n), "-a", strconv.Itoa(w), "-A", "2", "-W"}
+			if c.v4 {
+				args = append([]string{"tx"}, args[4:]...) // AF_INET, IP_MULTICAST_IF 127.0.0.1
+			}
 			if c.mmsg {
 				args = append(args, "-M")
 			}
