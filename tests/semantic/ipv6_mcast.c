@@ -1,12 +1,14 @@
 /* IPv6 multicast, and IPv4 groups on dual-stack sockets, in a network namespace this program
- * makes: a veth interface gx0 (fd00::1 and 10.9.0.1, no link-local address; its peer down so
- * that gx0 alone carries the multicast routes), where the kernel loops a group's datagrams back
- * to the host's members. IPV6_JOIN_GROUP/IPV6_LEAVE_GROUP, MCAST_JOIN_GROUP, source-specific
- * joins and source blocks, IPV6_MULTICAST_LOOP/HOPS/IF/ALL, which sockets get a group's datagram
- * (bound to the wildcard, to the group, to another group; joined or only listening through
- * IPV6_MULTICAST_ALL), link-local and interface-local groups, IPv4 groups joined on a dual-stack
- * socket (the source mapped) and one socket receiving a group's datagrams from an IPv4 and an
- * IPv6 sender. Without the privilege to make a namespace it prints "skipped" (in both runs). */
+ * makes: a veth interface gx0 (fd00::1, fd00::2, fe80::1 and 10.9.0.1; its peer gx1 up without
+ * addresses), where the kernel loops a group's datagrams back to the host's members (one larger
+ * than the MTU too; with the peer down it loops none of its fragments back). IPV6_JOIN_GROUP and
+ * IPV6_LEAVE_GROUP, MCAST_JOIN_GROUP, source-specific joins and source blocks,
+ * IPV6_MULTICAST_LOOP/HOPS/IF/ALL, which sockets get a group's datagram (bound to the wildcard,
+ * to the group, to another group; joined or only listening through IPV6_MULTICAST_ALL),
+ * readiness after the read, link-local and interface-local groups, a link-local source, lo,
+ * IPv4 groups joined on a dual-stack socket (the source mapped; the loop is
+ * IPV6_MULTICAST_LOOP's) and one socket receiving a group's datagrams from an IPv4 and an IPv6
+ * sender. Without the privilege to make a namespace it prints "skipped" (in both runs). */
 #include "common.h"
 
 #include <net/if.h>
@@ -151,8 +153,12 @@ static void got(const char *label, int fd, int sender_port)
 		if (from.ss_family == AF_INET6) {
 			struct sockaddr_in6 *a = (struct sockaddr_in6 *)&from;
 			inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
-			out("%s: \"%s\" from len %u family 6 [%s] sender port %s flow %u scope %u\n", label, buf, fl, ip,
-			    ntohs(a->sin6_port) == sender_port ? "yes" : "no", a->sin6_flowinfo, a->sin6_scope_id);
+			if (a->sin6_scope_id == idx && idx != 0)
+				out("%s: \"%s\" from len %u family 6 [%s] sender port %s flow %u scope gx0\n", label, buf, fl, ip,
+				    ntohs(a->sin6_port) == sender_port ? "yes" : "no", a->sin6_flowinfo);
+			else
+				out("%s: \"%s\" from len %u family 6 [%s] sender port %s flow %u scope %u\n", label, buf, fl, ip,
+				    ntohs(a->sin6_port) == sender_port ? "yes" : "no", a->sin6_flowinfo, a->sin6_scope_id);
 		} else {
 			struct sockaddr_in *a = (struct sockaddr_in *)&from;
 			inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
@@ -185,8 +191,10 @@ int main(void)
 {
 	if (unshare(CLONE_NEWNET) != 0 ||
 	    system("ip link set lo up && ip link add gx0 type veth peer name gx1 && "
-		   "sysctl -qw net.ipv6.conf.gx0.addr_gen_mode=1 && ip link set gx0 up && "
+		   "sysctl -qw net.ipv6.conf.gx0.addr_gen_mode=1 && sysctl -qw net.ipv6.conf.gx1.addr_gen_mode=1 && "
+		   "ip link set gx1 up && ip link set gx0 up && "
 		   "ip addr add fd00::1/64 dev gx0 nodad && ip addr add fd00::2/64 dev gx0 nodad && "
+		   "ip addr add fe80::1/64 dev gx0 nodad && "
 		   "ip addr add 10.9.0.1/24 dev gx0 && ip route add 224.0.0.0/4 dev gx0") != 0 ||
 	    (idx = if_nametoindex("gx0")) == 0) {
 		out("no namespace of our own here: skipped\n");
@@ -344,6 +352,16 @@ int main(void)
 			}
 			V("recv again", recv(m, buf, sizeof buf, MSG_DONTWAIT));
 		}
+		/* The largest IPv6 datagram (larger than IPv4's largest) to a group. */
+		static char big[65528];
+		memset(big, 'b', sizeof big);
+		struct sockaddr_in6 g = addr6("ff15::501", R);
+		V("send 65527 bytes", sendto(s, big, 65527, 0, (struct sockaddr *)&g, sizeof g));
+		V("send 65528 bytes", sendto(s, big, 65528, 0, (struct sockaddr *)&g, sizeof g));
+		p.revents = 0;
+		V("poll", poll(&p, 1, 300));
+		V("recv it", recv(m, big, sizeof big, MSG_DONTWAIT));
+		V("recv again", recv(m, buf, sizeof buf, MSG_DONTWAIT));
 		close(ep);
 		close(m);
 	}
@@ -360,6 +378,18 @@ int main(void)
 	got("ll", ll, sp);
 	send6("send to ff01::1:6", s, "ff01::1:6", L, "interface-local");
 	got("ll", ll, sp);
+	{
+		/* A link-local source: the member gets its scope id (the interface). */
+		int sl = socket(AF_INET6, SOCK_DGRAM, 0);
+		struct sockaddr_in6 a = addr6("fe80::1", 0);
+		a.sin6_scope_id = idx;
+		E("bind fe80::1%gx0", bind(sl, (struct sockaddr *)&a, sizeof a), 0, 0);
+		send6("send from fe80::1%gx0 to ff02::1:5", sl, "ff02::1:5", L, "from link-local");
+		got("ll", ll, port_of(sl));
+		send6("send from fe80::1%gx0 to ff01::1:6", sl, "ff01::1:6", L, "from link-local 2");
+		got("ll", ll, port_of(sl));
+		close(sl);
+	}
 	close(ll);
 
 	out("-- lo (its multicast flag on and a multicast route: the kernel still delivers nothing there)\n");
@@ -391,6 +421,17 @@ int main(void)
 	int sdp = port_of(sd);
 	V("sd IP_MULTICAST_IF gx0", setsockopt(sd, IPPROTO_IP, IP_MULTICAST_IF, &mif, sizeof mif));
 	send6("dual-stack send to ::ffff:239.1.2.3", sd, "::ffff:239.1.2.3", D, "mapped");
+	got("dual", dual, sdp);
+	send4("dual-stack send with a sockaddr_in to 239.1.2.3", sd, "239.1.2.3", D, "sockaddr_in");
+	got("dual", dual, sdp);
+	/* A dual-stack socket's IPv4 group datagrams loop back as IPV6_MULTICAST_LOOP says
+	 * (sk_mc_loop goes by the socket's family), whatever IP_MULTICAST_LOOP says. */
+	V("sd IPV6_MULTICAST_LOOP 0", setint(sd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, 0));
+	send6("dual-stack send, IPV6_MULTICAST_LOOP 0", sd, "::ffff:239.1.2.3", D, "loop6off");
+	got("dual", dual, sdp);
+	V("sd IPV6_MULTICAST_LOOP 1", setint(sd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, 1));
+	V("sd IP_MULTICAST_LOOP 0", setint(sd, IPPROTO_IP, IP_MULTICAST_LOOP, 0));
+	send6("dual-stack send, IP_MULTICAST_LOOP 0", sd, "::ffff:239.1.2.3", D, "loop4off");
 	got("dual", dual, sdp);
 	mcast("both MCAST_JOIN_GROUP (SOL_IP) 239.1.2.4", both, IPPROTO_IP, MCAST_JOIN_GROUP, "239.1.2.4", NULL);
 	join6("both IPV6_JOIN_GROUP ff15::301", both, "ff15::301", idx);

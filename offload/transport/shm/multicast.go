@@ -45,9 +45,9 @@ import (
 //
 // Known limits: the interface of a join and IP_MULTICAST_IF are not compared (a ring copy
 // reaches a member joined on another interface than the one the datagram leaves through), and a
-// membership change races with datagrams in flight as it does in the kernel. A group's datagram
-// whose source is an IPv6 link-local address (it would carry the interface as scope id) goes
-// through the kernel only.
+// membership change races with datagrams in flight as it does in the kernel. An IPv6 group's
+// datagram larger than the interface's MTU sent through an interface without carrier reaches the
+// members through rings; the kernel loops none of its fragments back.
 
 // join is one membership: a group, for any source or for one.
 type join struct {
@@ -61,15 +61,26 @@ type joinKey struct{ group, source netip.Addr }
 
 // mcNameLen is the length of a multicast ring record's name for an AF_INET member: the source
 // sockaddr_in, then the destination group (4 bytes) and port (2 bytes, network order);
-// mcNameLen6 for an AF_INET6 member: the source sockaddr_in6 without its scope id (always 0:
-// a link-local source never goes through rings), then the group (16 bytes), as much as a record
-// carries (ring.MaxName; the port is the member's own). Unicast records' names are a bare
-// sockaddr_in or sockaddr_in6, of other lengths.
+// mcNameLen6 for an AF_INET6 member: the source sockaddr_in6 without its flow label (which a
+// receive reports as 0) — family, port, address, scope id (the interface, for a link-local
+// source) — then the group (16 bytes): as much as a record carries (ring.MaxName; the port is
+// the member's own). Unicast records' names are a bare sockaddr_in or sockaddr_in6, of other
+// lengths.
 const (
-	mcNameLen  = unix.SizeofSockaddrInet4 + 6
 	mcSin6Len  = unix.SizeofSockaddrInet6 - 4
+	mcNameLen  = unix.SizeofSockaddrInet4 + 6
 	mcNameLen6 = mcSin6Len + 16
 )
+
+// putMcSin6 writes from (scope: its scope id) into b as mcRecord reads it: family, port,
+// address, scope id.
+func putMcSin6(b []byte, from netip.AddrPort, scope uint32) {
+	binary.NativeEndian.PutUint16(b, unix.AF_INET6)
+	binary.BigEndian.PutUint16(b[2:], from.Port())
+	a := from.Addr().As16() // an IPv4 source mapped
+	copy(b[4:20], a[:])
+	binary.NativeEndian.PutUint32(b[20:], scope)
+}
 
 // mcRecord splits a ring record's name: for a group's datagram, the source sockaddr the program
 // receives (an AF_INET6 member's rebuilt in buf), the source address (unmapped) and the group
@@ -79,8 +90,10 @@ func mcRecord(name []byte, buf *[unix.SizeofSockaddrInet6]byte) (sa []byte, src,
 	case mcNameLen:
 		sa, group = name[:unix.SizeofSockaddrInet4], netip.AddrFrom4([4]byte(name[unix.SizeofSockaddrInet4:]))
 	case mcNameLen6:
-		copy(buf[:], name[:mcSin6Len])
-		clear(buf[mcSin6Len:]) // sin6_scope_id
+		// struct sockaddr_in6 { family; port; flowinfo; addr; scope_id; }
+		copy(buf[0:4], name[0:4])
+		clear(buf[4:8])
+		copy(buf[8:28], name[4:mcSin6Len])
 		sa, group = buf[:], netip.AddrFrom16([16]byte(name[mcSin6Len:])).Unmap()
 	default:
 		return name, netip.Addr{}, netip.Addr{}, false
@@ -240,12 +253,19 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 	}
 	// IP(V6)_MULTICAST_LOOP and IP(V6)_MULTICAST_IF are read from the kernel socket, the one
 	// truth: the program may have set them before the socket had this transport (a sender's
-	// options come before its first send, which decides its role).
+	// options come before its first send, which decides its role). The loop is the socket
+	// family's option (sk_mc_loop): a dual-stack socket's IPv4 datagrams follow
+	// IPV6_MULTICAST_LOOP; their interface is IP_MULTICAST_IF's.
 	src := local.Addr().Unmap()
+	var scope uint32 // the source's scope id at an AF_INET6 member
+	loop := [2]int{unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP}
+	if u.domain(fd) == unix.AF_INET6 {
+		loop = [2]int{unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_LOOP}
+	}
+	if !optOn(fd, loop[0], loop[1]) {
+		return r
+	}
 	if group.Is4() {
-		if !optOn(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP) {
-			return r
-		}
 		if src.IsUnspecified() {
 			if a, err := unix.GetsockoptInet4Addr(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF); err == nil && a != [4]byte{} {
 				src = netip.AddrFrom4(a)
@@ -255,10 +275,12 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 		}
 		r.hostOnly = hostOnly(fd)
 	} else {
-		if !optOn(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_LOOP) {
-			return r
-		}
+		// The interface: IPV6_MULTICAST_IF, else the device a socket bound to a link-local
+		// address is bound to, else the route's.
 		ifindex, _ := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF)
+		if ifindex == 0 {
+			ifindex, _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BINDTOIFINDEX)
+		}
 		rsrc, oif, ok := u.egress6(group, ifindex)
 		if !ok || oif == loopbackIndex {
 			return r
@@ -266,9 +288,14 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 		if src.IsUnspecified() {
 			src = rsrc
 		}
+		if src.IsLinkLocalUnicast() {
+			// The member's receive reports the interface the datagram came in on (looped
+			// back on the one it left through) as the source's scope id.
+			scope = uint32(oif)
+		}
 		r.hostOnly = hostOnly6(group)
 	}
-	if !src.IsValid() || src.IsLinkLocalUnicast() {
+	if !src.IsValid() {
 		return r
 	}
 	from := netip.AddrPortFrom(src, local.Port())
@@ -297,9 +324,7 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 		copy(r.name[unix.SizeofSockaddrInet4:], ip[:])
 		binary.BigEndian.PutUint16(r.name[unix.SizeofSockaddrInet4+4:], dst.Port())
 	}
-	var sin6 [unix.SizeofSockaddrInet6]byte
-	sysc.PutSockaddr(sin6[:], unix.AF_INET6, from)
-	copy(r.name6[:], sin6[:mcSin6Len])
+	putMcSin6(r.name6[:], from, scope)
 	g16 := group.As16() // an IPv4 group mapped
 	copy(r.name6[mcSin6Len:], g16[:])
 	if ce := u.env.log.Check(zap.DebugLevel, "shm multicast route"); ce != nil {
@@ -309,10 +334,10 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 }
 
 // mcWire is the group a datagram the socket (bound to local) sends to dst goes to, as the kernel
-// sends it: IPv4 for an IPv4-mapped group of a dual-stack socket. false leaves the send to the
-// kernel: a combination it fails or judges itself (a mapped group from a v6only socket or one
-// bound to an IPv6 address, an IPv6 group from a socket bound to a mapped address, a sockaddr_in
-// given to an AF_INET6 socket).
+// sends it: IPv4 for an IPv4-mapped group of a dual-stack socket, or a sockaddr_in given to one
+// (udpv6_sendmsg sends it as IPv4). false leaves the send to the kernel: a combination it fails
+// (a mapped group or a sockaddr_in from a v6only socket or one bound to an IPv6 address, an
+// IPv6 group from a socket bound to a mapped address).
 func (u *UDP) mcWire(local, dst netip.Addr) (netip.Addr, bool) {
 	u.mu.Lock()
 	family, v6only := u.family, u.v6only
@@ -320,9 +345,9 @@ func (u *UDP) mcWire(local, dst netip.Addr) (netip.Addr, bool) {
 	switch {
 	case family == unix.AF_INET:
 		return dst, dst.Is4() && local.Is4()
-	case family != unix.AF_INET6 || dst.Is4():
+	case family != unix.AF_INET6:
 		return netip.Addr{}, false
-	case dst.Is4In6():
+	case dst.Is4() || dst.Is4In6():
 		return dst.Unmap(), !v6only && (local.IsUnspecified() || local.Is4In6())
 	}
 	return dst.WithZone(""), !local.Is4In6() && !local.Is4()
@@ -620,7 +645,7 @@ func (u *UDP) sendmmsg(c *transport.Call) (int, syscall.Errno, bool) {
 			continue
 		}
 		bufs, total := umem.Iovecs(arr[:0], iov, iovlen)
-		if total >= 0 && total <= maxUDPPayload {
+		if total >= 0 && total <= mcMaxPayload(r.dst) {
 			if capture.On() {
 				u.tapMulticast(c.FD, r.dst, bufs, total, true)
 			}
@@ -648,7 +673,7 @@ func hostServedAll(vec uintptr, routes []*route) bool {
 		if iovlen < 0 || iovlen > umem.MaxIov {
 			return false
 		}
-		if _, total := umem.Iovecs(arr[:0], iov, iovlen); total < 0 || total > maxUDPPayload {
+		if _, total := umem.Iovecs(arr[:0], iov, iovlen); total < 0 || total > mcMaxPayload(r.dst) {
 			return false
 		}
 	}

@@ -22,21 +22,30 @@ func TestMcRecord(t *testing.T) {
 	group := netip.MustParseAddr("ff15::101")
 	var sin6 [unix.SizeofSockaddrInet6]byte
 	sysc.PutSockaddr(sin6[:], unix.AF_INET6, from)
-	name := append(append([]byte{}, sin6[:mcSin6Len]...), group.AsSlice()...)
+	name := make([]byte, mcNameLen6)
+	putMcSin6(name, from, 0)
+	copy(name[mcSin6Len:], group.AsSlice())
 	var buf [unix.SizeofSockaddrInet6]byte
 	for i := range buf {
-		buf[i] = 0xee // a scope id left from before must not show
+		buf[i] = 0xee // a flow label left from before must not show
 	}
 	sa, src, g, ok := mcRecord(name, &buf)
 	if !ok || src != from.Addr() || g != group || len(sa) != unix.SizeofSockaddrInet6 || string(sa) != string(sin6[:]) {
 		t.Errorf("IPv6 record: ok %v src %v group %v sockaddr %x, want %v %v %x", ok, src, g, sa, from.Addr(), group, sin6)
 	}
+	// A link-local source carries its scope id (the interface).
+	ll := netip.MustParseAddrPort("[fe80::1]:4000")
+	putMcSin6(name, ll, 7)
+	if sa, src, _, ok := mcRecord(name, &buf); !ok || src != ll.Addr() || binary.NativeEndian.Uint32(sa[24:]) != 7 ||
+		binary.NativeEndian.Uint32(sa[4:]) != 0 || sysc.ParseSockaddr(sa) != ll {
+		t.Errorf("link-local source: ok %v src %v sockaddr %x, want scope id 7, flow label 0", ok, src, sa)
+	}
 	// An IPv4 group for a dual-stack member: source and group mapped, returned unmapped.
 	from4 := netip.MustParseAddrPort("10.9.0.1:4000")
-	sysc.PutSockaddr(sin6[:], unix.AF_INET6, from4)
 	g4 := netip.MustParseAddr("239.1.2.3")
 	g16 := g4.As16()
-	name = append(append([]byte{}, sin6[:mcSin6Len]...), g16[:]...)
+	putMcSin6(name, from4, 0)
+	copy(name[mcSin6Len:], g16[:])
 	if sa, src, g, ok := mcRecord(name, &buf); !ok || src != from4.Addr() || g != g4 || sysc.ParseSockaddr(sa).Addr() != netip.AddrFrom16(from4.Addr().As16()) {
 		t.Errorf("mapped record: ok %v src %v group %v sockaddr %v", ok, src, g, sysc.ParseSockaddr(sa))
 	}
@@ -138,7 +147,8 @@ func TestMcWire(t *testing.T) {
 		{unix.AF_INET6, true, "::", "::ffff:239.1.2.3", "", false},        // v6only: the kernel fails it
 		{unix.AF_INET6, false, "fd00::1", "::ffff:239.1.2.3", "", false},  // IPv6 address, IPv4 group
 		{unix.AF_INET6, false, "::ffff:10.9.0.1", "ff15::101", "", false}, // mapped address, IPv6 group
-		{unix.AF_INET6, false, "::", "239.1.2.3", "", false},              // a sockaddr_in: the kernel's
+		{unix.AF_INET6, false, "::", "239.1.2.3", "239.1.2.3", true},      // a sockaddr_in: sent as IPv4
+		{unix.AF_INET6, true, "::", "239.1.2.3", "", false},               // a sockaddr_in from a v6only socket: ENETUNREACH
 		{unix.AF_INET6, false, "fd00::1", "ff02::1:5", "ff02::1:5", true}, // link-local group, global source
 	} {
 		u := &UDP{family: c.family, v6only: c.v6only}

@@ -71,7 +71,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 		return u.kernel(c) // EINVAL, another family, no destination: the kernel's answer
 	}
 	if dst.Addr().IsMulticast() {
-		if total < 0 || total > maxUDPPayload {
+		if total < 0 || total > mcMaxPayload(dst) {
 			return u.kernel(c)
 		}
 		n, errno, os := u.sendMulticast(c, dst, bufs, total, !ctl && flags&^sendFlags == 0)
@@ -244,8 +244,21 @@ func (u *UDP) localAddr() netip.AddrPort {
 }
 
 // maxUDPPayload is the largest IPv4 UDP payload; larger sends go to the kernel, which fails
-// them with EMSGSIZE (or, over IPv6, sends them: 65527 bytes fit there).
-const maxUDPPayload = 65507
+// them with EMSGSIZE (or, over IPv6, sends them: 65527 bytes fit there, maxUDP6Payload).
+const (
+	maxUDPPayload  = 65507
+	maxUDP6Payload = 65527
+)
+
+// mcMaxPayload is the largest datagram the kernel sends to the group dst (an IPv4-mapped one
+// is IPv4); a larger one it fails. A group's datagram the kernel sends gets its ring copies
+// too: a member drops the kernel's copy of a ring sender's datagram.
+func mcMaxPayload(dst netip.AddrPort) int {
+	if dst.Addr().Unmap().Is4() {
+		return maxUDPPayload
+	}
+	return maxUDP6Payload
+}
 
 // wakeLen is the size of the scratch buffers that drain doorbells.
 const wakeLen = 16
