@@ -126,14 +126,15 @@ type Params struct {
 
 	// goxio's own transports (no VMA_ spelling: only the GOXIO_ name).
 
-	SHM         bool   // GOXIO_SHM: shared-memory UDP between goxio processes of the host
-	SHMTCP      bool   // GOXIO_SHM_TCP: shared-memory TCP too (with GOXIO_SHM)
-	SHMDir      string // GOXIO_SHM_DIR: directory of the shared-memory segments
-	SHMSysmon   string // GOXIO_SHM_SYSMON: scheduling of the Go runtime's monitor thread: "" (the transport decides), idle or normal
-	XDP         string // GOXIO_XDP: interfaces the AF_XDP transport may take (comma-separated), "all", or "" (off)
-	XDPMode     string // GOXIO_XDP_MODE: how the XDP program is attached: auto, native or generic
-	XDPBusyPoll int    // GOXIO_XDP_BUSY_POLL: microseconds of kernel busy polling on AF_XDP sockets; 0 none
-	XDPTxDelay  int    // GOXIO_XDP_TX_DELAY: microseconds a send may wait to share a TX kick; 0 every send kicks
+	SHM          bool   // GOXIO_SHM: shared-memory UDP between goxio processes of the host
+	SHMTCP       bool   // GOXIO_SHM_TCP: shared-memory TCP too (with GOXIO_SHM)
+	TCPPairAfter int    // GOXIO_SHM_TCP_PAIR_AFTER: data calls of the connecting end before a connection moves to rings
+	SHMDir       string // GOXIO_SHM_DIR: directory of the shared-memory segments
+	SHMSysmon    string // GOXIO_SHM_SYSMON: scheduling of the Go runtime's monitor thread: "" (the transport decides), idle or normal
+	XDP          string // GOXIO_XDP: interfaces the AF_XDP transport may take (comma-separated), "all", or "" (off)
+	XDPMode      string // GOXIO_XDP_MODE: how the XDP program is attached: auto, native or generic
+	XDPBusyPoll  int    // GOXIO_XDP_BUSY_POLL: microseconds of kernel busy polling on AF_XDP sockets; 0 none
+	XDPTxDelay   int    // GOXIO_XDP_TX_DELAY: microseconds a send may wait to share a TX kick; 0 every send kicks
 
 	// ExtraAPI is GOXIO_EXTRA_API: VMA's extra API (SO_VMA_GET_API) offers goxio's members; off, its
 	// mask is empty and every member refuses. The preload library reads it from the environment.
@@ -175,6 +176,7 @@ func Defaults() Params {
 		InternalThreadAffinity: "-1",
 		SHM:                    true,
 		SHMTCP:                 true,
+		TCPPairAfter:           4,
 		SHMDir:                 "/dev/shm",
 		XDPMode:                "auto",
 		ExtraAPI:               true,

@@ -113,7 +113,7 @@ func (e *Engine) accepted(l *Socket, fd, flags int, born bool) {
 	l.mu.Unlock()
 	s.nonblock.Store(flags&unix.SOCK_NONBLOCK != 0)
 	if lr != nil {
-		e.offloadAcceptedLocked(s, lr) // not shared yet: no lock needed
+		e.offloadAcceptedLocked(s, lr, l.listening.Load() != nil) // not shared yet: no lock needed
 	} else if s.decided && !e.keepEngine() {
 		// The listener has no ring transport, nor will its connections: the kernel's for good
 		// from the start (forgood.go).

@@ -60,9 +60,9 @@ func (e *Engine) tcpConnecting(s *Socket) {
 		return
 	}
 	s.mu.Lock()
-	remote := s.remote
+	local, remote := s.local, s.remote
 	s.mu.Unlock()
-	if e.cfg.SHM.GoxioListener(remote) {
+	if e.cfg.SHM.GoxioListener(remote) && t.GoxioPeer(local, remote) {
 		return
 	}
 	t.NoPeer()

@@ -13,8 +13,9 @@ import (
 	"github.com/goxio/goxio/offload/transport/shmtcp"
 )
 
-// newTCPEngine is an engine with the shared-memory transports, its segments in a fresh folder.
-func newTCPEngine(t *testing.T) (*Engine, *shmtcp.Env, string) {
+// newTCPEngine is an engine with the shared-memory transports, its segments in a fresh folder;
+// its connections pair at the connecting end's pairAfter-th data call (0: the default).
+func newTCPEngine(t *testing.T, pairAfter int) (*Engine, *shmtcp.Env, string) {
 	t.Helper()
 	dir := t.TempDir()
 	shm, err := shmtr.NewEnv(shmtr.Params{Dir: dir, RxUDPPollOSRatio: 10, RxBytesMin: 1 << 16}, nil)
@@ -22,7 +23,7 @@ func newTCPEngine(t *testing.T) (*Engine, *shmtcp.Env, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(shm.Close)
-	tcp, err := shmtcp.NewEnv(shmtcp.Params{Dir: dir}, nil)
+	tcp, err := shmtcp.NewEnv(shmtcp.Params{Dir: dir, PairAfter: pairAfter}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,9 +68,11 @@ func connFiles(t *testing.T, dir string) []string {
 }
 
 // A connection to a listener without goxio opens no segment; one to a listener of the engine
-// does (both ends), and closing the listener withdraws it.
+// that carries one request and its answer opens none either (it pairs late: the connecting end
+// makes the segment at its PairAfter-th data call), and one that lives that long opens it at both
+// ends; closing the listener withdraws it.
 func TestTCPPeerKnownFromListener(t *testing.T) {
-	e, env, dir := newTCPEngine(t)
+	e, env, dir := newTCPEngine(t, 0)
 	m := newCmem(t)
 
 	plain, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -106,6 +109,21 @@ func TestTCPPeerKnownFromListener(t *testing.T) {
 		t.Fatalf("a connection to a listener without goxio: counts %+v, files %v", c, connFiles(t, dir))
 	}
 
+	goxioExchange(t, e, m)
+	if c := env.Counts(); c.Opened != 0 || c.Failed != 0 || len(connFiles(t, dir)) != 0 {
+		t.Fatalf("one request to a goxio listener: counts %+v, files %v, want no segment", c, connFiles(t, dir))
+	}
+	e1, env1, _ := newTCPEngine(t, 1)
+	goxioExchange(t, e1, m)
+	if c := env1.Counts(); c.Opened != 2 || c.Created != 1 || c.Attached != 1 {
+		t.Fatalf("a connection to a goxio listener pairing at the first call: counts %+v, want both ends opened", c)
+	}
+}
+
+// goxioExchange runs exchange against a listener of e, then closes the listener and checks
+// that it is withdrawn from the directory.
+func goxioExchange(t *testing.T, e *Engine, m *cmem) {
+	t.Helper()
 	l := kernelSocket(t, e, unix.SOCK_STREAM)
 	lsa, lsl := m.sockaddr(loopback)
 	if r := call(e, transport.OpBind, l, lsa, lsl); r != 0 {
@@ -130,9 +148,6 @@ func TestTCPPeerKnownFromListener(t *testing.T) {
 		}
 		call(e, transport.OpClose, int(nfd))
 	})
-	if c := env.Counts(); c.Opened != 2 {
-		t.Fatalf("a connection to a goxio listener: counts %+v, want both ends opened", c)
-	}
 	call(e, transport.OpClose, l)
 	unix.Close(l)
 	if e.cfg.SHM.GoxioListener(ls.Local) {

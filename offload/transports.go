@@ -4,7 +4,6 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload/iomux"
@@ -82,26 +81,23 @@ func (e *Engine) offloadTCPLocked(s *Socket) bool {
 }
 
 // offloadAcceptedLocked gives a connection accepted on a listener with the transport lr its own
-// transport; s is not shared yet.
-func (e *Engine) offloadAcceptedLocked(s *Socket, lr transport.Endpoint) {
+// transport; s is not shared yet. published: the listener is in the discovery directory, so
+// goxio connecting ends register their connections to it in the pairing table.
+func (e *Engine) offloadAcceptedLocked(s *Socket, lr transport.Endpoint, published bool) {
 	if _, ok := lr.(*shmtcp.TCP); !ok || e.cfg.SHMTCP == nil {
 		return
 	}
 	t := e.cfg.SHMTCP.NewTCP(s.nonblock.Load)
 	t.Accepted()
+	if published {
+		t.Ends(s.local, s.remote) // its goxio peers registered in the pairing table: it pairs late
+	}
 	s.setTransportLocked(t, s.kind)
 }
 
 // offloadUDPLocked gives an offloaded UDP socket a ring transport (once): the AF_XDP one when
 // useXDPLocked says so, else the shared-memory one; s.mu is held.
 func (e *Engine) offloadUDPLocked(s *Socket) {
-	if s.typ == sockDgram && s.domain == unix.AF_INET6 && e.cfg.SHM == nil && e.cfg.XDP != nil {
-		// The AF_XDP path builds IPv4 headers only: without the shared-memory transport the
-		// kernel serves an IPv6 socket for good, its addresses and the reason in the statistics.
-		s.passthrough = true
-		s.kind, s.reason = transport.KindOS, transport.ReasonUnsupportedProtocol
-		return
-	}
 	if !e.udpRings() || s.typ != sockDgram || !inetDomain(s.domain) {
 		s.kind, s.reason = transport.KindOS, transport.ReasonNoFasterPath
 		return
@@ -109,9 +105,10 @@ func (e *Engine) offloadUDPLocked(s *Socket) {
 	if s.rings() != nil {
 		return
 	}
-	// An AF_INET6 socket (dual-stack or not) gets the shared-memory transport: its records
-	// carry the source as the receiver's family has it (sockaddr_in6, IPv4 mapped).
-	if s.domain == unix.AF_INET && e.useXDPLocked(s) {
+	// An AF_INET6 socket (dual-stack or not) may take either: the shared-memory records and the
+	// AF_XDP queue both give the source as the receiver's family has it (sockaddr_in6, IPv4
+	// mapped, the scope id of a link-local source).
+	if e.useXDPLocked(s) {
 		e.offloadXDPLocked(s)
 		return
 	}

@@ -20,6 +20,7 @@ func newSHMTCP(p conf.Params, log *zap.Logger) *shmtcp.Env {
 		Dir:           p.SHMDir,
 		RxPoll:        p.RxPoll,
 		RxPollOSRatio: p.RxUDPPollOSRatio,
+		PairAfter:     p.TCPPairAfter,
 		Signals:       sigCounters,
 		AdoptFD:       func(fd int) int { return offload.AdoptInternal(cTable{}, fd) },
 		ReleaseFD:     func(fd int) { cTable{}.Set(fd, 0) },

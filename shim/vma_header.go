@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"errors"
+	"net/netip"
 	"syscall"
 
 	"github.com/goxio/goxio/offload/xdp/packet"
@@ -44,7 +45,7 @@ func macsTo(src, dst [4]byte) (packet.MAC, packet.MAC, error) {
 		return none, none, err
 	}
 	defer nl.Close()
-	rt, err := nl.RouteGet(dst, src, 0)
+	rt, err := nl.RouteGet(netip.AddrFrom4(dst), netip.AddrFrom4(src), 0)
 	if err != nil {
 		return none, none, syscall.ENETUNREACH
 	}

@@ -215,6 +215,38 @@ func waitUDPIn(t *testing.T, p *shmProc, port int) {
 	}
 }
 
+// waitSteered waits until process p has a UDP socket on the AF_XDP transport and an AF_XDP ring
+// (its engine loaded, which a program without xdpudp's engine_up does at its first wait or data
+// call, and its flows steered): a burst sent before lands in its kernel socket, whose buffer holds
+// about 92 datagrams of 1000 bytes.
+func (h *xdpHarness) waitSteered(p *shmProc) {
+	h.t.Helper()
+	deadline := time.Now().Add(xdpWait)
+	for {
+		res := runStatsTool(h.t, "-k", h.statsDir, "-p", strconv.Itoa(p.pid()), "-c", "1", "--json")
+		if res.code == 0 {
+			for _, d := range parseStatsDocs(h.t, res.stdout) {
+				for _, pr := range d.Processes {
+					if pr.Process.Pid != p.pid() {
+						continue
+					}
+					if _, _, rings := xdpRings(pr); rings > 0 && slices.ContainsFunc(processSockets(d, p.pid()),
+						func(s stats.SocketSnapshot) bool { return s.Transport == stats.TransportXDP }) {
+						return
+					}
+				}
+			}
+		}
+		if p.exited() {
+			h.t.Fatalf("%s ended before its socket was on the AF_XDP transport:\n%s", p.name, testutil.Tail(p.out.String(), 4000))
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s: no UDP socket on the AF_XDP transport after %v", p.name, xdpWait)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // rxResult is an xdpudp rx summary line.
 type rxResult struct {
 	got, bad, dup, reorder int
@@ -554,6 +586,7 @@ func TestXDPSocat(t *testing.T) {
 	tp.resolve(t)
 	rx := h.run("socat rx", tp.nsB, underGoxio, nil, socat, "-T", "3", "-b", "1000", "-u", "UDP4-RECV:7061,bind="+tp.addrB, "CREATE:"+out)
 	waitUDPIn(t, rx, 7061)
+	h.waitSteered(rx)
 	tx := h.run("socat tx", tp.nsA, underGoxio, nil, socat, "-b", "1000", "-u", "OPEN:"+in, "UDP4-SENDTO:"+tp.addrB+":7061")
 	tx.wait(xdpWait)
 	rx.wait(xdpWait)

@@ -240,36 +240,52 @@ func gather(dst []byte, bufs [][]byte, from int) int {
 	return n
 }
 
-// wireSums returns a received Ethernet frame as a wire carries it: an IPv4 UDP datagram whose
-// checksum does not verify is copied into fixed with the checksum finished. A veth or loopback
-// peer hands frames over with the checksum only begun (the kernel's CHECKSUM_PARTIAL: the
-// pseudo-header's sum, which tcpdump on such an interface shows as "incorrect" too); the wire of a
-// NIC carries the finished one, and so does the capture. Anything else, and a frame that cannot be
-// parsed, is returned as it is; the frame itself (a ring's) is never written.
+// wireSums returns a received Ethernet frame as a wire carries it: an IPv4 or IPv6 (no extension
+// header) UDP datagram whose checksum does not verify is copied into fixed with the checksum
+// finished. A veth or loopback peer hands frames over with the checksum only begun (the kernel's
+// CHECKSUM_PARTIAL: the pseudo-header's sum, which tcpdump on such an interface shows as
+// "incorrect" too); the wire of a NIC carries the finished one, and so does the capture. Anything
+// else, and a frame that cannot be parsed, is returned as it is; the frame itself (a ring's) is
+// never written.
 func wireSums(frame, fixed []byte) []byte {
-	if len(frame) < UDPHdrLen || len(frame) > len(fixed) || binary.BigEndian.Uint16(frame[12:]) != 0x0800 {
+	if len(frame) < UDPHdrLen || len(frame) > len(fixed) {
 		return frame
 	}
-	ip := frame[EthLen:]
-	ihl := int(ip[0]&0x0f) * 4
-	if ip[0]>>4 != 4 || ihl < IPLen || ip[9] != 17 || binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 {
-		return frame // not IPv4 UDP, or a fragment (its checksum covers the whole datagram)
+	var ps uint64
+	var l4 []byte
+	switch binary.BigEndian.Uint16(frame[12:]) {
+	case 0x0800:
+		ip := frame[EthLen:]
+		ihl := int(ip[0]&0x0f) * 4
+		if ip[0]>>4 != 4 || ihl < IPLen || ip[9] != 17 || binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 {
+			return frame // not IPv4 UDP, or a fragment (its checksum covers the whole datagram)
+		}
+		l4 = ip[ihl:]
+		ps = sum(0, ip[12:20])
+	case 0x86dd:
+		ip := frame[EthLen:]
+		if len(ip) < IP6Len || ip[0]>>4 != 6 || ip[6] != 17 {
+			return frame // not IPv6 UDP without extension headers
+		}
+		l4 = ip[IP6Len:]
+		ps = sum(0, ip[8:40])
+	default:
+		return frame
 	}
-	l4 := ip[ihl:]
 	if len(l4) < UDPLen {
 		return frame
 	}
 	ulen := int(binary.BigEndian.Uint16(l4[4:]))
 	if ulen < UDPLen || ulen > len(l4) || binary.BigEndian.Uint16(l4[6:]) == 0 {
-		return frame // no checksum (allowed over IPv4) or a length the frame does not hold
+		return frame // no checksum (allowed over IPv4, invalid over IPv6) or a length the frame does not hold
 	}
-	ps := sum(0, ip[12:20]) + 17 + uint64(ulen)
+	ps += 17 + uint64(ulen)
 	if fold(sum(ps, l4[:ulen])) == 0xffff {
 		return frame
 	}
 	out := fixed[:len(frame)]
 	copy(out, frame)
-	u := out[EthLen+ihl:]
+	u := out[len(frame)-len(l4):]
 	u[6], u[7] = 0, 0
 	c := ^fold(sum(ps, u[:ulen]))
 	if c == 0 {

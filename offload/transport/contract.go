@@ -168,6 +168,11 @@ type Pairing interface {
 	// NoPeer tells a connecting socket that its peer is no goxio process: the connection never
 	// pairs and every call goes to the kernel socket as it is. Nothing once pairing started.
 	NoPeer()
+	// GoxioPeer tells a connecting socket (local -> remote) that a goxio listener is at remote:
+	// the connection pairs late (when it has shown it lives long enough) and the accepting end
+	// learns from the pairing table that its peer is one of ours. false: it cannot (no table,
+	// no room), and the connection never pairs, as after NoPeer.
+	GoxioPeer(local, remote netip.AddrPort) bool
 	// KernelForGood reports whether every call of the socket goes to the kernel socket as it
 	// is, now and later (pairing is over without a segment, or both directions went back).
 	KernelForGood() bool

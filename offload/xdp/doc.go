@@ -6,10 +6,11 @@
 //
 //  1. The NIC (or veth) hands the frame to the steering program (program.go), attached
 //     to the interface through a bpf_link by Attach (loader.go). The program parses
-//     Ethernet (one 802.1Q/802.1ad tag), IPv4 (any IHL, no fragments) and UDP, and looks
-//     the destination up in the flow map (unicast, AddFlow) and the group map
-//     (multicast, AddGroup). Anything else, ARP, ICMP, TCP, IPv6 and fragments
-//     included, is passed to the kernel untouched.
+//     Ethernet (one 802.1Q/802.1ad tag), IPv4 (any IHL, no fragments) or IPv6 (no
+//     extension header) and UDP, and looks the destination up in the flow maps (unicast,
+//     AddFlow: one for IPv4, one for IPv6) and the group map (IPv4 multicast, AddGroup).
+//     Anything else, ARP, ICMP, ICMPv6 and neighbour discovery, TCP, IPv6 extension
+//     headers and fragments included, is passed to the kernel untouched.
 //  2. A hit is redirected to the AF_XDP socket registered for the receiving queue
 //     (Program.Register); with no socket on that queue the frame goes to the kernel.
 //  3. The kernel copies (or, in zero-copy mode, DMAs) the frame into a UMEM frame taken

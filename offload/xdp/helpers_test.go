@@ -191,10 +191,12 @@ type frameSpec struct {
 	ipOptions      int    // 4-byte words of IPv4 options (IHL = 5 + ipOptions)
 	fragOffset     uint16 // fragment offset in 8-byte units
 	moreFragments  bool
-	proto          uint8 // 17 when 0
+	proto          uint8 // 17 when 0 (IPv6: the next header)
 }
 
-// udpFrame builds the frame: correct IPv4 header checksum, UDP checksum 0 (none).
+// udpFrame builds the frame: correct IPv4 header checksum, UDP checksum 0 (none); an IPv6
+// frame when the addresses are IPv6 (no extension header; UDP checksum 0, which the steering
+// program does not look at).
 func udpFrame(s frameSpec) []byte {
 	b := append([]byte{}, s.dstMAC[:]...)
 	b = append(b, s.srcMAC[:]...)
@@ -202,7 +204,33 @@ func udpFrame(s frameSpec) []byte {
 		b = binary.BigEndian.AppendUint16(b, 0x8100)
 		b = binary.BigEndian.AppendUint16(b, s.vlan)
 	}
-	b = binary.BigEndian.AppendUint16(b, 0x0800)
+	if s.dst.Addr().Is6() {
+		b = binary.BigEndian.AppendUint16(b, 0x86dd)
+		ip := make([]byte, 40)
+		ip[0] = 0x60
+		binary.BigEndian.PutUint16(ip[4:], uint16(8+len(s.payload)))
+		ip[6] = s.proto
+		if ip[6] == 0 {
+			ip[6] = 17
+		}
+		ip[7] = 64
+		src, dst := s.src.Addr().As16(), s.dst.Addr().As16()
+		copy(ip[8:], src[:])
+		copy(ip[24:], dst[:])
+		b = append(b, ip...)
+	} else {
+		b = binary.BigEndian.AppendUint16(b, 0x0800)
+		b = append(b, ipv4Header(s)...)
+	}
+	b = binary.BigEndian.AppendUint16(b, s.src.Port())
+	b = binary.BigEndian.AppendUint16(b, s.dst.Port())
+	b = binary.BigEndian.AppendUint16(b, uint16(8+len(s.payload)))
+	b = binary.BigEndian.AppendUint16(b, 0)
+	return append(b, s.payload...)
+}
+
+// ipv4Header is the IPv4 header of the frame udpFrame builds.
+func ipv4Header(s frameSpec) []byte {
 	ihl := 5 + s.ipOptions
 	ip := make([]byte, ihl*4)
 	ip[0] = 0x40 | byte(ihl)
@@ -225,12 +253,7 @@ func udpFrame(s frameSpec) []byte {
 		ip[i] = 1 // NOP options
 	}
 	binary.BigEndian.PutUint16(ip[10:], ipChecksum(ip))
-	b = append(b, ip...)
-	b = binary.BigEndian.AppendUint16(b, s.src.Port())
-	b = binary.BigEndian.AppendUint16(b, s.dst.Port())
-	b = binary.BigEndian.AppendUint16(b, uint16(8+len(s.payload)))
-	b = binary.BigEndian.AppendUint16(b, 0)
-	return append(b, s.payload...)
+	return ip
 }
 
 // ipChecksum is the Internet checksum of h.

@@ -118,7 +118,7 @@ func load(flowCap, groupCap, queues int) (*Program, error) {
 		return nil, err
 	}
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: progName, Type: ebpf.XDP, AttachType: ebpf.AttachXDP,
-		Instructions: steeringInstructions(m.flows.FD(), m.groups.FD(), m.xsks.FD()), License: "MIT"})
+		Instructions: steeringInstructions(m.flows.FD(), m.flows6.FD(), m.groups.FD(), m.xsks.FD()), License: "MIT"})
 	if err != nil {
 		m.close()
 		return nil, fmt.Errorf("bpf program load %s: %w", progName, err)
@@ -204,27 +204,39 @@ func (p *Program) Queues() int { return p.queues }
 // ID returns the kernel's id of the program (bpftool prog show id ID).
 func (p *Program) ID() uint32 { return p.id }
 
-// AddFlow steers the unicast UDP datagrams to dst (IPv4 address and port) arriving
-// on the interface to the socket of their receive queue. Adding a flow that is
+// AddFlow steers the unicast UDP datagrams to dst (an IPv4 or IPv6 address and port)
+// arriving on the interface to the socket of their receive queue. Adding a flow that is
 // already there keeps it and its hit count.
 func (p *Program) AddFlow(dst netip.AddrPort) error {
-	k, err := flowKey(dst.Addr(), dst.Port())
+	m, k, err := p.flowEntry(dst)
 	if err != nil {
 		return fmt.Errorf("xdp add flow: %w", err)
 	}
-	if err := p.maps.flows.Update(k, uint64(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
+	if err := m.Update(k, uint64(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
 		return fmt.Errorf("xdp add flow %v: %w", dst, err)
 	}
 	return nil
 }
 
+// flowEntry returns the map and key of flow dst: the IPv4 flow map for an IPv4 address, the
+// IPv6 one for an IPv6 address (an IPv4-mapped address is refused: such datagrams are IPv4
+// on the wire).
+func (p *Program) flowEntry(dst netip.AddrPort) (*ebpf.Map, any, error) {
+	if dst.Addr().Is4() {
+		k, err := flowKey(dst.Addr(), dst.Port())
+		return p.maps.flows, k, err
+	}
+	k, err := flow6Key(dst.Addr(), dst.Port())
+	return p.maps.flows6, k, err
+}
+
 // RemoveFlow stops steering dst; removing a flow that is not there is not an error.
 func (p *Program) RemoveFlow(dst netip.AddrPort) error {
-	k, err := flowKey(dst.Addr(), dst.Port())
+	m, k, err := p.flowEntry(dst)
 	if err != nil {
 		return fmt.Errorf("xdp remove flow: %w", err)
 	}
-	if err := p.maps.flows.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("xdp remove flow %v: %w", dst, err)
 	}
 	return nil
@@ -233,12 +245,12 @@ func (p *Program) RemoveFlow(dst netip.AddrPort) error {
 // FlowHits returns how many frames matched flow dst since it was added (whether or
 // not a socket was registered for their queue).
 func (p *Program) FlowHits(dst netip.AddrPort) (uint64, error) {
-	k, err := flowKey(dst.Addr(), dst.Port())
+	m, k, err := p.flowEntry(dst)
 	if err != nil {
 		return 0, fmt.Errorf("xdp flow hits: %w", err)
 	}
 	var v uint64
-	if err := p.maps.flows.Lookup(k, &v); err != nil {
+	if err := m.Lookup(k, &v); err != nil {
 		return 0, fmt.Errorf("xdp flow hits %v: %w", dst, err)
 	}
 	return v, nil

@@ -17,6 +17,7 @@ const (
 // Map names as the kernel shows them (at most 15 bytes).
 const (
 	flowMapName  = "goxio_flows"
+	flow6MapName = "goxio_flows6"
 	groupMapName = "goxio_groups"
 	xskMapName   = "goxio_xsks"
 )
@@ -29,7 +30,11 @@ const (
 	flowValueSize = 8
 )
 
-// flowKey encodes a destination as the steering program builds its lookup key.
+// flow6KeySize is the key of the IPv6 flow map: the destination IPv6 address and UDP port as
+// on the wire plus 2 zero bytes; the value is flowValueSize too.
+const flow6KeySize = 20
+
+// flowKey encodes an IPv4 destination as the steering program builds its lookup key.
 func flowKey(addr netip.Addr, port uint16) ([flowKeySize]byte, error) {
 	var k [flowKeySize]byte
 	if !addr.Is4() {
@@ -41,12 +46,26 @@ func flowKey(addr netip.Addr, port uint16) ([flowKeySize]byte, error) {
 	return k, nil
 }
 
-// maps are the three maps of the steering program (nil when closed).
-type maps struct {
-	flows, groups, xsks *ebpf.Map
+// flow6Key encodes an IPv6 destination (not an IPv4-mapped one: those arrive as IPv4) as
+// the steering program builds its IPv6 lookup key.
+func flow6Key(addr netip.Addr, port uint16) ([flow6KeySize]byte, error) {
+	var k [flow6KeySize]byte
+	if !addr.Is6() || addr.Is4In6() {
+		return k, fmt.Errorf("flow key %v: not an IPv6 address: %w", addr, ErrNotSupported)
+	}
+	a := addr.As16()
+	copy(k[:16], a[:])
+	binary.BigEndian.PutUint16(k[16:], port)
+	return k, nil
 }
 
-// newMaps creates the maps: flows and groups hold flowCap and groupCap entries, the
+// maps are the four maps of the steering program (nil when closed).
+type maps struct {
+	flows, flows6, groups, xsks *ebpf.Map
+}
+
+// newMaps creates the maps: flows and flows6 (IPv4, IPv6) hold flowCap entries each, groups
+// groupCap, the
 // XSKMAP one socket per receive queue.
 func newMaps(flowCap, groupCap, queues int) (*maps, error) {
 	m := &maps{}
@@ -54,6 +73,11 @@ func newMaps(flowCap, groupCap, queues int) (*maps, error) {
 	if m.flows, err = ebpf.NewMap(&ebpf.MapSpec{Name: flowMapName, Type: ebpf.Hash, KeySize: flowKeySize,
 		ValueSize: flowValueSize, MaxEntries: uint32(flowCap)}); err != nil {
 		return nil, fmt.Errorf("bpf map %s: %w", flowMapName, err)
+	}
+	if m.flows6, err = ebpf.NewMap(&ebpf.MapSpec{Name: flow6MapName, Type: ebpf.Hash, KeySize: flow6KeySize,
+		ValueSize: flowValueSize, MaxEntries: uint32(flowCap)}); err != nil {
+		m.close()
+		return nil, fmt.Errorf("bpf map %s: %w", flow6MapName, err)
 	}
 	if m.groups, err = ebpf.NewMap(&ebpf.MapSpec{Name: groupMapName, Type: ebpf.Hash, KeySize: flowKeySize,
 		ValueSize: flowValueSize, MaxEntries: uint32(groupCap)}); err != nil {
@@ -71,7 +95,7 @@ func newMaps(flowCap, groupCap, queues int) (*maps, error) {
 // fds returns the maps' descriptors.
 func (m *maps) fds() []int {
 	var out []int
-	for _, x := range []*ebpf.Map{m.flows, m.groups, m.xsks} {
+	for _, x := range []*ebpf.Map{m.flows, m.flows6, m.groups, m.xsks} {
 		if x != nil {
 			out = append(out, x.FD())
 		}
@@ -83,7 +107,7 @@ func (m *maps) fds() []int {
 // program's included).
 func (m *maps) close() error {
 	var first error
-	for _, x := range []**ebpf.Map{&m.flows, &m.groups, &m.xsks} {
+	for _, x := range []**ebpf.Map{&m.flows, &m.flows6, &m.groups, &m.xsks} {
 		if *x != nil {
 			if err := (*x).Close(); err != nil && first == nil {
 				first = err

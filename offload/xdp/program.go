@@ -27,6 +27,7 @@ const (
 	ethHdrLen  = 14
 	vlanHdrLen = 4
 	ipv4MinLen = 20
+	ipv6HdrLen = 40
 	udpHdrLen  = 8
 	protoUDP   = 17
 )
@@ -40,16 +41,21 @@ func be16(v uint16) int32 {
 }
 
 // steeringInstructions returns the steering program for the maps with the given file
-// descriptors. Flow and group keys are 8 bytes: the destination IPv4 address and UDP
-// port as they are on the wire, then 2 zero bytes (flowKey); values are a 64-bit hit
-// counter the program increments. A group entry with port 0 matches every port.
+// descriptors. IPv4 flow and group keys are 8 bytes: the destination IPv4 address and UDP
+// port as they are on the wire, then 2 zero bytes (flowKey); IPv6 flow keys are 20 bytes:
+// the destination IPv6 address, the port, 2 zero bytes (flow6Key). Values are a 64-bit hit
+// counter the program increments. A group entry with port 0 matches every port. An IPv6
+// packet is steered only when its next header is UDP: extension headers (fragments, hop-by-hop
+// options, routing headers) and every other protocol, ICMPv6 and neighbour discovery
+// included, go to the kernel; IPv6 multicast is not steered.
 //
 // Registers: r6 = ctx, r7 = packet start, r8 = packet end, r9 = the header being parsed;
-// r6-r9 survive helper calls. The key lives at r10-8.
-func steeringInstructions(flows, groups, xsks int) asm.Instructions {
+// r6-r9 survive helper calls. The IPv4 key lives at r10-8, the IPv6 one at r10-24.
+func steeringInstructions(flows, flows6, groups, xsks int) asm.Instructions {
 	const (
 		lPass = "pass"
 		lIPv4 = "ipv4"
+		lIPv6 = "ipv6"
 		lHit  = "hit"
 	)
 	// The fragment field: the MF flag and the 13-bit offset (the top 3 bits of the 16
@@ -74,7 +80,8 @@ func steeringInstructions(flows, groups, xsks int) asm.Instructions {
 		asm.LoadMem(asm.R2, asm.R7, 16, asm.Half),
 
 		// IPv4 header: version 4, IHL >= 5, protocol UDP, not a fragment.
-		asm.JNE.Imm(asm.R2, be16(0x0800), lPass).WithSymbol(lIPv4),
+		asm.JEq.Imm(asm.R2, be16(0x86dd), lIPv6).WithSymbol(lIPv4),
+		asm.JNE.Imm(asm.R2, be16(0x0800), lPass),
 		asm.Mov.Reg(asm.R3, asm.R9),
 		asm.Add.Imm(asm.R3, ipv4MinLen),
 		asm.JGT.Reg(asm.R3, asm.R8, lPass),
@@ -137,5 +144,33 @@ func steeringInstructions(flows, groups, xsks int) asm.Instructions {
 
 		asm.Mov.Imm(asm.R0, xdpPass).WithSymbol(lPass),
 		asm.Return(),
+
+		// IPv6 header: version 6, next header UDP (no extension header), then the UDP
+		// header; key: destination address, port, 2 zero bytes.
+		asm.Mov.Reg(asm.R3, asm.R9).WithSymbol(lIPv6),
+		asm.Add.Imm(asm.R3, ipv6HdrLen+udpHdrLen),
+		asm.JGT.Reg(asm.R3, asm.R8, lPass),
+		asm.LoadMem(asm.R2, asm.R9, 0, asm.Byte),
+		asm.And.Imm(asm.R2, 0xf0),
+		asm.JNE.Imm(asm.R2, 0x60, lPass),
+		asm.LoadMem(asm.R2, asm.R9, 6, asm.Byte),
+		asm.JNE.Imm(asm.R2, protoUDP, lPass),
+		asm.LoadMem(asm.R4, asm.R9, 24, asm.Word),
+		asm.StoreMem(asm.RFP, -24, asm.R4, asm.Word),
+		asm.LoadMem(asm.R4, asm.R9, 28, asm.Word),
+		asm.StoreMem(asm.RFP, -20, asm.R4, asm.Word),
+		asm.LoadMem(asm.R4, asm.R9, 32, asm.Word),
+		asm.StoreMem(asm.RFP, -16, asm.R4, asm.Word),
+		asm.LoadMem(asm.R4, asm.R9, 36, asm.Word),
+		asm.StoreMem(asm.RFP, -12, asm.R4, asm.Word),
+		asm.LoadMem(asm.R3, asm.R9, ipv6HdrLen+2, asm.Half), // destination port
+		asm.StoreMem(asm.RFP, -8, asm.R3, asm.Half),
+		asm.StoreImm(asm.RFP, -6, 0, asm.Half),
+		asm.LoadMapPtr(asm.R1, flows6),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -24),
+		asm.FnMapLookupElem.Call(),
+		asm.JNE.Imm(asm.R0, 0, lHit),
+		asm.Ja.Label(lPass),
 	}
 }

@@ -2,6 +2,7 @@ package xdp
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -38,9 +39,14 @@ func TestSteeringProgram(t *testing.T) {
 	if err := p.AddGroup(netip.MustParseAddr("10.0.0.1"), 1); err == nil {
 		t.Errorf("AddGroup accepted a unicast address")
 	}
-	if err := p.AddFlow(netip.MustParseAddrPort("[::1]:1")); err == nil {
-		t.Errorf("AddFlow accepted an IPv6 address")
+	flow6 := netip.MustParseAddrPort("[fd00::1:2]:4000")
+	if err := p.AddFlow(flow6); err != nil {
+		t.Fatal(err)
 	}
+	if err := p.AddFlow(netip.MustParseAddrPort("[::ffff:10.1.2.3]:1")); err == nil {
+		t.Errorf("AddFlow accepted an IPv4-mapped address")
+	}
+	src6 := netip.MustParseAddrPort("[fd00::9]:1234")
 	src := netip.MustParseAddrPort("10.9.9.9:1234")
 	base := frameSpec{dstMAC: [6]byte{2, 0, 0, 0, 0, 1}, srcMAC: [6]byte{2, 0, 0, 0, 0, 2}, src: src, dst: flow, payload: []byte("hello")}
 	with := func(f func(*frameSpec)) []byte { s := base; f(&s); return udpFrame(s) }
@@ -69,7 +75,15 @@ func TestSteeringProgram(t *testing.T) {
 		{"ICMP", with(func(s *frameSpec) { s.proto = 1 }), nil},
 		{"first fragment", with(func(s *frameSpec) { s.moreFragments = true }), nil},
 		{"later fragment", with(func(s *frameSpec) { s.fragOffset = 100 }), nil},
-		{"IPv6", ipv6, nil},
+		{"IPv4 flow in an IPv6 EtherType", ipv6, nil},
+		{"flow IPv6", with(func(s *frameSpec) { s.src, s.dst = src6, flow6 }), new(uint64)},
+		{"flow IPv6 behind VLAN tag", with(func(s *frameSpec) { s.src, s.dst, s.vlan = src6, flow6, 9 }), new(uint64)},
+		{"IPv6 other port", with(func(s *frameSpec) { s.src, s.dst = src6, netip.AddrPortFrom(flow6.Addr(), 4001) }), nil},
+		{"IPv6 other address", with(func(s *frameSpec) { s.src, s.dst = src6, netip.MustParseAddrPort("[fd00::1:3]:4000") }), nil},
+		{"IPv6 fragment header", with(func(s *frameSpec) { s.src, s.dst, s.proto = src6, flow6, 44 }), nil},
+		{"IPv6 hop-by-hop options", with(func(s *frameSpec) { s.src, s.dst, s.proto = src6, flow6, 255 }), nil},
+		{"ICMPv6", with(func(s *frameSpec) { s.src, s.dst, s.proto = src6, flow6, 58 }), nil},
+		{"IPv6 truncated UDP header", with(func(s *frameSpec) { s.src, s.dst = src6, flow6 })[:14+40+6], nil},
 		{"ARP", arp, nil},
 		{"IPv4 version 6", badVersion, nil},
 		{"truncated UDP header", udpFrame(base)[:14+20+6], nil},
@@ -87,7 +101,7 @@ func TestSteeringProgram(t *testing.T) {
 		t.Fatalf("program from fd: %v", err)
 	}
 	defer prog.Close()
-	var flowHits uint64
+	var flowHits, flow6Hits uint64
 	for _, c := range cases {
 		ret, err := prog.Run(&ebpf.RunOptions{Data: c.frame})
 		if err != nil {
@@ -96,12 +110,23 @@ func TestSteeringProgram(t *testing.T) {
 		if ret != xdpPass {
 			t.Errorf("%s: returned %d, want XDP_PASS (%d): no socket is registered", c.name, ret, xdpPass)
 		}
-		if c.hit != nil && (c.name[:4] == "flow") {
+		if c.hit != nil && strings.HasPrefix(c.name, "flow IPv6") {
+			flow6Hits++
+		} else if c.hit != nil && strings.HasPrefix(c.name, "flow") {
 			flowHits++
 		}
 	}
 	if got, err := p.FlowHits(flow); err != nil || got != flowHits {
 		t.Errorf("FlowHits = %d, %v; want %d", got, err, flowHits)
+	}
+	if got, err := p.FlowHits(flow6); err != nil || got != flow6Hits || flow6Hits != 2 {
+		t.Errorf("FlowHits(IPv6) = %d, %v; want %d (2)", got, err, flow6Hits)
+	}
+	if err := p.RemoveFlow(flow6); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.FlowHits(flow6); err == nil {
+		t.Errorf("FlowHits of a removed IPv6 flow succeeded")
 	}
 	if got, err := p.GroupHits(group, 5000); err != nil || got != 1 {
 		t.Errorf("GroupHits(group, 5000) = %d, %v; want 1", got, err)

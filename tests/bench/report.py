@@ -563,6 +563,34 @@ VETH_TESTS = [
 ]
 
 
+def veth6(raw, variants):
+    """Part 6's IPv6 ping-pong (veth6.tsv, pp6): medians per variant and the kernel ratio, or a note."""
+    path = os.path.join(raw, "veth6.tsv")
+    skipped = os.path.join(raw, "veth6-skipped.txt")
+    if os.path.exists(skipped) or not os.path.exists(path) or not os.path.getsize(path):
+        why = open(skipped).read().strip() if os.path.exists(skipped) else "no data"
+        return f"(not run: {why})"
+    runs = {}
+    for line in open(path):
+        f = line.rstrip("\n").split("\t")
+        if len(f) != 8 or f[0] != "udp-pp6":
+            continue
+        runs.setdefault(f[1], []).append((f[7], [float(x) for x in f[3:7]]))
+    base = variants[0][0] if variants else "kernel"
+    med = {}
+    rows = []
+    for name, _ in variants:
+        rs = runs.get(name, [])
+        ok = [v for st, v in rs if st == "ok" and not math.isnan(v[0])]
+        if not rs:
+            continue
+        m = [statistics.median(v[i] for v in ok) if ok else math.nan for i in range(4)]
+        med[name] = m
+        rows.append([name, f"{len(ok)}/{len(rs)}", *(fmt(x, 2) for x in m),
+                     "" if name == base else f"{fmt(ratio(med.get(base, [math.nan])[0], m[0]), 2)}x"])
+    return table(["variant", "runs ok", "avg us", "p50 us", "p99 us", "p99.9 us", "kernel avg / avg"], rows)
+
+
 def veth(raw):
     """Part 6 (veth.sh): the issue-6 goals table and the section's tables, or a note why not run."""
     skipped = os.path.join(raw, "veth-skipped.txt")
@@ -660,7 +688,15 @@ Variants (`IFACE` is each namespace's veth end):
 
 ### Throughput
 
-{tp}{fail}{left}"""
+{tp}
+
+### IPv6: UDP ping-pong 64 B (pp6)
+
+The same pair over its IPv6 addresses (fd00:209::1 and ::2), `tests/bench/pp6.c` (Debian's sockperf
+3.7 rejects IPv6 addresses) unpaced for the same duration, same variants and pinning; medians of the
+runs' figures (half round trip).
+
+{veth6(raw, variants)}{fail}{left}"""
     return summary, section
 
 

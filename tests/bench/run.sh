@@ -822,7 +822,7 @@ SHM_DIR=
 if section veth; then
 	check_deadline "veth"
 	RAW=$RAW GOXIO_LIB=$GOXIO_LIB OFFLOAD_CONF=$OUT/offload-all.conf SP_REPS=$SP_REPS SP_TIME=$SP_TIME \
-		PORT=$((PORT + 1000)) "$HERE/veth.sh" || die "veth pair measure failed"
+		PP6=$BIN/pp6 PORT=$((PORT + 1000)) "$HERE/veth.sh" || die "veth pair measure failed"
 else
 	echo "not in BENCH_ONLY" >"$RAW/veth-skipped.txt"
 fi

@@ -4,7 +4,8 @@
 #
 # Topology: namespaces goxio-bench-PID-a (client, 10.209.0.1) and -b (server, 10.209.0.2) joined
 # by a veth pair, neighbours resolved before the first run. Tests: UDP ping-pong 64 B and 1400 B
-# (paced at 1 M round trips/s, as on loopback), UDP throughput 64 B. Variants (both ends):
+# (paced at 1 M round trips/s, as on loopback), UDP throughput 64 B, and UDP ping-pong 64 B over
+# IPv6 (fd00:209::1 and ::2) with pp6 (PP6: its binary; skipped without). Variants (both ends):
 #   kernel             no preload
 #   goxio-xdp          LD_PRELOAD + GOXIO_XDP=<the namespace's veth end>, default parameters (the
 #                      steering program in native mode: veth has native XDP)
@@ -16,8 +17,9 @@
 # The server runs on one CPU and the client on another (BENCH_VETH_PIN, every variant alike): a
 # polling receiver and its peer on the same CPU take turns through time slices.
 #
-# run.sh calls it with RAW (its raw folder), GOXIO_LIB, OFFLOAD_CONF, SP_REPS, SP_TIME, PORT set;
-# it appends to $RAW/veth.tsv (test variant rep client-wall client-cpu server-cpu status) and
+# run.sh calls it with RAW (its raw folder), GOXIO_LIB, OFFLOAD_CONF, SP_REPS, SP_TIME, PORT, PP6
+# set; it appends to $RAW/veth.tsv (test variant rep client-wall client-cpu server-cpu status) and
+# to $RAW/veth6.tsv (udp-pp6 variant rep avg p50 p99 p99.9 status, pp6's figures in us) and
 # writes the logs to $RAW/veth/TEST-VARIANT-rREP.{client,server}.log and the commands to
 # $RAW/veth-commands.txt. This part alone: BENCH_ONLY=veth make bench (report in out/REPORT.md).
 # Knobs: BENCH_VETH_REPS (default BENCH_SOCKPERF_REPS), BENCH_VETH_PIN ("S,C" CPUs, default "0,1"
@@ -72,6 +74,8 @@ IFA=gxbva$$
 IFB=gxbvb$$
 ADDRA=10.209.0.1
 ADDRB=10.209.0.2
+ADDR6A=fd00:209::1
+ADDR6B=fd00:209::2
 SRV=
 cleanup_veth() {
 	[[ -z $SRV ]] || kill -KILL "$SRV" 2>/dev/null || true
@@ -87,6 +91,8 @@ IFA=${IFA:0:15}
 IFB=${IFB:0:15}
 ip -n "$NSA" addr add $ADDRA/24 dev "$IFA"
 ip -n "$NSB" addr add $ADDRB/24 dev "$IFB"
+ip -n "$NSA" addr add $ADDR6A/64 dev "$IFA" nodad
+ip -n "$NSB" addr add $ADDR6B/64 dev "$IFB" nodad
 for ns in "$NSA" "$NSB"; do
 	ip -n "$ns" link set lo up
 done
@@ -99,6 +105,8 @@ done
 mac() { ip -n "$1" -o link show "$2" | sed -n 's#.*link/ether \([0-9a-f:]*\).*#\1#p'; }
 ip -n "$NSA" neigh replace $ADDRB lladdr "$(mac "$NSB" "$IFB")" dev "$IFA" nud permanent
 ip -n "$NSB" neigh replace $ADDRA lladdr "$(mac "$NSA" "$IFA")" dev "$IFB" nud permanent
+ip -n "$NSA" -6 neigh replace $ADDR6B lladdr "$(mac "$NSB" "$IFB")" dev "$IFA" nud permanent
+ip -n "$NSB" -6 neigh replace $ADDR6A lladdr "$(mac "$NSA" "$IFA")" dev "$IFB" nud permanent
 
 # variant_env_of prints the environment of variant $1 in namespace $2 (veth end $3).
 variant_env_of() {
@@ -202,6 +210,55 @@ for rep in $(seq 1 "$SP_REPS"); do
 		done
 	done
 done
+# IPv6: UDP ping-pong 64 B over the pair's IPv6 addresses with pp6 (Debian's sockperf 3.7 rejects
+# IPv6 addresses), same variants, pinning and duration; one line per run in veth6.tsv:
+# test variant rep avg p50 p99 p99.9 (us, half round trip) status.
+pp6_run() {
+	local name=$1 rep=$2 base=$RAW/veth/udp-pp6-$1-r$2 status=ok line figures senv cenv
+	read -r -a senv <<<"$(variant_env_of "$name" B "$IFB")"
+	read -r -a cenv <<<"$(variant_env_of "$name" A "$IFA")"
+	pin server
+	local srv=(ip netns exec "$NSB" "${PINNED[@]}" env "${senv[@]}" "$PP6" server udp "$ADDR6B" "$PORT")
+	pin client
+	local cli=(ip netns exec "$NSA" "${PINNED[@]}" env "${cenv[@]}" "$PP6" client udp "$ADDR6B" "$PORT" "$SP_TIME" 64)
+	vrecord "${srv[@]}" "&"
+	vrecord "${cli[@]}"
+	"${srv[@]}" >"$base.server.log" 2>&1 &
+	SRV=$!
+	for _ in $(seq 1 100); do
+		ip netns exec "$NSB" ss -Hnul "sport = :$PORT" 2>/dev/null | grep -q . && break
+		kill -0 "$SRV" 2>/dev/null || break
+		sleep 0.05
+	done
+	if ! kill -0 "$SRV" 2>/dev/null; then
+		status=server-not-listening
+	elif ! timeout -s KILL $((SP_TIME + 30)) "${cli[@]}" >"$base.client.log" 2>&1; then
+		status=client-failed
+	fi
+	kill -KILL "$SRV" 2>/dev/null || true
+	wait "$SRV" 2>/dev/null || true
+	SRV=
+	line=$(grep -o 'avg_us=.*' "$base.client.log" | tail -1)
+	[[ -n $line ]] || [[ $status != ok ]] || status=no-result
+	[[ $status == ok ]] || vlog "udp-pp6 $name r$rep: $status (see $base.*.log)"
+	figures=$(awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); m[kv[1]] = kv[2] } }
+		END { n = split("avg_us p50_us p99_us p999_us", k, " ")
+		      for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? "\t" : ""), (k[i] in m ? m[k[i]] : "nan") }' <<<"$line")
+	printf 'udp-pp6\t%s\t%s\t%s\t%s\n' "$name" "$rep" "$figures" "$status" >>"$RAW/veth6.tsv"
+}
+if [[ -x ${PP6:-} ]]; then
+	: >>"$RAW/veth6.tsv"
+	vlog "IPv6: $SP_REPS reps x variants ($WANT), pp6 -t $SP_TIME"
+	for rep in $(seq 1 "$SP_REPS"); do
+		for v in $WANT; do
+			PORT=$((PORT + 1))
+			pp6_run "$v" "$rep"
+		done
+	done
+else
+	echo "pp6 not given (PP6)" >"$RAW/veth6-skipped.txt"
+fi
+
 # Each goxio-xdp server and client attached a steering program to its veth end; none may be left.
 for e in "$NSA $IFA" "$NSB $IFB"; do
 	read -r ns ifn <<<"$e"

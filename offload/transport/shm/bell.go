@@ -46,11 +46,18 @@ func openBell(inbox string) (int, error) {
 	return fd, nil
 }
 
-// drainBell reads every pending ring of a doorbell.
+// bellBatch is how many rings of a doorbell one system call takes.
+const bellBatch = 32
+
+// drainBell takes every pending ring of a doorbell: usually one, in one system call (a batch
+// that comes back short emptied it; no second call to see EAGAIN).
 func drainBell(fd int) {
-	var b [wakeLen]byte
-	for i := 0; i < 1024; i++ {
-		if _, e := recvRaw(fd, &b, unix.MSG_DONTWAIT); e != 0 && e != unix.EINTR {
+	for i := 0; i < 1024/bellBatch; i++ {
+		n, e := drainRaw(fd)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 || n < bellBatch {
 			return
 		}
 	}

@@ -260,9 +260,6 @@ func mcMaxPayload(dst netip.AddrPort) int {
 	return maxUDP6Payload
 }
 
-// wakeLen is the size of the scratch buffers that drain doorbells.
-const wakeLen = 16
-
 // sockaddr4 parses a sockaddr_in; the zero value for anything else.
 func sockaddr4(b []byte) netip.AddrPort { return udpcall.Sockaddr4(b) }
 

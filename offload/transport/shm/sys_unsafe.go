@@ -15,10 +15,12 @@ import (
 // and in place for the call; the program's memory is passed as uintptr (the garbage collector
 // does not manage it).
 
-// recvRaw is recvfrom(2) into a library-owned 16-byte buffer, without the source address. With
-// MSG_TRUNC it returns the datagram's real length.
-func recvRaw(fd int, b *[wakeLen]byte, flags int) (int, syscall.Errno) {
-	r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(b)), wakeLen, uintptr(flags), 0, 0)
+// drainRaw takes up to bellBatch pending rings of a doorbell in one recvmmsg(2): a message
+// without buffers takes its datagram whole (truncated), so nothing needs to be read into. The
+// array is the call's own (the system call reads and writes it before it returns).
+func drainRaw(fd int) (int, syscall.Errno) {
+	var msgs [bellBatch]unix.Mmsghdr
+	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), bellBatch, unix.MSG_DONTWAIT, 0, 0)
 	return sysc.Result(r, e)
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 
 	"github.com/goxio/goxio/offload/capture"
+	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -74,6 +75,22 @@ func (t *TCP) tapKernelSend(c *transport.Call, n int, pos uint64) {
 	var arr [maxBufs][]byte
 	if d, ok := parseCall(c, arr[:0]); ok && n <= d.total {
 		t.tapOut(c.FD, capture.Kernel, d.bufs, n, pos)
+	}
+}
+
+// tapEarly taps a data call of n bytes that went to the kernel before a late-paired connection
+// made its segment (late.go): those bytes start each direction (its K), as on a connection that
+// paired at once; the offsets are the direction's kernel bytes before the call.
+func (t *TCP) tapEarly(c *transport.Call, n int) {
+	umem.Protect()
+	defer func() { _ = umem.Fault(recover()) }() // the program's buffer went away: no record
+	if c.Op.Send() {
+		t.tapKernelSend(c, n, t.kernTx.Load())
+		return
+	}
+	var arr [maxBufs][]byte
+	if d, ok := parseCall(c, arr[:0]); ok && !d.discard && n <= d.total {
+		t.tapIn(c.FD, capture.Kernel, d.bufs, n, t.kernRx.Load())
 	}
 }
 

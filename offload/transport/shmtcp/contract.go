@@ -6,7 +6,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -18,22 +17,6 @@ var _ transport.Endpoint = (*TCP)(nil)
 // Accepted says that the engine made the socket for a connection accept returned (the server's
 // end); call it before the socket is shared.
 func (t *TCP) Accepted() { t.accepted = true }
-
-// BeforeData tells the connection, at each data call until it got through, that it may be
-// established: once the kernel socket has a peer (a non-blocking connect may still be in
-// progress: the call then goes to the kernel, and the next one looks again), Established opens
-// the segment. A server that forks right after accept (one child per connection) thus never
-// pairs in the parent, and the child, which cannot read rings, gets everything through the
-// kernel.
-func (t *TCP) BeforeData(fd int) {
-	if t.est.Load() != estNone || t.end.closed() {
-		return
-	}
-	if !sysc.Peername(fd).IsValid() {
-		return
-	}
-	t.Established(fd, t.accepted)
-}
 
 // Bound does nothing: the connection learns its addresses at Established.
 func (t *TCP) Bound(int) {}
@@ -109,8 +92,9 @@ func (t *TCP) Fork(fd int) ([][2][]byte, bool) {
 func (t *TCP) SetSpill([]byte) {}
 
 // Finish ends the connection (Close) once it was established; a connection that never was has
-// nothing to end but the kernel's.
+// nothing to end but the kernel's, and its registration in the pairing table.
 func (t *TCP) Finish(fd int) {
+	t.pair.Drop() // a connection that never paired: its registration goes with it
 	if t.est.Load() != estNone {
 		t.Close(fd)
 	}

@@ -6,13 +6,19 @@
 //
 // # Pairing
 //
-// Both ends call OpenConn when the kernel connection is established (TCP.Established): the first
-// creates the segment (side 0), the other attaches (side 1). Nothing is ever written to the kernel
+// Between a goxio connecting end and a goxio listener a connection pairs late, through the
+// pairing table (late.go): the connecting end creates the segment (side 0) at its
+// Params.PairAfter-th data call, the accepting end attaches (side 1) at its next data call after
+// that; the bytes before went through the kernel and count in K. Otherwise (tests, a connection
+// accepted after its listener went) both ends call OpenConn when the kernel connection is
+// established (TCP.Established): the first creates the segment (side 0), the other attaches
+// (side 1). Nothing is ever written to the kernel
 // connection before the switch that the program did not send, so a non-goxio peer sees an ordinary
 // connection. A creator whose peer never attaches withdraws (closes and unlinks its segment, and
 // stays on the kernel for good) as soon as either
 //   - it receives a kernel byte from the peer while the peer has not attached: a goxio peer
-//     attaches in Established, before it can send anything, so the peer is not one of ours; or
+//     attaches in Established, before it can send anything, so the peer is not one of ours
+//     (not for a late pairing: the table said who the peer is); or
 //   - a data call or readiness check comes later than Params.AttachGrace after Established.
 //
 // # Switch-over, per direction

@@ -2,10 +2,12 @@ package shmtcp
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/discovery"
 	ring "github.com/goxio/goxio/offload/shm"
@@ -29,6 +31,10 @@ type Params struct {
 	// AttachGrace: a creator whose peer has not attached this long after Established withdraws
 	// at its next call. 0: 100 ms.
 	AttachGrace time.Duration
+	// PairAfter is how many data calls the connecting end of a connection with a goxio
+	// listener makes through the kernel before it makes the connection's segment (late
+	// pairing: GoxioPeer). 0: 4.
+	PairAfter int
 	// Signals returns the calling thread's signal-handler counters; nil: none.
 	Signals func() *transport.SigCounters
 	// AdoptFD makes a transport fd internal (invisible to the program) and returns its number;
@@ -44,6 +50,9 @@ type Env struct {
 	netns uint64
 	log   *zap.Logger
 	ctr   envCounters
+
+	pairsOnce sync.Once
+	pairs     *ring.Pairs // the pairing table (late pairing); nil when it cannot be opened
 }
 
 // envCounters are the process-wide pairing counters (EnvCounts).
@@ -83,6 +92,9 @@ func NewEnv(p Params, log *zap.Logger) (*Env, error) {
 	if p.AttachGrace <= 0 {
 		p.AttachGrace = 100 * time.Millisecond
 	}
+	if p.PairAfter <= 0 {
+		p.PairAfter = 4
+	}
 	ns, err := discovery.NetNS()
 	if err != nil {
 		return nil, fmt.Errorf("shmtcp env: %w", err)
@@ -106,6 +118,20 @@ func (e *Env) Counts() EnvCounts {
 // nothing until Established: every call goes to the kernel.
 func (e *Env) NewTCP(nonblock func() bool) *TCP {
 	return &TCP{env: e, nonblock: nonblock}
+}
+
+// pairTable returns the pairing table, opened at the first need; nil when it cannot be (the
+// connections of goxio listeners then stay on the kernel).
+func (e *Env) pairTable() *ring.Pairs {
+	e.pairsOnce.Do(func() {
+		p, err := ring.OpenPairs(e.p.Dir, unix.Geteuid(), e.netns)
+		if err != nil {
+			e.log.Warn("shmtcp: no pairing table, TCP connections stay on the kernel", zap.Error(err))
+			return
+		}
+		e.pairs = p
+	})
+	return e.pairs
 }
 
 // ringSize is a direction's ring size for a socket buffer of buf bytes.

@@ -1,11 +1,13 @@
 package shmtcp
 
 import (
+	"net/netip"
 	"syscall"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/capture"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
@@ -43,18 +45,41 @@ func (t *TCP) Established(fd int, server bool) {
 	if !local.IsValid() || !remote.IsValid() {
 		return // not connected (yet): a later call looks again
 	}
+	t.establish(fd, server, local, remote)
+}
+
+// establish is Established with the connection's endpoints known. Paired late (viaTable), the
+// bytes that went through the kernel before it are counted into K; a data call still running
+// on the kernel makes it give up for now (est back to none: a later call tries again).
+func (t *TCP) establish(fd int, server bool, local, remote netip.AddrPort) {
 	t.estmu.Lock()
 	defer t.estmu.Unlock()
 	if t.est.Load() != estNone || t.end.closed() {
 		return
 	}
-	t.est.Store(estRunning)    // state.go: establishment steps
+	t.est.Store(estRunning) // state.go: establishment steps
+	late := t.viaTable.Load()
+	if late && t.early.Load() != 0 {
+		t.est.Store(estNone)
+		return
+	}
 	defer t.est.Store(estDone) // before the unlock: a call that waited sees the outcome
-	if t.early.Load() != 0 || t.kernTx.Load() != 0 || t.kernRx.Load() != 0 {
+	if t.early.Load() != 0 || !late && (t.kernTx.Load() != 0 || t.kernRx.Load() != 0) {
 		t.env.ctr.late.Add(1)
 		t.env.log.Debug("shmtcp: data calls went to the kernel before the connection was established: it stays there",
 			zap.Stringer("local", local), zap.Stringer("remote", remote))
 		return
+	}
+	if late {
+		// Every kernel call so far ended and counted its bytes (early is 0 and est running:
+		// a new call waits for estmu).
+		t.txmu.Lock()
+		t.kTx = t.kernTx.Load()
+		t.txmu.Unlock()
+		t.rxmu.Lock()
+		t.kRx = t.kernRx.Load()
+		t.kConsumed = t.kRx
+		t.rxmu.Unlock()
 	}
 	t.server = server
 	cfg := ring.ConnConfig{Dir: t.env.p.Dir, NetNS: t.env.netns, Local: local, Remote: remote,
@@ -91,6 +116,9 @@ func (t *TCP) transferEarly(c transport.Call) (int, syscall.Errno, bool) {
 		return t.TransferVia(c)
 	}
 	n, errno := kernel.Do(&c)
+	if capture.On() && errno == 0 && n > 0 && (t.pair.Registered() || t.pairEnds[1].IsValid()) && !peekCall(&c) {
+		t.tapEarly(&c, n) // a connection that may still pair (late.go): its stream starts here
+	}
 	t.countKernel(&c, n, errno)
 	t.early.Add(-1)
 	return n, errno, true

@@ -43,6 +43,17 @@ type TCP struct {
 	est   atomic.Uint32
 	early atomic.Int32
 
+	// Late pairing through the pairing table (late.go): pair is the connecting end's
+	// registration, calls counts its data calls until it makes the segment; pairEnds are the
+	// connection's endpoints (local, remote) once the engine gave them (GoxioPeer, Ends);
+	// viaTable says that the two ends know each other from the table, so kernel bytes may flow
+	// before the segment (counted into K) and the peer's early bytes are no sign of a stranger.
+	pair       ring.PairEntry
+	calls      atomic.Int32
+	pairEnds   [2]netip.AddrPort
+	acceptedAt int64
+	viaTable   atomic.Bool
+
 	// The state machine (state.go): each direction's phase and flags, and the connection's end.
 	rx, tx dirState
 	end    endState
@@ -128,7 +139,9 @@ func (t *TCP) countKernel(c *transport.Call, n int, errno syscall.Errno) {
 		return
 	}
 	if c.Op.Receive() {
-		t.kernRx.Add(uint64(n))
+		if !peekCall(c) {
+			t.kernRx.Add(uint64(n))
+		}
 	} else if c.Op.Send() {
 		t.kernTx.Add(uint64(n))
 	}
@@ -164,6 +177,7 @@ func (t *TCP) trySwitchWrite(fd int, conn *ring.Conn) bool {
 	if err := conn.SwitchWrite(t.kTx); err != nil {
 		return false
 	}
+	t.pair.Drop() // the peer attached: the table has nothing more to tell it
 	return t.txSwitch(fd)
 }
 
@@ -199,7 +213,7 @@ func (t *TCP) settle(fd int, conn *ring.Conn, dataSeen bool) *ring.Conn {
 		return conn
 	}
 	switch {
-	case dataSeen:
+	case dataSeen && !t.viaTable.Load():
 		t.env.ctr.withdrawnData.Add(1)
 	case nanotime()-t.born > int64(t.env.p.AttachGrace):
 		t.env.ctr.withdrawnGrace.Add(1)
@@ -281,6 +295,7 @@ func (t *TCP) Close(fd int) {
 	if !t.close() {
 		return
 	}
+	t.pair.Drop()
 	if conn := t.conn.Swap(nil); conn != nil {
 		var wake bool
 		if t.linger0.Load() || (t.rx.switched() && conn.Readable() > 0) {

@@ -72,6 +72,22 @@ func (t *Tx) Dest(peer func() netip.AddrPort) (netip.AddrPort, bool) {
 	return dst, dst.IsValid()
 }
 
+// Named reports whether the call names a destination (sendto, sendmsg with msg_name).
+func (t *Tx) Named() bool { return t.name != 0 }
+
+// ScopeID is the sin6_scope_id of the destination the call names: 0 when it names none, names a
+// sockaddr_in, or a sockaddr_in6 too short to hold one (the kernel's checks are its own).
+func (t *Tx) ScopeID() uint32 {
+	if t.name == 0 || t.nameLen < unix.SizeofSockaddrInet6 {
+		return 0
+	}
+	b := umem.Bytes(t.name, unix.SizeofSockaddrInet6)
+	if binary.NativeEndian.Uint16(b) != unix.AF_INET6 {
+		return 0
+	}
+	return binary.NativeEndian.Uint32(b[24:28])
+}
+
 // Sockaddr4 parses a sockaddr_in; the zero value for anything else.
 func Sockaddr4(b []byte) netip.AddrPort {
 	if len(b) < unix.SizeofSockaddrInet4 || binary.NativeEndian.Uint16(b) != unix.AF_INET {

@@ -57,13 +57,24 @@ func (e *Env) pollOneLocked(x *xsk) int {
 // (the caller gives it back to the fill ring). x.rxmu is held.
 func (e *Env) deliverLocked(x *xsk, t *demuxTable, f xdp.Frame) bool {
 	var h packet.Header
-	payload, err := packet.Parse(f.Data, &h, false)
+	// Checksums are checked; a sender of this host (veth) may leave the UDP one to offload.
+	payload, err := packet.Parse(f.Data, &h, packet.VerifyLocal)
 	if err != nil {
 		e.rxBad.Add(1)
 		return false
 	}
-	dst := netip.AddrPortFrom(netip.AddrFrom4(h.Dst), h.DstPort)
-	src := netip.AddrPortFrom(netip.AddrFrom4(h.Src), h.SrcPort)
+	var dst, src netip.AddrPort
+	scope := uint32(0)
+	if h.IPv6 {
+		dst = netip.AddrPortFrom(netip.AddrFrom16(h.Dst6), h.DstPort)
+		src = netip.AddrPortFrom(netip.AddrFrom16(h.Src6), h.SrcPort)
+		if needsScope(src.Addr()) {
+			scope = uint32(x.ifc.index)
+		}
+	} else {
+		dst = netip.AddrPortFrom(netip.AddrFrom4(h.Dst), h.DstPort)
+		src = netip.AddrPortFrom(netip.AddrFrom4(h.Src), h.SrcPort)
+	}
 	var to [maxFanout]*UDP
 	k := recipients(t.byPort[h.DstPort], dst, src, to[:0])
 	if len(k) == 0 || len(x.free) == 0 {
@@ -72,7 +83,7 @@ func (e *Env) deliverLocked(x *xsk, t *demuxTable, f xdp.Frame) bool {
 	}
 	b := &x.bufs[x.free[len(x.free)-1]]
 	x.free = x.free[:len(x.free)-1]
-	b.f, b.payload, b.src = f, payload, src
+	b.f, b.payload, b.src, b.scope = f, payload, src, scope
 	b.refs.Store(int32(len(k)))
 	for _, u := range k {
 		if u.q.push(b) {
@@ -115,8 +126,13 @@ func recipients(ms []member, dst, src netip.AddrPort, out []*UDP) []*UDP {
 		if !accepts(m.b, dst.Addr(), src) {
 			continue
 		}
+		// The kernel's order: a connected socket, then a specific local address, then (for an
+		// IPv4 datagram) an AF_INET socket before an AF_INET6 one.
 		s := 0
-		if !m.b.local.Addr().IsUnspecified() {
+		if !m.b.v6 {
+			s++
+		}
+		if m.b.specific() {
 			s += 2
 		}
 		if m.b.peer.IsValid() {
@@ -132,12 +148,15 @@ func recipients(ms []member, dst, src netip.AddrPort, out []*UDP) []*UDP {
 	return out
 }
 
-// accepts applies the local address and the peer of a binding.
+// accepts applies the local address (and family) and the peer of a binding.
 func accepts(b *binding, dst netip.Addr, src netip.AddrPort) bool {
-	if !b.local.Addr().IsUnspecified() && b.local.Addr() != dst {
-		return false
-	}
-	return !b.peer.IsValid() || b.peer == src
+	return b.takes(dst) && b.from(src)
+}
+
+// needsScope reports whether the kernel gives a source address a scope id (the receiving
+// interface) in sockaddr_in6: link-local unicast, and link- or interface-local multicast.
+func needsScope(a netip.Addr) bool {
+	return a.Is6() && (a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast())
 }
 
 // member reports whether the socket receives group's datagrams from source: its own membership

@@ -17,7 +17,7 @@ import (
 // Params are the parameters the transport follows (VMA_* names in conf.Params).
 type Params struct {
 	// Interfaces names the interfaces the transport may offload; empty: every Ethernet
-	// interface that is up and has an IPv4 address.
+	// interface that is up and has an IPv4 or IPv6 address.
 	Interfaces []string
 	// RxPoll (VMA_RX_POLL): polls of an empty socket before a blocking receive sleeps; -1 forever.
 	RxPoll int

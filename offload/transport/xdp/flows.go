@@ -16,6 +16,40 @@ type binding struct {
 	// mcAll is IP_MULTICAST_ALL: the socket receives every group joined on the host for its
 	// port, not only its own.
 	mcAll bool
+	// v6 is set for an AF_INET6 socket (local and peer are then 16-byte addresses, IPv4 ones
+	// mapped), v6only when it has IPV6_V6ONLY (no IPv4 datagram for it).
+	v6, v6only bool
+}
+
+// takes reports whether the socket's local address receives datagrams to dst (an address as
+// on the wire: 4 bytes for IPv4, 16 for IPv6), as the kernel decides: an AF_INET socket takes
+// IPv4 only; an AF_INET6 one bound to :: takes IPv6 and, without IPV6_V6ONLY, IPv4; one bound
+// to a v4-mapped address takes that IPv4 address (::ffff:0.0.0.0: any); one bound to an IPv6
+// address takes that address.
+func (b *binding) takes(dst netip.Addr) bool {
+	l := b.local.Addr().WithZone("")
+	if !b.v6 {
+		return dst.Is4() && (l.IsUnspecified() || l == dst)
+	}
+	if dst.Is4() {
+		if b.v6only {
+			return false
+		}
+		return l.IsUnspecified() || l.Is4In6() && (l.Unmap().IsUnspecified() || l.Unmap() == dst)
+	}
+	return !l.Is4In6() && (l.IsUnspecified() || l == dst)
+}
+
+// specific reports whether the socket is bound to one address (not a wildcard of any family).
+func (b *binding) specific() bool {
+	l := b.local.Addr().Unmap()
+	return !l.IsUnspecified()
+}
+
+// from reports whether a connected socket takes a datagram from src (any socket that is not
+// connected does): its peer, a v4-mapped peer matching the IPv4 source.
+func (b *binding) from(src netip.AddrPort) bool {
+	return !b.peer.IsValid() || b.peer.Port() == src.Port() && b.peer.Addr().Unmap().WithZone("") == src.Addr()
 }
 
 // join is one multicast membership: source is zero for any-source.
@@ -117,11 +151,11 @@ func (e *Env) needsLocked(b *binding) ([]flowKey, []groupKey, error) {
 				offloaded = append(offloaded, a.ifindex)
 			}
 		}
-		if !b.local.Addr().IsUnspecified() && b.local.Addr() != a.addr {
+		if !b.takes(a.addr) {
 			continue
 		}
 		if ifc.err != nil {
-			if why == nil && (!b.local.Addr().IsUnspecified() || !a.addr.IsLoopback()) {
+			if why == nil && (b.specific() || !a.addr.IsLoopback()) {
 				why = ifc.err
 			}
 			continue
@@ -130,6 +164,9 @@ func (e *Env) needsLocked(b *binding) ([]flowKey, []groupKey, error) {
 	}
 	var groups []groupKey
 	for _, j := range b.joins {
+		if !j.group.Is4() {
+			continue // IPv6 groups are the kernel's: their datagrams reach the kernel socket
+		}
 		for _, idx := range offloaded {
 			k := groupKey{ifindex: idx, group: j.group, port: b.local.Port()}
 			if !containsGroup(groups, k) {

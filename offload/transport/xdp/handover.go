@@ -25,8 +25,9 @@ func (e *Env) BeforeFork() {
 }
 
 // TakeQueued empties the socket's queue, oldest first, handing each datagram's payload (valid
-// only during the call) and source to fn, and gives the frames back to the fill rings.
-func (u *UDP) TakeQueued(fn func(payload []byte, src netip.AddrPort)) int {
+// only during the call), source and the source's scope id (a link-local IPv6 one's receiving
+// interface, else 0) to fn, and gives the frames back to the fill rings.
+func (u *UDP) TakeQueued(fn func(payload []byte, src netip.AddrPort, scope uint32)) int {
 	if !u.enter() {
 		return 0
 	}
@@ -45,14 +46,15 @@ func (u *UDP) TakeQueued(fn func(payload []byte, src netip.AddrPort)) int {
 		q.n--
 		q.depth.Store(int32(q.n))
 		q.mu.Unlock()
-		fn(b.payload, b.src)
+		fn(b.payload, b.src, b.scope)
 		b.release()
 		n++
 	}
 }
 
 // HandOver takes every datagram waiting for the socket (on the RX rings too), in the order a
-// receive would return them, as (source sockaddr_in, payload) pairs the caller owns: the engine
+// receive would return them, as (source sockaddr, payload) pairs the caller owns (the name as a
+// receive gives it: sockaddr_in, or sockaddr_in6 for an AF_INET6 socket): the engine
 // spills them before a fork, then sends the socket back to the kernel (GiveUp).
 func (u *UDP) HandOver() [][2][]byte {
 	if !u.enter() {
@@ -67,9 +69,9 @@ func (u *UDP) HandOver() [][2][]byte {
 		}
 	}
 	var out [][2][]byte
-	u.TakeQueued(func(payload []byte, src netip.AddrPort) {
-		name := make([]byte, unix.SizeofSockaddrInet4)
-		putSockaddr4(name, src)
+	u.TakeQueued(func(payload []byte, src netip.AddrPort, scope uint32) {
+		var sa [unix.SizeofSockaddrInet6]byte
+		name := append([]byte(nil), u.srcName(&sa, src, scope)...)
 		out = append(out, [2][]byte{name, append([]byte(nil), payload...)})
 	})
 	return out

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/xdp"
 	"github.com/goxio/goxio/offload/xdp/packet"
@@ -251,26 +253,26 @@ func (e *Env) Serves(local, remote netip.AddrPort) bool {
 	if e.closed {
 		return false
 	}
-	if dst := remote.Addr(); remote.IsValid() && !dst.IsUnspecified() {
-		if !dst.Is4() || dst.IsLoopback() {
+	if dst := remote.Addr().Unmap(); remote.IsValid() && !dst.IsUnspecified() {
+		if dst.IsLoopback() || dst.Is6() && dst.IsMulticast() {
 			return false
 		}
-		var hint [4]byte
-		if local.Addr().Is4() && !local.Addr().IsUnspecified() {
-			hint = local.Addr().As4()
+		var hint netip.Addr
+		if l := local.Addr().Unmap(); l.IsValid() && !l.IsUnspecified() && l.Is4() == dst.Is4() {
+			hint = l
 		}
 		nl, err := e.nlLocked()
 		if err != nil {
 			return false
 		}
-		rt, err := nl.RouteGet(dst.As4(), hint, 0)
+		rt, err := nl.RouteGet(dst, hint, 0)
 		if err != nil || rt.Type != packet.RouteUnicast && rt.Type != packet.RouteMulticast {
 			return false
 		}
 		return e.ifaceLocked(rt.Ifindex).err == nil
 	}
-	a := local.Addr()
-	if !a.Is4() || a.IsUnspecified() || a.IsLoopback() {
+	a := local.Addr().Unmap().WithZone("")
+	if !a.IsValid() || a.IsUnspecified() || a.IsLoopback() {
 		return false
 	}
 	addrs, err := e.addrsLocked()
@@ -283,4 +285,27 @@ func (e *Env) Serves(local, remote netip.AddrPort) bool {
 		}
 	}
 	return false
+}
+
+// defaultHopLimit is the kernel's default IPv6 hop limit (net.ipv6.conf.*.hop_limit).
+const defaultHopLimit = 64
+
+// hopLimit is the hop limit the kernel gives IPv6 datagrams out of the interface from sockets
+// that did not set one (net.ipv6.conf.IFACE.hop_limit, read at each route lookup: an
+// administrator may change it).
+func (ifc *iface) hopLimit() int {
+	return procInt("/proc/sys/net/ipv6/conf/"+ifc.name+"/hop_limit", defaultHopLimit)
+}
+
+// procInt reads the decimal number in a /proc file, def when it cannot.
+func procInt(path string, def int) int {
+	b, err := sysc.ReadFile(path)
+	if err != nil {
+		return def
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return def
+	}
+	return n
 }

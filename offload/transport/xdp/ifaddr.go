@@ -5,13 +5,13 @@ import (
 	"net/netip"
 )
 
-// ifAddr is one IPv4 address of an interface.
+// ifAddr is one IPv4 or IPv6 address of an interface.
 type ifAddr struct {
 	ifindex int
 	addr    netip.Addr
 }
 
-// addrsLocked lists the IPv4 addresses of this network namespace with their interfaces
+// addrsLocked lists the IPv4 and IPv6 addresses of this network namespace with their interfaces
 // (netlink RTM_GETADDR); e.mu is held (for the netlink connection).
 func (e *Env) addrsLocked() ([]ifAddr, error) {
 	nl, err := e.nlLocked()

@@ -15,8 +15,9 @@ type rxBuf struct {
 	x       *xsk
 	idx     int32
 	f       xdp.Frame
-	payload []byte // the UDP payload, aliasing f.Data
-	src     netip.AddrPort
+	payload []byte         // the UDP payload, aliasing f.Data
+	src     netip.AddrPort // as on the wire: 4-byte IPv4 or 16-byte IPv6, no zone
+	scope   uint32         // the scope id of a link-local IPv6 source (the receiving interface)
 	refs    atomic.Int32
 }
 

@@ -191,7 +191,7 @@ func TestBeforeFork(t *testing.T) {
 		s.u.RingReady()
 		e.BeforeFork()
 		var got [][]byte
-		if n := s.u.TakeQueued(func(p []byte, src netip.AddrPort) {
+		if n := s.u.TakeQueued(func(p []byte, src netip.AddrPort, _ uint32) {
 			if src != peer {
 				t.Errorf("source %v, want %v", src, peer)
 			}

@@ -208,9 +208,8 @@ func (u *UDP) fromQueue(rc *udpcall.Rx) (int, bool) {
 		u.xdpRx.Add(1)
 		u.xdpRxBytes.Add(uint64(len(b.payload)))
 	}
-	var sa [unix.SizeofSockaddrInet4]byte
-	putSockaddr4(sa[:], b.src)
-	return rc.Deliver(sa[:], b.payload), true
+	var sa [unix.SizeofSockaddrInet6]byte
+	return rc.Deliver(u.srcName(&sa, b.src, b.scope), b.payload), true
 }
 
 // readShut reports whether the socket was shut down for reading.
@@ -259,6 +258,17 @@ func (u *UDP) kernel(c *transport.Call) (int, syscall.Errno, bool) {
 
 // kernelDo performs any call on the kernel socket.
 func kernelDo(c *transport.Call) (int, syscall.Errno) { return kernel.Do(c) }
+
+// srcName writes a received datagram's source into sa as the kernel's recvfrom names it for the
+// socket's family (sockaddr_in, or sockaddr_in6: sockaddr6) and returns that part of sa.
+func (u *UDP) srcName(sa *[unix.SizeofSockaddrInet6]byte, src netip.AddrPort, scope uint32) []byte {
+	if u.v6.Load() {
+		sockaddr6(sa[:], src, scope)
+		return sa[:unix.SizeofSockaddrInet6]
+	}
+	putSockaddr4(sa[:], src)
+	return sa[:unix.SizeofSockaddrInet4]
+}
 
 // putSockaddr4 writes src as a struct sockaddr_in into sa (16 bytes).
 func putSockaddr4(sa []byte, src netip.AddrPort) {

@@ -4,13 +4,16 @@ package xdp
 //
 //  1. send parses the call (buffers from program memory, destination, flags); anything the ring
 //     cannot carry (control messages, unusual flags, a payload too large for any IPv4 packet)
-//     goes to the kernel. sendmmsg sends each message so, then kicks once.
+//     goes to the kernel. wireAddrs gives the datagram its family on the wire (a dual-stack
+//     socket's v4-mapped destination is IPv4) or sends it to the kernel (what the kernel refuses,
+//     a link-local destination without a scope id, program-given flow labels). sendmmsg sends each message so, then kicks once.
 //  2. ensureBound gives an unbound socket its port, as the kernel does at a first send, so the
 //     frame carries the port replies come back to (and those replies are steered).
 //  3. routeTo finds the route: through the kernel (with the reason, counted per reason) or a
 //     TX ring with the Ethernet and IPv4 addresses.
 //  4. transmit takes a TX frame (waiting briefly for completions when none is free), builds
-//     the headers and the payload into it and posts it on the TX ring; it kicks the ring (the
+//     the headers (IPv4, or IPv6 with the kernel's hop limit, traffic class and flow label:
+//     ipv6opts.go) and the payload into it and posts it on the TX ring; it kicks the ring (the
 //     system call that makes the kernel send in copy mode) now, or a stream of sends shares
 //     one kick (kick.go).
 
@@ -99,22 +102,42 @@ func (u *UDP) sendOne(c *transport.Call, batch bool) (n int, errno syscall.Errno
 	if !ok {
 		return u.kernelSend(c, WhyUnsupported) // EINVAL, ENOTCONN or EDESTADDRREQ from the kernel
 	}
-	if dst.Port() == 0 || dst.Addr().IsUnspecified() || !dst.Addr().Is4() {
-		return u.kernelSend(c, WhyUnsupported) // the AF_XDP path builds IPv4 headers only
+	if dst.Port() == 0 || dst.Addr().Unmap().IsUnspecified() {
+		return u.kernelSend(c, WhyUnsupported)
 	}
 	local, ok := u.ensureBound(c.FD)
 	if !ok {
 		return u.kernelSend(c, WhyUnsupported)
 	}
-	r := u.routeTo(dst.Addr(), local)
+	// The datagram's family and addresses as they go on the wire (wireAddrs).
+	scope := u.peerScope.Load()
+	if tx.Named() {
+		scope = tx.ScopeID()
+	}
+	wdst, wlocal, why := u.wireAddrs(dst, local, scope)
+	if why != whyNone {
+		return u.kernelSend(c, why)
+	}
+	oif := linkScope(wdst.Addr(), scope)
+	if oif == 0 && wdst.Addr().Is6() {
+		oif = int(u.ucastIf.Load()) // as udpv6_sendmsg: the socket's unicast interface, without a scope
+	}
+	r := u.routeTo(wdst.Addr(), wlocal, oif)
 	if r.kernel {
 		return u.kernelSend(c, r.why)
 	}
-	if total+packet.IPv4HeaderLen+packet.UDPHeaderLen > r.mtu {
+	ipHdr := packet.IPv4HeaderLen
+	if r.hdr.IPv6 {
+		ipHdr = packet.IPv6HeaderLen
+		if _, ok := u.hopLimitOf(r); !ok {
+			return u.kernelSend(c, WhyHopLimit)
+		}
+	}
+	if total+ipHdr+packet.UDPHeaderLen > r.mtu {
 		return u.kernelSend(c, WhyTooBig)
 	}
 	nonblock := u.nonblock() || flags&unix.MSG_DONTWAIT != 0
-	n, errno, built := u.transmit(r, local, dst, bufs, total, nonblock, batch)
+	n, errno, built := u.transmit(r, wlocal, wdst, bufs, total, nonblock, batch)
 	if !built {
 		return u.kernelSend(c, WhyTooBig)
 	}
@@ -145,13 +168,22 @@ func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total
 	held = true
 	h := r.hdr
 	h.SrcPort, h.DstPort = local.Port(), dst.Port()
-	h.TOS = uint8(u.tos.Load())
-	if r.mcast {
+	switch {
+	case h.IPv6:
+		h.TOS = uint8(u.tclass.Load())
+		hops, _ := u.hopLimitOf(r) // sendOne sent the datagram to the kernel when not ok
+		h.TTL = uint8(hops)
+		h.FlowLabel = u.flowLabel(netip.AddrFrom16(h.Src6), netip.AddrFrom16(h.Dst6), h.SrcPort, h.DstPort)
+	case r.mcast:
+		h.TOS = uint8(u.tos.Load())
 		h.TTL = uint8(u.mcTTL.Load())
-	} else {
+	default:
+		h.TOS = uint8(u.tos.Load())
 		h.TTL = uint8(u.ttl.Load())
 	}
-	h.ID = uint16(u.ipID.Add(1))
+	if !h.IPv6 {
+		h.ID = uint16(u.ipID.Add(1))
+	}
 	k, err := packet.Build(x.tx[0].Data, &h, bufs, total, r.mtu)
 	if err != nil {
 		return 0, 0, false
@@ -215,6 +247,53 @@ func (u *UDP) kernelSend(c *transport.Call, why KernelWhy) (int, syscall.Errno, 
 	return n, errno, true
 }
 
+// whyNone: wireAddrs found no reason to send through the kernel.
+const whyNone = numWhy
+
+// wireAddrs returns the destination and local address of a datagram as they go on the wire,
+// or the reason it goes through the kernel. An AF_INET socket's are IPv4. An AF_INET6 socket
+// sends to a v4-mapped destination as IPv4 (its local address unmapped: :: and
+// ::ffff:0.0.0.0 are 0.0.0.0), unless IPV6_V6ONLY or an IPv6 local address makes the kernel
+// refuse it; to an IPv6 destination as IPv6, unless its local address is v4-mapped (the kernel
+// refuses it). A link-local destination without a scope id (scope: the call's sin6_scope_id, or
+// the connected peer's; the kernel then uses the bound device or fails the call), and datagrams
+// whose flow label the program controls, go to the kernel too.
+func (u *UDP) wireAddrs(dst, local netip.AddrPort, scope uint32) (netip.AddrPort, netip.AddrPort, KernelWhy) {
+	if !dst.Addr().Is6() {
+		return dst, local, whyNone
+	}
+	la := local.Addr()
+	if d := dst.Addr(); d.Is4In6() {
+		if u.v6only.Load() || la.Is6() && !la.Is4In6() && !la.IsUnspecified() {
+			return dst, local, WhyUnsupported // the kernel's error
+		}
+		la = la.Unmap()
+		if la.Is6() { // ::
+			la = netip.IPv4Unspecified()
+		}
+		return netip.AddrPortFrom(d.Unmap(), dst.Port()), netip.AddrPortFrom(la, local.Port()), whyNone
+	}
+	if la.Is4() || la.Is4In6() {
+		return dst, local, WhyUnsupported // the kernel's error
+	}
+	if needsScope(dst.Addr()) && scope == 0 {
+		return dst, local, WhyLinkLocal
+	}
+	if u.sndFlow.Load() {
+		return dst, local, WhyFlowLabel
+	}
+	return dst, local, whyNone
+}
+
+// linkScope is the output interface a datagram to dst must take: its scope id for an address
+// that needs one (link-local), else 0 (any).
+func linkScope(dst netip.Addr, scope uint32) int {
+	if needsScope(dst) {
+		return int(scope)
+	}
+	return 0
+}
+
 // ensureBound returns the socket's local address, binding it first when it has none: the
 // kernel binds an unbound socket at its first send, and the frame must carry the port replies
 // go to.
@@ -223,7 +302,13 @@ func (u *UDP) ensureBound(fd int) (netip.AddrPort, bool) {
 	if local.Port() != 0 {
 		return local, true
 	}
-	if unix.Bind(fd, &unix.SockaddrInet4{}) != nil {
+	var wildcard unix.Sockaddr = &unix.SockaddrInet4{}
+	if sa, err := unix.Getsockname(fd); err == nil {
+		if _, v6 := sa.(*unix.SockaddrInet6); v6 {
+			wildcard = &unix.SockaddrInet6{} // [::]:0, as the kernel's autobind of an AF_INET6 socket
+		}
+	}
+	if unix.Bind(fd, wildcard) != nil {
 		return local, false
 	}
 	u.Bound(fd)

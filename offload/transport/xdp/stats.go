@@ -32,6 +32,10 @@ const (
 	WhyTooBig                         // larger than the path MTU (the kernel fragments it)
 	WhyMulticastLoop                  // multicast with IP_MULTICAST_LOOP on (the kernel loops a copy back)
 	WhyRouteError                     // the route lookup failed (the kernel reports the error)
+	WhyIPv6Multicast                  // an IPv6 multicast destination (IPv6 groups are the kernel's)
+	WhyHopLimit                       // IPV6_UNICAST_HOPS reads a default the route's differs from (hopLimitOf)
+	WhyFlowLabel                      // IPV6_FLOWINFO_SEND: the program gives flow labels, leased from the kernel
+	WhyLinkLocal                      // a link-local IPv6 destination without a scope id (the kernel applies the bound device)
 	numWhy
 )
 

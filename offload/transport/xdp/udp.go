@@ -68,7 +68,17 @@ type UDP struct {
 	mcLoop     atomic.Bool
 	mcIf       atomic.Uint32 // IP_MULTICAST_IF address (network order bytes as uint32); 0: none
 	ipID       atomic.Uint32
-	txq        int // which queue of an interface this socket transmits on
+	// IPv6 (an AF_INET6 socket): v6 and v6only (IPV6_V6ONLY) are learnt at Bound; the others
+	// are the options its IPv6 datagrams follow (ipv6opts.go).
+	v6, v6only atomic.Bool
+	tclass     atomic.Uint32 // IPV6_TCLASS
+	hops       atomic.Int32  // IPV6_UNICAST_HOPS as getsockopt reads it
+	autoLabel  atomic.Bool   // flow labels are made for its datagrams (IPV6_AUTOFLOWLABEL, net.ipv6.auto_flowlabels)
+	sndFlow    atomic.Bool   // IPV6_FLOWINFO_SEND: the program gives flow labels in sin6_flowinfo
+	peerScope  atomic.Uint32 // the connected peer's sin6_scope_id (a link-local peer's interface)
+	ucastIf    atomic.Uint32 // IPV6_UNICAST_IF: the interface IPv6 unicast leaves by without a scope id
+	stateless  atomic.Bool   // net.ipv6.flowlabel_state_ranges: automatic labels carry the stateless flag
+	txq        int           // which queue of an interface this socket transmits on
 
 	route atomic.Pointer[route] // the last destination and how to reach it
 
@@ -122,10 +132,11 @@ func (u *UDP) Bound(fd int) {
 		return
 	}
 	local := sysc.Sockname(fd)
-	if !local.IsValid() || local.Port() == 0 || !local.Addr().Is4() {
+	if !local.IsValid() || local.Port() == 0 {
 		u.mu.Unlock()
 		return
 	}
+	u.v6.Store(local.Addr().Is6()) // an AF_INET6 socket's name is 16 bytes, an IPv4 one's mapped
 	u.local = local
 	u.capFD.Store(int32(fd))
 	u.publishUnlock()
@@ -134,6 +145,13 @@ func (u *UDP) Bound(fd int) {
 // Connected tells the socket that its kernel socket is connected to peer (or disconnected,
 // when peer is the zero value).
 func (u *UDP) Connected(fd int, peer netip.AddrPort) {
+	scope := uint32(0)
+	if sa, err := unix.Getpeername(fd); err == nil {
+		if sa6, ok := sa.(*unix.SockaddrInet6); ok {
+			scope = sa6.ZoneId
+		}
+	}
+	u.peerScope.Store(scope)
 	u.mu.Lock()
 	u.peer = peer
 	u.mu.Unlock()
@@ -185,7 +203,8 @@ func (u *UDP) republishUnlock() {
 // publishUnlock hands the socket's binding to the Env and releases u.mu; the reason the socket
 // receives through the kernel only, when it just appeared, goes to OnFallback.
 func (u *UDP) publishUnlock() {
-	b := &binding{local: u.local, peer: u.peer, joins: append([]join(nil), u.joins...), mcAll: u.mcAll}
+	b := &binding{local: u.local, peer: u.peer, joins: append([]join(nil), u.joins...), mcAll: u.mcAll,
+		v6: u.v6.Load(), v6only: u.v6only.Load()}
 	u.env.mu.Lock()
 	why := u.env.publishLocked(u, b)
 	u.env.mu.Unlock()
@@ -234,13 +253,15 @@ func (u *UDP) readOptions(fd int) {
 	if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
 		u.rcvTimeo.Store(tv.Nano())
 	}
+	u.readIPv6Options(fd)
 }
 
 // OptionSet tells the socket that the program set an option on its kernel socket: the ones the
 // transport follows (IP_TOS, IP_TTL, IP_MULTICAST_TTL, IP_MULTICAST_LOOP, IP_MULTICAST_IF,
-// IP_MULTICAST_ALL, SO_RCVTIMEO) are read back from the kernel.
+// IP_MULTICAST_ALL, SO_RCVTIMEO, and for IPv6 those of readIPv6Options) are read back from the
+// kernel.
 func (u *UDP) OptionSet(fd, level, name int) {
-	if level != unix.IPPROTO_IP && level != unix.SOL_SOCKET {
+	if level != unix.IPPROTO_IP && level != unix.SOL_SOCKET && level != unix.IPPROTO_IPV6 {
 		return
 	}
 	u.readOptions(fd)

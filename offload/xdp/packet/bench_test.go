@@ -34,7 +34,7 @@ func BenchmarkBuild(b *testing.B) {
 
 func BenchmarkParse(b *testing.B) {
 	for _, size := range []int{64, 1400} {
-		for _, verify := range []bool{false, true} {
+		for _, verify := range []Verify{VerifyNone, VerifyAll} {
 			b.Run(fmt.Sprintf("payload=%d/verify=%v", size, verify), func(b *testing.B) {
 				h := Header{Src: [4]byte{10, 0, 0, 1}, Dst: [4]byte{10, 0, 0, 2}, TTL: 64}
 				buf := make([]byte, 2048)

@@ -2,10 +2,11 @@ package packet
 
 import (
 	"errors"
+	"net/netip"
 	"time"
 )
 
-// NeighCache remembers neighbour answers keyed by (ifindex, next hop), so that a sender asks the
+// NeighCache remembers neighbour answers (IPv4 and IPv6) keyed by (ifindex, next hop), so that a sender asks the
 // kernel once per next hop and age limit, not once per datagram. It has no goroutine and no timer:
 // the caller passes its own monotonic clock to Lookup and calls Invalidate when it learns that
 // neighbours or routes changed (a datagram it sent through the kernel, a route or link change, a
@@ -33,7 +34,7 @@ type NeighCacheStats struct {
 
 type neighKey struct {
 	ifindex int
-	ip      [4]byte
+	ip      netip.Addr
 }
 
 type neighEntry struct {
@@ -66,7 +67,8 @@ func NewNeighCache(ttl, unresolvedTTL time.Duration, nudge bool) *NeighCache {
 // nanoseconds. A cached answer younger than its age limit and not older than the last Invalidate
 // is returned without a syscall (and without allocating); otherwise conn is asked, a missing
 // entry counting as Unresolved. Errors are conn's (the answer is then not cached).
-func (c *NeighCache) Lookup(conn *Conn, ifindex int, hop [4]byte, now int64) (MAC, Resolution, error) {
+func (c *NeighCache) Lookup(conn *Conn, ifindex int, hop netip.Addr, now int64) (MAC, Resolution, error) {
+	hop = hop.Unmap().WithZone("")
 	k := neighKey{ifindex, hop}
 	if e, ok := c.entries[k]; ok && e.gen == c.gen {
 		limit := c.ttl
@@ -108,7 +110,9 @@ func (c *NeighCache) Lookup(conn *Conn, ifindex int, hop [4]byte, now int64) (MA
 func (c *NeighCache) Invalidate() { c.gen++ }
 
 // Forget drops the answer for one next hop, for example after a send through the kernel to it.
-func (c *NeighCache) Forget(ifindex int, hop [4]byte) { delete(c.entries, neighKey{ifindex, hop}) }
+func (c *NeighCache) Forget(ifindex int, hop netip.Addr) {
+	delete(c.entries, neighKey{ifindex, hop.Unmap().WithZone("")})
+}
 
 // Generation is the number of Invalidate calls so far.
 func (c *NeighCache) Generation() uint64 { return c.gen }

@@ -59,3 +59,9 @@ func pseudoSum(src, dst [4]byte, udpLen int) uint64 {
 	return uint64(binary.BigEndian.Uint32(src[:])) + uint64(binary.BigEndian.Uint32(dst[:])) +
 		protoUDP + uint64(udpLen)
 }
+
+// pseudoSum6 is the running sum of the IPv6 pseudo-header of a UDP datagram of udpLen bytes
+// (RFC 8200 section 8.1: addresses, upper-layer length, next header).
+func pseudoSum6(src, dst *[16]byte, udpLen int) uint64 {
+	return csumAdd(csum(csum(0, src[:]), dst[:]), protoUDP+uint64(udpLen))
+}

@@ -113,7 +113,7 @@ func TestBuildParseRoundTrip(t *testing.T) {
 			t.Fatalf("Build length %d, want %d", n, HeaderLen+size)
 		}
 		var got Header
-		p, err := Parse(buf[:n], &got, true)
+		p, err := Parse(buf[:n], &got, VerifyAll)
 		if err != nil {
 			t.Fatalf("Parse(Build(%+v)) %d bytes: %v", h, size, err)
 		}
@@ -196,10 +196,10 @@ func TestBuildParseAllocateNothing(t *testing.T) {
 		if err != nil {
 			panic(err)
 		}
-		if _, err := Parse(buf[:n], &out, true); err != nil {
+		if _, err := Parse(buf[:n], &out, VerifyAll); err != nil {
 			panic(err)
 		}
-		if _, err := Parse(buf[:10], &out, true); err == nil {
+		if _, err := Parse(buf[:10], &out, VerifyAll); err == nil {
 			panic("truncated frame parsed")
 		}
 	})

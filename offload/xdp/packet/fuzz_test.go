@@ -19,7 +19,11 @@ func FuzzParse(f *testing.F) {
 	buf := make([]byte, HeaderLen+MaxPayload)
 	f.Fuzz(func(t *testing.T, frame []byte, verify bool) {
 		var h Header
-		p, err := Parse(frame, &h, verify)
+		v := VerifyNone
+		if verify {
+			v = VerifyAll
+		}
+		p, err := Parse(frame, &h, v)
 		if err != nil {
 			if p != nil {
 				t.Fatalf("error %v with a payload", err)
@@ -48,7 +52,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Build of a parsed datagram: %v", err)
 		}
 		var again Header
-		q, err := Parse(buf[:n], &again, true)
+		q, err := Parse(buf[:n], &again, VerifyAll)
 		if err != nil {
 			t.Fatalf("Parse of the rebuilt frame: %v", err)
 		}

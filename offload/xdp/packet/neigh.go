@@ -3,6 +3,7 @@ package packet
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -72,11 +73,11 @@ func (s NUDState) String() string {
 	return strings.Join(parts, "|")
 }
 
-// Neigh is one kernel neighbour (ARP) entry.
+// Neigh is one kernel neighbour entry (ARP for IPv4, neighbour discovery for IPv6).
 type Neigh struct {
 	// Ifindex and IP identify the entry.
 	Ifindex int
-	IP      [4]byte
+	IP      netip.Addr
 	// MAC is the link-layer address; HasMAC is false when the entry has none of 6 bytes (an
 	// INCOMPLETE or FAILED entry).
 	MAC    MAC
@@ -95,20 +96,22 @@ func (n *Neigh) Resolution() Resolution {
 	return n.State.Resolution()
 }
 
-// NeighGet reads the kernel's neighbour entry for ip on interface ifindex (the interface's
-// entries are dumped, RTM_GETNEIGH, and the one for ip is kept). No entry gives an error wrapping
-// ErrNoNeighbour (and unix.ENOENT).
-func (c *Conn) NeighGet(ifindex int, ip [4]byte) (Neigh, error) {
+// NeighGet reads the kernel's neighbour entry for ip (IPv4 or IPv6; an IPv4-mapped address is
+// IPv4) on interface ifindex (the interface's entries of ip's family are dumped, RTM_GETNEIGH,
+// and the one for ip is kept). No entry gives an error wrapping ErrNoNeighbour (and
+// unix.ENOENT).
+func (c *Conn) NeighGet(ifindex int, ip netip.Addr) (Neigh, error) {
+	ip = ip.Unmap().WithZone("")
 	h, err := c.handle()
 	if err != nil {
-		return Neigh{}, fmt.Errorf("neighbour get %s dev %d: %w", ipString(ip), ifindex, err)
+		return Neigh{}, fmt.Errorf("neighbour get %s dev %d: %w", ip, ifindex, err)
 	}
-	ns, err := h.NeighList(ifindex, unix.AF_INET)
+	ns, err := h.NeighList(ifindex, family(ip))
 	if err != nil {
-		return Neigh{}, fmt.Errorf("neighbour get %s dev %d: %w", ipString(ip), ifindex, kernelErr(err))
+		return Neigh{}, fmt.Errorf("neighbour get %s dev %d: %w", ip, ifindex, kernelErr(err))
 	}
 	for _, nn := range ns {
-		if nn.LinkIndex != ifindex || ip4(nn.IP) != ip {
+		if nn.LinkIndex != ifindex || ipOf(nn.IP, ip) != ip {
 			continue
 		}
 		n := Neigh{Ifindex: ifindex, IP: ip, State: NUDState(nn.State), Flags: uint8(nn.Flags)}
@@ -117,25 +120,35 @@ func (c *Conn) NeighGet(ifindex int, ip [4]byte) (Neigh, error) {
 		}
 		return n, nil
 	}
-	return Neigh{}, fmt.Errorf("neighbour get %s dev %d: %w (%w)", ipString(ip), ifindex, ErrNoNeighbour, unix.ENOENT)
+	return Neigh{}, fmt.Errorf("neighbour get %s dev %d: %w (%w)", ip, ifindex, ErrNoNeighbour, unix.ENOENT)
+}
+
+// family is ip's address family (AF_INET or AF_INET6).
+func family(ip netip.Addr) int {
+	if ip.Is4() {
+		return unix.AF_INET
+	}
+	return unix.AF_INET6
 }
 
 // NeighNudge asks the kernel to resolve or revalidate the neighbour ip on interface ifindex, as if
 // it had sent a packet to it (RTM_NEWNEIGH with NLM_F_CREATE and NTF_USE): a missing entry is
-// created and resolved (ARP request), a STALE entry moves to DELAY and is probed, a confirmed one is
-// left alone. It returns at once; look the entry up again later. Needs CAP_NET_ADMIN in the
-// namespace (else unix.EPERM: send one datagram through the kernel instead).
-func (c *Conn) NeighNudge(ifindex int, ip [4]byte) error {
+// created and resolved (ARP request, or neighbour solicitation for IPv6), a STALE entry moves to
+// DELAY and is probed, a confirmed one is left alone. It returns at once; look the entry up again
+// later. Needs CAP_NET_ADMIN in the namespace (else unix.EPERM: send one datagram through the
+// kernel instead).
+func (c *Conn) NeighNudge(ifindex int, ip netip.Addr) error {
+	ip = ip.Unmap().WithZone("")
 	h, err := c.handle()
 	if err == nil {
-		err = h.NeighSet(&netlink.Neigh{LinkIndex: ifindex, Family: unix.AF_INET, Flags: unix.NTF_USE,
-			IP: net.IP(ip[:])})
+		err = h.NeighSet(&netlink.Neigh{LinkIndex: ifindex, Family: family(ip), Flags: unix.NTF_USE,
+			IP: net.IP(ip.AsSlice())})
 		if err != nil {
 			err = kernelErr(err)
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("neighbour nudge %s dev %d: %w", ipString(ip), ifindex, err)
+		return fmt.Errorf("neighbour nudge %s dev %d: %w", ip, ifindex, err)
 	}
 	return nil
 }

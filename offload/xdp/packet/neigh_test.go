@@ -2,6 +2,7 @@ package packet
 
 import (
 	"errors"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -9,7 +10,7 @@ import (
 )
 
 // waitNeigh polls the neighbour entry until ok accepts it or 3 s pass (at most 300 polls).
-func waitNeigh(t *testing.T, c *Conn, ifindex int, ip [4]byte, what string, ok func(Neigh, error) bool) Neigh {
+func waitNeigh(t *testing.T, c *Conn, ifindex int, ip netip.Addr, what string, ok func(Neigh, error) bool) Neigh {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Second)
 	var n Neigh
@@ -46,7 +47,7 @@ func TestNeighbours(t *testing.T) {
 	}
 
 	// Before any traffic there is no entry.
-	if n, err := c.NeighGet(l.Index, tp.ipB); !errors.Is(err, ErrNoNeighbour) || !errors.Is(err, unix.ENOENT) {
+	if n, err := c.NeighGet(l.Index, a4(tp.ipB)); !errors.Is(err, ErrNoNeighbour) || !errors.Is(err, unix.ENOENT) {
 		t.Fatalf("before traffic: %+v, %v; want ErrNoNeighbour", n, err)
 	}
 
@@ -57,34 +58,34 @@ func TestNeighbours(t *testing.T) {
 	if n, _, err := unix.Recvfrom(rx, buf, 0); err != nil || string(buf[:n]) != "arp me" {
 		t.Fatalf("kernel datagram: %q, %v", buf[:n], err)
 	}
-	n := waitNeigh(t, c, l.Index, tp.ipB, "usable", func(n Neigh, err error) bool {
+	n := waitNeigh(t, c, l.Index, a4(tp.ipB), "usable", func(n Neigh, err error) bool {
 		return err == nil && n.Resolution() == Usable
 	})
-	if n.MAC != tp.macB || !n.HasMAC || n.State != unix.NUD_REACHABLE || n.Ifindex != l.Index || n.IP != tp.ipB {
+	if n.MAC != tp.macB || !n.HasMAC || n.State != unix.NUD_REACHABLE || n.Ifindex != l.Index || n.IP != a4(tp.ipB) {
 		t.Fatalf("after traffic: %+v (%v)", n, n.State)
 	}
 
 	// A STALE entry is usable but asks for a nudge; the nudge makes the kernel revalidate it.
 	run(t, "ip", "-n", tp.nsA, "neigh", "replace", "10.99.0.2", "dev", tp.ifA, "lladdr", tp.macB.String(), "nud", "stale")
-	if n, err := c.NeighGet(l.Index, tp.ipB); err != nil || n.State != unix.NUD_STALE || n.Resolution() != Stale || n.MAC != tp.macB {
+	if n, err := c.NeighGet(l.Index, a4(tp.ipB)); err != nil || n.State != unix.NUD_STALE || n.Resolution() != Stale || n.MAC != tp.macB {
 		t.Fatalf("stale entry: %+v (%v), %v", n, n.State, err)
 	}
-	if err := c.NeighNudge(l.Index, tp.ipB); err != nil {
+	if err := c.NeighNudge(l.Index, a4(tp.ipB)); err != nil {
 		t.Fatalf("NeighNudge of a stale entry: %v", err)
 	}
-	if n, err := c.NeighGet(l.Index, tp.ipB); err != nil || n.State != unix.NUD_DELAY || n.Resolution() != Stale {
+	if n, err := c.NeighGet(l.Index, a4(tp.ipB)); err != nil || n.State != unix.NUD_DELAY || n.Resolution() != Stale {
 		t.Fatalf("stale entry after nudge: %+v (%v), %v; want DELAY", n, n.State, err)
 	}
 
 	// A nudge resolves a missing entry without any traffic through the kernel.
 	ipB3 := [4]byte{10, 99, 0, 3}
-	if _, err := c.NeighGet(l.Index, ipB3); !errors.Is(err, ErrNoNeighbour) {
+	if _, err := c.NeighGet(l.Index, a4(ipB3)); !errors.Is(err, ErrNoNeighbour) {
 		t.Fatalf("second address before nudge: %v", err)
 	}
-	if err := c.NeighNudge(l.Index, ipB3); err != nil {
+	if err := c.NeighNudge(l.Index, a4(ipB3)); err != nil {
 		t.Fatalf("NeighNudge of a missing entry: %v", err)
 	}
-	n = waitNeigh(t, c, l.Index, ipB3, "reachable", func(n Neigh, err error) bool {
+	n = waitNeigh(t, c, l.Index, a4(ipB3), "reachable", func(n Neigh, err error) bool {
 		return err == nil && n.State == unix.NUD_REACHABLE
 	})
 	if n.MAC != tp.macB || n.Resolution() != Usable {
@@ -93,13 +94,13 @@ func TestNeighbours(t *testing.T) {
 
 	// Nobody answers for .9: INCOMPLETE, then FAILED, unresolved throughout.
 	nobody := [4]byte{10, 99, 0, 9}
-	if err := c.NeighNudge(l.Index, nobody); err != nil {
+	if err := c.NeighNudge(l.Index, a4(nobody)); err != nil {
 		t.Fatalf("NeighNudge of an absent host: %v", err)
 	}
-	if n, err := c.NeighGet(l.Index, nobody); err != nil || n.State != unix.NUD_INCOMPLETE || n.Resolution() != Unresolved || n.HasMAC {
+	if n, err := c.NeighGet(l.Index, a4(nobody)); err != nil || n.State != unix.NUD_INCOMPLETE || n.Resolution() != Unresolved || n.HasMAC {
 		t.Fatalf("absent host right after nudge: %+v (%v), %v; want INCOMPLETE", n, n.State, err)
 	}
-	n = waitNeigh(t, c, l.Index, nobody, "failed", func(n Neigh, err error) bool {
+	n = waitNeigh(t, c, l.Index, a4(nobody), "failed", func(n Neigh, err error) bool {
 		return err == nil && n.State == unix.NUD_FAILED
 	})
 	if n.Resolution() != Unresolved {
@@ -109,10 +110,10 @@ func TestNeighbours(t *testing.T) {
 	// A permanent entry is usable.
 	perm := [4]byte{10, 99, 0, 50}
 	run(t, "ip", "-n", tp.nsA, "neigh", "add", "10.99.0.50", "dev", tp.ifA, "lladdr", "02:00:00:00:00:50", "nud", "permanent")
-	if n, err := c.NeighGet(l.Index, perm); err != nil || n.State != unix.NUD_PERMANENT || n.Resolution() != Usable || n.MAC != (MAC{2, 0, 0, 0, 0, 0x50}) {
+	if n, err := c.NeighGet(l.Index, a4(perm)); err != nil || n.State != unix.NUD_PERMANENT || n.Resolution() != Usable || n.MAC != (MAC{2, 0, 0, 0, 0, 0x50}) {
 		t.Fatalf("permanent entry: %+v (%v), %v", n, n.State, err)
 	}
-	if _, err := c.NeighGet(99999, tp.ipB); err == nil {
+	if _, err := c.NeighGet(99999, a4(tp.ipB)); err == nil {
 		t.Fatalf("NeighGet on a missing interface succeeded")
 	}
 }
@@ -148,11 +149,11 @@ func TestNeighCache(t *testing.T) {
 	cache := NewNeighCache(10*time.Second, 50*time.Millisecond, true)
 
 	// First lookup: no entry, the cache nudges the kernel; the answer is kept 50 ms.
-	mac, res, err := cache.Lookup(c, l.Index, tp.ipB, 0)
+	mac, res, err := cache.Lookup(c, l.Index, a4(tp.ipB), 0)
 	if err != nil || res != Unresolved || !mac.IsZero() {
 		t.Fatalf("first lookup: %v %v %v", mac, res, err)
 	}
-	if _, res, _ := cache.Lookup(c, l.Index, tp.ipB, int64(time.Millisecond)); res != Unresolved {
+	if _, res, _ := cache.Lookup(c, l.Index, a4(tp.ipB), int64(time.Millisecond)); res != Unresolved {
 		t.Fatalf("cached unresolved answer: %v", res)
 	}
 	if s := cache.Stats(); s.Queries != 1 || s.Hits != 1 || s.Nudges != 1 || s.NudgeErrors != 0 {
@@ -164,7 +165,7 @@ func TestNeighCache(t *testing.T) {
 	for res != Usable && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 		now += 60 * int64(time.Millisecond)
-		mac, res, err = cache.Lookup(c, l.Index, tp.ipB, now)
+		mac, res, err = cache.Lookup(c, l.Index, a4(tp.ipB), now)
 		if err != nil {
 			t.Fatalf("lookup: %v", err)
 		}
@@ -175,19 +176,19 @@ func TestNeighCache(t *testing.T) {
 	// Usable answers are kept for the TTL without asking the kernel, Invalidate drops them.
 	q := cache.Stats().Queries
 	for i := range 5 {
-		if m, r, _ := cache.Lookup(c, l.Index, tp.ipB, now+int64(i)*sec); m != tp.macB || r != Usable {
+		if m, r, _ := cache.Lookup(c, l.Index, a4(tp.ipB), now+int64(i)*sec); m != tp.macB || r != Usable {
 			t.Fatalf("cached lookup %d: %v %v", i, m, r)
 		}
 	}
 	if cache.Stats().Queries != q {
 		t.Fatalf("cached lookups queried the kernel")
 	}
-	allocs := testing.AllocsPerRun(50, func() { cache.Lookup(c, l.Index, tp.ipB, now) })
+	allocs := testing.AllocsPerRun(50, func() { cache.Lookup(c, l.Index, a4(tp.ipB), now) })
 	if allocs != 0 {
 		t.Fatalf("cached Lookup allocates %.1f", allocs)
 	}
 	run(t, "ip", "-n", tp.nsA, "neigh", "replace", "10.99.0.2", "dev", tp.ifA, "lladdr", "02:00:00:00:00:77", "nud", "permanent")
-	if m, _, _ := cache.Lookup(c, l.Index, tp.ipB, now); m != tp.macB {
+	if m, _, _ := cache.Lookup(c, l.Index, a4(tp.ipB), now); m != tp.macB {
 		t.Fatalf("cache answered from the kernel before Invalidate: %v", m)
 	}
 	gen := cache.Generation()
@@ -195,15 +196,23 @@ func TestNeighCache(t *testing.T) {
 	if cache.Generation() != gen+1 {
 		t.Fatalf("generation %d after %d", cache.Generation(), gen)
 	}
-	if m, r, _ := cache.Lookup(c, l.Index, tp.ipB, now); m != (MAC{2, 0, 0, 0, 0, 0x77}) || r != Usable {
+	if m, r, _ := cache.Lookup(c, l.Index, a4(tp.ipB), now); m != (MAC{2, 0, 0, 0, 0, 0x77}) || r != Usable {
 		t.Fatalf("after Invalidate: %v %v", m, r)
 	}
 	// Expiry by age, and Forget.
 	q = cache.Stats().Queries
-	cache.Lookup(c, l.Index, tp.ipB, now+11*sec)
-	cache.Forget(l.Index, tp.ipB)
-	cache.Lookup(c, l.Index, tp.ipB, now+11*sec)
+	cache.Lookup(c, l.Index, a4(tp.ipB), now+11*sec)
+	cache.Forget(l.Index, a4(tp.ipB))
+	cache.Lookup(c, l.Index, a4(tp.ipB), now+11*sec)
 	if got := cache.Stats().Queries - q; got != 2 {
 		t.Fatalf("expired and forgotten lookups made %d queries, want 2", got)
 	}
+}
+
+// a4 is an IPv4 address as netip.Addr; the zero Addr for 0.0.0.0 (no address).
+func a4(b [4]byte) netip.Addr {
+	if b == [4]byte{} {
+		return netip.Addr{}
+	}
+	return netip.AddrFrom4(b)
 }

@@ -79,13 +79,17 @@ func kernelErr(err error) error {
 	return fmt.Errorf("%w: %w", err, ErrNetlink)
 }
 
-// ipString formats an IPv4 address for error messages.
-func ipString(a [4]byte) string { return netip.AddrFrom4(a).String() }
-
-// ip4 converts a netlink address to 4 bytes (zero for none or another family).
-func ip4(ip net.IP) [4]byte {
-	if v4 := ip.To4(); v4 != nil {
-		return [4]byte(v4)
+// ipOf converts a netlink address to the family of like (the zero Addr for none or another
+// family).
+func ipOf(ip net.IP, like netip.Addr) netip.Addr {
+	if like.Is4() {
+		if v4 := ip.To4(); v4 != nil {
+			return netip.AddrFrom4([4]byte(v4))
+		}
+		return netip.Addr{}
 	}
-	return [4]byte{}
+	if len(ip) == net.IPv6len && ip.To4() == nil {
+		return netip.AddrFrom16([16]byte(ip))
+	}
+	return netip.Addr{}
 }

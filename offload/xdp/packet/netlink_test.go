@@ -46,10 +46,10 @@ func TestKernelErrors(t *testing.T) {
 	if _, err := c.LinkByName("gxnosuchif0"); !errors.Is(err, unix.ENODEV) {
 		t.Errorf("LinkByName of a missing name: %v, want ENODEV", err)
 	}
-	if _, err := c.NeighGet(1, [4]byte{127, 0, 0, 9}); !errors.Is(err, ErrNoNeighbour) || !errors.Is(err, unix.ENOENT) {
+	if _, err := c.NeighGet(1, a4([4]byte{127, 0, 0, 9})); !errors.Is(err, ErrNoNeighbour) || !errors.Is(err, unix.ENOENT) {
 		t.Errorf("NeighGet of a missing entry: %v, want ErrNoNeighbour and ENOENT", err)
 	}
-	if _, err := c.RouteGet([4]byte{127, 0, 0, 1}, [4]byte{}, 1<<30); err == nil {
+	if _, err := c.RouteGet(a4([4]byte{127, 0, 0, 1}), a4([4]byte{}), 1<<30); err == nil {
 		t.Errorf("RouteGet through a missing interface: no error")
 	}
 }

@@ -2,6 +2,7 @@ package packet
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
@@ -78,15 +79,15 @@ func netpollProbe() int {
 	if _, err := c.LinkByName(lo.Name); err != nil {
 		return fail("LinkByName", err)
 	}
-	r, err := c.RouteGet([4]byte{127, 0, 0, 1}, [4]byte{}, 0)
+	r, err := c.RouteGet(a4([4]byte{127, 0, 0, 1}), netip.Addr{}, 0)
 	if err != nil || r.Type != RouteLocal {
 		return fail("RouteGet", fmt.Errorf("%+v, %v", r, err))
 	}
 	// Errors of these two are answers (no entry on loopback); the paths are what matters.
-	_, _ = c.NeighGet(1, [4]byte{127, 0, 0, 2})
-	_ = c.NeighNudge(1, [4]byte{127, 0, 0, 2})
+	_, _ = c.NeighGet(1, a4([4]byte{127, 0, 0, 2}))
+	_ = c.NeighNudge(1, a4([4]byte{127, 0, 0, 2}))
 	cache := NewNeighCache(time.Second, time.Second, true)
-	if _, _, err := cache.Lookup(c, 1, [4]byte{127, 0, 0, 3}, 0); err != nil {
+	if _, _, err := cache.Lookup(c, 1, a4([4]byte{127, 0, 0, 3}), 0); err != nil {
 		return fail("NeighCache.Lookup", err)
 	}
 	if _, err := c.LinkByIndex(99999); err == nil {
@@ -98,7 +99,7 @@ func netpollProbe() int {
 	if err != nil {
 		return fail("Build", err)
 	}
-	if _, err := Parse(buf[:n], &h, true); err != nil {
+	if _, err := Parse(buf[:n], &h, VerifyAll); err != nil {
 		return fail("Parse", err)
 	}
 	withConn, err := openFDSet()

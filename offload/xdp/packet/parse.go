@@ -2,20 +2,35 @@ package packet
 
 import "encoding/binary"
 
-// Parse reads the Ethernet + IPv4 + UDP frame in frame into h and returns the UDP payload, a slice
-// of frame (capacity limited to its length). The frame may carry one 802.1Q tag, IPv4 options
-// (skipped) and trailing bytes after the IPv4 packet (Ethernet padding, ignored); a UDP length
-// shorter than the IPv4 payload trims the datagram, as the kernel does. With verify, the IPv4
-// header checksum and (unless it is 0) the UDP checksum are checked.
-//
-// Verification rejects frames whose sender left the UDP checksum to offload and whose device never
-// filled it in: a kernel socket sending over veth (or any device with transmit checksum offload
-// seen before the NIC) leaves only the pseudo-header sum (CHECKSUM_PARTIAL). Verify only frames
-// that come from a real wire.
+// Verify says which checksums Parse checks.
+type Verify uint8
+
+const (
+	// VerifyNone checks no checksum (but an IPv6 UDP checksum of 0, which is always invalid).
+	VerifyNone Verify = iota
+	// VerifyAll checks the IPv4 header checksum and the UDP checksum (unless it is 0 over IPv4).
+	// It rejects frames whose sender left the UDP checksum to offload and whose device never
+	// filled it in: a kernel socket sending over veth (or any device with transmit checksum
+	// offload seen before the NIC) leaves only the pseudo-header sum (CHECKSUM_PARTIAL). Use it
+	// for frames that come from a real wire.
+	VerifyAll
+	// VerifyLocal is VerifyAll that also accepts a UDP checksum field holding the pseudo-header
+	// sum a sender of this host leaves for offload (veth between namespaces), as the kernel
+	// trusts such packets.
+	VerifyLocal
+)
+
+// Parse reads the Ethernet + IPv4 or IPv6 + UDP frame in frame into h and returns the UDP
+// payload, a slice of frame (capacity limited to its length). The frame may carry one 802.1Q tag,
+// IPv4 options (skipped) and trailing bytes after the IP packet (Ethernet padding, ignored); a UDP
+// length shorter than the IP payload trims the datagram, as the kernel does. v says which
+// checksums are checked (Verify). An IPv6 packet is parsed only without extension headers: a
+// fragment header gives ErrFragment, another next header ErrNotUDP.
 //
 // Errors (unwrapped; h is then partly written and meaningless): ErrNotUDP, ErrFragment (hand the
 // frame to the kernel); ErrTruncated, ErrMalformed, ErrChecksum (drop it). Parse allocates nothing.
-func Parse(frame []byte, h *Header, verify bool) ([]byte, error) {
+func Parse(frame []byte, h *Header, v Verify) ([]byte, error) {
+	verify := v != VerifyNone
 	if len(frame) < EthHeaderLen {
 		return nil, ErrTruncated
 	}
@@ -32,6 +47,10 @@ func Parse(frame []byte, h *Header, verify bool) ([]byte, error) {
 		h.VLAN = binary.BigEndian.Uint16(frame[14:16])
 		etherType = binary.BigEndian.Uint16(frame[16:18])
 		off += 4
+	}
+	h.IPv6 = false
+	if etherType == etherTypeIPv6 {
+		return parse6(frame[off:], h, v)
 	}
 	if etherType != etherTypeIPv4 {
 		return nil, ErrNotUDP
@@ -87,8 +106,71 @@ func Parse(frame []byte, h *Header, verify bool) ([]byte, error) {
 	h.SrcPort = binary.BigEndian.Uint16(udp[0:2])
 	h.DstPort = binary.BigEndian.Uint16(udp[2:4])
 	h.NoChecksum = udp[6] == 0 && udp[7] == 0
-	if verify && !h.NoChecksum && csumFold(csum(pseudoSum(h.Src, h.Dst, udpLen), udp)) != 0xffff {
+	if verify && !h.NoChecksum && !checksumOK(pseudoSum(h.Src, h.Dst, udpLen), udp, v) {
 		return nil, ErrChecksum
 	}
 	return udp[UDPHeaderLen:udpLen:udpLen], nil
+}
+
+// ipProtoFragment is the IPv6 fragment header's next-header value.
+const ipProtoFragment = 44
+
+// parse6 reads the IPv6 + UDP packet ip (the rest of the frame after the Ethernet header) into h.
+func parse6(ip []byte, h *Header, v Verify) ([]byte, error) {
+	if len(ip) < IPv6HeaderLen {
+		return nil, ErrTruncated
+	}
+	w := binary.BigEndian.Uint32(ip[0:4])
+	if w>>28 != 6 {
+		return nil, ErrMalformed
+	}
+	switch ip[6] {
+	case protoUDP:
+	case ipProtoFragment:
+		return nil, ErrFragment
+	default:
+		return nil, ErrNotUDP
+	}
+	plen := int(binary.BigEndian.Uint16(ip[4:6]))
+	if plen == 0 {
+		return nil, ErrMalformed // a jumbogram announces itself in a hop-by-hop option
+	}
+	if IPv6HeaderLen+plen > len(ip) {
+		return nil, ErrTruncated
+	}
+	udp := ip[IPv6HeaderLen : IPv6HeaderLen+plen]
+	if len(udp) < UDPHeaderLen {
+		return nil, ErrTruncated
+	}
+	udpLen := int(binary.BigEndian.Uint16(udp[4:6]))
+	if udpLen < UDPHeaderLen || udpLen > len(udp) {
+		return nil, ErrMalformed
+	}
+	udp = udp[:udpLen]
+	h.IPv6 = true
+	h.TOS = uint8(w >> 20)
+	h.FlowLabel = w & FlowLabelMask
+	h.TTL = ip[7]
+	h.ID, h.DontFragment = 0, false
+	copy(h.Src6[:], ip[8:24])
+	copy(h.Dst6[:], ip[24:40])
+	h.SrcPort = binary.BigEndian.Uint16(udp[0:2])
+	h.DstPort = binary.BigEndian.Uint16(udp[2:4])
+	h.NoChecksum = udp[6] == 0 && udp[7] == 0
+	if h.NoChecksum {
+		return nil, ErrChecksum // RFC 8200: a zero UDP checksum over IPv6 is invalid
+	}
+	if v != VerifyNone && !checksumOK(pseudoSum6(&h.Src6, &h.Dst6, udpLen), udp, v) {
+		return nil, ErrChecksum
+	}
+	return udp[UDPHeaderLen:udpLen:udpLen], nil
+}
+
+// checksumOK checks the UDP checksum of udp (header and payload) whose pseudo-header sums to
+// pseudo: right, or with VerifyLocal the pseudo-header sum left for offload.
+func checksumOK(pseudo uint64, udp []byte, v Verify) bool {
+	if csumFold(csum(pseudo, udp)) == 0xffff {
+		return true
+	}
+	return v == VerifyLocal && binary.BigEndian.Uint16(udp[6:8]) == csumFold(pseudo)
 }

@@ -58,17 +58,17 @@ func TestParseAccepts(t *testing.T) {
 	cases := []struct {
 		name    string
 		frame   []byte
-		verify  bool
+		verify  Verify
 		payload string
 		vlan    bool
 	}{
-		{"plain", base, true, "hello", false},
-		{"padded", padded, true, "hello", false},
-		{"vlan", withVLAN(base, 0x2005), true, "hello", true},
-		{"options", withIPOptions(base, []byte{1, 1, 1, 0}), true, "hello", false},
-		{"max options", withIPOptions(base, bytes.Repeat([]byte{1}, 40)), true, "hello", false},
-		{"vlan options", withVLAN(withIPOptions(base, []byte{1, 1, 1, 0}), 7), true, "hello", true},
-		{"udp length trims", trimmed, true, "hell", false},
+		{"plain", base, VerifyAll, "hello", false},
+		{"padded", padded, VerifyAll, "hello", false},
+		{"vlan", withVLAN(base, 0x2005), VerifyAll, "hello", true},
+		{"options", withIPOptions(base, []byte{1, 1, 1, 0}), VerifyAll, "hello", false},
+		{"max options", withIPOptions(base, bytes.Repeat([]byte{1}, 40)), VerifyAll, "hello", false},
+		{"vlan options", withVLAN(withIPOptions(base, []byte{1, 1, 1, 0}), 7), VerifyAll, "hello", true},
+		{"udp length trims", trimmed, VerifyAll, "hell", false},
 	}
 	for _, c := range cases {
 		var h Header
@@ -105,7 +105,7 @@ func TestParseRejects(t *testing.T) {
 		{"vlan tag cut", withVLAN(base, 1)[:17], ErrTruncated},
 		{"ip header cut", base[:33], ErrTruncated},
 		{"arp", mut(func(b []byte) { b[12], b[13] = 0x08, 0x06 }), ErrNotUDP},
-		{"ipv6", mut(func(b []byte) { b[12], b[13] = 0x86, 0xdd }), ErrNotUDP},
+		{"IPv4 packet in an IPv6 EtherType", mut(func(b []byte) { b[12], b[13] = 0x86, 0xdd }), ErrTruncated},
 		{"double vlan", withVLAN(withVLAN(base, 1), 2), ErrNotUDP},
 		{"tcp", mut(func(b []byte) { b[23] = 6; fixIPChecksum(b, 14) }), ErrNotUDP},
 		{"version 6 in ipv4", mut(func(b []byte) { b[14] = 0x65 }), ErrMalformed},
@@ -126,7 +126,7 @@ func TestParseRejects(t *testing.T) {
 	}
 	for _, c := range cases {
 		var h Header
-		p, err := Parse(c.frame, &h, true)
+		p, err := Parse(c.frame, &h, VerifyAll)
 		if !errors.Is(err, c.want) || p != nil {
 			t.Errorf("%s: Parse = %q, %v; want %v", c.name, p, err, c.want)
 		}
@@ -134,12 +134,12 @@ func TestParseRejects(t *testing.T) {
 	// Without verification, corrupted checksums pass.
 	var h Header
 	bad := mut(func(b []byte) { b[22]--; b[42] ^= 1 })
-	if p, err := Parse(bad, &h, false); err != nil || string(p) != "iello" {
+	if p, err := Parse(bad, &h, VerifyNone); err != nil || string(p) != "iello" {
 		t.Errorf("unverified Parse = %q, %v", p, err)
 	}
 	// A zero UDP checksum is "none": verification skips it, the header says so.
 	none := mut(func(b []byte) { b[40], b[41], b[42] = 0, 0, 'j' })
-	if p, err := Parse(none, &h, true); err != nil || string(p) != "jello" || !h.NoChecksum {
+	if p, err := Parse(none, &h, VerifyAll); err != nil || string(p) != "jello" || !h.NoChecksum {
 		t.Errorf("no-checksum Parse = %q, %v, NoChecksum %v", p, err, h.NoChecksum)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -51,52 +52,57 @@ type Route struct {
 	// Type says what the destination is; only RouteUnicast and RouteMulticast destinations leave
 	// through a NIC (RouteLocal goes to this host, RouteBroadcast is left to the kernel).
 	Type RouteType
-	// Dst is the destination that was asked about.
-	Dst [4]byte
+	// Dst is the destination that was asked about (IPv4 or IPv6, without a zone).
+	Dst netip.Addr
 	// Ifindex is the output interface (the loopback interface for RouteLocal).
 	Ifindex int
-	// Src is the preferred source address (zero when the kernel gave none: no address on the
-	// interface).
-	Src [4]byte
-	// Gateway is the next router, zero when Dst is on-link.
-	Gateway [4]byte
+	// Src is the preferred source address (the zero Addr when the kernel gave none: no address
+	// on the interface).
+	Src netip.Addr
+	// Gateway is the next router, the zero Addr when Dst is on-link.
+	Gateway netip.Addr
 	// Table is the routing table that answered.
 	Table uint32
 	// RouteMTU is the route's own MTU metric (or a learnt path MTU), 0 when it has none.
 	RouteMTU int
-	// MTU is the IPv4 MTU to build frames for: RouteMTU when set and below the interface's,
+	// MTU is the IP MTU to build frames for: RouteMTU when set and below the interface's,
 	// else the interface's.
 	MTU int
+	// HopLimit is the route's hop limit metric (RTAX_HOPLIMIT), 0 when it has none.
+	HopLimit int
 	// Link is the output interface.
 	Link Link
 }
 
 // OnLink reports whether Dst is reached without a gateway.
-func (r *Route) OnLink() bool { return r.Gateway == [4]byte{} }
+func (r *Route) OnLink() bool { return !r.Gateway.IsValid() }
 
 // NextHop is the address whose MAC a frame to Dst carries: the gateway, or Dst itself on-link.
 // For RouteMulticast the MAC is MulticastMAC(Dst) instead, for RouteBroadcast BroadcastMAC.
-func (r *Route) NextHop() [4]byte {
+func (r *Route) NextHop() netip.Addr {
 	if r.OnLink() {
 		return r.Dst
 	}
 	return r.Gateway
 }
 
-// RouteGet looks up the route a datagram to dst would take from a socket bound to srcHint (zero
-// for none; a non-local srcHint is refused by the kernel, ENETUNREACH on the 6.18 kernel tested)
-// whose output interface is forced to oif (0 for any; what IP_MULTICAST_IF or SO_BINDTODEVICE
-// set), then reads the output interface. Unroutable destinations give the kernel's errno
-// (unix.ENETUNREACH, unix.EHOSTUNREACH, unix.EACCES for prohibit, unix.EINVAL); a gateway that is
-// not IPv4 (RTA_VIA) gives an error wrapping errors.ErrUnsupported.
-func (c *Conn) RouteGet(dst, srcHint [4]byte, oif int) (Route, error) {
+// RouteGet looks up the route a datagram to dst (IPv4 or IPv6; an IPv4-mapped address is asked
+// as IPv4; a zone is ignored: pass a link-local destination's interface as oif) would take from
+// a socket bound to srcHint (the zero Addr or an unspecified one for none; a non-local srcHint is
+// refused by the kernel, ENETUNREACH on the 6.18 kernel tested) whose output interface is forced
+// to oif (0 for any; what IP_MULTICAST_IF, SO_BINDTODEVICE or a scope id set), then reads the
+// output interface. Unroutable destinations give the kernel's errno (unix.ENETUNREACH,
+// unix.EHOSTUNREACH, unix.EACCES for prohibit, unix.EINVAL); a gateway of the other family
+// (RTA_VIA) gives an error wrapping errors.ErrUnsupported.
+func (c *Conn) RouteGet(dst, srcHint netip.Addr, oif int) (Route, error) {
+	dst, srcHint = dst.Unmap().WithZone(""), srcHint.Unmap().WithZone("")
 	r, err := c.getRoute(dst, srcHint, oif)
 	if err != nil {
-		return Route{}, fmt.Errorf("route get %s: %w", ipString(dst), err)
+		return Route{}, fmt.Errorf("route get %s: %w", dst, err)
 	}
 	r.Link, err = c.LinkByIndex(r.Ifindex)
 	if err != nil {
-		return Route{}, fmt.Errorf("route get %s: %w", ipString(dst), err)
+		return Route{}, fmt.Errorf("route get %s: %w", dst, err)
 	}
 	r.MTU = r.Link.MTU
 	if r.RouteMTU > 0 && r.RouteMTU < r.MTU {
@@ -105,16 +111,22 @@ func (c *Conn) RouteGet(dst, srcHint [4]byte, oif int) (Route, error) {
 	return r, nil
 }
 
-func (c *Conn) getRoute(dst, srcHint [4]byte, oif int) (Route, error) {
+func (c *Conn) getRoute(dst, srcHint netip.Addr, oif int) (Route, error) {
 	h, err := c.handle()
 	if err != nil {
 		return Route{}, err
 	}
-	opts := &netlink.RouteGetOptions{OifIndex: oif}
-	if srcHint != [4]byte{} {
-		opts.SrcAddr = net.IP(srcHint[:])
+	if !dst.IsValid() {
+		return Route{}, fmt.Errorf("no destination address: %w", unix.EINVAL)
 	}
-	rs, err := h.RouteGetWithOptions(net.IP(dst[:]), opts)
+	opts := &netlink.RouteGetOptions{OifIndex: oif}
+	if srcHint.IsValid() && !srcHint.IsUnspecified() {
+		if srcHint.Is4() != dst.Is4() {
+			return Route{}, fmt.Errorf("source %s of another family: %w", srcHint, unix.EINVAL)
+		}
+		opts.SrcAddr = net.IP(srcHint.AsSlice())
+	}
+	rs, err := h.RouteGetWithOptions(net.IP(dst.AsSlice()), opts)
 	if err != nil {
 		return Route{}, kernelErr(err)
 	}
@@ -125,9 +137,9 @@ func (c *Conn) getRoute(dst, srcHint [4]byte, oif int) (Route, error) {
 	if nr.Via != nil {
 		return Route{}, fmt.Errorf("gateway of another family (RTA_VIA): %w", errors.ErrUnsupported)
 	}
-	r := Route{Dst: dst, Type: RouteType(nr.Type), Ifindex: nr.LinkIndex, Src: ip4(nr.Src),
-		Gateway: ip4(nr.Gw), Table: uint32(nr.Table), RouteMTU: nr.MTU}
-	if r.Src == [4]byte{} {
+	r := Route{Dst: dst, Type: RouteType(nr.Type), Ifindex: nr.LinkIndex, Src: ipOf(nr.Src, dst),
+		Gateway: ipOf(nr.Gw, dst), Table: uint32(nr.Table), RouteMTU: nr.MTU, HopLimit: nr.Hoplimit}
+	if !r.Src.IsValid() && srcHint.IsValid() && !srcHint.IsUnspecified() {
 		// The kernel echoes the source asked about (RTA_SRC) and gives RTA_PREFSRC only when it
 		// would pick another one.
 		r.Src = srcHint

@@ -2,6 +2,7 @@ package packet
 
 import (
 	"errors"
+	"net/netip"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -72,13 +73,13 @@ func TestRouteGet(t *testing.T) {
 		{"broadcast", [4]byte{10, 99, 0, 255}, zero, 0, RouteBroadcast, ifA.Index, tp.ipA, zero, 1400, 0, [4]byte{10, 99, 0, 255}},
 	}
 	for _, tc := range cases {
-		r, err := c.RouteGet(tc.dst, tc.src, tc.oif)
+		r, err := c.RouteGet(a4(tc.dst), a4(tc.src), tc.oif)
 		if err != nil {
 			t.Errorf("%s: RouteGet: %v", tc.name, err)
 			continue
 		}
-		if r.Type != tc.typ || r.Ifindex != tc.ifindex || r.Src != tc.wantSrc || r.Gateway != tc.gw ||
-			r.MTU != tc.mtu || r.RouteMTU != tc.routeMTU || r.NextHop() != tc.nextHop || r.Dst != tc.dst ||
+		if r.Type != tc.typ || r.Ifindex != tc.ifindex || r.Src != a4(tc.wantSrc) || r.Gateway != a4(tc.gw) ||
+			r.MTU != tc.mtu || r.RouteMTU != tc.routeMTU || r.NextHop() != a4(tc.nextHop) || r.Dst != a4(tc.dst) ||
 			r.Link.Index != tc.ifindex || r.OnLink() != (tc.gw == zero) {
 			t.Errorf("%s: %+v (type %v)", tc.name, r, r.Type)
 		}
@@ -87,17 +88,17 @@ func TestRouteGet(t *testing.T) {
 		}
 	}
 	// No default route in the namespace: other destinations are unreachable.
-	if _, err := c.RouteGet([4]byte{192, 0, 2, 1}, zero, 0); !errors.Is(err, unix.ENETUNREACH) {
+	if _, err := c.RouteGet(a4([4]byte{192, 0, 2, 1}), netip.Addr{}, 0); !errors.Is(err, unix.ENETUNREACH) {
 		t.Errorf("unroutable destination: %v, want ENETUNREACH", err)
 	}
 	// A source hint that is not a local address is refused by the kernel.
-	if _, err := c.RouteGet(tp.ipB, [4]byte{10, 99, 0, 77}, 0); !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENETUNREACH) {
+	if _, err := c.RouteGet(a4(tp.ipB), a4([4]byte{10, 99, 0, 77}), 0); !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENETUNREACH) {
 		t.Errorf("non-local source hint: %v, want EINVAL or ENETUNREACH", err)
 	} else {
 		t.Logf("non-local source hint: %v", err)
 	}
 	run(t, "ip", "-n", tp.nsA, "route", "add", "prohibit", "192.0.2.0/24")
-	if _, err := c.RouteGet([4]byte{192, 0, 2, 1}, zero, 0); !errors.Is(err, unix.EACCES) {
+	if _, err := c.RouteGet(a4([4]byte{192, 0, 2, 1}), netip.Addr{}, 0); !errors.Is(err, unix.EACCES) {
 		t.Errorf("prohibited destination: %v, want EACCES", err)
 	}
 }
