@@ -353,7 +353,7 @@ func processSockets(d statsDoc, pid int) []stats.SocketSnapshot {
 
 // discoveryFile matches the per-user, per-namespace files that outlive processes: the
 // discovery directory and the TCP pairing table.
-var discoveryFile = regexp.MustCompile(`^goxio\.\d+\.\d+\.(dir|pairs)$`)
+var discoveryFile = regexp.MustCompile(`^goxio\.\d+\.\d+\.(dir|pairs\d+)$`)
 
 // segments lists the files of the segment directory other than discovery files.
 func (h *shmHarness) segments() []string {

@@ -203,8 +203,12 @@ func (e *Mux) epollCtlCall(c *transport.Call) (r int64) {
 	}()
 	epfd, op, fd := int(int32(c.A[0])), int(int32(c.A[1])), c.FD
 	s := e.host.Socket(fd)
-	if s == nil || e.host.Passthrough(fd) || s.Stream && s.Rings() == nil {
-		// Kernel sockets stay in the program's set: their epoll readiness is the kernel's.
+	kernelOnly := s == nil || e.host.Passthrough(fd) || s.Stream && s.Rings() == nil
+	if kernelOnly && (s == nil || !e.engineMember(epfd, fd)) {
+		// Kernel sockets stay in the program's set: their epoll readiness is the kernel's. One
+		// that went to the kernel for good while a member of the engine's set stays a member
+		// (offload/forgood.go) until the program deletes it: that delete, and a change of it,
+		// are the engine's (the program's set never had it).
 		n, errno := sysc.EpollCtlAt(epfd, op, fd, c.A[2])
 		return result(n, errno)
 	}
@@ -281,7 +285,7 @@ func (e *Mux) epollCtlCall(c *transport.Call) (r int64) {
 		}
 		set.lingerAwake(m)
 		set.remove(fd)
-		if !set.haunt(m) {
+		if kernelOnly || !set.haunt(m) {
 			_ = sysc.EpollCtl(set.inner, op, fd, 0, 0)
 			if m.bell > 0 {
 				_ = sysc.EpollCtl(set.inner, op, m.bell, 0, 0)
@@ -291,6 +295,17 @@ func (e *Mux) epollCtlCall(c *transport.Call) (r int64) {
 		return -int64(unix.EINVAL)
 	}
 	return 0
+}
+
+// engineMember reports whether fd is a member of the engine's set for the program's epfd.
+func (e *Mux) engineMember(epfd, fd int) bool {
+	set := e.epollSetOf(epfd)
+	if set == nil {
+		return false
+	}
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	return set.members[fd] != nil
 }
 
 // epollWaitCall serves epoll_wait, epoll_pwait and epoll_pwait2 on a set with ring sockets.

@@ -19,6 +19,7 @@ type testHost struct {
 	mu    sync.Mutex
 	socks map[int]*Socket
 	table map[int]string
+	pass  map[int]bool // fds on the kernel for good
 }
 
 func (h *testHost) Socket(fd int) *Socket {
@@ -27,7 +28,11 @@ func (h *testHost) Socket(fd int) *Socket {
 	return h.socks[fd]
 }
 
-func (h *testHost) Passthrough(int) bool { return false }
+func (h *testHost) Passthrough(fd int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pass[fd]
+}
 
 func (h *testHost) Internal(fd int) (uint64, bool) {
 	h.mu.Lock()
@@ -56,7 +61,7 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, p Params) *fixture {
-	h := &testHost{socks: map[int]*Socket{}, table: map[int]string{}}
+	h := &testHost{socks: map[int]*Socket{}, table: map[int]string{}, pass: map[int]bool{}}
 	return &fixture{t: t, host: h, mux: New(p, h, nil)}
 }
 
@@ -564,4 +569,27 @@ func TestTwoEdgeTriggeredSetsAsleep(t *testing.T) {
 		wantEvents(t, got[1], event{unix.EPOLLIN, 2})
 		ep.Take(1)
 	}
+}
+
+// A stream member that goes to the kernel for good stays in the engine's set; the program's
+// EPOLL_CTL_DEL then removes it there (no ghost: it would keep reporting under the old data), and
+// its next EPOLL_CTL_ADD registers it in the program's own set, reported once, with the new data.
+func TestEpollMemberToKernelForGood(t *testing.T) {
+	f := newFixture(t, Params{})
+	ep, _ := f.add(true)
+	epfd := f.epoll()
+	f.mustCtl(epfd, unix.EPOLL_CTL_ADD, ep.FD, unix.EPOLLIN, 1)
+	ep.Deliver(2)
+	wantEvents(t, f.wait(epfd, 0), event{unix.EPOLLIN, 1})
+	ep.Take(2)
+	f.host.mu.Lock()
+	f.host.pass[ep.FD] = true
+	f.host.mu.Unlock()
+	f.mustCtl(epfd, unix.EPOLL_CTL_DEL, ep.FD, 0, 0)
+	if r := f.ctl(epfd, unix.EPOLL_CTL_DEL, ep.FD, 0, 0); r != -int64(unix.ENOENT) {
+		t.Fatalf("second EPOLL_CTL_DEL: %d, want -ENOENT", r)
+	}
+	f.mustCtl(epfd, unix.EPOLL_CTL_ADD, ep.FD, unix.EPOLLIN, 2)
+	ep.Deliver(2)
+	wantEvents(t, f.wait(epfd, 1000*time.Millisecond), event{unix.EPOLLIN, 2})
 }

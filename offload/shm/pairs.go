@@ -23,7 +23,7 @@ import (
 // An accepting end that receives a byte from a peer that has no entry knows the peer is not one
 // of ours (a goxio peer registers before it sends).
 //
-// One file per user and network namespace (goxio.<uid>.<netns>.pairs in the segment directory):
+// One file per user and network namespace (goxio.<uid>.<netns>.pairs1 in the segment directory, 512 KiB):
 // a header page, then PairSlots entries of 8 words, open addressing with linear probing over at
 // most pairProbe slots from the endpoints' hash. Entry words:
 //
@@ -42,7 +42,7 @@ import (
 
 // PairSlots is the number of entries: connections registered at once in one network
 // namespace by one user's goxio processes (an entry lives from connect until pairing or close).
-const PairSlots = 16384
+const PairSlots = 8192
 
 const (
 	pairsMagic       = 0x5352504f49584f47 // "GOXIOPRS" read as a little-endian word
@@ -71,13 +71,15 @@ const (
 // Pairs is a process's mapping of its pairing table.
 type Pairs struct {
 	mem   []uint64
-	pid        uint64
-	start      uint64
+	pid   uint64
+	start uint64
 }
 
-// PairsFileName is the table's file name for a user and a network namespace.
+// PairsFileName is the table's file name for a user and a network namespace. The layout
+// version is part of the name: a table of another layout (another goxio version on the host)
+// is another file, never misread.
 func PairsFileName(uid int, netns uint64) string {
-	return "goxio." + strconv.Itoa(uid) + "." + strconv.FormatUint(netns, 10) + ".pairs"
+	return "goxio." + strconv.Itoa(uid) + "." + strconv.FormatUint(netns, 10) + ".pairs" + strconv.Itoa(pairsVersion)
 }
 
 // OpenPairs maps the pairing table of uid and netns in dir, creating it complete (linked into
