@@ -138,7 +138,7 @@ const ipv6FlowInfo = 11
 
 // udpOption notes a socket option the program set successfully on an offloaded UDP socket.
 func (e *Engine) udpOption(s *Socket, fd int, level, name int, val uintptr, vlen uint32) {
-	if u := s.rings(); u != nil && level == unix.IPPROTO_IP && val != 0 {
+	if u := s.rings(); u != nil && (level == unix.IPPROTO_IP || level == unix.IPPROTO_IPV6) && val != 0 {
 		switch act, group, source := parseMcOption(level, name, optionBytes(val, vlen)); act {
 		case mcJoin:
 			u.Join(fd, group, source)

@@ -594,6 +594,17 @@ func (set *epollSet) translate(out, events []byte, at int) int {
 			if tev, ok := m.tcpEvents(t, uint32(ev)); ok {
 				ev = tev
 			}
+		} else if u := m.s.Rings(); u != nil && !bell && !m.s.Stream && ev&unix.EPOLLIN != 0 {
+			// The kernel's input may be only copies of multicast datagrams the rings brought
+			// (the transport drops them): then the rings answer for EPOLLIN.
+			if rev, ok := u.Poll(fd, unix.POLLIN, unix.POLLIN); ok && rev&unix.POLLIN == 0 {
+				ev &^= unix.EPOLLIN | unix.EPOLLRDNORM
+				if ev&(m.events|unix.EPOLLERR|unix.EPOLLHUP) == 0 && m.events&unix.EPOLLONESHOT != 0 {
+					// The inner registration fired (and is disabled) for nothing the
+					// program sees: armed again.
+					sysc.EpollCtl(set.inner, unix.EPOLL_CTL_MOD, fd, m.inner, uint64(fd))
+				}
+			}
 		} else if bell {
 			u := m.s.Rings()
 			if u == nil {

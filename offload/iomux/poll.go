@@ -168,8 +168,10 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 			if t.bell >= 0 && all[t.bell].Revents != 0 {
 				t.u.Rang()
 			}
-			if ringReady(t.u) {
-				all[t.i].Revents |= unix.POLLIN
+			// The transport's answer with the kernel's: the rings' data, and the kernel's
+			// input unless it is only copies of what the rings brought (multicast).
+			if rev, ok := t.u.Poll(int(fds[t.i].Fd), unix.POLLIN, all[t.i].Revents); ok {
+				all[t.i].Revents = rev
 			}
 		}
 		count := int64(0)

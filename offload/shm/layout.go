@@ -9,8 +9,10 @@ const (
 
 	// MaxPayload is the largest datagram payload Send accepts (the UDP limit).
 	MaxPayload = 65535
-	// MaxName is the largest source address a record carries (sizeof(struct sockaddr_in6)).
-	MaxName = 28
+	// MaxName is the largest name a record carries: a source sockaddr (sizeof(struct
+	// sockaddr_in6) at most), or for a multicast datagram to an IPv6 member its source and group
+	// (offload/transport/shm/multicast.go).
+	MaxName = 40
 	// MinRingBytes and MaxRingBytes bound a ring's data capacity; DialInbox rounds its
 	// ringBytes up to a power of two within them.
 	MinRingBytes = 4096
@@ -18,7 +20,7 @@ const (
 	// MaxSlots bounds the slot table of an inbox (senders at once).
 	MaxSlots = 4096
 
-	layoutVersion = 3
+	layoutVersion = 4
 )
 
 // Inbox segment: one header page, then slots of slotSize bytes.
@@ -103,7 +105,7 @@ const (
 //	bits 30-31: kind
 //	bits 32-63: seq: uint32(position / recAlign)
 const (
-	recHdr     = 40 // header bytes before the payload
+	recHdr     = 48 // header bytes before the payload: the record word and MaxName name bytes
 	recNameOff = 8  // name bytes start
 	recAlign   = 64 // a record's start and size are multiples of it
 	kindData   = 1

@@ -21,7 +21,7 @@ func TestRingCapacity(t *testing.T) {
 }
 
 func TestRecordLayout(t *testing.T) {
-	if recSize(0) != 64 || recSize(24) != 64 || recSize(25) != 128 || recSize(64) != 128 {
+	if recSize(0) != 64 || recSize(16) != 64 || recSize(17) != 128 || recSize(64) != 128 || recSize(80) != 128 {
 		t.Fatalf("recSize: %d %d %d %d", recSize(0), recSize(24), recSize(25), recSize(64))
 	}
 	if tagPID(claimTag(1234, 0)) != 1234 || tagSeq(claimTag(1234, 0)) != 1 || tagIsReady(claimTag(1234, 0)) {

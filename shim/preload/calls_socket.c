@@ -117,8 +117,21 @@ static int is_dgram(int fd) {
 	return r == 0 && type == SOCK_DGRAM;
 }
 
+/* is_mcast6 reports whether an IPPROTO_IPV6 option is a multicast membership or source filter
+ * (IPV6_V6ONLY and the others set on every socket by some runtimes do not load the engine). */
+static int is_mcast6(int name) {
+	switch (name) {
+	case IPV6_ADD_MEMBERSHIP: case IPV6_DROP_MEMBERSHIP: case MCAST_JOIN_GROUP: case MCAST_LEAVE_GROUP:
+	case MCAST_JOIN_SOURCE_GROUP: case MCAST_LEAVE_SOURCE_GROUP: case MCAST_BLOCK_SOURCE:
+	case MCAST_UNBLOCK_SOURCE: case MCAST_MSFILTER:
+		return 1;
+	}
+	return 0;
+}
+
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len) {
-	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY) && level == IPPROTO_IP && is_dgram(fd)) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY) &&
+	    (level == IPPROTO_IP || (level == IPPROTO_IPV6 && is_mcast6(name))) && is_dgram(fd)) {
 		/* Multicast memberships and source filters of a UDP socket: the engine must see them
 		 * (they publish the socket as a member), so the engine loads now. Without it, the
 		 * socket stays with the kernel when an engine adopts it later. */

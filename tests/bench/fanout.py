@@ -1,10 +1,12 @@
 """Multicast fan-out like a market-data feed: one publisher, N subscriber processes, kernel vs goxio.
 
     fanout.py --fanout BIN/fanout --lib LIBGOXIO [--env "VAR=value ..."] [--subs 8]
-              [--seconds 1] [--out FILE.md]
+              [--seconds 1] [--ipv6] [--out FILE.md]
 
 Run it in a network namespace of its own (run.sh does: `unshare --net`), where it turns on the
-multicast flag of lo. For each variant (kernel: no library; goxio: publisher and subscribers under
+multicast flag of lo (group 239.7.7.7 on lo), or with --ipv6 makes a veth interface gx0 (the
+kernel loops IPv6 multicast back on an ordinary interface, never on lo) and uses the
+interface-local group ff01::7:7 on it (it never leaves the host, as 127/8's never leave lo). For each variant (kernel: no library; goxio: publisher and subscribers under
 the library) it finds the highest rate at which every subscriber receives every datagram (doubling
 from 25,000 messages/s until a loss, then three bisection steps), and prints per variant that
 loss-free rate, what each subscriber received at it, and the losses at the first lossy rate tried.
@@ -19,6 +21,7 @@ import time
 import drivers
 
 GROUP = "239.7.7.7"
+GROUP6, IFNAME6 = "ff01::7:7", "gx0"
 SUB = re.compile(r"received=(\d+) lost=(\d+) reordered=(\d+)")
 PUB = re.compile(r"sent=(\d+) seconds=([0-9.]+) rate=([0-9.]+)")
 
@@ -28,7 +31,8 @@ def trial(args, lib, rate, port):
     """Sends rate*seconds datagrams to --subs subscribers; returns (sent, pub rate, [received], [lost])."""
     count = max(1000, int(rate * args.seconds))
     env = drivers.env_with(lib, args.env)
-    subs = [subprocess.Popen([args.fanout, "sub", GROUP, str(port), str(int(args.seconds) + 10)], env=env,
+    group, iface = (GROUP6, [IFNAME6]) if args.ipv6 else (GROUP, [])
+    subs = [subprocess.Popen([args.fanout, "sub", group, str(port), str(int(args.seconds) + 10)] + iface, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for _ in range(args.subs)]
     try:
@@ -36,7 +40,7 @@ def trial(args, lib, rate, port):
             if s.stdout.readline().strip() != "ready":
                 raise RuntimeError("subscriber did not start: %s" % s.stderr.read()[-300:])
         time.sleep(0.1)
-        pub = subprocess.run([args.fanout, "pub", GROUP, str(port), str(rate), str(count)], env=env,
+        pub = subprocess.run([args.fanout, "pub", group, str(port), str(rate), str(count)] + iface, env=env,
                              capture_output=True, text=True, timeout=args.seconds * 10 + 30)
         m = PUB.search(pub.stdout)
         if pub.returncode != 0 or not m:
@@ -90,9 +94,16 @@ def main():
     ap.add_argument("--subs", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--port", type=int, default=17700)
+    ap.add_argument("--ipv6", action="store_true")
     ap.add_argument("--out")
     args = ap.parse_args()
     subprocess.run(["ip", "link", "set", "lo", "multicast", "on"], check=False)
+    if args.ipv6:
+        for cmd in (["ip", "link", "add", IFNAME6, "type", "veth", "peer", "name", "gx1"],
+                    ["sysctl", "-qw", "net.ipv6.conf.%s.addr_gen_mode=1" % IFNAME6],
+                    ["ip", "link", "set", IFNAME6, "up"],
+                    ["ip", "addr", "add", "fd00::1/64", "dev", IFNAME6, "nodad"]):
+            subprocess.run(cmd, check=True)
 
     port = args.port
     lines = ["| variant | loss-free rate (msg/s) | received per subscriber at it (min) | first lossy rate: lost per subscriber (max) |",
@@ -105,8 +116,9 @@ def main():
         lost = "%d of %d" % (max(lossy[3]), lossy[0]) if lossy else "none up to the search's limit"
         lines.append("| %s | %d | %s | %s |" % (name, best, recv, lost))
     ratio = rates["goxio"] / rates["kernel"] if rates["kernel"] else float("nan")
-    text = "\n".join(lines) + "\n\n%d subscribers, 64 B datagrams, %.1f s per trial; loss-free rate goxio/kernel: %.2fx (goal >= 5x).\n" % (
-        args.subs, args.seconds, ratio)
+    what = "IPv6 group %s on a veth interface" % GROUP6 if args.ipv6 else "IPv4 group %s on lo" % GROUP
+    text = "\n".join(lines) + "\n\n%s, %d subscribers, 64 B datagrams, %.1f s per trial; loss-free rate goxio/kernel: %.2fx (goal >= 5x).\n" % (
+        what, args.subs, args.seconds, ratio)
     drivers.emit(text, args.out)
 
 

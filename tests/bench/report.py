@@ -760,6 +760,7 @@ def main():
     veth_summary, veth_section = veth(args.raw)
     churn_section = read_md(args.raw, "churn.md")
     fanout_section = read_md(args.raw, "fanout.md")
+    fanout6_section = read_md(args.raw, "fanout6.md")
     ipv6_section = read_md(args.raw, "ipv6.md")
     kpass_section = read_md(args.raw, "kpass.md")
     zcopy_section = read_md(args.raw, "zcopy.md")
@@ -993,6 +994,12 @@ server under goxio ("goxio peer") or without it.
 loopback interface, 64 B datagrams; the highest rate at which every subscriber gets every datagram.
 
 {fanout_section}
+
+The same with AF_INET6 sockets and the interface-local IPv6 group `ff01::7:7` on a veth interface
+(`fanout.py --ipv6`: the kernel loops IPv6 multicast back to the host's members on an ordinary
+interface, not on lo; an interface-local group never leaves the host):
+
+{fanout6_section}
 
 ## 10. IPv6 and dual-stack sockets (issue 20)
 

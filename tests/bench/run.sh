@@ -853,8 +853,14 @@ if section fanout; then
 			--lib "$GOXIO_LIB" --env "${GOXIO_ENV} VMA_TRACELEVEL=WARN" --out "$RAW/fanout.md" \
 			>"$RAW/fanout.log" 2>&1 || echo "fanout.py failed: $(tail -n 3 "$RAW/fanout.log")" >"$RAW/fanout.md"
 		echo "unshare --net; python3 tests/bench/fanout.py --fanout tests/bench/out/bin/fanout --lib LIB --env \"$GOXIO_ENV VMA_TRACELEVEL=WARN\"" >>"$RAW/commands.txt"
+		log "multicast fan-out, IPv6"
+		unshare --net bash -c 'ip link set lo up && exec "$@"' fanout "$PY" "$HERE/fanout.py" --fanout "$BIN/fanout" --ipv6 \
+			--lib "$GOXIO_LIB" --env "${GOXIO_ENV} VMA_TRACELEVEL=WARN" --out "$RAW/fanout6.md" \
+			>"$RAW/fanout6.log" 2>&1 || echo "fanout.py --ipv6 failed: $(tail -n 3 "$RAW/fanout6.log")" >"$RAW/fanout6.md"
+		echo "unshare --net; python3 tests/bench/fanout.py --fanout tests/bench/out/bin/fanout --ipv6 --lib LIB --env \"$GOXIO_ENV VMA_TRACELEVEL=WARN\"" >>"$RAW/commands.txt"
 	else
 		echo "not run: needs root (a network namespace of its own)" >"$RAW/fanout.md"
+		echo "not run: needs root (a network namespace of its own)" >"$RAW/fanout6.md"
 	fi
 fi
 

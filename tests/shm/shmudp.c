@@ -8,9 +8,12 @@
  *
  * Modes (all print line-buffered stdout; lines the test waits for start with a fixed word):
  *
- *   rx   [-p port] [-n total] [-i idle_ms] [-a window] [-g] [-m group] [-b rcvbuf] [-W]
+ *   rx   [-p port] [-n total] [-i idle_ms] [-a window] [-g] [-m group] [-b rcvbuf] [-6 -I ifname
+ *        [-S source]] [-W]
  *        Binds 127.0.0.1:port (or INADDR_ANY:port joined to group on 127.0.0.1 with -m; -b sets
- *        SO_RCVBUF first), prints
+ *        SO_RCVBUF first; -6: an AF_INET6 dual-stack socket bound to [::]:port, joined to the
+ *        IPv6 group (IPV6_JOIN_GROUP) or the IPv4 one (IP_ADD_MEMBERSHIP) on interface ifname;
+ *        datagrams must come from an AF_INET6 source, -S its address), prints
  *        "ready PORT FD", receives until total datagrams (0: no limit), idle_ms without any, or
  *        "exit" on stdin. -a: acknowledges seq to the datagram's source when seq % window ==
  *        window-1 or seq is the sender's last. -g: reads nothing before "go" on stdin, then
@@ -18,7 +21,9 @@
  *        At the end prints "sender ID got N first F last L gaps G" lines and
  *        "summary total T bad B reorder R badsrc S gaps G idle I"; -W then waits for "exit".
  *   tx   -p port [-d addr] -s id [-n count] [-a window [-A acks]] [-u pause_us] [-T duration_ms]
- *        [-c] [-N] [-l len] [-m [-U]] [-W]
+ *        [-c] [-N] [-l len] [-m [-U]] [-6 -I ifname] [-W]
+ *        (-6: an AF_INET6 socket, addr an IPv6 or IPv4-mapped one, -m on interface ifname
+ *        (IPV6_MULTICAST_IF, or for a mapped group IP_MULTICAST_IF), bound to [::]:0.)
  *        Sends count datagrams (0: until duration_ms) to addr:port (127.0.0.1), from a socket
  *        bound to 127.0.0.1:0 (-c: connect()ed instead, sending with send(); -m: multicast
  *        sender on 127.0.0.1; -U: not bound, as a feed's publisher: its options are set before
@@ -52,6 +57,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -159,11 +165,11 @@ static void poll_once(int fd)
 
 static int local_port(int fd)
 {
-	struct sockaddr_in a;
+	struct sockaddr_in6 a;
 	socklen_t al = sizeof a;
 	if (getsockname(fd, (struct sockaddr *)&a, &al) < 0)
 		die("getsockname");
-	return ntohs(a.sin_port);
+	return ntohs(a.sin6_port);
 }
 
 /* ---- receiver ---- */
@@ -214,13 +220,17 @@ static void wait_exit(void)
 		usleep(10000);
 }
 
+static int rx6_main(int port, long limit, int idle, int window, int gate, const char *group, int rcvbuf,
+		    const char *ifname, const char *source, int waitexit);
+static int rx_loop(int fd, long limit, int idle, int window, int gate, const struct in6_addr *want6, int waitexit);
+
 static int rx_main(int argc, char **argv)
 {
-	int port = 0, idle = 5000, window = 0, gate = 0, waitexit = 0, rcvbuf = 0;
+	int port = 0, idle = 5000, window = 0, gate = 0, waitexit = 0, rcvbuf = 0, v6 = 0;
 	long limit = 0;
-	const char *group = NULL;
+	const char *group = NULL, *ifname = NULL, *source = NULL;
 	int o;
-	while ((o = getopt(argc, argv, "p:n:i:a:gm:b:W")) != -1) {
+	while ((o = getopt(argc, argv, "p:n:i:a:gm:b:6I:S:W")) != -1) {
 		switch (o) {
 		case 'p': port = atoi(optarg); break;
 		case 'n': limit = atol(optarg); break;
@@ -229,10 +239,15 @@ static int rx_main(int argc, char **argv)
 		case 'g': gate = 1; break;
 		case 'm': group = optarg; break;
 		case 'b': rcvbuf = atoi(optarg); break;
+		case '6': v6 = 1; break;
+		case 'I': ifname = optarg; break;
+		case 'S': source = optarg; break;
 		case 'W': waitexit = 1; break;
 		default: return 2;
 		}
 	}
+	if (v6)
+		return rx6_main(port, limit, idle, window, gate, group, rcvbuf, ifname, source, waitexit);
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 	if (fd < 0)
 		die("socket");
@@ -257,6 +272,58 @@ static int rx_main(int argc, char **argv)
 		if (setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m) < 0)
 			die("IP_ADD_MEMBERSHIP");
 	}
+	return rx_loop(fd, limit, idle, window, gate, NULL, waitexit);
+}
+
+/* rx6_main is rx -6: a dual-stack member of an IPv6 or IPv4 group on ifname. */
+static int rx6_main(int port, long limit, int idle, int window, int gate, const char *group, int rcvbuf,
+		    const char *ifname, const char *source, int waitexit)
+{
+	unsigned idx = ifname ? if_nametoindex(ifname) : 0;
+	if (!group || !idx) {
+		printf("FATAL -6 needs -m group and -I ifname\n");
+		return 2;
+	}
+	int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+	if (fd < 0)
+		die("socket");
+	int one = 1, zero = 0;
+	if (rcvbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf) < 0)
+		die("SO_RCVBUF");
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero) < 0)
+		die("socket options");
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
+		die("bind");
+	if (strchr(group, ':')) {
+		struct ipv6_mreq m = {.ipv6mr_interface = idx};
+		if (inet_pton(AF_INET6, group, &m.ipv6mr_multiaddr) != 1)
+			die("group address");
+		if (setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &m, sizeof m) < 0)
+			die("IPV6_JOIN_GROUP");
+	} else {
+		struct ip_mreqn m = {.imr_ifindex = (int)idx};
+		if (inet_pton(AF_INET, group, &m.imr_multiaddr) != 1)
+			die("group address");
+		if (setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m) < 0)
+			die("IP_ADD_MEMBERSHIP");
+	}
+	struct in6_addr want;
+	if (source && inet_pton(AF_INET6, source, &want) != 1)
+		die("source address");
+	return rx_loop(fd, limit, idle, window, gate, source ? &want : NULL, waitexit);
+}
+
+/* rx_loop receives on fd (see rx); want6: the IPv6 source address every datagram must come from
+ * (an AF_INET6 socket's), NULL for 127.0.0.1 (an AF_INET socket's). */
+static int rx_loop(int fd, long limit, int idle, int window, int gate, const struct in6_addr *want6, int waitexit)
+{
+	int fam6 = 0;
+	socklen_t dl = sizeof fam6;
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &fam6, &dl) < 0)
+		die("SO_DOMAIN");
+	fam6 = fam6 == AF_INET6;
 	set_rcvtimeo(fd, 200);
 	poll_once(fd);
 	printf("ready %d %d\n", local_port(fd), fd);
@@ -272,7 +339,10 @@ static int rx_main(int argc, char **argv)
 	double last = now_ms();
 	int idled = 0;
 	while (!atomic_load(&stop_flag) && (limit == 0 || total < limit)) {
-		struct sockaddr_in from;
+		union {
+			struct sockaddr_in in;
+			struct sockaddr_in6 in6;
+		} from;
 		socklen_t fl = sizeof from;
 		memset(&from, 0, sizeof from);
 		ssize_t n = recvfrom(fd, buf, sizeof buf, gate ? MSG_DONTWAIT : 0, (struct sockaddr *)&from, &fl);
@@ -297,8 +367,10 @@ static int rx_main(int argc, char **argv)
 			pthread_mutex_unlock(&mu);
 			continue;
 		}
-		if (fl != sizeof from || from.sin_family != AF_INET ||
-		    from.sin_addr.s_addr != htonl(INADDR_LOOPBACK) || ntohs(from.sin_port) != h.port)
+		if (fam6 ? fl != sizeof from.in6 || from.in6.sin6_family != AF_INET6 || ntohs(from.in6.sin6_port) != h.port ||
+			       (want6 && memcmp(&from.in6.sin6_addr, want6, sizeof *want6) != 0)
+			 : fl != sizeof from.in || from.in.sin_family != AF_INET ||
+			       from.in.sin_addr.s_addr != htonl(INADDR_LOOPBACK) || ntohs(from.in.sin_port) != h.port)
 			badsrc++;
 		struct sender_stat *s = &st[h.sender];
 		if (s->got == 0) {
@@ -341,7 +413,7 @@ static int rx_main(int argc, char **argv)
 
 /* send_batch sends datagrams seq.. seq+MBATCH-1 (fewer at the end of count) with one sendmmsg
  * and checks that every one went whole; 0 on success. */
-static int send_batch(int fd, struct sockaddr_in *to, uint32_t id, uint32_t seq, long count, uint16_t port, int fixed)
+static int send_batch(int fd, void *to, socklen_t tolen, uint32_t id, uint32_t seq, long count, uint16_t port, int fixed)
 {
 	static uint8_t bufs[MBATCH][MAXDG];
 	struct mmsghdr mv[MBATCH];
@@ -352,7 +424,7 @@ static int send_batch(int fd, struct sockaddr_in *to, uint32_t id, uint32_t seq,
 		iov[k].iov_base = bufs[k];
 		iov[k].iov_len = build(bufs[k], id, seq + (uint32_t)k, (uint32_t)count, port, fixed);
 		mv[k].msg_hdr.msg_name = to;
-		mv[k].msg_hdr.msg_namelen = sizeof *to;
+		mv[k].msg_hdr.msg_namelen = tolen;
 		mv[k].msg_hdr.msg_iov = &iov[k];
 		mv[k].msg_hdr.msg_iovlen = 1;
 	}
@@ -372,11 +444,11 @@ static int send_batch(int fd, struct sockaddr_in *to, uint32_t id, uint32_t seq,
 static int tx_main(int argc, char **argv)
 {
 	int port = 0, id = 0, window = 0, pause_us = 0, duration = 0, conn = 0, nonblock = 0, fixed = 0;
-	int mcast = 0, waitexit = 0, nacks = 1, unbound = 0, mmsg = 0;
+	int mcast = 0, waitexit = 0, nacks = 1, unbound = 0, mmsg = 0, v6 = 0;
 	long count = 0;
-	const char *dst = "127.0.0.1";
+	const char *dst = "127.0.0.1", *ifname = NULL;
 	int o;
-	while ((o = getopt(argc, argv, "p:d:s:n:a:A:u:T:cNl:mUMW")) != -1) {
+	while ((o = getopt(argc, argv, "p:d:s:n:a:A:u:T:cNl:mUM6I:W")) != -1) {
 		switch (o) {
 		case 'p': port = atoi(optarg); break;
 		case 'd': dst = optarg; break;
@@ -392,21 +464,47 @@ static int tx_main(int argc, char **argv)
 		case 'm': mcast = 1; break;
 		case 'U': unbound = 1; break;
 		case 'M': mmsg = 1; break;
+		case '6': v6 = 1; break;
+		case 'I': ifname = optarg; break;
 		case 'W': waitexit = 1; break;
 		default: return 2;
 		}
 	}
+
 	if (id < 0 || id >= MAXSENDERS || (count == 0 && duration == 0) || (mmsg && (conn || window % MBATCH))) {
 		printf("FATAL bad arguments\n");
 		return 2;
 	}
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0);
 	if (fd < 0)
 		die("socket");
-	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(port)};
-	if (inet_pton(AF_INET, dst, &to.sin_addr) != 1)
-		die("destination address");
-	if (mcast) {
+	union {
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+	} to = {0};
+	socklen_t tolen = v6 ? sizeof to.in6 : sizeof to.in;
+	if (v6) {
+		to.in6.sin6_family = AF_INET6;
+		to.in6.sin6_port = htons(port);
+		if (inet_pton(AF_INET6, dst, &to.in6.sin6_addr) != 1)
+			die("destination address");
+	} else {
+		to.in.sin_family = AF_INET;
+		to.in.sin_port = htons(port);
+		if (inet_pton(AF_INET, dst, &to.in.sin_addr) != 1)
+			die("destination address");
+	}
+	if (mcast && v6) {
+		int idx = ifname ? (int)if_nametoindex(ifname) : 0, loop = 1;
+		struct ip_mreqn mif = {.imr_ifindex = idx};
+		if (!idx)
+			die("-6 -m needs -I ifname");
+		if (IN6_IS_ADDR_V4MAPPED(&to.in6.sin6_addr)
+			    ? setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mif, sizeof mif) < 0
+			    : setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &idx, sizeof idx) < 0 ||
+				      setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, &loop, sizeof loop) < 0)
+			die("multicast options");
+	} else if (mcast) {
 		struct in_addr lo = {.s_addr = htonl(INADDR_LOOPBACK)};
 		unsigned char loop = 1;
 		if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof lo) < 0 ||
@@ -414,13 +512,18 @@ static int tx_main(int argc, char **argv)
 			die("multicast options");
 	}
 	if (conn) {
-		if (connect(fd, (struct sockaddr *)&to, sizeof to) < 0)
+		if (connect(fd, (struct sockaddr *)&to, tolen) < 0)
 			die("connect");
 	} else if (unbound) {
-		struct sockaddr_in other = to;
-		other.sin_port = htons(port + 1);
-		if (sendto(fd, "", 0, 0, (struct sockaddr *)&other, sizeof other) < 0)
+		/* the port is at the same offset in both */
+		__typeof__(to) other = to;
+		other.in.sin_port = htons(port + 1);
+		if (sendto(fd, "", 0, 0, (struct sockaddr *)&other, tolen) < 0)
 			die("first send");
+	} else if (v6) {
+		struct sockaddr_in6 a = {.sin6_family = AF_INET6};
+		if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
+			die("bind");
 	} else {
 		struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 		if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
@@ -443,12 +546,12 @@ static int tx_main(int argc, char **argv)
 		if ((duration > 0 && now_ms() - start > duration) || atomic_load(&stop_flag))
 			break;
 		if (mmsg) {
-			if (seq % MBATCH == 0 && send_batch(fd, &to, (uint32_t)id, seq, count, (uint16_t)myport, fixed) != 0)
+			if (seq % MBATCH == 0 && send_batch(fd, &to, tolen, (uint32_t)id, seq, count, (uint16_t)myport, fixed) != 0)
 				return 2;
 			ok++;
 		} else {
 			size_t n = build(buf, (uint32_t)id, seq, (uint32_t)count, (uint16_t)myport, fixed);
-			ssize_t r = conn ? send(fd, buf, n, 0) : sendto(fd, buf, n, 0, (struct sockaddr *)&to, sizeof to);
+			ssize_t r = conn ? send(fd, buf, n, 0) : sendto(fd, buf, n, 0, (struct sockaddr *)&to, tolen);
 			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && nonblock) {
 				eagain++;
 			} else if (r < 0) {

@@ -18,10 +18,15 @@ import (
 // tapRx taps a ring datagram the socket received: name is the record's sender address (and,
 // for a group's datagram, the group); sender is the sending process.
 func (u *UDP) tapRx(name, data []byte, sender int) {
-	src := sysc.ParseSockaddr(name)
+	var sab [unix.SizeofSockaddrInet6]byte
+	sa, _, group, mc := mcRecord(name, &sab)
+	src := sysc.ParseSockaddr(sa)
 	dst := u.localAddr()
-	if len(name) == mcNameLen {
-		dst = netip.AddrPortFrom(netip.AddrFrom4([4]byte(name[unix.SizeofSockaddrInet4:])), dst.Port())
+	if mc {
+		if src.Addr().Is4In6() {
+			group = netip.AddrFrom16(group.As16()) // as the member's family has it
+		}
+		dst = netip.AddrPortFrom(group, dst.Port())
 	} else if dst.Addr().IsUnspecified() {
 		// A wildcard binding: on this host, a sender's source address is the destination it
 		// reached (the local route chooses the destination itself as the source).

@@ -1,6 +1,8 @@
 package shm
 
 import (
+	"golang.org/x/sys/unix"
+
 	"github.com/goxio/goxio/offload/transport"
 )
 
@@ -40,8 +42,23 @@ func (u *UDP) Starting() bool {
 	return u.Inbox() == nil && !u.lazy.Load() && u.GaveUp() == transport.ReasonNone
 }
 
-// Poll adds POLLIN to the kernel's answer when the rings hold a datagram (RingReady).
-func (u *UDP) Poll(_ int, events, kernel int16) (int16, bool) {
+// pollRdNorm is POLLRDNORM (asm-generic/poll.h), which golang.org/x/sys/unix does not define.
+const pollRdNorm = 0x40
+
+// Poll adds POLLIN to the kernel's answer when the rings hold a datagram (RingReady). When the
+// kernel reported the socket fd readable and all it holds are loopback copies of multicast
+// datagrams the rings brought (firstNotCopy drops them, as a receive would), POLLIN is the
+// rings' answer alone: the kernel would not have reported it either.
+func (u *UDP) Poll(fd int, events, kernel int16) (int16, bool) {
+	if fd >= 0 && kernel&unix.POLLIN != 0 && u.joinSnap.Load() != nil && u.enter() {
+		u.rxmu.Lock()
+		copies := !u.firstNotCopy(fd)
+		u.rxmu.Unlock()
+		u.exit()
+		if copies {
+			kernel &^= unix.POLLIN | pollRdNorm
+		}
+	}
 	return transport.DatagramPoll(u, events, kernel)
 }
 

@@ -1,10 +1,6 @@
 package shm
 
-import (
-	"net/netip"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // HandOver takes every datagram waiting in the socket's rings, in the order a receive would
 // return them, as (source sockaddr, payload) pairs the caller owns: the engine spills them before
@@ -31,12 +27,13 @@ func (u *UDP) HandOver() [][2][]byte {
 		if err != nil {
 			break
 		}
-		if len(name) == mcNameLen {
-			if !u.admits(netip.AddrFrom4([4]byte(name[unix.SizeofSockaddrInet4:])), sockaddr4(name).Addr()) {
+		var sab [unix.SizeofSockaddrInet6]byte
+		if sa, src, group, mc := mcRecord(name, &sab); mc {
+			if !u.admits(group, src) {
 				in.Pop()
 				continue
 			}
-			name = name[:unix.SizeofSockaddrInet4]
+			name = sa
 		}
 		out = append(out, [2][]byte{append([]byte(nil), name...), append([]byte(nil), data...)})
 		in.Pop()

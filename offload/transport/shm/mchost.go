@@ -44,12 +44,20 @@ const (
 	hostRecheck  = 10e6  // ns
 )
 
-// hostOnly reports whether a datagram to a group sent by the socket fd leaves through the
+// hostOnly reports whether a datagram to an IPv4 group sent by the socket fd leaves through the
 // loopback interface: IP_MULTICAST_IF names a loopback address. (Set by interface index alone it
 // reads as 0.0.0.0 and is not known: the kernel send stays.)
 func hostOnly(fd int) bool {
 	a, err := unix.GetsockoptInet4Addr(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF)
 	return err == nil && a[0] == 127
+}
+
+// hostOnly6 reports whether a datagram to the IPv6 group never leaves the host: an
+// interface-local group (ff01::/16, scope 1), which the kernel loops back to the host's members
+// and never transmits (ip6_finish_output2). Linux's loopback interface carries no IPv6
+// multicast unless configured to, so the interface a datagram leaves through tells nothing.
+func hostOnly6(group netip.Addr) bool {
+	return group.Is6() && group.IsMulticast() && group.As16()[1]&0x0f == 1
 }
 
 // hostState is a route's view of the kernel's receivers of its group; guarded by mu.
@@ -78,7 +86,7 @@ func (r *route) hostServed() bool {
 	defer h.checking.Store(false)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	joins := groupJoins(r.dst.Addr())
+	joins := groupJoins(r.group.Addr())
 	fresh := h.counted != 0 && now-h.counted < hostFullTTL && joins >= 0 && joins == h.joins
 	if !h.served && fresh && now-h.counted < hostRecheck {
 		h.noUntil.Store(now + hostCheckTTL)
@@ -86,7 +94,7 @@ func (r *route) hostServed() bool {
 	}
 	if !h.served || !fresh {
 		// Memberships first: one that comes during the count is seen at the next look.
-		n := kernelReceivers(r.dst, r.from)
+		n := kernelReceivers(r.group, r.from)
 		h.served, h.counted, h.joins = n >= 0 && n == len(r.mc) && joins >= 0, now, joins
 	}
 	if h.served {
@@ -98,17 +106,64 @@ func (r *route) hostServed() bool {
 	return h.served
 }
 
-// groupJoins sums the memberships (users) of group on every interface in /proc/net/igmp; -1
-// when the table cannot be read.
+// groupJoins sums the memberships (users) of group on every interface in /proc/net/igmp
+// (/proc/net/igmp6 for an IPv6 group); -1 when the table cannot be read.
 func groupJoins(group netip.Addr) int {
 	bp := procBufs.Get().(*[]byte)
 	defer procBufs.Put(bp)
-	b, err := readProc("/proc/net/igmp", *bp)
+	path := "/proc/net/igmp"
+	if !group.Is4() {
+		path = "/proc/net/igmp6"
+	}
+	b, err := readProc(path, *bp)
 	*bp = b[:0]
 	if err != nil {
 		return -1
 	}
+	if !group.Is4() {
+		return igmp6Users(b, group)
+	}
 	return igmpUsers(b, group)
+}
+
+// igmp6Users sums the users column of group's lines in /proc/net/igmp6 text ("%-4d %-15s %pi6
+// %5d %08X %ld": index, device, group as 32 hex digits, users, ...); -1 when a line does not
+// parse.
+func igmp6Users(b []byte, group netip.Addr) int {
+	g := group.As16()
+	n := 0
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		f := bytes.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) < 4 || len(f[2]) != 32 {
+			return -1
+		}
+		var a [16]byte
+		for i := range 4 {
+			v, ok := hexWord(f[2][i*8 : i*8+8])
+			if !ok {
+				return -1
+			}
+			binary.BigEndian.PutUint32(a[i*4:], v)
+		}
+		if a != g {
+			continue
+		}
+		u, err := strconv.Atoi(string(f[3]))
+		if err != nil || u < 0 {
+			return -1
+		}
+		n += u
+	}
+	return n
 }
 
 // igmpUsers sums the Users column of group's lines in /proc/net/igmp text (group lines start
@@ -158,6 +213,9 @@ var procBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return 
 // wildcard or the mapped group (it may be dual-stack). -1 when a raw UDP socket would get a copy
 // too, or a table cannot be read.
 func kernelReceivers(dst, src netip.AddrPort) int {
+	if !dst.Addr().Is4() {
+		return kernelReceivers6(dst, src)
+	}
 	bp := procBufs.Get().(*[]byte)
 	defer procBufs.Put(bp)
 	b, err := readProc("/proc/net/raw", *bp)
@@ -180,6 +238,61 @@ func kernelReceivers(dst, src netip.AddrPort) int {
 		return -1
 	}
 	return n + countUDP6(b, dst)
+}
+
+// kernelReceivers6 is kernelReceivers for an IPv6 group: the IPv6 sockets bound to dst's port on
+// the wildcard or the group and not connected to another address; -1 when a raw IPv6 UDP socket
+// would get a copy too, or a table cannot be read.
+func kernelReceivers6(dst, src netip.AddrPort) int {
+	bp := procBufs.Get().(*[]byte)
+	defer procBufs.Put(bp)
+	b, err := readProc("/proc/net/raw6", *bp)
+	*bp = b[:0]
+	if err != nil || rawUDP6(b) {
+		return -1
+	}
+	b, err = readProc("/proc/net/udp6", *bp)
+	*bp = b[:0]
+	if err != nil {
+		return -1
+	}
+	return countUDP6Group(b, dst, src)
+}
+
+// rawUDP6 is rawUDP for /proc/net/raw6.
+func rawUDP6(b []byte) bool {
+	found := false
+	procLines(b, func(local, _ []byte) {
+		_, proto, ok := procAddr(local, 4)
+		if !ok || proto == unix.IPPROTO_UDP {
+			found = true
+		}
+	})
+	return found
+}
+
+// countUDP6Group counts the lines of /proc/net/udp6 the kernel would deliver a datagram from src
+// to the IPv6 group dst to (bound to the port on the wildcard or the group, not connected
+// elsewhere; memberships are not listed). An unreadable line counts.
+func countUDP6Group(b []byte, dst, src netip.AddrPort) int {
+	g, s := dst.Addr().As16(), src.Addr().As16()
+	n := 0
+	procLines(b, func(local, rem []byte) {
+		la, lport, ok1 := procAddr(local, 4)
+		ra, rport, ok2 := procAddr(rem, 4)
+		if !ok1 || !ok2 {
+			n++
+			return
+		}
+		if lport != dst.Port() || la != [16]byte{} && la != g {
+			return
+		}
+		if ra != [16]byte{} && ra != s || rport != 0 && rport != src.Port() {
+			return
+		}
+		n++
+	})
+	return n
 }
 
 // readProc reads a whole /proc file into buf (grown as needed) with raw system calls (an os.File

@@ -2,14 +2,18 @@ package shm
 
 import (
 	"encoding/binary"
+	"net"
 	"net/netip"
 	"syscall"
+
+	"github.com/vishvananda/netlink"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/discovery"
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
@@ -25,14 +29,25 @@ import (
 // member (discovery.LookupMembers). Before its first ring copy the sender flags its binding
 // (Entry.MulticastSender); a member then drops the kernel's loopback copy of a datagram whose
 // source is a flagged sender and whose destination (IP_PKTINFO, switched on internally while the
-// socket has joins) is a group it joined for that source: it has the ring copy. Ring records of
-// multicast datagrams carry the destination group and port after the source sockaddr, and a
-// member that has left the group since the sender looked it up drops them. A send that only
-// reaches this namespace's sockets, all of them ring members, skips the kernel (mchost.go).
+// socket has joins; IPV6_RECVPKTINFO on an AF_INET6 socket, which reports IPv4 datagrams'
+// destinations mapped) is a group it joined for that source: it has the ring copy. Ring records
+// of multicast datagrams carry the destination group and port after the source sockaddr (an
+// AF_INET member's: sockaddr_in and the IPv4 group; an AF_INET6 member's: sockaddr_in6 without
+// its scope id and the 16-byte group, an IPv4 source and group mapped), and a member that has left the group since
+// the sender looked it up drops them. A send that only reaches this namespace's sockets, all of
+// them ring members, skips the kernel (mchost.go).
+//
+// IPv6 groups (IPV6_JOIN_GROUP, MCAST_* at IPPROTO_IPV6) and IPv4 groups joined on a dual-stack
+// AF_INET6 socket (IP_ADD_MEMBERSHIP, MCAST_* at IPPROTO_IP) are memberships like IPv4 ones; a
+// dual-stack sender's datagram to an IPv4-mapped group is IPv4 (IP_MULTICAST_LOOP and
+// IP_MULTICAST_IF apply, as in the kernel), an IPv6 one follows IPV6_MULTICAST_LOOP and
+// IPV6_MULTICAST_IF.
 //
 // Known limits: the interface of a join and IP_MULTICAST_IF are not compared (a ring copy
 // reaches a member joined on another interface than the one the datagram leaves through), and a
-// membership change races with datagrams in flight as it does in the kernel.
+// membership change races with datagrams in flight as it does in the kernel. An IPv6 group's
+// datagram larger than the interface's MTU sent through an interface without carrier reaches the
+// members through rings; the kernel loops none of its fragments back.
 
 // join is one membership: a group, for any source or for one.
 type join struct {
@@ -44,14 +59,54 @@ type join struct {
 // joinKey is a join as the receive path checks it.
 type joinKey struct{ group, source netip.Addr }
 
-// mcNameLen is the length of a multicast ring record's name: the source sockaddr_in, then the
-// destination group (4 bytes) and port (2 bytes, network order).
-const mcNameLen = unix.SizeofSockaddrInet4 + 6
+// mcNameLen is the length of a multicast ring record's name for an AF_INET member: the source
+// sockaddr_in, then the destination group (4 bytes) and port (2 bytes, network order);
+// mcNameLen6 for an AF_INET6 member: the source sockaddr_in6 without its flow label (which a
+// receive reports as 0) — family, port, address, scope id (the interface, for a link-local
+// source) — then the group (16 bytes): as much as a record carries (ring.MaxName; the port is
+// the member's own). Unicast records' names are a bare sockaddr_in or sockaddr_in6, of other
+// lengths.
+const (
+	mcSin6Len  = unix.SizeofSockaddrInet6 - 4
+	mcNameLen  = unix.SizeofSockaddrInet4 + 6
+	mcNameLen6 = mcSin6Len + 16
+)
 
-// mcTarget is one member a multicast datagram is copied to.
+// putMcSin6 writes from (scope: its scope id) into b as mcRecord reads it: family, port,
+// address, scope id.
+func putMcSin6(b []byte, from netip.AddrPort, scope uint32) {
+	binary.NativeEndian.PutUint16(b, unix.AF_INET6)
+	binary.BigEndian.PutUint16(b[2:], from.Port())
+	a := from.Addr().As16() // an IPv4 source mapped
+	copy(b[4:20], a[:])
+	binary.NativeEndian.PutUint32(b[20:], scope)
+}
+
+// mcRecord splits a ring record's name: for a group's datagram, the source sockaddr the program
+// receives (an AF_INET6 member's rebuilt in buf), the source address (unmapped) and the group
+// (unmapped); ok is false for a unicast datagram's name.
+func mcRecord(name []byte, buf *[unix.SizeofSockaddrInet6]byte) (sa []byte, src, group netip.Addr, ok bool) {
+	switch len(name) {
+	case mcNameLen:
+		sa, group = name[:unix.SizeofSockaddrInet4], netip.AddrFrom4([4]byte(name[unix.SizeofSockaddrInet4:]))
+	case mcNameLen6:
+		// struct sockaddr_in6 { family; port; flowinfo; addr; scope_id; }
+		copy(buf[0:4], name[0:4])
+		clear(buf[4:8])
+		copy(buf[8:28], name[4:mcSin6Len])
+		sa, group = buf[:], netip.AddrFrom16([16]byte(name[mcSin6Len:])).Unmap()
+	default:
+		return name, netip.Addr{}, netip.Addr{}, false
+	}
+	return sa, sysc.ParseSockaddr(sa).Addr().Unmap(), group, true
+}
+
+// mcTarget is one member a multicast datagram is copied to; v6: an AF_INET6 member (its record
+// carries a sockaddr_in6).
 type mcTarget struct {
 	out  *outlet
 	bell *bellAddr
+	v6   bool
 }
 
 // Join records a membership the kernel socket accepted (IP_ADD_MEMBERSHIP,
@@ -61,10 +116,8 @@ type mcTarget struct {
 func (u *UDP) Join(fd int, group, source netip.Addr) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	// Groups through rings are IPv4 and their records carry sockaddr_in sources: an AF_INET6
-	// socket's memberships (IPv4 groups joined on a dual-stack socket, IPv6 groups) are the
-	// kernel's, which delivers those datagrams to it.
-	if u.closed || u.gaveUp != transport.ReasonNone || !group.Is4() || !group.IsMulticast() || u.familyLocked(fd) == unix.AF_INET6 {
+	group, source = group.WithZone("").Unmap(), source.WithZone("").Unmap()
+	if u.closed || u.gaveUp != transport.ReasonNone || !group.IsMulticast() {
 		return
 	}
 	for _, j := range u.joins {
@@ -73,7 +126,8 @@ func (u *UDP) Join(fd int, group, source netip.Addr) {
 		}
 	}
 	if !u.pktinfoOwn && !u.pktinfoOn.Load() {
-		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1); err != nil {
+		u.pktOpt = pktinfoOption(u.familyLocked(fd))
+		if err := unix.SetsockoptInt(fd, u.pktOpt[0], u.pktOpt[1], 1); err != nil {
 			u.env.log.Info("shm: cannot tell multicast copies apart, the socket goes back to the kernel", zap.Int("fd", fd), zap.Error(err))
 			u.giveUpLocked(transport.ReasonUnsupported)
 			return
@@ -93,6 +147,7 @@ func (u *UDP) Join(fd int, group, source netip.Addr) {
 // Leave drops memberships the kernel socket left: the one for source, or every join of the
 // group when source is the zero value (IP_DROP_MEMBERSHIP, MCAST_LEAVE_GROUP).
 func (u *UDP) Leave(group, source netip.Addr) {
+	group, source = group.WithZone("").Unmap(), source.WithZone("").Unmap()
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	kept := u.joins[:0]
@@ -185,50 +240,165 @@ func (u *UDP) mcRoute(fd int, dst netip.AddrPort) *route {
 	}
 	r := &route{dst: dst, gen: gen}
 	defer u.route.Store(r)
-	// IP_MULTICAST_LOOP and IP_MULTICAST_IF are read from the kernel socket, the one truth: the
-	// program may have set them before the socket had this transport (a sender's options come
-	// before its first send, which decides its role).
-	if !optOn(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP) || !dst.Addr().Is4() || dst.Port() == 0 {
+	if dst.Port() == 0 {
 		return r
 	}
 	local, ok := u.ensureBound(fd)
 	if !ok {
 		return nil
 	}
-	src := local.Addr()
-	if src.IsUnspecified() {
-		if a, err := unix.GetsockoptInet4Addr(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF); err == nil && a != [4]byte{} {
-			src = netip.AddrFrom4(a)
-		} else {
-			src = u.env.source(dst.Addr())
+	group, ok := u.mcWire(local.Addr(), dst.Addr())
+	if !ok {
+		return r // the kernel's: it delivers, or fails the call, as it does
+	}
+	// IP(V6)_MULTICAST_LOOP and IP(V6)_MULTICAST_IF are read from the kernel socket, the one
+	// truth: the program may have set them before the socket had this transport (a sender's
+	// options come before its first send, which decides its role). The loop is the socket
+	// family's option (sk_mc_loop): a dual-stack socket's IPv4 datagrams follow
+	// IPV6_MULTICAST_LOOP; their interface is IP_MULTICAST_IF's.
+	src := local.Addr().Unmap()
+	var scope uint32 // the source's scope id at an AF_INET6 member
+	loop := [2]int{unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP}
+	if u.domain(fd) == unix.AF_INET6 {
+		loop = [2]int{unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_LOOP}
+	}
+	if !optOn(fd, loop[0], loop[1]) {
+		return r
+	}
+	if group.Is4() {
+		if src.IsUnspecified() {
+			if a, err := unix.GetsockoptInet4Addr(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF); err == nil && a != [4]byte{} {
+				src = netip.AddrFrom4(a)
+			} else {
+				src = u.env.source(group)
+			}
 		}
+		r.hostOnly = hostOnly(fd)
+	} else {
+		// The interface: IPV6_MULTICAST_IF, else the device a socket bound to a link-local
+		// address is bound to, else the route's.
+		ifindex, _ := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF)
+		if ifindex == 0 {
+			ifindex, _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BINDTOIFINDEX)
+		}
+		rsrc, oif, ok := u.egress6(group, ifindex)
+		if !ok || oif == loopbackIndex {
+			return r
+		}
+		if src.IsUnspecified() {
+			src = rsrc
+		}
+		if src.IsLinkLocalUnicast() {
+			// The member's receive reports the interface the datagram came in on (looped
+			// back on the one it left through) as the source's scope id.
+			scope = uint32(oif)
+		}
+		r.hostOnly = hostOnly6(group)
 	}
 	if !src.IsValid() {
 		return r
 	}
 	from := netip.AddrPortFrom(src, local.Port())
+	to := netip.AddrPortFrom(group, dst.Port())
 	var buf [16]discoveryEntry
-	members := u.env.dir.LookupMembers(dst, from, buf[:0])
+	members := u.env.dir.LookupMembers(to, from, buf[:0])
 	for _, m := range members {
 		out := u.env.outletSized(m.Inbox, max(u.env.ringBytes, mcRingBytes))
 		if out == nil {
 			u.dropped()
 			continue
 		}
-		r.mc = append(r.mc, mcTarget{out: out, bell: newBellAddr(m.Inbox)})
+		v6 := m.Family == unix.AF_INET6
+		if !v6 && !group.Is4() {
+			continue // an AF_INET socket never gets an IPv6 group's datagram (discovery does not return one)
+		}
+		r.mc = append(r.mc, mcTarget{out: out, bell: newBellAddr(m.Inbox), v6: v6})
 	}
 	if len(r.mc) > 0 && !u.markSender(fd) {
 		r.mc = nil // not flagged: a member would keep the kernel's copy too
 	}
-	r.from, r.hostOnly = from, hostOnly(fd)
-	putSockaddr4(r.name[:], from)
-	ip := dst.Addr().As4()
-	copy(r.name[unix.SizeofSockaddrInet4:], ip[:])
-	binary.BigEndian.PutUint16(r.name[unix.SizeofSockaddrInet4+4:], dst.Port())
+	r.from, r.group = from, to
+	if group.Is4() {
+		putSockaddr4(r.name[:], from)
+		ip := group.As4()
+		copy(r.name[unix.SizeofSockaddrInet4:], ip[:])
+		binary.BigEndian.PutUint16(r.name[unix.SizeofSockaddrInet4+4:], dst.Port())
+	}
+	putMcSin6(r.name6[:], from, scope)
+	g16 := group.As16() // an IPv4 group mapped
+	copy(r.name6[mcSin6Len:], g16[:])
 	if ce := u.env.log.Check(zap.DebugLevel, "shm multicast route"); ce != nil {
-		ce.Write(zap.Stringer("group", dst), zap.Stringer("src", from), zap.Int("members", len(r.mc)))
+		ce.Write(zap.Stringer("group", to), zap.Stringer("src", from), zap.Int("members", len(r.mc)))
 	}
 	return r
+}
+
+// mcWire is the group a datagram the socket (bound to local) sends to dst goes to, as the kernel
+// sends it: IPv4 for an IPv4-mapped group of a dual-stack socket, or a sockaddr_in given to one
+// (udpv6_sendmsg sends it as IPv4). false leaves the send to the kernel: a combination it fails
+// (a mapped group or a sockaddr_in from a v6only socket or one bound to an IPv6 address, an
+// IPv6 group from a socket bound to a mapped address).
+func (u *UDP) mcWire(local, dst netip.Addr) (netip.Addr, bool) {
+	u.mu.Lock()
+	family, v6only := u.family, u.v6only
+	u.mu.Unlock()
+	switch {
+	case family == unix.AF_INET:
+		return dst, dst.Is4() && local.Is4()
+	case family != unix.AF_INET6:
+		return netip.Addr{}, false
+	case dst.Is4() || dst.Is4In6():
+		return dst.Unmap(), !v6only && (local.IsUnspecified() || local.Is4In6())
+	}
+	return dst.WithZone(""), !local.Is4In6() && !local.Is4()
+}
+
+// egress is a remembered mcEgress6 answer.
+type egress struct {
+	group   netip.Addr
+	ifindex int
+	at      int64
+	src     netip.Addr
+	oif     int
+	ok      bool
+}
+
+// egressTTL is how long an egress answer stands: a route is asked again when the directory
+// changed (a member joined or left, any socket bound) only after it.
+const egressTTL = 1e9 // ns
+
+// egress6 is mcEgress6, remembered for egressTTL.
+func (u *UDP) egress6(group netip.Addr, ifindex int) (netip.Addr, int, bool) {
+	now := nanotime()
+	if e := u.egress.Load(); e != nil && e.group == group && e.ifindex == ifindex && now-e.at < egressTTL {
+		return e.src, e.oif, e.ok
+	}
+	src, oif, ok := mcEgress6(group, ifindex)
+	u.egress.Store(&egress{group: group, ifindex: ifindex, at: now, src: src, oif: oif, ok: ok})
+	return src, oif, ok
+}
+
+// loopbackIndex is the loopback interface's index in every network namespace (the kernel's
+// LOOPBACK_IFINDEX).
+const loopbackIndex = 1
+
+// mcEgress6 is how the kernel sends a datagram to the IPv6 group (ifindex: the socket's
+// IPV6_MULTICAST_IF, 0 for none): the source address an unbound socket's datagram carries and
+// the interface it leaves through; false without a route (the kernel fails the send).
+// Through lo the kernel neither loops a group's datagram back nor delivers it (its neighbour
+// entry cannot be made), so the caller leaves those to the kernel. vishvananda/netlink asks the
+// kernel (RTM_GETROUTE, `ip -6 route get GROUP oif IFINDEX`) over a netlink socket of its own
+// made for the call.
+func mcEgress6(group netip.Addr, ifindex int) (src netip.Addr, oif int, ok bool) {
+	routes, err := netlink.RouteGetWithOptions(net.IP(group.AsSlice()), &netlink.RouteGetOptions{OifIndex: ifindex})
+	if err != nil || len(routes) == 0 {
+		return src, 0, false
+	}
+	rt := routes[0]
+	if a, ok := netip.AddrFromSlice(rt.Src); ok {
+		src = a.Unmap()
+	}
+	return src, rt.LinkIndex, true
 }
 
 // markSender flags the socket's binding as a multicast ring sender (once), publishing a socket
@@ -252,7 +422,11 @@ func (u *UDP) markSender(fd int) bool {
 // fanout copies a datagram the kernel sent to a group into the rings of the route's members.
 func (u *UDP) fanout(r *route, bufs [][]byte, total int) {
 	for _, t := range r.mc {
-		wake, err := t.out.send(r.name[:mcNameLen], bufs, total)
+		name := r.name[:mcNameLen]
+		if t.v6 {
+			name = r.name6[:]
+		}
+		wake, err := t.out.send(name, bufs, total)
 		switch {
 		case err == nil:
 			u.ringTx.Add(1)
@@ -298,15 +472,13 @@ func (u *UDP) firstNotCopy(fd int) bool {
 		return true
 	}
 	for i := 0; i < maxCopies; i++ {
-		sa, dst, ok, errno := peekOrigin(fd)
+		src, group, errno := peekOrigin(fd)
 		if errno == unix.EAGAIN {
 			return false
 		}
-		if errno != 0 || !ok {
+		if errno != 0 || !group.IsValid() {
 			return true
 		}
-		group := netip.AddrFrom4(dst)
-		src := sockaddr4(sa[:])
 		if !group.IsMulticast() || !src.IsValid() || !u.admits(group, src.Addr()) || !u.ringSender(src) {
 			return true
 		}
@@ -346,62 +518,82 @@ const senderTTL = 10e6 // ns
 // maxCopies bounds how many loopback copies one receive drops.
 const maxCopies = 64
 
-// pktinfoDst reads the destination address from an IP_PKTINFO control message.
-func pktinfoDst(ctl []byte) (dst [4]byte, ok bool) {
+// pktinfoDst reads the destination address from an IP_PKTINFO or IPV6_PKTINFO control message
+// (an IPv4 one mapped in the latter comes back unmapped); the zero Addr when there is none.
+func pktinfoDst(ctl []byte) netip.Addr {
 	for len(ctl) >= unix.SizeofCmsghdr {
 		h := (*[unix.SizeofCmsghdr]byte)(ctl)
 		l := int(binary.NativeEndian.Uint64(h[0:8]))
 		level := int32(binary.NativeEndian.Uint32(h[8:12]))
 		typ := int32(binary.NativeEndian.Uint32(h[12:16]))
 		if l < unix.SizeofCmsghdr || l > len(ctl) {
-			return dst, false
+			return netip.Addr{}
 		}
 		if level == unix.IPPROTO_IP && typ == unix.IP_PKTINFO && l >= unix.SizeofCmsghdr+unix.SizeofInet4Pktinfo {
 			// struct in_pktinfo { int ipi_ifindex; struct in_addr ipi_spec_dst, ipi_addr; }
-			copy(dst[:], ctl[unix.SizeofCmsghdr+8:unix.SizeofCmsghdr+12])
-			return dst, true
+			return netip.AddrFrom4([4]byte(ctl[unix.SizeofCmsghdr+8 : unix.SizeofCmsghdr+12]))
+		}
+		if level == unix.IPPROTO_IPV6 && typ == unix.IPV6_PKTINFO && l >= unix.SizeofCmsghdr+unix.SizeofInet6Pktinfo {
+			// struct in6_pktinfo { struct in6_addr ipi6_addr; int ipi6_ifindex; }
+			return netip.AddrFrom16([16]byte(ctl[unix.SizeofCmsghdr : unix.SizeofCmsghdr+16])).Unmap()
 		}
 		ctl = ctl[min((l+7)&^7, len(ctl)):]
 	}
-	return dst, false
+	return netip.Addr{}
 }
 
-// ipOptionSet follows the IPPROTO_IP options the transport depends on, read back from the kernel
-// socket after the program set them.
-func (u *UDP) ipOptionSet(fd, name int) {
-	switch name {
-	case unix.IP_MULTICAST_LOOP, unix.IP_MULTICAST_IF:
+// pktinfoOption is the option that makes a socket of family report its datagrams' destination:
+// IP_PKTINFO, or for AF_INET6 IPV6_RECVPKTINFO (IPv4 datagrams' mapped).
+func pktinfoOption(family int) [2]int {
+	if family == unix.AF_INET6 {
+		return [2]int{unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO}
+	}
+	return [2]int{unix.IPPROTO_IP, unix.IP_PKTINFO}
+}
+
+// ipOptionSet follows the IPPROTO_IP and IPPROTO_IPV6 options the transport depends on, read
+// back from the kernel socket after the program set them.
+func (u *UDP) ipOptionSet(fd, level, name int) {
+	switch [2]int{level, name} {
+	case [2]int{unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP}, [2]int{unix.IPPROTO_IP, unix.IP_MULTICAST_IF},
+		[2]int{unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_LOOP}, [2]int{unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF}:
 		u.route.Store(nil) // mcRoute reads them again
-	case unix.IP_MULTICAST_ALL:
+	case [2]int{unix.IPPROTO_IP, unix.IP_MULTICAST_ALL}, [2]int{unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_ALL}:
 		u.mu.Lock()
 		if in := u.inbox.Load(); in != nil && u.published {
 			u.publishLocked(fd, in)
 		}
 		u.mu.Unlock()
-	case unix.IP_PKTINFO:
+	case [2]int{unix.IPPROTO_IP, unix.IP_PKTINFO}, [2]int{unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO}:
 		u.mu.Lock()
-		if optOn(fd, unix.IPPROTO_IP, unix.IP_PKTINFO) {
+		defer u.mu.Unlock()
+		if !u.pktinfoOn.Load() && !u.pktinfoOwn {
+			u.pktOpt = pktinfoOption(u.familyLocked(fd))
+		}
+		if [2]int{level, name} != u.pktOpt {
+			return // not the one the transport uses (the option sends the socket back to the kernel)
+		}
+		if optOn(fd, level, name) {
 			u.pktinfoOwn = true // the program's now; it sends the socket back to the kernel
 		} else {
 			u.pktinfoOwn = false
 			u.pktinfoOn.Store(false)
-			if len(u.joins) > 0 && unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1) == nil {
+			if len(u.joins) > 0 && unix.SetsockoptInt(fd, level, name, 1) == nil {
 				u.pktinfoOn.Store(true)
 			}
 		}
-		u.mu.Unlock()
 	}
 }
 
 // OptionValue corrects the value getsockopt read from the kernel socket for an option the
-// transport set for itself: IP_PKTINFO reads as the program left it (off). val and vlen are the
-// program's buffer and length as the kernel filled them.
+// transport set for itself: IP_PKTINFO (IPV6_RECVPKTINFO) reads as the program left it (off).
+// val and vlen are the program's buffer and length as the kernel filled them.
 func (u *UDP) OptionValue(level, name int, val []byte) {
-	if level != unix.IPPROTO_IP || name != unix.IP_PKTINFO || len(val) == 0 {
+	if len(val) == 0 {
 		return
 	}
 	u.mu.Lock()
-	internal := u.pktinfoOn.Load() && !u.pktinfoOwn
+	internal := u.pktinfoOn.Load() && !u.pktinfoOwn && [2]int{level, name} == u.pktOpt
 	u.mu.Unlock()
 	if internal {
 		clear(val)
@@ -424,7 +616,7 @@ func (u *UDP) sendmmsg(c *transport.Call) (int, syscall.Errno, bool) {
 			if nl > unix.SizeofSockaddrAny {
 				break
 			}
-			dst = sockaddr4(umem.Bytes(np, int(nl)))
+			dst = sysc.ParseSockaddr(umem.Bytes(np, int(nl)))
 		}
 		if !dst.IsValid() || !dst.Addr().IsMulticast() {
 			continue
@@ -453,7 +645,7 @@ func (u *UDP) sendmmsg(c *transport.Call) (int, syscall.Errno, bool) {
 			continue
 		}
 		bufs, total := umem.Iovecs(arr[:0], iov, iovlen)
-		if total >= 0 && total <= maxUDPPayload {
+		if total >= 0 && total <= mcMaxPayload(r.dst) {
 			if capture.On() {
 				u.tapMulticast(c.FD, r.dst, bufs, total, true)
 			}
@@ -481,7 +673,7 @@ func hostServedAll(vec uintptr, routes []*route) bool {
 		if iovlen < 0 || iovlen > umem.MaxIov {
 			return false
 		}
-		if _, total := umem.Iovecs(arr[:0], iov, iovlen); total < 0 || total > maxUDPPayload {
+		if _, total := umem.Iovecs(arr[:0], iov, iovlen); total < 0 || total > mcMaxPayload(r.dst) {
 			return false
 		}
 	}

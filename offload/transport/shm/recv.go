@@ -2,7 +2,6 @@ package shm
 
 import (
 	"errors"
-	"net/netip"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -207,10 +206,15 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx, hold *transport.Held) (in
 		name, data, err = in.Peek()
 	}
 	full := name // with a group's datagram, the group after the source
-	for err == nil && len(name) == mcNameLen {
+	var sab [unix.SizeofSockaddrInet6]byte
+	for err == nil {
+		sa, src, group, mc := mcRecord(name, &sab)
+		if !mc {
+			break
+		}
 		// A group's datagram: taken while the socket's joins admit it (it may have left).
-		if src := sockaddr4(name); u.admits(netip.AddrFrom4([4]byte(name[unix.SizeofSockaddrInet4:])), src.Addr()) {
-			name = name[:unix.SizeofSockaddrInet4]
+		if u.admits(group, src) {
+			name = sa
 			break
 		}
 		in.Pop()

@@ -34,10 +34,12 @@ type route struct {
 	mc      []mcTarget // a group's goxio members
 
 	// A group's datagrams that leave through the loopback interface (mchost.go).
-	from     netip.AddrPort // the source they carry
-	hostOnly bool           // they reach only this namespace's sockets
-	host     hostState      // whether every kernel receiver of them is a ring member
-	peer     int            // the receiving process (capture records name it)
+	from     netip.AddrPort   // the source they carry
+	group    netip.AddrPort   // the group and port as the kernel sends to them (IPv4 unmapped)
+	name6    [mcNameLen6]byte // an AF_INET6 member's record name (name: an AF_INET member's)
+	hostOnly bool             // they reach only this namespace's sockets
+	host     hostState        // whether every kernel receiver of them is a ring member
+	peer     int              // the receiving process (capture records name it)
 }
 
 // sendFlags are the send flags the rings honour; any other flag sends through the kernel.
@@ -69,7 +71,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 		return u.kernel(c) // EINVAL, another family, no destination: the kernel's answer
 	}
 	if dst.Addr().IsMulticast() {
-		if total < 0 || total > maxUDPPayload {
+		if total < 0 || total > mcMaxPayload(dst) {
 			return u.kernel(c)
 		}
 		n, errno, os := u.sendMulticast(c, dst, bufs, total, !ctl && flags&^sendFlags == 0)
@@ -242,8 +244,21 @@ func (u *UDP) localAddr() netip.AddrPort {
 }
 
 // maxUDPPayload is the largest IPv4 UDP payload; larger sends go to the kernel, which fails
-// them with EMSGSIZE (or, over IPv6, sends them: 65527 bytes fit there).
-const maxUDPPayload = 65507
+// them with EMSGSIZE (or, over IPv6, sends them: 65527 bytes fit there, maxUDP6Payload).
+const (
+	maxUDPPayload  = 65507
+	maxUDP6Payload = 65527
+)
+
+// mcMaxPayload is the largest datagram the kernel sends to the group dst (an IPv4-mapped one
+// is IPv4); a larger one it fails. A group's datagram the kernel sends gets its ring copies
+// too: a member drops the kernel's copy of a ring sender's datagram.
+func mcMaxPayload(dst netip.AddrPort) int {
+	if dst.Addr().Unmap().Is4() {
+		return maxUDPPayload
+	}
+	return maxUDP6Payload
+}
 
 // sockaddr4 parses a sockaddr_in; the zero value for anything else.
 func sockaddr4(b []byte) netip.AddrPort { return udpcall.Sockaddr4(b) }

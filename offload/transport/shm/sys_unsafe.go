@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"net/netip"
 	"syscall"
 	"unsafe"
 
@@ -54,19 +55,22 @@ func ppoll2(fd0, fd1 int, ts *unix.Timespec) (r0, r1 int16, errno syscall.Errno)
 }
 
 // peekOrigin looks at the next datagram queued on the kernel socket without taking it: its
-// source, and its destination from the IP_PKTINFO control message (the socket has IP_PKTINFO on).
-// EAGAIN when nothing is queued.
-func peekOrigin(fd int) (src [unix.SizeofSockaddrInet4]byte, dst [4]byte, hasDst bool, errno syscall.Errno) {
+// source and its destination (from the IP_PKTINFO or IPV6_PKTINFO control message: the socket
+// has the option on), both unmapped; dst is the zero Addr without one. EAGAIN when nothing is
+// queued. The buffers live on this frame, which the kernel writes for the call's duration only.
+func peekOrigin(fd int) (src netip.AddrPort, dst netip.Addr, errno syscall.Errno) {
+	var sa [unix.SizeofSockaddrInet6]byte
 	var ctl [64]byte
-	m := unix.Msghdr{Name: (*byte)(unsafe.Pointer(&src[0])), Namelen: uint32(len(src)), Control: &ctl[0]}
+	m := unix.Msghdr{Name: (*byte)(unsafe.Pointer(&sa[0])), Namelen: uint32(len(sa)), Control: &ctl[0]}
 	m.SetControllen(len(ctl))
 	_, _, e := unix.Syscall6(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&m)),
 		unix.MSG_PEEK|unix.MSG_DONTWAIT|unix.MSG_TRUNC, 0, 0, 0)
 	if e != 0 {
-		return src, dst, false, e
+		return src, dst, e
 	}
-	dst, hasDst = pktinfoDst(ctl[:min(int(m.Controllen), len(ctl))])
-	return src, dst, hasDst, 0
+	src = sysc.ParseSockaddr(sa[:min(int(m.Namelen), len(sa))])
+	src = netip.AddrPortFrom(src.Addr().Unmap(), src.Port())
+	return src, pktinfoDst(ctl[:min(int(m.Controllen), len(ctl))]), 0
 }
 
 // dropQueued takes the next datagram off the kernel socket, never blocking.

@@ -69,7 +69,8 @@ type UDP struct {
 	rx    rxStats
 	// senderCache remembers the last multicast ring sender lookup (multicast.go); guarded by rxmu.
 	senderCache senderCache
-	route       atomic.Pointer[route] // the last destination and how to reach it
+	route       atomic.Pointer[route]  // the last destination and how to reach it
+	egress      atomic.Pointer[egress] // the last IPv6 group's route (multicast.go)
 
 	kernelOnly atomic.Bool  // GiveUp happened: every call goes to the kernel socket
 	rcvTimeo   atomic.Int64 // SO_RCVTIMEO in nanoseconds; 0: none
@@ -91,7 +92,8 @@ type UDP struct {
 	joinSnap   atomic.Pointer[[]joinKey]
 	pktinfoOn  atomic.Bool
 	pktinfoOwn bool
-	mcSender   bool // the binding is flagged as a multicast ring sender
+	pktOpt     [2]int // level and name of the pktinfo option (pktinfoOption): IP_PKTINFO or IPV6_RECVPKTINFO
+	mcSender   bool   // the binding is flagged as a multicast ring sender
 	// kernelLimit is the receive-buffer limit SO_RCVBUF gives (setLimit); rcvbufSet: the
 	// program set SO_RCVBUF. A member of a group that kept the default gets the ring's capacity
 	// (applyLimit, mclimit.go).
@@ -239,8 +241,8 @@ func (u *UDP) OptionSet(fd, level, name int) {
 			u.exit()
 		}
 	}
-	if level == unix.IPPROTO_IP {
-		u.ipOptionSet(fd, name)
+	if level == unix.IPPROTO_IP || level == unix.IPPROTO_IPV6 {
+		u.ipOptionSet(fd, level, name)
 	}
 	if level == unix.SOL_SOCKET && (name == unix.SO_RCVTIMEO || name == unix.SO_RCVTIMEO_NEW) {
 		if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
@@ -288,7 +290,7 @@ func (u *UDP) entryLocked(fd int, in *ring.Inbox) discovery.Entry {
 	return discovery.Entry{Family: u.family, V6Only: u.v6only, Local: u.local, Peer: u.peer, Inbox: in.Name(),
 		ReuseAddr:       optOn(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR),
 		ReusePort:       optOn(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT),
-		NoMulticastAll:  !optOn(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_ALL),
+		NoMulticastAll:  !u.multicastAll(fd),
 		MulticastSender: u.mcSender}
 }
 
@@ -333,13 +335,24 @@ func (u *UDP) giveUpLocked(r transport.Reason) {
 	u.withdrawJoinsLocked()
 }
 
-// RestoreOptions undoes what the transport set on the kernel socket fd for itself (IP_PKTINFO),
-// once the socket went back to the kernel: the program's own receives must not see it.
+// multicastAll is the socket's IP_MULTICAST_ALL, or for an AF_INET6 socket IPV6_MULTICAST_ALL
+// (discovery keeps one flag; it matters for sockets that did not join, which get a group's
+// datagrams from the kernel); u.mu is held.
+func (u *UDP) multicastAll(fd int) bool {
+	if u.family == unix.AF_INET6 {
+		return optOn(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_ALL)
+	}
+	return optOn(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_ALL)
+}
+
+// RestoreOptions undoes what the transport set on the kernel socket fd for itself (IP_PKTINFO or
+// IPV6_RECVPKTINFO), once the socket went back to the kernel: the program's own receives must
+// not see it.
 func (u *UDP) RestoreOptions(fd int) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.pktinfoOn.Load() && !u.pktinfoOwn {
-		_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 0)
+		_ = unix.SetsockoptInt(fd, u.pktOpt[0], u.pktOpt[1], 0)
 	}
 	u.pktinfoOn.Store(false)
 }
