@@ -203,8 +203,10 @@ func TestShmIPv6Nginx(t *testing.T) {
 	}
 	t.Logf("wrk %s: %s requests/s; %d IPv6 connection(s) on shm (both ends), %d bytes through rings, %d through the kernel",
 		url, rate[1], socks, ring, kern)
-	// wrk's 4 connections and nginx's 4: both ends of each on shm.
-	if socks != 8 || ring == 0 || kern > ring/100 {
+	// wrk's 4 connections and nginx's 4: both ends of each on shm. Each connection's first
+	// requests and answers go through the kernel (late pairing, offload/transport/shmtcp/late.go:
+	// about 5 KB per connection here), the rest through rings.
+	if socks != 8 || ring == 0 || kern > ring/10 {
 		t.Errorf("%d IPv6 connection(s) on shm with %d bytes through rings and %d through the kernel", socks, ring, kern)
 	}
 	h.requireClean()
