@@ -2,6 +2,7 @@ package stats
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -31,10 +32,10 @@ func FormatSocket(s SocketSnapshot, suffix string) string {
 	}
 	b.WriteString("\n")
 	if s.Local.IsValid() {
-		fmt.Fprintf(&b, "- Local Address   = [%s]\n", s.Local)
+		fmt.Fprintf(&b, "- Local Address   = %s\n", bracketed(s.Local))
 	}
 	if s.Peer.IsValid() {
-		fmt.Fprintf(&b, "- Foreign Address = [%s]\n", s.Peer)
+		fmt.Fprintf(&b, "- Foreign Address = %s\n", bracketed(s.Peer))
 	}
 	for _, g := range s.Groups {
 		fmt.Fprintf(&b, "- Member of = [%s]\n", g)
@@ -116,4 +117,13 @@ func AppendFinal(fd int, s SocketSnapshot) error {
 		b = b[n:]
 	}
 	return nil
+}
+
+// bracketed is an address as vma_stats frames it, [1.2.3.4:80]; an IPv6 one is already
+// bracketed in its usual form, [::1]:80, and is not framed twice.
+func bracketed(a netip.AddrPort) string {
+	if a.Addr().Is6() {
+		return a.String()
+	}
+	return "[" + a.String() + "]"
 }
