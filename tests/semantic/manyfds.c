@@ -1,14 +1,38 @@
 /* 1500+ sockets at once (RLIMIT_NOFILE raised): 1600 UDP sockets and 100 TCP connections, traffic on
- * every one, poll and epoll over all of them, fds far above 1024. */
+ * every one, poll and epoll over all of them, fds far above 1024. In a network namespace of its
+ * own where it may make one (root): 1700 ports of 127.0.0.1 taken at once would catch the
+ * datagrams that programs running beside it send to ports they just closed. */
 #include "common.h"
+#include <net/if.h>
+#include <sched.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+
+/* own_loopback moves the process into a new network namespace with its lo up; without privilege
+ * it stays where it is (silently: the transcript is the same). */
+static void own_loopback(void)
+{
+	if (unshare(CLONE_NEWNET) != 0)
+		return;
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof ifr);
+	strcpy(ifr.ifr_name, "lo");
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) != 0)
+		die("lo flags");
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) != 0)
+		die("lo up");
+	close(s);
+}
 
 #define NU 1600
 #define NT 100
 
 int main(void)
 {
+	own_loopback();
 	struct rlimit rl;
 	getrlimit(RLIMIT_NOFILE, &rl);
 	rlim_t want = 4096;
