@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -124,16 +125,11 @@ type pairKey [5]uint64
 func makePairKey(client, server netip.AddrPort) pairKey {
 	c, s := canonEndpoint(client), canonEndpoint(server)
 	var k pairKey
-	k[0], k[1] = le64(c.addr[:8]), le64(c.addr[8:])
-	k[2], k[3] = le64(s.addr[:8]), le64(s.addr[8:])
+	le := binary.LittleEndian
+	k[0], k[1] = le.Uint64(c.addr[:8]), le.Uint64(c.addr[8:])
+	k[2], k[3] = le.Uint64(s.addr[:8]), le.Uint64(s.addr[8:])
 	k[4] = uint64(c.port) | uint64(s.port)<<16
 	return k
-}
-
-func le64(b []byte) uint64 {
-	_ = b[7]
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
 // home is the key's first slot.

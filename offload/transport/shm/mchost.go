@@ -220,7 +220,7 @@ func kernelReceivers(dst, src netip.AddrPort) int {
 	defer procBufs.Put(bp)
 	b, err := readProc("/proc/net/raw", *bp)
 	*bp = b[:0]
-	if err != nil || rawUDP(b) {
+	if err != nil || rawUDP(b, 1) {
 		return -1
 	}
 	b, err = readProc("/proc/net/udp", *bp)
@@ -228,7 +228,7 @@ func kernelReceivers(dst, src netip.AddrPort) int {
 	if err != nil {
 		return -1
 	}
-	n := countUDP4(b, dst, src)
+	n := countUDPGroup(b, dst, src, 1)
 	b, err = readProc("/proc/net/udp6", *bp)
 	*bp = b[:0]
 	if err != nil {
@@ -248,7 +248,7 @@ func kernelReceivers6(dst, src netip.AddrPort) int {
 	defer procBufs.Put(bp)
 	b, err := readProc("/proc/net/raw6", *bp)
 	*bp = b[:0]
-	if err != nil || rawUDP6(b) {
+	if err != nil || rawUDP(b, 4) {
 		return -1
 	}
 	b, err = readProc("/proc/net/udp6", *bp)
@@ -256,43 +256,7 @@ func kernelReceivers6(dst, src netip.AddrPort) int {
 	if err != nil {
 		return -1
 	}
-	return countUDP6Group(b, dst, src)
-}
-
-// rawUDP6 is rawUDP for /proc/net/raw6.
-func rawUDP6(b []byte) bool {
-	found := false
-	procLines(b, func(local, _ []byte) {
-		_, proto, ok := procAddr(local, 4)
-		if !ok || proto == unix.IPPROTO_UDP {
-			found = true
-		}
-	})
-	return found
-}
-
-// countUDP6Group counts the lines of /proc/net/udp6 the kernel would deliver a datagram from src
-// to the IPv6 group dst to (bound to the port on the wildcard or the group, not connected
-// elsewhere; memberships are not listed). An unreadable line counts.
-func countUDP6Group(b []byte, dst, src netip.AddrPort) int {
-	g, s := dst.Addr().As16(), src.Addr().As16()
-	n := 0
-	procLines(b, func(local, rem []byte) {
-		la, lport, ok1 := procAddr(local, 4)
-		ra, rport, ok2 := procAddr(rem, 4)
-		if !ok1 || !ok2 {
-			n++
-			return
-		}
-		if lport != dst.Port() || la != [16]byte{} && la != g {
-			return
-		}
-		if ra != [16]byte{} && ra != s || rport != 0 && rport != src.Port() {
-			return
-		}
-		n++
-	})
-	return n
+	return countUDPGroup(b, dst, src, 4)
 }
 
 // readProc reads a whole /proc file into buf (grown as needed) with raw system calls (an os.File
@@ -394,12 +358,13 @@ func hexWord(s []byte) (uint32, bool) {
 	return v, len(s) > 0 && len(s) <= 8
 }
 
-// rawUDP reports whether /proc/net/raw lists a raw socket of protocol UDP (its "port" is the
-// protocol), which gets a copy of every UDP datagram; an unreadable line counts as one.
-func rawUDP(b []byte) bool {
+// rawUDP reports whether a /proc/net/raw or raw6 table (addresses of words 32-bit words: 1 or
+// 4) lists a raw socket of protocol UDP (its "port" is the protocol), which gets a copy of every
+// UDP datagram; an unreadable line counts as one.
+func rawUDP(b []byte, words int) bool {
 	found := false
 	procLines(b, func(local, _ []byte) {
-		_, proto, ok := procAddr(local, 1)
+		_, proto, ok := procAddr(local, words)
 		if !ok || proto == unix.IPPROTO_UDP {
 			found = true
 		}
@@ -407,29 +372,39 @@ func rawUDP(b []byte) bool {
 	return found
 }
 
-// countUDP4 counts the lines of /proc/net/udp the kernel would deliver a datagram from src to
-// the group dst to (binding and connection; memberships are not listed, so a socket on the port
-// that did not join counts too). An unreadable line counts.
-func countUDP4(b []byte, dst, src netip.AddrPort) int {
-	g, s := dst.Addr().As4(), src.Addr().As4()
+// countUDPGroup counts the lines of /proc/net/udp (words 1, an IPv4 group) or udp6 (words 4, an
+// IPv6 group) the kernel would deliver a datagram from src to the group dst to (bound to the port
+// on the wildcard or the group, not connected elsewhere; memberships are not listed, so a socket
+// on the port that did not join counts too). An unreadable line counts.
+func countUDPGroup(b []byte, dst, src netip.AddrPort, words int) int {
+	g, s := procForm(dst.Addr(), words), procForm(src.Addr(), words)
 	n := 0
 	procLines(b, func(local, rem []byte) {
-		la, lport, ok1 := procAddr(local, 1)
-		ra, rport, ok2 := procAddr(rem, 1)
+		la, lport, ok1 := procAddr(local, words)
+		ra, rport, ok2 := procAddr(rem, words)
 		if !ok1 || !ok2 {
 			n++
 			return
 		}
-		l, r := [4]byte(la[:4]), [4]byte(ra[:4])
-		if lport != dst.Port() || l != [4]byte{} && l != g {
+		if lport != dst.Port() || la != [16]byte{} && la != g {
 			return
 		}
-		if r != [4]byte{} && r != s || rport != 0 && rport != src.Port() {
+		if ra != [16]byte{} && ra != s || rport != 0 && rport != src.Port() {
 			return
 		}
 		n++
 	})
 	return n
+}
+
+// procForm is a as procAddr returns an address of words words: an IPv4 one in the first 4 bytes.
+func procForm(a netip.Addr, words int) (out [16]byte) {
+	if words == 1 {
+		b := a.As4()
+		copy(out[:], b[:])
+		return out
+	}
+	return a.As16()
 }
 
 // countUDP6 counts the IPv6 sockets of /proc/net/udp6 on dst's port bound to the wildcard or to

@@ -72,10 +72,10 @@ func TestProcTables(t *testing.T) {
 		"  3: 00000000:4268 0100007F:1389 01 00000000:00000000 00:00000000 00000000     0        0 3 2 0 0\n" +
 		"  4: 0100007F:4268 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4 2 0 0\n" +
 		"  5: 00000000:4269 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 5 2 0 0\n"
-	if n := countUDP4([]byte(udp), dst, src); n != 2 {
+	if n := countUDPGroup([]byte(udp), dst, src, 1); n != 2 {
 		t.Errorf("udp: %d receivers, want 2 (the group's socket and the one connected to the source)", n)
 	}
-	if n := countUDP4([]byte(udp+"  6: garbage\n  7: 0000000G:4268 00000000:0000 07\n"), dst, src); n != 3 {
+	if n := countUDPGroup([]byte(udp+"  6: garbage\n  7: 0000000G:4268 00000000:0000 07\n"), dst, src, 1); n != 3 {
 		t.Errorf("udp with a bad line: %d receivers, want 3 (a line with three fields that does not parse counts)", n)
 	}
 	udp6 := hdr +
@@ -87,10 +87,10 @@ func TestProcTables(t *testing.T) {
 		t.Errorf("udp6: %d receivers, want 2 (the wildcard and the mapped group)", n)
 	}
 	raw := hdr + "  1: 00000000:0001 00000000:0000 07 0 0\n"
-	if rawUDP([]byte(raw)) {
+	if rawUDP([]byte(raw), 1) {
 		t.Error("an ICMP raw socket taken for a UDP one")
 	}
-	if !rawUDP([]byte(raw + "  2: 00000000:0011 00000000:0000 07 0 0\n")) {
+	if !rawUDP([]byte(raw+"  2: 00000000:0011 00000000:0000 07 0 0\n"), 1) {
 		t.Error("a raw UDP socket not seen")
 	}
 }
