@@ -115,7 +115,17 @@ func integrity(t *testing.T, mod func(*Params), n int) {
 	var counts [2]int
 	wg.Add(4)
 	go func() { defer wg.Done(); errs[0] = pump(t, c, a, 11) }()
-	go func() { defer wg.Done(); errs[1] = pump(t, s, b, 12) }()
+	go func() {
+		defer wg.Done()
+		// The server may switch its writes only once the client switched its own (the
+		// creator goes first). Started at once, the server could push all its bytes into the
+		// kernel socket before the client's first send, which is right but leaves nothing of
+		// that direction to check on the ring (seen in CI under -race).
+		for deadline := time.Now().Add(10 * time.Second); !c.tr.Stats().TxRing && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Microsecond)
+		}
+		errs[1] = pump(t, s, b, 12)
+	}()
 	go func() { defer wg.Done(); sums[0], counts[0], errs[2] = drain(t, s, n, 13) }()
 	go func() { defer wg.Done(); sums[1], counts[1], errs[3] = drain(t, c, n, 14) }()
 	done := make(chan struct{})
