@@ -24,6 +24,9 @@ if ! /usr/bin/python3 -c 'import test.test_socket, test.test_asyncio.test_events
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "libpython${pyver}-testsuite" >/dev/null
 fi
+# sockperf with VMA's extra API for tests/vmaapi_sockperf_test.go and bench part 12 (one line and
+# no failure when Debian's source package cannot be fetched; see the script).
+"$(dirname "$0")/build-sockperf-vma.sh"
 # Debian starts these services on install; goxio's tests start their own on free ports.
 for svc in redis-server nginx; do
 	service "$svc" stop >/dev/null 2>&1 || true

@@ -75,7 +75,9 @@
 #                          transports on, "GOXIO_SHM=1 GOXIO_SHM_TCP=1")
 #   BENCH_REPORT           where to write the report (default tests/bench/REPORT.md)
 #   BENCH_SOCKPERF_VMA     a sockperf built with --enable-vma-api (its vma_extra.h being goxio_extra.h):
-#                          part 12 runs its --vmazcopyread beside its plain mode (default: not run)
+#                          part 12 runs its --vmazcopyread and --vmarxfiltercb beside its plain mode
+#                          (default: $GOXIO_BIN/sockperf-vma/bin/sockperf, which
+#                          scripts/build-sockperf-vma.sh builds, when there; otherwise not run)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -900,7 +902,10 @@ fi
 # ---------------------------------------------------------------- 12. VMA's extra API, zero-copy receive
 if section zcopy; then
 	check_deadline "zcopy"
-	log "zero-copy receive: recvfrom_zcopy against recvfrom (zbench${BENCH_SOCKPERF_VMA:+, sockperf --vmazcopyread})"
+	if [[ -z ${BENCH_SOCKPERF_VMA:-} && -x $GOXIO_BIN/sockperf-vma/bin/sockperf ]]; then
+		BENCH_SOCKPERF_VMA=$GOXIO_BIN/sockperf-vma/bin/sockperf
+	fi
+	log "zero-copy receive: recvfrom_zcopy against recvfrom (zbench${BENCH_SOCKPERF_VMA:+, sockperf --vmazcopyread and --vmarxfiltercb})"
 	zc_args=()
 	if [[ -n ${BENCH_SOCKPERF_VMA:-} ]]; then
 		zc_args=(--sockperf "$BENCH_SOCKPERF_VMA")

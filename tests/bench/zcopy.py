@@ -9,10 +9,11 @@ Cases, each over shared memory (both ends under goxio with default parameters):
                   (each packet freed before the next receive) and zcopy16 (freed 16 at a time),
                   64 B and 1400 B; the receive reads every byte of each datagram
   zbench stream   the same with the sender sending as fast as it can: the slower side's rate
-  sockperf        with --sockperf (a sockperf built with --enable-vma-api: BENCH_SOCKPERF_VMA), UDP
-                  throughput 64 B and 1400 B, server with --vmazcopyread against the plain server
-                  (msg/s the server received), and ping-pong 64 B with --vmazcopyread on both ends
-                  against plain (average latency)
+  sockperf        with --sockperf (a sockperf built with --enable-vma-api: scripts/build-sockperf-vma.sh,
+                  or BENCH_SOCKPERF_VMA), UDP throughput 64 B and 1400 B (msg/s the server
+                  received) and ping-pong 64 B (average latency), in four modes in the same run:
+                  kernel (no goxio), plain under goxio, --vmazcopyread (the server; on both ends
+                  for ping-pong) and --vmarxfiltercb (the server answers from its receive callback)
 
 Writes a Markdown section (--out) with the goal: zero-copy receive at least 1.2x the copying
 receive's throughput (zbench drain, zcopy and zcopy16 against copy, 64 B and 1400 B). Each figure
@@ -31,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import drivers  # noqa: E402  (sibling module)
 
 GOAL = 1.2
+SP_MODES = ("kernel", "plain", "zcopy", "filtercb")
 SIZES = (64, 1400)
 LINE = re.compile(r"^(\w+) size (\d+) msgs/s (\d+) MB/s ([0-9.]+) cpu_ns/msg (\d+) received (\d+)")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -53,6 +55,7 @@ class Runner:
     def __init__(self, args):
         self.args = args
         self.env = drivers.env_with(args.lib, args.env)
+        self.kernel_env = drivers.env_with("", "")
         self.port = args.port
         self.commands = []
 
@@ -70,12 +73,15 @@ class Runner:
             return None, f"exit {p.returncode}: {(p.stderr or p.stdout).strip()[-200:]}"
         return (float(m.group(3)), float(m.group(5))), "ok"
 
-    def sockperf(self, case, size, zc, rep):
-        """One sockperf run: msg/s the server received (tp) or average latency (pp)."""
+    def sockperf(self, case, size, mode, rep):
+        """One sockperf run in mode (one of SP_MODES): msg/s the server received (tp) or average
+        latency (pp)."""
         self.port += 1
         sp, t = self.args.sockperf, str(self.args.time)
-        opt = ["--vmazcopyread"] if zc else []
-        srv = [sp, "server", "-i", "127.0.0.1", "-p", str(self.port)] + opt
+        env = self.kernel_env if mode == "kernel" else self.env
+        sopt = {"zcopy": ["--vmazcopyread"], "filtercb": ["--vmarxfiltercb"]}.get(mode, [])
+        opt = ["--vmazcopyread"] if mode == "zcopy" else []
+        srv = [sp, "server", "-i", "127.0.0.1", "-p", str(self.port)] + sopt
         if case == "tp":
             cli = [sp, "throughput", "-i", "127.0.0.1", "-p", str(self.port), "-t", t, "-m", str(size), "--mps=max"]
         else:
@@ -84,13 +90,13 @@ class Runner:
             cli = [sp, "ping-pong", "-i", "127.0.0.1", "-p", str(self.port), "-t", t, "-m", str(size),
                    "--mps", "1000000"] + opt
         if rep == 1:
-            self.commands.append(f"sockperf {case} {size} B{' zero-copy' if zc else ''}: server `{' '.join(srv)}`, "
-                                 f"client `{' '.join(cli)}` (both under `LD_PRELOAD`)")
-        s = subprocess.Popen(srv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            self.commands.append(f"sockperf {case} {size} B {mode}: server `{' '.join(srv)}`, "
+                                 f"client `{' '.join(cli)}` ({'no goxio' if mode == 'kernel' else 'both under `LD_PRELOAD`'})")
+        s = subprocess.Popen(srv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              start_new_session=True)
         try:
             time.sleep(0.5)
-            c = subprocess.run(cli, env=self.env, capture_output=True, text=True, timeout=self.args.time + 30)
+            c = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=self.args.time + 30)
         except subprocess.TimeoutExpired:
             c = None
         finally:
@@ -145,13 +151,13 @@ def main():
                         zb.setdefault((drain, size, mode), []).append(v)
         if args.sockperf:
             for case, size in (("tp", 64), ("tp", 1400), ("pp", 64)):
-                for zc in (False, True):
-                    v, why = r.sockperf(case, size, zc, rep)
-                    print(f"sockperf {case} {size} zc={zc} r{rep}: {v} ({why})", file=sys.stderr)
+                for mode in SP_MODES:
+                    v, why = r.sockperf(case, size, mode, rep)
+                    print(f"sockperf {case} {size} {mode} r{rep}: {v} ({why})", file=sys.stderr)
                     if v is None:
-                        failures.append(f"sockperf {case} {size}{' zcopy' if zc else ''} r{rep}: {why}")
+                        failures.append(f"sockperf {case} {size} {mode} r{rep}: {why}")
                     else:
-                        sp.setdefault((case, size, zc), []).append(v)
+                        sp.setdefault((case, size, mode), []).append(v)
     load_end = loadavg()
 
     head = ["receive", "size", "copy msg/s", "zero-copy msg/s", "ratio", "goal", "verdict", "cpu ns/msg copy, zero-copy",
@@ -195,16 +201,19 @@ def main():
         for case, size, label, digits in (("tp", 64, "UDP throughput 64 B, msg/s the server received", 0),
                                           ("tp", 1400, "UDP throughput 1400 B, msg/s the server received", 0),
                                           ("pp", 64, "UDP ping-pong 64 B, average latency (us)", 3)):
-            p, z = sp.get((case, size, False), []), sp.get((case, size, True), [])
-            pv, zv = median(p), median(z)
+            m = {mode: median(sp.get((case, size, mode), [])) for mode in SP_MODES}
+            pv, zv = m["plain"], m["zcopy"]
             ratio = f"{zv / pv:.2f}x" if pv and zv else "n/a"
-            srows.append([label, fmt(pv, digits), fmt(zv, digits), ratio, f"{len(z)} of {args.reps}"])
-        sh = ["sockperf (--enable-vma-api build)", "plain", "--vmazcopyread", "ratio", "runs"]
+            runs = ", ".join(str(len(sp.get((case, size, mode), []))) for mode in SP_MODES)
+            srows.append([label] + [fmt(m[mode], digits) for mode in SP_MODES] + [ratio, f"{runs} of {args.reps}"])
+        sh = ["sockperf (--enable-vma-api build)", "kernel (no goxio)", "goxio plain", "goxio --vmazcopyread",
+              "goxio --vmarxfiltercb", "--vmazcopyread / plain", "runs (each mode)"]
         out += ["", "| " + " | ".join(sh) + " |", "| " + " | ".join("---" for _ in sh) + " |"]
         out += ["| " + " | ".join(row) + " |" for row in srows]
     else:
-        out += ["", "sockperf with --vmazcopyread: not run (BENCH_SOCKPERF_VMA names no sockperf built with "
-                "--enable-vma-api)."]
+        out += ["", "sockperf with --vmazcopyread and --vmarxfiltercb: not run (no sockperf built with "
+                "--enable-vma-api: scripts/build-sockperf-vma.sh, run by scripts/install-deps.sh, says why; "
+                "BENCH_SOCKPERF_VMA names one)."]
     if failures:
         out += ["", "Failed runs: " + "; ".join(failures)]
     out += ["", "Commands:", ""] + [f"- {c}" for c in r.commands]
