@@ -35,10 +35,14 @@ lib: $(LIB) engine
 
 # Lazy binding (no -z now): every exec of a program under the library binds only the ~40 libc
 # functions the library itself calls that the program's calls reach (-z now bound them all, ~6 us of
-# each exec, a tenth of a shell command's start).
+# each exec, a tenth of a shell command's start). -z noseparate-code: two loadable segments instead
+# of four (headers and read-only data share the code's pages), so every process maps the library
+# with two mmap calls fewer and faults in 2-3 pages fewer (cat: 87 -> 84 page faults, an empty
+# preloaded library 83); the cost is that the library's 70 KB of read-only data are executable.
+# RELRO stays (the GOT is read-only after relocation).
 $(LIB): $(PRELOAD_SRC) $(PRELOAD_HDR) Makefile
 	@mkdir -p $(BUILD)
-	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-soname,libgoxio.so -o $@ $(PRELOAD_SRC) -ldl -lpthread
+	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-soname,libgoxio.so -Wl,-z,noseparate-code -o $@ $(PRELOAD_SRC) -ldl -lpthread
 
 engine:
 	@mkdir -p $(BUILD)

@@ -105,16 +105,18 @@ func (e *Engine) accepted(l *Socket, fd, flags int, born bool) {
 		return
 	}
 	l.mu.Lock()
-	s := &Socket{id: e.nextID.Add(1), domain: l.domain, typ: l.typ, proto: l.proto, tr: e.os, kind: l.kind,
-		reason: l.reason, role: l.role, decided: l.decided, decision: l.decision, passthrough: l.passthrough,
+	s := &Socket{id: e.nextID.Add(1), domain: l.domain, typ: l.typ, proto: l.proto, kind: l.kind,
+		reason: l.reason, role: l.role, decision: l.decision, passthrough: l.passthrough,
 		local: sysc.Sockname(fd), remote: sysc.Peername(fd), born: born}
+	s.setTransport(e.os)
+	s.decided.Store(l.decided.Load())
 	s.mux.Stream = l.mux.Stream
 	lr := l.rings()
 	l.mu.Unlock()
 	s.nonblock.Store(flags&unix.SOCK_NONBLOCK != 0)
 	if lr != nil {
 		e.offloadAcceptedLocked(s, lr, l.listening.Load() != nil) // not shared yet: no lock needed
-	} else if s.decided && !e.keepEngine() {
+	} else if s.decided.Load() && !e.keepEngine() {
 		// The listener has no ring transport, nor will its connections: the kernel's for good
 		// from the start (forgood.go).
 		s.passthrough = true

@@ -51,17 +51,11 @@ func (e *Engine) transfer(s *Socket, c *transport.Call) int64 {
 	return result(n, errno)
 }
 
-func (s *Socket) isDecided() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.decided
-}
+// isDecided reports whether a rule decision was made for the socket.
+func (s *Socket) isDecided() bool { return s.decided.Load() }
 
-func (s *Socket) transport() transport.Endpoint {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tr
-}
+// transport is the socket's transport.
+func (s *Socket) transport() transport.Endpoint { return *s.tr.Load() }
 
 // queuesEvery is how many data calls pass between two updates of a stream socket's queue sizes
 // in the statistics segment.

@@ -16,7 +16,8 @@ import (
 func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.AddrPort) {
 	d := e.section().Match(role, local, remote)
 	s.mu.Lock()
-	s.role, s.decided, s.decision = role, true, d
+	s.role, s.decision = role, d
+	s.decided.Store(true)
 	s.local = local
 	if remote.IsValid() {
 		s.remote = remote

@@ -130,7 +130,8 @@ func (e *Engine) open(fd, domain, typ, proto int, born bool) {
 	if kind != sockStream && kind != sockDgram {
 		return
 	}
-	s := &Socket{id: e.nextID.Add(1), domain: domain, typ: kind, proto: proto, tr: e.os, kind: transport.KindOS}
+	s := &Socket{id: e.nextID.Add(1), domain: domain, typ: kind, proto: proto, kind: transport.KindOS}
+	s.setTransport(e.os)
 	s.mux.Stream = kind == sockStream
 	s.born = born
 	s.unbound.Store(born)

@@ -241,7 +241,8 @@ func TestEPIPEAsksForSIGPIPE(t *testing.T) {
 	defer unix.Close(sv[0])
 	unix.Close(sv[1])
 	// Register the AF_UNIX stream by hand: the engine only looks at the socket type here.
-	s := &Socket{id: 1, domain: unix.AF_INET, typ: sockStream, tr: e.os}
+	s := &Socket{id: 1, domain: unix.AF_INET, typ: sockStream}
+	s.setTransport(e.os)
 	e.register(sv[0], s)
 	msg, ml := m.bytes("x")
 	if r := call(e, transport.OpSendto, sv[0], msg, ml, unix.MSG_NOSIGNAL, 0, 0); r != -int64(unix.EPIPE) {

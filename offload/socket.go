@@ -45,15 +45,19 @@ type Socket struct {
 	ksendFD atomic.Int32
 	// listening is the discovery entry of a listening shared-memory TCP socket (tcppeer.go).
 	listening atomic.Pointer[discovery.Handle]
+	// decided: a rule decision has been made (role and decision, under mu, are valid). Set once,
+	// under mu; every data call of a UDP sender reads it, without the lock.
+	decided atomic.Bool
+	// tr is the socket's transport, set under mu (setTransportLocked) and read by every data
+	// call without the lock (transport): never nil once the socket is registered.
+	tr atomic.Pointer[transport.Endpoint]
 
 	mu sync.Mutex // guards the fields below
 	// passthrough: handed to the kernel for good (a rule said os, or offload is disabled): the
 	// C-side table no longer sends its calls into Go except to report its close.
 	passthrough bool
 	role        conf.Role
-	decided     bool // a rule decision has been made (role is valid)
 	decision    conf.Decision
-	tr          transport.Endpoint // set with setTransportLocked
 	kind        transport.Kind
 	reason      transport.Reason
 	local       netip.AddrPort
@@ -110,7 +114,7 @@ func (s *Socket) snapshot(fd int) Snapshot {
 		TxPackets: s.counters.TxPackets.Load(), TxBytes: s.counters.TxBytes.Load(),
 		EAgain: s.counters.EAgain.Load(), Errors: s.counters.Errors.Load(),
 	}
-	if s.decided {
+	if s.decided.Load() {
 		snap.Role = s.role.String()
 		snap.Decision = s.decision.String()
 	}
@@ -119,12 +123,15 @@ func (s *Socket) snapshot(fd int) Snapshot {
 
 // setTransportLocked gives the socket its transport, of the kind; s.mu is held.
 func (s *Socket) setTransportLocked(t transport.Endpoint, kind transport.Kind) {
-	s.tr = t
+	s.setTransport(t)
 	s.kind, s.reason = kind, transport.ReasonNone
 	if t.Kind() != transport.KindOS {
 		s.mux.SetRings(t)
 	}
 }
+
+// setTransport publishes t as the socket's transport (s.mu is held, or the socket is not shared yet).
+func (s *Socket) setTransport(t transport.Endpoint) { s.tr.Store(&t) }
 
 // rings is the socket's transport when it is not the kernel's (select, poll and epoll then ask
 // it), or nil. A transport that gave up stays the socket's (its queued data is still read).

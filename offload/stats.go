@@ -32,7 +32,7 @@ func (s *Socket) publishLocked() {
 		kind = transport.KindOS
 	}
 	s.st.SetTransport(statsTransport(kind), statsReason(reason))
-	if s.decided && s.decision.Rule != nil {
+	if s.decided.Load() && s.decision.Rule != nil {
 		s.st.SetRule(s.decision.Rule.Line, s.decision.Rule.Text)
 	}
 	if s.typ == sockStream && s.remote.IsValid() {

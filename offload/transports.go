@@ -157,7 +157,7 @@ func (e *Engine) offloadXDPLocked(s *Socket) {
 func (e *Engine) fallback(s *Socket, r transport.Endpoint, why transport.Reason, err error) {
 	r.GiveUp(why)
 	s.mu.Lock()
-	if s.tr == r {
+	if s.transport() == r {
 		s.kind, s.reason = transport.KindOS, why
 		s.publishLocked()
 	}

@@ -45,9 +45,9 @@ static pthread_mutex_t ks_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* ks_fd[fd]: the fd's statistics counters (tx packets, tx bytes, tx EAGAIN, tx errors, in the
  * order the engine gave them) while the shortcut is allowed on it; NULL otherwise. */
-static uint64_t *volatile ks_fd[GOXIO_FDT_SIZE];
+GOXIO_COLD static uint64_t *volatile ks_fd[GOXIO_FDT_SIZE];
 /* ks_peer[fd]: the key of the connected peer (ks_make), 0 for none. */
-static volatile uint64_t ks_peer[GOXIO_FDT_SIZE];
+GOXIO_COLD static volatile uint64_t ks_peer[GOXIO_FDT_SIZE];
 /* ks_scratch: the counters of sockets without a statistics slot. */
 static uint64_t ks_scratch[GOXIO_KSEND_COUNTERS];
 /* ks_fds: how many fds allow the shortcut; the trampolines skip everything while it is 0. */

@@ -446,7 +446,7 @@ struct rec {
 	uint64_t claim;
 };
 
-static struct rec recs[MAX_RECS];
+GOXIO_COLD static struct rec recs[MAX_RECS];
 static volatile int nrecs; /* records in use: goxio_lazy_listen_gone looks only when not zero */
 
 /* take finds fd's record and makes it busy; NULL when fd has none. */

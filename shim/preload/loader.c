@@ -39,7 +39,7 @@ struct goxio_engine goxio_eng;
 volatile int goxio_lazy_fds;
 
 static uintptr_t eng_lo, eng_hi;
-static char eng_path[PATH_MAX];
+GOXIO_COLD static char eng_path[PATH_MAX];
 
 /* what the C side knows of lazy sockets, by fd; mapped at the first need (MAP_NORESERVE) */
 static struct goxio_lazy_info *lazy_info;

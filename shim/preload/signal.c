@@ -31,7 +31,7 @@ static uintptr_t handler_of(const struct sigaction *act) {
 }
 
 /* The program's handlers behind the trampoline, by signal number. */
-static struct sigaction app_act[NSIG];
+GOXIO_COLD static struct sigaction app_act[NSIG];
 static volatile int app_set[NSIG];
 
 static __thread struct goxio_sig_counters sig_counters;

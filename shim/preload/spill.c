@@ -36,7 +36,7 @@ struct spill_rec {
 static struct {
 	int fd;
 	struct spill_hdr *h;
-} spills[SPILL_SLOTS];
+} spills[SPILL_SLOTS] GOXIO_COLD;
 static int spill_lock;
 
 /* goxio_spill_any is set once a region is given to an fd: until then select and poll never look

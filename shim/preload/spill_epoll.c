@@ -37,7 +37,7 @@ struct spill_member {
 static struct {
 	int epfd, fd;
 	const void *region;
-} et_seen[ET_SEEN];
+} et_seen[ET_SEEN] GOXIO_COLD;
 static int et_lock;
 
 static int et_reported(int epfd, int fd, const void *region, int mark) {

@@ -23,7 +23,7 @@ struct callback {
 #define MAX_CALLBACKS 256
 
 static pthread_mutex_t cb_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct callback cbs[MAX_CALLBACKS];
+GOXIO_COLD static struct callback cbs[MAX_CALLBACKS];
 static int ncbs;
 
 /* goxio_vma_cbs counts the registered callbacks: the receive trampolines look for one only while it

@@ -60,7 +60,7 @@ int vma_get_socket_tx_ring_fd(int fd, struct sockaddr *to, socklen_t tolen) {
 #define MAX_KERNEL_THREADS 256
 
 static pthread_mutex_t thr_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_t kernel_threads[MAX_KERNEL_THREADS];
+GOXIO_COLD static pthread_t kernel_threads[MAX_KERNEL_THREADS];
 
 /* goxio_vma_kernel_threads counts the threads thread_offload(0, tid) named: socket() looks for its
  * thread among them only while it is not zero (calls_socket.c). */

@@ -41,7 +41,7 @@ _Static_assert(sizeof(struct goxio_zent) == 56 && offsetof(struct goxio_zbox, fr
  * fd's first zero-copy receive and kept for the fd number (the engine detaches it from a socket
  * before the number can name another one). */
 #define BOX_CHUNK 1024
-static struct goxio_zbox **box_chunks[GOXIO_FDT_SIZE / BOX_CHUNK];
+GOXIO_COLD static struct goxio_zbox **box_chunks[GOXIO_FDT_SIZE / BOX_CHUNK];
 static pthread_mutex_t box_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* box_of returns fd's box, making it with make (NULL when there is none, or no memory). */

@@ -203,6 +203,7 @@ gcc "${CFLAGS[@]}" -o "$BIN/churn" "$HERE/churn.c"
 gcc "${CFLAGS[@]}" -o "$BIN/fanout" "$HERE/fanout.c"
 gcc "${CFLAGS[@]}" -o "$BIN/pp6" "$HERE/pp6.c"
 gcc "${CFLAGS[@]}" -o "$BIN/zbench" "$REPO/tests/vmaapi/zbench.c"
+gcc "${CFLAGS[@]}" -shared -fPIC -o "$BIN/emptypreload.so" "$HERE/emptypreload.c"
 # script200: a shell script of 200 short commands (none uses an inet socket: under goxio no process
 # of it loads the engine).
 {
@@ -352,7 +353,7 @@ fi
 
 # ---------------------------------------------------------------- 2. start-up and RSS
 if section startup; then
-	log "start-up: $REPS rounds of hyperfine x 2 programs x 2 variants"
+	log "start-up: $REPS rounds of hyperfine x 3 programs x 2 variants (4 for the script)"
 	for rep in $(seq 1 "$REPS"); do
 		for prog in true onesock script200; do
 			case $prog in
@@ -360,13 +361,20 @@ if section startup; then
 			onesock) path=$BIN/onesock ;;
 			script200) path=$BIN/script200.sh ;;
 			esac
-			for variant in kernel goxio; do
+			# The script also runs under two decompositions of what goxio adds: an empty
+			# preloaded library (the preload mechanism's own cost, the floor of any
+			# LD_PRELOAD library) and libgoxio.so preloaded without goxio run.
+			variants=(kernel goxio)
+			[[ $prog == script200 ]] && variants=(kernel emptylib preload goxio)
+			for variant in "${variants[@]}"; do
 				check_deadline "start-up $prog"
 				cmd=(env)
 				if [[ $variant == goxio && $prog == script200 && -x $GOXIO_BIN/goxio && $FAKE == 0 ]]; then
 					cmd=("$GOXIO_BIN/goxio" run --lib "$GOXIO_LIB" --)
-				elif [[ $variant == goxio ]]; then
+				elif [[ $variant == goxio || $variant == preload ]]; then
 					cmd+=(LD_PRELOAD="$GOXIO_LIB")
+				elif [[ $variant == emptylib ]]; then
+					cmd+=(LD_PRELOAD="$BIN/emptypreload.so")
 				fi
 				cmd+=("$path")
 				hf=(hyperfine -N --warmup 3 --runs 20 --style basic
