@@ -41,6 +41,7 @@ HEADER=$REPO/shim/goxio_extra.h
 
 # skip prints the one line that says why, and ends without failing the caller.
 skip() {
+	[[ -z ${WORK:-} ]] || rm -rf "$WORK" # a build that did not finish leaves nothing
 	if [[ -x ${BIN:-} ]]; then
 		echo "sockperf with VMA API: $*; $BIN built before stays"
 	else
@@ -123,10 +124,11 @@ fetch_debian() {
 	local apt=(apt-get -q -o "Dir::Etc::SourceList=$TMP/apt/sources.list" -o "Dir::Etc::SourceParts=$TMP/apt/parts"
 		-o "Dir::State::Lists=$OUT/apt/lists" -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache="
 		-o "APT::Sandbox::User=root")
-	if ! "${apt[@]}" update >>"$LOG" 2>&1; then
+	# Bounded: a mirror that does not answer must not hold up the set-up (CI).
+	if ! timeout 300 "${apt[@]}" update >>"$LOG" 2>&1; then
 		skip "Debian's source index is not reachable (apt-get update of a deb-src entry failed, see $LOG)"
 	fi
-	if ! (cd "$TMP/get" && "${apt[@]}" source sockperf) >>"$LOG" 2>&1; then
+	if ! (cd "$TMP/get" && timeout 600 "${apt[@]}" source sockperf) >>"$LOG" 2>&1; then
 		if grep -q '404' "$LOG"; then
 			skip "Debian's source tarballs are not reachable (404)"
 		fi
