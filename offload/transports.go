@@ -145,6 +145,7 @@ func (e *Engine) useXDPLocked(s *Socket) bool {
 // the kernel with that reason (fallback).
 func (e *Engine) offloadXDPLocked(s *Socket) {
 	u := e.cfg.XDP.NewUDP(s.nonblock.Load)
+	u.Domain = s.domain
 	st := s.st
 	u.OnRxDrop = func(bytes int) { st.CountRxDrop(bytes) }
 	u.OnTxDrop = func() { st.CountTxDrop() }

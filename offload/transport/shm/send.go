@@ -208,13 +208,7 @@ func (u *UDP) wire(local, dst netip.Addr) (to, src netip.Addr, ok bool) {
 }
 
 // domain is the kernel socket's family: the engine's word for it, or the kernel's.
-func (u *UDP) domain(fd int) int {
-	if u.Domain != 0 {
-		return u.Domain
-	}
-	d, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
-	return d
-}
+func (u *UDP) domain(fd int) int { return udpcall.Family(u.Domain, fd) }
 
 // ensureBound returns the socket's local address, binding it first when it has none: the kernel
 // binds an unbound socket at its first send, and the ring datagram must carry the port replies go

@@ -95,3 +95,13 @@ func Sockaddr4(b []byte) netip.AddrPort {
 	}
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), binary.BigEndian.Uint16(b[2:4]))
 }
+
+// Family is a UDP socket's family: given, the engine's word for it (from socket()), when set, else
+// the kernel's (SO_DOMAIN of fd; 0 when it cannot be read).
+func Family(given, fd int) int {
+	if given != 0 {
+		return given
+	}
+	d, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	return d
+}

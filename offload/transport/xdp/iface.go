@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
-	"github.com/goxio/goxio/offload/internal/sysc"
+	"github.com/goxio/goxio/internal/procstat"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/xdp"
 	"github.com/goxio/goxio/offload/xdp/packet"
@@ -299,7 +299,8 @@ func (ifc *iface) hopLimit() int {
 
 // procInt reads the decimal number in a /proc file, def when it cannot.
 func procInt(path string, def int) int {
-	b, err := sysc.ReadFile(path)
+	var buf [32]byte // a number: sysc.ReadFile's 16 KiB buffer per read (every route miss) buys nothing
+	b, err := procstat.ReadPath(path, buf[:])
 	if err != nil {
 		return def
 	}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/xdp"
 	"github.com/goxio/goxio/stats"
@@ -158,10 +159,10 @@ func TestGiveUpHandOver(t *testing.T) {
 		if len(recs) != 3 {
 			t.Fatalf("HandOver: %d records, want 3", len(recs))
 		}
-		var want [16]byte
-		putSockaddr4(want[:], peer)
+		var want [unix.SizeofSockaddrInet6]byte
+		n := sysc.PutSockaddr(want[:], unix.AF_INET, peer)
 		for i, r := range recs {
-			if !bytes.Equal(r[0], want[:]) || !bytes.Equal(r[1], payloadOf("h", i)) {
+			if !bytes.Equal(r[0], want[:n]) || !bytes.Equal(r[1], payloadOf("h", i)) {
 				t.Fatalf("record %d: %x %q", i, r[0], r[1])
 			}
 		}

@@ -10,11 +10,8 @@ import (
 
 // What an AF_INET6 socket's IPv6 datagrams get from its options, as the kernel gives them.
 
-// Options of linux/in6.h that golang.org/x/sys/unix does not define.
-const (
-	ipv6FlowInfoSend  = 33 // IPV6_FLOWINFO_SEND
-	ipv6AutoFlowLabel = 70 // IPV6_AUTOFLOWLABEL
-)
+// ipv6FlowInfoSend is IPV6_FLOWINFO_SEND of linux/in6.h, which golang.org/x/sys/unix does not define.
+const ipv6FlowInfoSend = 33
 
 // Kernel values (include/net/ipv6.h).
 const (
@@ -24,11 +21,7 @@ const (
 
 // readIPv6Options reads the IPv6 options of an AF_INET6 socket (and learns that it is one).
 func (u *UDP) readIPv6Options(fd int) {
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		return
-	}
-	if _, ok := sa.(*unix.SockaddrInet6); !ok {
+	if u.domain(fd) != unix.AF_INET6 {
 		return
 	}
 	u.v6.Store(true)
@@ -42,7 +35,7 @@ func (u *UDP) readIPv6Options(fd int) {
 		u.hops.Store(int32(v))
 	}
 	auto := procInt("/proc/sys/net/ipv6/auto_flowlabels", 1) == autoFlowLabelsForced
-	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, ipv6AutoFlowLabel); err == nil && v != 0 {
+	if v, err := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_AUTOFLOWLABEL); err == nil && v != 0 {
 		auto = true
 	}
 	u.autoLabel.Store(auto)
@@ -98,15 +91,4 @@ func (u *UDP) flowLabel(src, dst netip.Addr, sport, dport uint16) uint32 {
 		l |= flowLabelStatelessFlag
 	}
 	return l
-}
-
-// sockaddr6 writes src as the struct sockaddr_in6 the kernel's recvfrom gives an AF_INET6
-// socket (28 bytes): an IPv4 source v4-mapped, flow info 0, the scope id of a link-local one.
-func sockaddr6(sa []byte, src netip.AddrPort, scope uint32) {
-	clear(sa[:unix.SizeofSockaddrInet6])
-	binary.NativeEndian.PutUint16(sa, unix.AF_INET6)
-	binary.BigEndian.PutUint16(sa[2:], src.Port())
-	a := src.Addr().As16() // an IPv4 address comes out v4-mapped
-	copy(sa[8:24], a[:])
-	binary.NativeEndian.PutUint32(sa[24:], scope)
 }

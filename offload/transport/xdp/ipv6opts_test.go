@@ -68,13 +68,15 @@ func TestSockaddr6(t *testing.T) {
 	for i := range sa {
 		sa[i] = 0xee
 	}
-	sockaddr6(sa[:], netip.MustParseAddrPort("10.0.0.9:700"), 0)
+	u := &UDP{}
+	u.v6.Store(true)
+	u.srcName(&sa, netip.MustParseAddrPort("10.0.0.9:700"), 0)
 	want := netip.MustParseAddr("::ffff:10.0.0.9").As16()
 	if binary.NativeEndian.Uint16(sa[:]) != unix.AF_INET6 || binary.BigEndian.Uint16(sa[2:]) != 700 ||
 		binary.NativeEndian.Uint32(sa[4:]) != 0 || [16]byte(sa[8:24]) != want || binary.NativeEndian.Uint32(sa[24:]) != 0 {
 		t.Errorf("IPv4 source: %x", sa)
 	}
-	sockaddr6(sa[:], netip.MustParseAddrPort("[fe80::2]:53"), 7)
+	u.srcName(&sa, netip.MustParseAddrPort("[fe80::2]:53"), 7)
 	if [16]byte(sa[8:24]) != netip.MustParseAddr("fe80::2").As16() || binary.NativeEndian.Uint32(sa[24:]) != 7 {
 		t.Errorf("link-local source: %x", sa)
 	}

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/capture"
+	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/internal/wait"
 	"github.com/goxio/goxio/offload/transport"
@@ -260,20 +261,16 @@ func (u *UDP) kernel(c *transport.Call) (int, syscall.Errno, bool) {
 func kernelDo(c *transport.Call) (int, syscall.Errno) { return kernel.Do(c) }
 
 // srcName writes a received datagram's source into sa as the kernel's recvfrom names it for the
-// socket's family (sockaddr_in, or sockaddr_in6: sockaddr6) and returns that part of sa.
+// socket's family (sockaddr_in, or sockaddr_in6: an IPv4 source v4-mapped, flow info 0, the scope
+// id of a link-local one) and returns that part of sa.
 func (u *UDP) srcName(sa *[unix.SizeofSockaddrInet6]byte, src netip.AddrPort, scope uint32) []byte {
+	family := unix.AF_INET
 	if u.v6.Load() {
-		sockaddr6(sa[:], src, scope)
-		return sa[:unix.SizeofSockaddrInet6]
+		family = unix.AF_INET6
 	}
-	putSockaddr4(sa[:], src)
-	return sa[:unix.SizeofSockaddrInet4]
-}
-
-// putSockaddr4 writes src as a struct sockaddr_in into sa (16 bytes).
-func putSockaddr4(sa []byte, src netip.AddrPort) {
-	binary.NativeEndian.PutUint16(sa, unix.AF_INET)
-	binary.BigEndian.PutUint16(sa[2:], src.Port())
-	a := src.Addr().As4()
-	copy(sa[4:8], a[:])
+	n := sysc.PutSockaddr(sa[:], family, src)
+	if n == unix.SizeofSockaddrInet6 {
+		binary.NativeEndian.PutUint32(sa[24:], scope)
+	}
+	return sa[:n]
 }

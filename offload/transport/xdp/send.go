@@ -126,10 +126,11 @@ func (u *UDP) sendOne(c *transport.Call, batch bool) (n int, errno syscall.Errno
 	if r.kernel {
 		return u.kernelSend(c, r.why)
 	}
-	ipHdr := packet.IPv4HeaderLen
+	ipHdr, hops := packet.IPv4HeaderLen, 0
 	if r.hdr.IPv6 {
 		ipHdr = packet.IPv6HeaderLen
-		if _, ok := u.hopLimitOf(r); !ok {
+		var ok bool
+		if hops, ok = u.hopLimitOf(r); !ok {
 			return u.kernelSend(c, WhyHopLimit)
 		}
 	}
@@ -137,7 +138,7 @@ func (u *UDP) sendOne(c *transport.Call, batch bool) (n int, errno syscall.Errno
 		return u.kernelSend(c, WhyTooBig)
 	}
 	nonblock := u.nonblock() || flags&unix.MSG_DONTWAIT != 0
-	n, errno, built := u.transmit(r, wlocal, wdst, bufs, total, nonblock, batch)
+	n, errno, built := u.transmit(r, wlocal, wdst, hops, bufs, total, nonblock, batch)
 	if !built {
 		return u.kernelSend(c, WhyTooBig)
 	}
@@ -146,8 +147,9 @@ func (u *UDP) sendOne(c *transport.Call, batch bool) (n int, errno syscall.Errno
 
 // transmit builds the datagram into a TX frame of r's socket and posts it, kicking the TX ring
 // now or leaving the kick to a later call (kick.go; batch: a sendmmsg batch, which kicks at its
-// end). built is false when Build refused the datagram (the caller sends it through the kernel).
-func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total int, nonblock, batch bool) (n int, errno syscall.Errno, built bool) {
+// end). hops is an IPv6 datagram's hop limit (hopLimitOf, read once per datagram). built is false
+// when Build refused the datagram (the caller sends it through the kernel).
+func (u *UDP) transmit(r *route, local, dst netip.AddrPort, hops int, bufs [][]byte, total int, nonblock, batch bool) (n int, errno syscall.Errno, built bool) {
 	x := r.x
 	x.txmu.Lock()
 	held := false
@@ -171,7 +173,6 @@ func (u *UDP) transmit(r *route, local, dst netip.AddrPort, bufs [][]byte, total
 	switch {
 	case h.IPv6:
 		h.TOS = uint8(u.tclass.Load())
-		hops, _ := u.hopLimitOf(r) // sendOne sent the datagram to the kernel when not ok
 		h.TTL = uint8(hops)
 		h.FlowLabel = u.flowLabel(netip.AddrFrom16(h.Src6), netip.AddrFrom16(h.Dst6), h.SrcPort, h.DstPort)
 	case r.mcast:
@@ -303,10 +304,8 @@ func (u *UDP) ensureBound(fd int) (netip.AddrPort, bool) {
 		return local, true
 	}
 	var wildcard unix.Sockaddr = &unix.SockaddrInet4{}
-	if sa, err := unix.Getsockname(fd); err == nil {
-		if _, v6 := sa.(*unix.SockaddrInet6); v6 {
-			wildcard = &unix.SockaddrInet6{} // [::]:0, as the kernel's autobind of an AF_INET6 socket
-		}
+	if u.domain(fd) == unix.AF_INET6 {
+		wildcard = &unix.SockaddrInet6{} // [::]:0, as the kernel's autobind of an AF_INET6 socket
 	}
 	if unix.Bind(fd, wildcard) != nil {
 		return local, false
@@ -315,6 +314,9 @@ func (u *UDP) ensureBound(fd int) (netip.AddrPort, bool) {
 	local = u.localAddr()
 	return local, local.Port() != 0
 }
+
+// domain is the kernel socket's family: the engine's word for it, or the kernel's.
+func (u *UDP) domain(fd int) int { return udpcall.Family(u.Domain, fd) }
 
 func (u *UDP) localAddr() netip.AddrPort {
 	u.mu.Lock()

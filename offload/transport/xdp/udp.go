@@ -23,6 +23,9 @@ import (
 type UDP struct {
 	env      *Env
 	nonblock func() bool // the socket's O_NONBLOCK, kept by the engine
+	// Domain, when set (AF_INET or AF_INET6), is the kernel socket's family, which the engine
+	// knows from socket(): the transport then does not ask the kernel.
+	Domain int
 
 	mu       sync.Mutex // guards the fields below
 	local    netip.AddrPort
@@ -68,7 +71,7 @@ type UDP struct {
 	mcLoop     atomic.Bool
 	mcIf       atomic.Uint32 // IP_MULTICAST_IF address (network order bytes as uint32); 0: none
 	ipID       atomic.Uint32
-	// IPv6 (an AF_INET6 socket): v6 and v6only (IPV6_V6ONLY) are learnt at Bound; the others
+	// IPv6 (an AF_INET6 socket): v6 (its family) and v6only (IPV6_V6ONLY) are learnt at Bound; the others
 	// are the options its IPv6 datagrams follow (ipv6opts.go).
 	v6, v6only atomic.Bool
 	tclass     atomic.Uint32 // IPV6_TCLASS
@@ -136,7 +139,6 @@ func (u *UDP) Bound(fd int) {
 		u.mu.Unlock()
 		return
 	}
-	u.v6.Store(local.Addr().Is6()) // an AF_INET6 socket's name is 16 bytes, an IPv4 one's mapped
 	u.local = local
 	u.capFD.Store(int32(fd))
 	u.publishUnlock()
