@@ -251,7 +251,7 @@ func wireSums(frame, fixed []byte) []byte {
 	if len(frame) < UDPHdrLen || len(frame) > len(fixed) {
 		return frame
 	}
-	var ps uint64
+	var hdr int // the family's UDP header length (pseudo)
 	var l4 []byte
 	switch binary.BigEndian.Uint16(frame[12:]) {
 	case 0x0800:
@@ -260,15 +260,13 @@ func wireSums(frame, fixed []byte) []byte {
 		if ip[0]>>4 != 4 || ihl < IPLen || ip[9] != 17 || binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 {
 			return frame // not IPv4 UDP, or a fragment (its checksum covers the whole datagram)
 		}
-		l4 = ip[ihl:]
-		ps = sum(0, ip[12:20])
+		l4, hdr = ip[ihl:], UDPHdrLen
 	case 0x86dd:
 		ip := frame[EthLen:]
 		if len(ip) < IP6Len || ip[0]>>4 != 6 || ip[6] != 17 {
 			return frame // not IPv6 UDP without extension headers
 		}
-		l4 = ip[IP6Len:]
-		ps = sum(0, ip[8:40])
+		l4, hdr = ip[IP6Len:], UDP6HdrLen
 	default:
 		return frame
 	}
@@ -279,7 +277,7 @@ func wireSums(frame, fixed []byte) []byte {
 	if ulen < UDPLen || ulen > len(l4) || binary.BigEndian.Uint16(l4[6:]) == 0 {
 		return frame // no checksum (allowed over IPv4, invalid over IPv6) or a length the frame does not hold
 	}
-	ps += 17 + uint64(ulen)
+	ps := pseudo(frame, hdr, 17, ulen)
 	if fold(sum(ps, l4[:ulen])) == 0xffff {
 		return frame
 	}
