@@ -75,11 +75,8 @@ func (in *Inbox) UseBox(p uintptr, fd int) uint32 {
 	if m.epoch == 0 {
 		m.epoch = 1
 	}
-	m.front, m.head = 0, 0
-	atomic.StoreUint32(&m.count, 0)
-	atomic.StoreUint32(&m.nfree, 0)
 	atomic.StoreUint32(&m.urgent, b2u(b.urgent))
-	atomic.StoreUint32(&m.attached, 1)
+	m.resetLocked(1)
 	b.mem.Store(m)
 	b.fd = fd
 	return m.epoch
@@ -212,12 +209,18 @@ func (in *Inbox) Unbox(fd int) {
 	m.acquire()
 	b.pHead = int(m.head)
 	b.pCount.Store(int32(m.count)) // before the box's count goes: Pending sees them throughout
+	m.resetLocked(0)
+	m.release()
+	b.mem.Store(nil)
+}
+
+// resetLocked empties the box (no queued record, no deferred free) and marks it attached or not;
+// its lock is held.
+func (m *boxMem) resetLocked(attached uint32) {
 	m.front, m.head = 0, 0
 	atomic.StoreUint32(&m.count, 0)
 	atomic.StoreUint32(&m.nfree, 0)
-	atomic.StoreUint32(&m.attached, 0)
-	m.release()
-	b.mem.Store(nil)
+	atomic.StoreUint32(&m.attached, attached)
 }
 
 // closeBox forgets the box and its queued records (Close: every held record goes).
@@ -225,10 +228,7 @@ func (in *Inbox) closeBox() {
 	b := &in.bx
 	if m := b.mem.Load(); m != nil {
 		m.acquire()
-		m.front, m.head = 0, 0
-		atomic.StoreUint32(&m.count, 0)
-		atomic.StoreUint32(&m.nfree, 0)
-		atomic.StoreUint32(&m.attached, 0)
+		m.resetLocked(0)
 		m.release()
 		b.mem.Store(nil)
 	}
