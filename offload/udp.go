@@ -46,22 +46,11 @@ func (e *Engine) udpWaitInbox(s *Socket, c *transport.Call) syscall.Errno {
 		u := s.rings()
 		return u != nil && u.Starting()
 	}
-	if s.nonblock.Load() || recvFlags(c)&unix.MSG_DONTWAIT != 0 || !waiting() {
+	if s.nonblock.Load() || c.RecvFlags()&unix.MSG_DONTWAIT != 0 || !waiting() {
 		return 0
 	}
 	_, errno := wait.Until(c.FD, e.cfg.IOMux.Signals, func() bool { return !waiting() })
 	return errno
-}
-
-// recvFlags are a receive call's flags.
-func recvFlags(c *transport.Call) int {
-	switch c.Op {
-	case transport.OpRecvfrom, transport.OpRecvmmsg:
-		return int(int32(c.A[2]))
-	case transport.OpRecvmsg:
-		return int(int32(c.A[1]))
-	}
-	return 0
 }
 
 // giveUp sends an offloaded UDP socket back to the kernel for good, with the reason.

@@ -82,6 +82,17 @@ type Call struct {
 	A  [5]uintptr
 }
 
+// RecvFlags is the flags argument of a recvfrom, recvmsg or recvmmsg call; 0 for other calls.
+func (c *Call) RecvFlags() int {
+	switch c.Op {
+	case OpRecvfrom, OpRecvmmsg:
+		return int(int32(c.A[2]))
+	case OpRecvmsg:
+		return int(int32(c.A[1]))
+	}
+	return 0
+}
+
 // Kind identifies a transport.
 //
 // String (kind_string.go, generated) returns the transport's short name: "os", "shm", "xdp".

@@ -109,15 +109,4 @@ func (t *TCP) BeforeData(fd int) {
 
 // peekCall reports whether a receive call leaves its bytes in the socket (MSG_PEEK), or reads
 // urgent data (MSG_OOB, outside the stream): bytes that are not the stream's consumed ones.
-func peekCall(c *transport.Call) bool {
-	var flags int
-	switch c.Op {
-	case transport.OpRecvfrom:
-		flags = int(c.A[2])
-	case transport.OpRecvmsg:
-		flags = int(c.A[1])
-	case transport.OpRecvmmsg:
-		flags = int(c.A[2])
-	}
-	return flags&(unix.MSG_PEEK|unix.MSG_OOB) != 0
-}
+func peekCall(c *transport.Call) bool { return c.RecvFlags()&(unix.MSG_PEEK|unix.MSG_OOB) != 0 }
