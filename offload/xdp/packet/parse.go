@@ -87,15 +87,11 @@ func Parse(frame []byte, h *Header, v Verify) ([]byte, error) {
 	if verify && csumFold(csum(0, ip[:ihl])) != 0xffff {
 		return nil, ErrChecksum
 	}
-	udp := ip[ihl:total]
-	if len(udp) < UDPHeaderLen {
-		return nil, ErrTruncated
+	udp, err := udpDatagram(ip[ihl:total], h)
+	if err != nil {
+		return nil, err
 	}
-	udpLen := int(binary.BigEndian.Uint16(udp[4:6]))
-	if udpLen < UDPHeaderLen || udpLen > len(udp) {
-		return nil, ErrMalformed
-	}
-	udp = udp[:udpLen]
+	udpLen := len(udp)
 
 	h.TOS = ip[1]
 	h.ID = binary.BigEndian.Uint16(ip[4:6])
@@ -103,13 +99,27 @@ func Parse(frame []byte, h *Header, v Verify) ([]byte, error) {
 	h.TTL = ip[8]
 	copy(h.Src[:], ip[12:16])
 	copy(h.Dst[:], ip[16:20])
-	h.SrcPort = binary.BigEndian.Uint16(udp[0:2])
-	h.DstPort = binary.BigEndian.Uint16(udp[2:4])
-	h.NoChecksum = udp[6] == 0 && udp[7] == 0
 	if verify && !h.NoChecksum && !checksumOK(pseudoSum(h.Src, h.Dst, udpLen), udp, v) {
 		return nil, ErrChecksum
 	}
 	return udp[UDPHeaderLen:udpLen:udpLen], nil
+}
+
+// udpDatagram is the UDP datagram at the start of seg (an IP packet's payload) trimmed to the
+// length its header gives, with h's ports and NoChecksum read from it: the same for both families.
+func udpDatagram(seg []byte, h *Header) ([]byte, error) {
+	if len(seg) < UDPHeaderLen {
+		return nil, ErrTruncated
+	}
+	l := int(binary.BigEndian.Uint16(seg[4:6]))
+	if l < UDPHeaderLen || l > len(seg) {
+		return nil, ErrMalformed
+	}
+	udp := seg[:l]
+	h.SrcPort = binary.BigEndian.Uint16(udp[0:2])
+	h.DstPort = binary.BigEndian.Uint16(udp[2:4])
+	h.NoChecksum = udp[6] == 0 && udp[7] == 0
+	return udp, nil
 }
 
 // ipProtoFragment is the IPv6 fragment header's next-header value.
@@ -138,15 +148,11 @@ func parse6(ip []byte, h *Header, v Verify) ([]byte, error) {
 	if IPv6HeaderLen+plen > len(ip) {
 		return nil, ErrTruncated
 	}
-	udp := ip[IPv6HeaderLen : IPv6HeaderLen+plen]
-	if len(udp) < UDPHeaderLen {
-		return nil, ErrTruncated
+	udp, err := udpDatagram(ip[IPv6HeaderLen:IPv6HeaderLen+plen], h)
+	if err != nil {
+		return nil, err
 	}
-	udpLen := int(binary.BigEndian.Uint16(udp[4:6]))
-	if udpLen < UDPHeaderLen || udpLen > len(udp) {
-		return nil, ErrMalformed
-	}
-	udp = udp[:udpLen]
+	udpLen := len(udp)
 	h.IPv6 = true
 	h.TOS = uint8(w >> 20)
 	h.FlowLabel = w & FlowLabelMask
@@ -154,9 +160,6 @@ func parse6(ip []byte, h *Header, v Verify) ([]byte, error) {
 	h.ID, h.DontFragment = 0, false
 	copy(h.Src6[:], ip[8:24])
 	copy(h.Dst6[:], ip[24:40])
-	h.SrcPort = binary.BigEndian.Uint16(udp[0:2])
-	h.DstPort = binary.BigEndian.Uint16(udp[2:4])
-	h.NoChecksum = udp[6] == 0 && udp[7] == 0
 	if h.NoChecksum {
 		return nil, ErrChecksum // RFC 8200: a zero UDP checksum over IPv6 is invalid
 	}
