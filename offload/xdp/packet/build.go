@@ -108,10 +108,7 @@ func Build(buf []byte, h *Header, payload [][]byte, total, mtu int) (int, error)
 		return n, nil
 	}
 
-	eth := buf[:EthHeaderLen]
-	copy(eth[0:6], h.DstMAC[:])
-	copy(eth[6:12], h.SrcMAC[:])
-	binary.BigEndian.PutUint16(eth[12:14], etherTypeIPv4)
+	putEth(buf, h, etherTypeIPv4)
 
 	ip := buf[EthHeaderLen : EthHeaderLen+IPv4HeaderLen]
 	ip[0] = 0x45
@@ -132,10 +129,7 @@ func Build(buf []byte, h *Header, payload [][]byte, total, mtu int) (int, error)
 
 	udpLen := UDPHeaderLen + total
 	udp := buf[EthHeaderLen+IPv4HeaderLen : n]
-	binary.BigEndian.PutUint16(udp[0:2], h.SrcPort)
-	binary.BigEndian.PutUint16(udp[2:4], h.DstPort)
-	binary.BigEndian.PutUint16(udp[4:6], uint16(udpLen))
-	udp[6], udp[7] = 0, 0
+	putUDP(udp, h, udpLen)
 	if !h.NoChecksum {
 		ck := ^csumFold(csum(pseudoSum(h.Src, h.Dst, udpLen), udp))
 		if ck == 0 {
@@ -146,13 +140,27 @@ func Build(buf []byte, h *Header, payload [][]byte, total, mtu int) (int, error)
 	return n, nil
 }
 
-// build6 writes the Ethernet, IPv6 and UDP headers of a frame of n = HeaderLen6+total bytes whose
-// payload is in place.
-func build6(frame []byte, h *Header, total int) {
+// putEth writes the Ethernet header of h's frame at the start of frame.
+func putEth(frame []byte, h *Header, etherType uint16) {
 	eth := frame[:EthHeaderLen]
 	copy(eth[0:6], h.DstMAC[:])
 	copy(eth[6:12], h.SrcMAC[:])
-	binary.BigEndian.PutUint16(eth[12:14], etherTypeIPv6)
+	binary.BigEndian.PutUint16(eth[12:14], etherType)
+}
+
+// putUDP writes h's UDP header for a datagram of udpLen bytes at the start of udp, its checksum 0
+// (the caller's, per family).
+func putUDP(udp []byte, h *Header, udpLen int) {
+	binary.BigEndian.PutUint16(udp[0:2], h.SrcPort)
+	binary.BigEndian.PutUint16(udp[2:4], h.DstPort)
+	binary.BigEndian.PutUint16(udp[4:6], uint16(udpLen))
+	udp[6], udp[7] = 0, 0
+}
+
+// build6 writes the Ethernet, IPv6 and UDP headers of a frame of n = HeaderLen6+total bytes whose
+// payload is in place.
+func build6(frame []byte, h *Header, total int) {
+	putEth(frame, h, etherTypeIPv6)
 
 	udpLen := UDPHeaderLen + total
 	ip := frame[EthHeaderLen : EthHeaderLen+IPv6HeaderLen]
@@ -164,10 +172,7 @@ func build6(frame []byte, h *Header, total int) {
 	copy(ip[24:40], h.Dst6[:])
 
 	udp := frame[EthHeaderLen+IPv6HeaderLen:]
-	binary.BigEndian.PutUint16(udp[0:2], h.SrcPort)
-	binary.BigEndian.PutUint16(udp[2:4], h.DstPort)
-	binary.BigEndian.PutUint16(udp[4:6], uint16(udpLen))
-	udp[6], udp[7] = 0, 0
+	putUDP(udp, h, udpLen)
 	ck := ^csumFold(csum(pseudoSum6(&h.Src6, &h.Dst6, udpLen), udp))
 	if ck == 0 {
 		ck = 0xffff // RFC 8200: a computed 0 is sent as all ones (0 is invalid)
