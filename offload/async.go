@@ -1,6 +1,8 @@
 package offload
 
 import (
+	"slices"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/internal/sysc"
@@ -48,13 +50,8 @@ func (e *Engine) asyncOn(s *Socket) {
 		e.log.Warn("O_ASYNC on a ring socket: the fd table keeps no spill regions, the socket keeps its rings")
 		return
 	}
-	var fds []int
 	e.reg.mu.Lock()
-	e.reg.each(func(fd int, o *Socket) {
-		if o == s {
-			fds = append(fds, fd)
-		}
-	})
+	fds := slices.Clone(s.fds)
 	e.reg.mu.Unlock()
 	e.sendBack(s, fds, t, transport.ReasonUnsupported, asyncWhy)
 }

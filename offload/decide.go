@@ -63,9 +63,7 @@ func (e *Engine) handOver(s *Socket) { e.setFlags(s, FlagWatch) }
 func (e *Engine) setFlags(s *Socket, flags uint8) {
 	e.reg.mu.Lock()
 	defer e.reg.mu.Unlock()
-	e.reg.each(func(fd int, o *Socket) {
-		if o == s {
-			e.cfg.Table.Set(fd, flags)
-		}
-	})
+	for _, fd := range s.fds {
+		e.cfg.Table.Set(fd, flags)
+	}
 }

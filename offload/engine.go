@@ -2,6 +2,7 @@ package offload
 
 import (
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -155,7 +156,7 @@ func (e *Engine) register(fd int, s *Socket) {
 	if old := e.reg.get(fd); old != nil {
 		e.dropLocked(fd, old)
 	}
-	s.fds++
+	s.fds = append(s.fds, fd)
 	e.reg.put(fd, s)
 	flags := FlagEngine
 	if s.typ == sockDgram && e.udpRings() || s.typ == sockStream && e.tcpRings() {
@@ -184,8 +185,10 @@ func (e *Engine) dropLocked(fd int, s *Socket) {
 	e.dropKernelSends(fd, s)
 	e.reg.put(fd, nil)
 	e.cfg.Table.Set(fd, 0)
-	s.fds--
-	if s.fds == 0 {
+	if i := slices.Index(s.fds, fd); i >= 0 {
+		s.fds = slices.Delete(s.fds, i, i+1)
+	}
+	if len(s.fds) == 0 {
 		e.finish(fd, s)
 	} else {
 		e.unbox(fd, s) // zcopy.go

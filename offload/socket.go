@@ -21,8 +21,9 @@ type Socket struct {
 	typ    int // SOCK_STREAM or SOCK_DGRAM, without flags
 	proto  int
 
-	// fds counts the fds that refer to the socket; guarded by the registry lock.
-	fds int
+	// fds are the fds that refer to the socket (usually one), so that a change of the socket's
+	// flags touches its fds without a walk over the registry; guarded by the registry lock.
+	fds []int
 
 	// born: the engine saw the socket made (socket() or accept with the engine loaded), so every
 	// later change of its file flags went through the engine's control calls (not adopted).
