@@ -79,6 +79,11 @@ func (e *Engine) Call(c *transport.Call) int64 {
 	switch c.Op {
 	case transport.OpSocket:
 		e.open(c.FD, int(int32(c.A[0])), int(int32(c.A[1])), int(int32(c.A[2])), true)
+		if c.A[3] != 0 {
+			// A TCP socket the preload library gave the engine late (shim/preload/late.c):
+			// the program set options the transport follows meanwhile; read them back.
+			e.adoptOptions(c.FD)
+		}
 		return 0
 	case transport.OpForget:
 		e.forget(c.FD)

@@ -26,6 +26,7 @@ GOXIO_HIDDEN void goxio_set_quiet_threads(int n);
 GOXIO_HIDDEN int goxio_get_quiet_threads(void);
 GOXIO_HIDDEN void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture);
 GOXIO_HIDDEN void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen);
+GOXIO_HIDDEN void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 GOXIO_HIDDEN void goxio_ksend_fd(int fd, uint64_t *counters);
 GOXIO_HIDDEN void goxio_ksend_drop(int fd);
 GOXIO_HIDDEN void goxio_ksend_peer(int fd, const struct sockaddr *peer, socklen_t len);

@@ -200,6 +200,8 @@ struct goxio_host {
 	 * destination of its sends that name none (send, write). */
 	void (*ksend_setup)(const uint64_t *gen, const uint64_t *capture);
 	void (*ksend_put)(const struct sockaddr *dst, socklen_t len, uint64_t gen);
+	/* ksend_put_tcp: no goxio socket listens at dst at generation gen (late.c) */
+	void (*ksend_put_tcp)(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 	void (*ksend_fd)(int fd, uint64_t *counters);
 	void (*ksend_drop)(int fd);
 	void (*ksend_peer)(int fd, const struct sockaddr *peer, socklen_t len);

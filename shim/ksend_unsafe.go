@@ -80,6 +80,11 @@ func kernelSends(shm *shmtr.Env, xdp *xdptr.Env, capture *uint64) offload.Kernel
 // extraAPIUsed reports whether the program was handed VMA's extra API (vma_extra.c).
 func extraAPIUsed() bool { return C.goxio_vma_api_used() != 0 }
 
+// kernelListener tells the C side that no goxio socket listens at dst at generation gen.
+func kernelListener(dst netip.AddrPort, gen uint64) {
+	withSockaddr(dst, func(sa *C.struct_sockaddr, n C.socklen_t) { C.goxio_ksend_put_tcp(sa, n, C.uint64_t(gen)) })
+}
+
 // kernelRoute tells the C side that no goxio socket is bound to dst at generation gen.
 func kernelRoute(dst netip.AddrPort, gen uint64) {
 	withSockaddr(dst, func(sa *C.struct_sockaddr, n C.socklen_t) { C.goxio_ksend_put(sa, n, C.uint64_t(gen)) })

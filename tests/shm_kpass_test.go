@@ -173,6 +173,45 @@ func TestShmKernelForGoodTCP(t *testing.T) {
 	h.requireClean()
 }
 
+// TestShmTCPChurnSkipsEngine: with the engine loaded, a TCP socket meets it only when it must
+// (shim/preload/late.c): connections to a listener without goxio, once the engine found none there
+// at a connect, are plain kernel connections from socket() on (blocking and non-blocking connects,
+// fcntl and TCP_NODELAY before and after), and every answer arrives.
+func TestShmTCPChurnSkipsEngine(t *testing.T) {
+	h := newShmHarness(t)
+	const n = 300
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var served atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			b := make([]byte, 1)
+			if _, err := io.ReadFull(c, b); err == nil && b[0] == 'c' {
+				if _, err := c.Write([]byte{'C'}); err == nil {
+					served.Add(1)
+				}
+			}
+			c.Close()
+		}
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	out := kpassRun(t, h, h.tcpEnv(), "tcpchurn", strconv.Itoa(port), strconv.Itoa(n))
+	if out["tcpchurn calls"] != 0 {
+		t.Errorf("%d connections to a listener without goxio entered the engine %d times", n, out["tcpchurn calls"])
+	}
+	if out["tcpchurn ok"] != n+3 || served.Load() != n+3 {
+		t.Errorf("answers right: %d, served: %d; want %d", out["tcpchurn ok"], served.Load(), n+3)
+	}
+	h.requireClean()
+}
+
 // TestShmKernelForGoodTransportsOff: without ring transports every socket is the kernel's for good
 // once its role is known; even the sends to a port a socket of the program is bound to skip the
 // engine.

@@ -118,6 +118,8 @@ int dup(int fd) {
 		errno = EBADF;
 		return -1;
 	}
+	if (GOXIO_UNLIKELY(fl & GOXIO_FD_LAZY))
+		fl = goxio_late_use(fd, fl); /* the engine sees the copy made */
 	int nfd = REAL(dup)(fd);
 	if (nfd >= 0) {
 		goxio_fd_fresh(nfd);
@@ -137,6 +139,8 @@ static int dup23(int old, int new, int flags, int three) {
 		errno = EBADF;
 		return -1;
 	}
+	if ((fo & GOXIO_FD_LAZY) && old != new)
+		fo = goxio_late_use(old, fo); /* the engine sees the copy made */
 	if (old != new) {
 		if (fn & GOXIO_FD_INTERNAL)
 			goxio_internal_relocate(new);
@@ -165,6 +169,11 @@ static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd, long arg) {
 	if (fl & GOXIO_FD_INTERNAL) {
 		errno = EBADF;
 		return -1;
+	}
+	if (GOXIO_UNLIKELY(fl & GOXIO_FD_LAZY)) {
+		if (goxio_late_fcntl(fd, cmd, arg))
+			return real(fd, cmd, arg); /* late.c: the engine reads the flags at birth */
+		fl = goxio_fd_flags(fd);
 	}
 	if ((fl & GOXIO_FD_ENGINE) && goxio_active())
 		return (int)goxio_call(GOXIO_OP_FCNTL, fd, (uintptr_t)cmd, (uintptr_t)arg, 0, 0, 0);

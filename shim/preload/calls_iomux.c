@@ -31,10 +31,8 @@ __attribute__((noinline)) static void lazy_pollfd(const struct pollfd *fds, nfds
 	if (GOXIO_LIKELY(__atomic_load_n(&goxio_lazy_fds, __ATOMIC_RELAXED) == 0) || fds == NULL)
 		return;
 	for (nfds_t i = 0; i < n; i++)
-		if ((goxio_fd_flags(fds[i].fd) & GOXIO_FD_LAZY) && goxio_lazy_waits(fds[i].fd)) {
-			goxio_lazy_fd(fds[i].fd);
-			return;
-		}
+		if ((goxio_fd_flags(fds[i].fd) & GOXIO_FD_LAZY) && goxio_lazy_waits(fds[i].fd))
+			goxio_lazy_fd(fds[i].fd); /* the first loads the engine; late ones are born (late.c) */
 }
 
 static void lazy_fdset(int n, const fd_set *r, const fd_set *w, const fd_set *e) {
@@ -44,10 +42,8 @@ static void lazy_fdset(int n, const fd_set *r, const fd_set *w, const fd_set *e)
 		n = FD_SETSIZE;
 	for (int fd = 0; fd < n; fd++)
 		if ((goxio_fd_flags(fd) & GOXIO_FD_LAZY) && goxio_lazy_waits(fd) &&
-		    ((r != NULL && FD_ISSET(fd, r)) || (w != NULL && FD_ISSET(fd, w)) || (e != NULL && FD_ISSET(fd, e)))) {
+		    ((r != NULL && FD_ISSET(fd, r)) || (w != NULL && FD_ISSET(fd, w)) || (e != NULL && FD_ISSET(fd, e))))
 			goxio_lazy_fd(fd);
-			return;
-		}
 }
 
 /* lazy_epoll loads the engine when the epoll set holds a socket made before it. */
@@ -219,6 +215,8 @@ int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const s
 
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
 	uint8_t ef = goxio_fd_flags(epfd), ff = goxio_fd_flags(fd);
+	if (GOXIO_UNLIKELY(ff & GOXIO_FD_LAZY))
+		ff = goxio_late_use(fd, ff); /* a member the engine must know (late.c) */
 	if (GOXIO_UNLIKELY((ef | ff) & GOXIO_FD_INTERNAL)) {
 		errno = EBADF;
 		return -1;

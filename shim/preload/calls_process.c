@@ -54,6 +54,7 @@ int daemon(int nochdir, int noclose) {
  * a close-on-exec fd into the child, so every socket counts as inherited. */
 static void prespawn(int all) {
 	goxio_engine_settle();
+	goxio_late_plain_all(); /* the child may inherit them (late.c) */
 	if (goxio_active() && !goxio_is_forked_child())
 		goxio_eng.prespawn(all);
 }

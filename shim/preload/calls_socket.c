@@ -22,8 +22,11 @@ int socket(int domain, int type, int protocol) {
 		return fd;
 	if ((domain == AF_INET || domain == AF_INET6) && ((type & 0xf) == SOCK_DGRAM || (type & 0xf) == SOCK_STREAM)) {
 		int saved = errno;
-		if (goxio_active())
-			goxio_call(GOXIO_OP_SOCKET, fd, (uintptr_t)domain, (uintptr_t)type, (uintptr_t)protocol, 0, 0);
+		if (goxio_active()) {
+			/* TCP meets the engine at its first use that needs it (late.c). */
+			if (!goxio_late_mark(fd, domain, type, protocol))
+				goxio_call(GOXIO_OP_SOCKET, fd, (uintptr_t)domain, (uintptr_t)type, (uintptr_t)protocol, 0, 0);
+		}
 		else if (!goxio_is_forked_child())
 			goxio_lazy_mark(fd, 0, -1, NULL, 0); /* the engine adopts it when it loads */
 		errno = saved;
@@ -47,6 +50,8 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
 }
 
 int listen(int fd, int backlog) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY))
+		goxio_late_birth(fd); /* the engine listens (late.c) */
 	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY)) {
 		int r = REAL(listen)(fd, backlog);
 		if (r == 0) {
@@ -89,6 +94,16 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
 }
 
 int connect(int fd, const struct sockaddr *addr, socklen_t len) {
+	uint8_t fl = goxio_fd_flags(fd);
+	if (GOXIO_LIKELY(fl == 0))
+		return REAL(connect)(fd, addr, len);
+	if (GOXIO_UNLIKELY(fl & GOXIO_FD_LAZY) && goxio_late_connect(fd, addr, len)) {
+		/* no goxio listener there: a plain kernel connection from now on (late.c) */
+		int r = REAL(connect)(fd, addr, len);
+		if (r == 0 || errno == EINPROGRESS)
+			goxio_late_seen(addr, len);
+		return r;
+	}
 	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY)) {
 		int r = REAL(connect)(fd, addr, len);
 		if (r == 0 || errno == EINPROGRESS) {
@@ -98,7 +113,17 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len) {
 		}
 		return r;
 	}
-	TRAMPOLINE(fd, GOXIO_OP_CONNECT, REAL(connect)(fd, addr, len), addr, len, 0, 0, 0);
+	fl = goxio_fd_flags(fd);
+	if (fl & GOXIO_FD_INTERNAL) {
+		errno = EBADF;
+		return -1;
+	}
+	if (!((fl & GOXIO_FD_ENGINE) && goxio_active()))
+		return REAL(connect)(fd, addr, len);
+	int r = (int)goxio_call(GOXIO_OP_CONNECT, fd, (uintptr_t)addr, (uintptr_t)len, 0, 0, 0);
+	if (r == 0 || errno == EINPROGRESS)
+		goxio_late_seen(addr, len); /* the kernel read it: the next connect may read it here */
+	return r;
 }
 
 int getsockname(int fd, struct sockaddr *addr, socklen_t *len) {
@@ -130,6 +155,8 @@ static int is_mcast6(int name) {
 }
 
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY) && goxio_late_option(fd, level, name))
+		return REAL(setsockopt)(fd, level, name, val, len); /* read back at birth (late.c) */
 	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY) &&
 	    (level == IPPROTO_IP || (level == IPPROTO_IPV6 && is_mcast6(name))) && is_dgram(fd)) {
 		/* Multicast memberships and source filters of a UDP socket: the engine must see them

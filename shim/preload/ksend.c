@@ -36,6 +36,9 @@
  * socket that receiver reads too, so the datagram still arrives. */
 #define KS_VALID (1ull << 48)
 #define KS_V6 (1ull << 63)
+/* KS_TCP marks the key of a destination that no goxio TCP socket listens at (late.c): the two
+ * kinds of negative answer share the cache. */
+#define KS_TCP (1ull << 49)
 static volatile uint64_t ks_key[KS_SLOTS];
 /* ks_gen: the directory generation + 1 that every key belongs to; 0 while being reset. */
 static volatile uint64_t ks_gen;
@@ -94,8 +97,8 @@ static uint64_t ks_key_of(const struct sockaddr *sa, socklen_t len) {
 	return KS_V6 | (h >> 1) | 1;
 }
 
-void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen) {
-	uint64_t key = dst != NULL ? ks_key_of(dst, len) : 0;
+/* ks_put stores key for generation gen. */
+static void ks_put(uint64_t key, uint64_t gen) {
 	if (key == 0)
 		return;
 	pthread_mutex_lock(&ks_mu);
@@ -112,6 +115,37 @@ void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen) {
 	if (gen + 1 == cur)
 		__atomic_store_n(&ks_key[ks_hash(key)], key, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ks_mu);
+}
+
+void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen) {
+	ks_put(dst != NULL ? ks_key_of(dst, len) : 0, gen);
+}
+
+void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen) {
+	uint64_t key = dst != NULL ? ks_key_of(dst, len) : 0;
+	ks_put(key != 0 ? key ^ KS_TCP : 0, gen);
+}
+
+int goxio_ksend_ready(void) { return __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE) != NULL; }
+
+/* ks_cached reports whether key is in the cache for the directory's current generation. */
+static int ks_cached(uint64_t key) {
+	const volatile uint64_t *dg = __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE);
+	if (dg == NULL)
+		return 0;
+	uint64_t g = __atomic_load_n(dg, __ATOMIC_ACQUIRE) + 1;
+	if (__atomic_load_n(&ks_gen, __ATOMIC_ACQUIRE) != g)
+		return 0;
+	if (__atomic_load_n(&ks_key[ks_hash(key)], __ATOMIC_ACQUIRE) != key)
+		return 0;
+	/* The key was stored for generation g - 1 unless a reset ran meanwhile, which changed
+	 * ks_gen for good (generations only grow). */
+	return __atomic_load_n(&ks_gen, __ATOMIC_ACQUIRE) == g;
+}
+
+int goxio_ksend_no_listener(const struct sockaddr *dst, socklen_t len) {
+	uint64_t key = ks_key_of(dst, len);
+	return key != 0 && ks_cached(key ^ KS_TCP);
 }
 
 void goxio_ksend_fd(int fd, uint64_t *counters) {
@@ -172,17 +206,8 @@ uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, socklen_t len,
 		    a >> 12 != ks_page || (a + len - 1) >> 12 != ks_page || (key = ks_key_of(to, len)) == 0)
 			return NULL;
 	}
-	const volatile uint64_t *dg = __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE);
-	if (dg == NULL || __atomic_load_n(ks_capture, __ATOMIC_RELAXED) != 0)
-		return NULL;
-	uint64_t g = __atomic_load_n(dg, __ATOMIC_ACQUIRE) + 1;
-	if (__atomic_load_n(&ks_gen, __ATOMIC_ACQUIRE) != g)
-		return NULL;
-	if (__atomic_load_n(&ks_key[ks_hash(key)], __ATOMIC_ACQUIRE) != key)
-		return NULL;
-	/* The key was stored for generation g - 1 unless a reset ran meanwhile, which changed
-	 * ks_gen for good (generations only grow). */
-	if (__atomic_load_n(&ks_gen, __ATOMIC_ACQUIRE) != g)
+	if (__atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE) == NULL || __atomic_load_n(ks_capture, __ATOMIC_RELAXED) != 0 ||
+	    !ks_cached(key))
 		return NULL;
 	return ctr;
 }

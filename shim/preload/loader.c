@@ -163,6 +163,8 @@ static struct goxio_lazy_info *info_of(int fd, int make) {
 	return t == NULL ? NULL : &t[fd];
 }
 
+struct goxio_lazy_info *goxio_lazy_info_of(int fd, int make) { return info_of(fd, make); }
+
 static void adopt(int fd) {
 	struct goxio_lazy_info none = {0}, *i = info_of(fd, 0);
 	goxio_eng.adopt(fd, i != NULL ? i : &none);
@@ -227,8 +229,14 @@ int goxio_lazy_waits(int fd) {
 }
 
 void goxio_lazy_fork(uint32_t how) {
-	if (__atomic_load_n(&goxio_lazy_fds, __ATOMIC_RELAXED) == 0 || goxio_engine_loaded() || goxio_in_vfork())
+	if (__atomic_load_n(&goxio_lazy_fds, __ATOMIC_RELAXED) == 0 || goxio_in_vfork())
 		return;
+	if (goxio_engine_loaded()) {
+		/* The child shares the late sockets: they stay the kernel's (late.c). */
+		if (how == GOXIO_LAZY_FORKED)
+			goxio_late_plain_all();
+		return;
+	}
 	int high = goxio_fdt_high();
 	for (int fd = 0; fd <= high; fd++) {
 		if (!(goxio_fd_flags(fd) & GOXIO_FD_LAZY))
@@ -321,6 +329,7 @@ static void load(void) {
 		.main_is_go = go,
 		.ksend_setup = goxio_ksend_setup,
 		.ksend_put = goxio_ksend_put,
+		.ksend_put_tcp = goxio_ksend_put_tcp,
 		.ksend_fd = goxio_ksend_fd,
 		.ksend_drop = goxio_ksend_drop,
 		.ksend_peer = goxio_ksend_peer,
@@ -387,6 +396,8 @@ GOXIO_HIDDEN void goxio_engine_settle(void) {
 }
 
 void goxio_lazy_fd(int fd) {
+	if (goxio_late_birth(fd))
+		return;
 	if (!goxio_engine_need()) {
 		/* No engine for this process (now or ever): once it failed, the fd is a plain one. */
 		if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENG_FAILED &&

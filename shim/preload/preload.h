@@ -184,6 +184,11 @@ GOXIO_HIDDEN int goxio_internal_relocate(int fd);
 
 GOXIO_HIDDEN void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture);
 GOXIO_HIDDEN void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen);
+/* goxio_ksend_put_tcp: no goxio TCP socket listens at dst at generation gen (late.c reads it:
+ * goxio_ksend_no_listener). goxio_ksend_ready: the cache is set up. */
+GOXIO_HIDDEN void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen);
+GOXIO_HIDDEN int goxio_ksend_no_listener(const struct sockaddr *dst, socklen_t len);
+GOXIO_HIDDEN int goxio_ksend_ready(void);
 GOXIO_HIDDEN void goxio_ksend_fd(int fd, uint64_t *counters);
 GOXIO_HIDDEN void goxio_ksend_drop(int fd);
 /* goxio_ksend_peer records fd's connected peer (NULL: none): sends naming no destination take
@@ -267,6 +272,44 @@ GOXIO_HIDDEN void goxio_lazy_forget(int fd);
 /* GOXIO_LAZY_DIR_TRIED, a bit of goxio_lazy_info.how the C side alone uses (the engine ignores
  * it): this process tried to publish the listener fd in the discovery directory. */
 #define GOXIO_LAZY_DIR_TRIED 0x40000000u
+
+/* goxio_lazy_info_of returns fd's notes (make: map the table if it is not yet), or NULL. */
+GOXIO_HIDDEN struct goxio_lazy_info *goxio_lazy_info_of(int fd, int make);
+
+/* ---- TCP sockets that meet the engine late (late.c) ---- */
+
+/* C-only bits of goxio_lazy_info.how for a TCP socket made while the engine is loaded, which the
+ * engine has not seen yet (its domain, type and protocol in .ref): LATE until it is given to the
+ * engine ("birth") or made plain; LATE_OPTS an option was set meanwhile; LATE_FL F_SETFL ran;
+ * LATE_BIRTH a thread is giving it to the engine. */
+#define GOXIO_LAZY_LATE 0x20000000u
+#define GOXIO_LAZY_LATE_OPTS 0x10000000u
+#define GOXIO_LAZY_LATE_FL 0x08000000u
+#define GOXIO_LAZY_LATE_BIRTH 0x04000000u
+
+/* goxio_late_mark notes fd, a new TCP socket, as late instead of telling the engine: 0 when it
+ * may not be (not TCP, in a signal handler or a vfork child, no cache of destinations, VMA's
+ * extra API handed out); the caller then tells the engine. */
+GOXIO_HIDDEN int goxio_late_mark(int fd, int domain, int type, int protocol);
+/* goxio_late_birth gives fd to the engine if it is late (or waits for the thread that does):
+ * 1 when it was late. */
+GOXIO_HIDDEN int goxio_late_birth(int fd);
+/* goxio_late_use is goxio_late_birth for a trampoline holding fd's flags fl: the flags to go on with. */
+GOXIO_HIDDEN uint8_t goxio_late_use(int fd, uint8_t fl);
+/* goxio_late_connect: 1 when fd is late and its destination has no goxio listener (cached): fd
+ * is plain now and the caller connects it in the kernel. Otherwise a late fd is given to the
+ * engine first. */
+GOXIO_HIDDEN int goxio_late_connect(int fd, const struct sockaddr *addr, socklen_t len);
+/* goxio_late_seen notes that the kernel read connect's address (success or in progress). */
+GOXIO_HIDDEN void goxio_late_seen(const struct sockaddr *addr, socklen_t len);
+/* goxio_late_option: 1 when setsockopt(level, name) on late fd may go to the kernel alone; any
+ * other option gives the socket to the engine first. goxio_late_fcntl: the same for fcntl. */
+GOXIO_HIDDEN int goxio_late_option(int fd, int level, int name);
+GOXIO_HIDDEN int goxio_late_fcntl(int fd, int cmd, long arg);
+/* goxio_late_plain_all makes every late socket plain (before a fork, vfork or spawn). */
+GOXIO_HIDDEN void goxio_late_plain_all(void);
+/* goxio_late_plain_count counts connections made plain at connect. */
+GOXIO_HIDDEN extern volatile uint64_t goxio_late_plain_count;
 
 /* goxio_lazy_listen publishes fd, a lazy socket that listens, in the discovery directory for the
  * process whose engine is not loaded (lazy_listen.c); it does nothing where it cannot (signal

@@ -17,6 +17,8 @@
 			errno = EBADF;                                                                     \
 			return -1;                                                                         \
 		}                                                                                          \
+		if (GOXIO_UNLIKELY(fl_ & GOXIO_FD_LAZY))                                                   \
+			fl_ = goxio_late_use(fd, fl_); /* a late TCP socket meets the engine (late.c) */  \
 		if ((fl_ & GOXIO_FD_ENGINE) && goxio_active())                                             \
 			return goxio_call(op, fd, (uintptr_t)(a0), (uintptr_t)(a1), (uintptr_t)(a2),       \
 					  (uintptr_t)(a3), (uintptr_t)(a4));                               \

@@ -9,6 +9,11 @@
  *   kpass tcp PORT N    connects to 127.0.0.1:PORT (a listener without goxio), writes 10
  *                       messages of 64 bytes, reads the peer's 1-byte answer, writes N more and
  *                       reads its second answer.
+ *   kpass tcpchurn PORT N  3 + N connections to 127.0.0.1:PORT (a listener without goxio), one
+ *                       request each: socket, connect (every other one non-blocking: O_NONBLOCK by
+ *                       fcntl, poll, SO_ERROR, blocking again), TCP_NODELAY, write 'c', read the
+ *                       answer ('C'), close; "tcpchurn calls" counts the engine calls of the last
+ *                       N, "tcpchurn ok" the answers right.
  *
  * It prints, per phase, "PHASE calls=C" with C the calls the sending thread made into the engine
  * during the phase's last N sends (goxio_thread_engine_calls of libgoxio.so; -1 without it), and
@@ -19,6 +24,8 @@
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -187,6 +194,53 @@ static void tcp(int port, int n) {
 	close(s);
 }
 
+/* churn_round makes one connection and one request; 1 when the answer is right. */
+static int churn_round(const struct sockaddr_in *a, int nonblock) {
+	int one = 1;
+	char b = 'c';
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	if (s < 0)
+		die("socket");
+	if (nonblock) {
+		int fl = fcntl(s, F_GETFL);
+		if (fl < 0 || fcntl(s, F_SETFL, fl | O_NONBLOCK) != 0)
+			die("fcntl");
+		if (connect(s, (const struct sockaddr *)a, sizeof *a) != 0) {
+			if (errno != EINPROGRESS)
+				die("connect (non-blocking)");
+			struct pollfd p = {.fd = s, .events = POLLOUT};
+			int err = 0;
+			socklen_t el = sizeof err;
+			if (poll(&p, 1, 5000) != 1 || getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0)
+				die("connect in progress");
+		}
+		if (fcntl(s, F_SETFL, fl) != 0)
+			die("fcntl");
+	} else if (connect(s, (const struct sockaddr *)a, sizeof *a) != 0) {
+		die("connect");
+	}
+	if (setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
+		die("setsockopt");
+	if (write(s, &b, 1) != 1 || read(s, &b, 1) != 1)
+		die("request");
+	if (close(s) != 0)
+		die("close");
+	return b == 'C';
+}
+
+static void tcpchurn(int port, int n) {
+	struct sockaddr_in a = lo(port);
+	int ok = 0;
+	for (int i = 0; i < 3; i++)
+		ok += churn_round(&a, i % 2);
+	long c0 = calls();
+	for (int i = 0; i < n; i++)
+		ok += churn_round(&a, i % 2);
+	long c1 = calls();
+	printf("tcpchurn calls=%ld\n", c0 < 0 ? -1 : c1 - c0);
+	printf("tcpchurn ok=%d\n", ok);
+}
+
 int main(int argc, char **argv) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 4) {
@@ -199,6 +253,8 @@ int main(int argc, char **argv) {
 		udp(port, n);
 	else if (strcmp(argv[1], "udp6") == 0)
 		udp6(port, n);
+	else if (strcmp(argv[1], "tcpchurn") == 0)
+		tcpchurn(port, n);
 	else
 		tcp(port, n);
 	return 0;

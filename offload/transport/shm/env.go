@@ -50,6 +50,10 @@ type Params struct {
 	// a send to it is the kernel's sendto, unchanged (the library's sending trampoline then
 	// makes it without entering the engine: shim/preload/ksend.c).
 	KernelRoute func(dst netip.AddrPort, gen uint64)
+	// KernelListener, when set, is told of every destination of a connect at which no goxio
+	// process listens, with the directory's generation read before the look-up (the preload
+	// library's connect then makes the next such connections plain kernel ones: late.c).
+	KernelListener func(dst netip.AddrPort, gen uint64)
 }
 
 // Env is the transport's process-wide state: the discovery directory, the outlets this process

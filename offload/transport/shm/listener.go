@@ -35,4 +35,11 @@ func (e *Env) PublishListener(family int, v6only bool, local netip.AddrPort) (di
 
 // GoxioListener reports whether remote is a listening TCP socket a goxio process of this
 // namespace published (memory reads only).
-func (e *Env) GoxioListener(remote netip.AddrPort) bool { return e.dir.LookupListener(remote) }
+func (e *Env) GoxioListener(remote netip.AddrPort) bool {
+	gen := e.dir.Gen()
+	found := e.dir.LookupListener(remote)
+	if !found && e.p.KernelListener != nil {
+		e.p.KernelListener(remote, gen)
+	}
+	return found
+}

@@ -1,0 +1,188 @@
+/*
+ * late.c: TCP sockets that meet the engine late, in a process whose engine is loaded.
+ *
+ * A TCP connection to a peer without goxio is the kernel's for good: the engine's only work on it
+ * is to find that out at connect (no goxio listener at the address in the discovery directory)
+ * and then stay out of the way. Yet a connection per request (an HTTP/1.0 client, a health
+ * check, an RPC client) paid a trip into Go at socket() and at connect, and the engine's
+ * bookkeeping of a socket's birth and death. So, with the engine loaded and the cache of
+ * destinations without goxio (ksend.c) set up, socket() for TCP only notes the socket here
+ * (GOXIO_FD_LAZY, GOXIO_LAZY_LATE with its domain, type and protocol) and does not enter Go. Its
+ * connect looks the address up in that cache (TCP entries, valid for one generation of the
+ * directory; the engine fills them when its look-up at a connect finds no goxio listener): a hit
+ * makes the fd a plain kernel fd before the kernel connects it, and no call on it ever enters Go.
+ *
+ * Every other use makes the socket the engine's first ("birth": the socket() call the engine
+ * would have seen, with the non-blocking flag and the options it follows as they are now), so
+ * that the engine has seen every call that matters to it, as for a socket it saw made: bind,
+ * listen, a connect that misses the cache, a data call, a wait, epoll_ctl, dup, shutdown, ioctl,
+ * and options and fcntl commands other than those goxio_late_option and goxio_late_fcntl let
+ * through (they change nothing the engine keeps, or what it reads back from the kernel at
+ * birth). One thread births a socket; a thread that meets it meanwhile waits for the birth.
+ * Before a fork, a vfork or a spawn every late socket becomes plain: the child shares it, so it
+ * must never go to rings, and the parent's engine never saw it.
+ */
+#include "preload.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <string.h>
+
+/* The socket's notes in goxio_lazy_info.ref: domain (8 bits), type (4 bits), SOCK_NONBLOCK at
+ * socket() (bit 12), protocol (from bit 16). */
+#define LATE_NONBLOCK (1 << 12)
+
+volatile uint64_t goxio_late_plain_count;
+
+GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
+
+/* late_page: the page of the last address a connect of this thread gave the kernel successfully.
+ * connect reads an address here only on that page: any other goes to the engine, which reads
+ * program memory with fault protection (a bad pointer is EFAULT, as from the kernel). A program
+ * that connects in a loop from one buffer reads it here from its second connect on. */
+static __thread __attribute__((tls_model("initial-exec"))) uintptr_t late_page;
+
+int goxio_late_mark(int fd, int domain, int type, int protocol) {
+	if ((type & 0xf) != SOCK_STREAM || goxio_sig_depth != 0 || goxio_in_vfork() || !goxio_ksend_ready() ||
+	    __atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED))
+		return 0;
+	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 1);
+	if (i == NULL)
+		return 0;
+	memset(i, 0, sizeof *i);
+	i->ref = (int32_t)((unsigned)domain & 0xff) | (type & 0xf) << 8 | ((type & SOCK_NONBLOCK) ? LATE_NONBLOCK : 0) |
+		 (int32_t)(((unsigned)protocol & 0xffff) << 16);
+	__atomic_store_n(&i->how, GOXIO_LAZY_LATE, __ATOMIC_RELEASE);
+	goxio_fdt_set(fd, goxio_fd_flags(fd) | GOXIO_FD_LAZY);
+	return 1;
+}
+
+static struct goxio_lazy_info *late_info(int fd) {
+	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
+	if (i == NULL || !(__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & (GOXIO_LAZY_LATE | GOXIO_LAZY_LATE_BIRTH)))
+		return NULL;
+	return i;
+}
+
+int goxio_late_birth(int fd) {
+	struct goxio_lazy_info *i = late_info(fd);
+	if (i == NULL)
+		return 0;
+	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
+	if (!(how & GOXIO_LAZY_LATE) ||
+	    !__atomic_compare_exchange_n(&i->how, &how, (how & ~GOXIO_LAZY_LATE) | GOXIO_LAZY_LATE_BIRTH, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* Another thread gives it to the engine: wait until it has (a few microseconds). */
+		while (__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_LATE_BIRTH)
+			sched_yield();
+		return 1;
+	}
+	int ref = i->ref, saved = errno;
+	int domain = ref & 0xff, type = (ref >> 8) & 0xf, protocol = (int)((unsigned)ref >> 16);
+	int nonblock = ref & LATE_NONBLOCK;
+	if (how & GOXIO_LAZY_LATE_FL) {
+		int f = REAL(fcntl)(fd, F_GETFL);
+		if (f >= 0)
+			nonblock = f & O_NONBLOCK;
+	}
+	if (nonblock)
+		type |= SOCK_NONBLOCK;
+	if (goxio_active())
+		goxio_call(GOXIO_OP_SOCKET, fd, (uintptr_t)domain, (uintptr_t)type, (uintptr_t)protocol,
+			   (how & GOXIO_LAZY_LATE_OPTS) ? 1 : 0, 0);
+	/* The engine's registration replaced the fd's flags; one it did not take is a plain fd. */
+	uint8_t fl = goxio_fd_flags(fd);
+	if (fl & GOXIO_FD_LAZY)
+		goxio_fdt_set(fd, fl & ~GOXIO_FD_LAZY);
+	__atomic_store_n(&i->how, 0, __ATOMIC_RELEASE);
+	errno = saved;
+	return 1;
+}
+
+uint8_t goxio_late_use(int fd, uint8_t fl) {
+	if (late_info(fd) == NULL)
+		return fl;
+	goxio_late_birth(fd);
+	return goxio_fd_flags(fd);
+}
+
+/* late_plain makes a late socket a plain kernel fd (nobody gives it to the engine any more). */
+static int late_plain(int fd) {
+	struct goxio_lazy_info *i = late_info(fd);
+	if (i == NULL)
+		return 0;
+	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
+	if (!(how & GOXIO_LAZY_LATE) ||
+	    !__atomic_compare_exchange_n(&i->how, &how, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return 0;
+	uint8_t fl = goxio_fd_flags(fd);
+	if (fl & GOXIO_FD_LAZY)
+		goxio_fdt_set(fd, fl & ~GOXIO_FD_LAZY);
+	memset(i, 0, sizeof *i);
+	return 1;
+}
+
+void goxio_late_seen(const struct sockaddr *addr, socklen_t len) {
+	uintptr_t a = (uintptr_t)addr;
+	if (addr != NULL && len >= (socklen_t)sizeof(struct sockaddr_in) && len <= (socklen_t)sizeof(struct sockaddr_in6) &&
+	    a >> 12 == (a + len - 1) >> 12)
+		late_page = a >> 12;
+}
+
+int goxio_late_connect(int fd, const struct sockaddr *addr, socklen_t len) {
+	if (late_info(fd) == NULL)
+		return 0;
+	uintptr_t a = (uintptr_t)addr;
+	if (addr != NULL && len >= (socklen_t)sizeof(struct sockaddr_in) && len <= (socklen_t)sizeof(struct sockaddr_in6) &&
+	    a >> 12 == late_page && (a + len - 1) >> 12 == late_page && goxio_ksend_no_listener(addr, len) &&
+	    late_plain(fd)) {
+		__atomic_add_fetch(&goxio_late_plain_count, 1, __ATOMIC_RELAXED);
+		return 1;
+	}
+	goxio_late_birth(fd);
+	return 0;
+}
+
+int goxio_late_option(int fd, int level, int name) {
+	struct goxio_lazy_info *i = late_info(fd);
+	if (i == NULL)
+		return 0;
+	int ok = 0;
+	if (level == SOL_SOCKET)
+		ok = name == SO_REUSEADDR || name == SO_REUSEPORT || name == SO_KEEPALIVE || name == SO_RCVTIMEO ||
+		     name == SO_SNDTIMEO || name == SO_LINGER;
+	else if (level == IPPROTO_TCP)
+		ok = name == TCP_NODELAY || name == TCP_KEEPIDLE || name == TCP_KEEPINTVL || name == TCP_KEEPCNT;
+	if (!ok) {
+		goxio_late_birth(fd);
+		return 0;
+	}
+	/* The engine reads the options it follows from the kernel at birth (adoptOptions). */
+	__atomic_fetch_or(&i->how, GOXIO_LAZY_LATE_OPTS, __ATOMIC_RELAXED);
+	return 1;
+}
+
+int goxio_late_fcntl(int fd, int cmd, long arg) {
+	struct goxio_lazy_info *i = late_info(fd);
+	if (i == NULL)
+		return 0;
+	if (cmd == F_GETFL || cmd == F_GETFD || cmd == F_SETFD)
+		return 1;
+	if (cmd == F_SETFL && !(arg & O_ASYNC)) {
+		__atomic_fetch_or(&i->how, GOXIO_LAZY_LATE_FL, __ATOMIC_RELAXED);
+		return 1;
+	}
+	goxio_late_birth(fd);
+	return 0;
+}
+
+void goxio_late_plain_all(void) {
+	if (__atomic_load_n(&goxio_lazy_fds, __ATOMIC_RELAXED) == 0 || goxio_in_vfork())
+		return;
+	int high = goxio_fdt_high();
+	for (int fd = 0; fd <= high; fd++)
+		if (goxio_fd_flags(fd) & GOXIO_FD_LAZY)
+			late_plain(fd);
+}
