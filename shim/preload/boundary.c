@@ -51,12 +51,9 @@ static __thread __attribute__((tls_model("initial-exec"))) unsigned long engine_
 
 unsigned long goxio_thread_engine_calls(void) { return engine_calls; }
 
-long goxio_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4) {
-	int saved = errno;
-	if (GOXIO_UNLIKELY(!thread_seen))
-		count_thread();
-	engine_calls++;
-	long r = goxio_eng.call(op, fd, a0, a1, a2, a3, a4);
+/* call_result turns the engine's result into the call's: r >= 0 keeps errno (saved), -errno is
+ * -1 with errno, an EPIPE the runtime swallowed raises SIGPIPE again. */
+static inline long call_result(long r, int saved) {
 	if (GOXIO_LIKELY(r >= 0)) {
 		errno = saved;
 		return r;
@@ -68,4 +65,15 @@ long goxio_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintpt
 	}
 	errno = (int)-r;
 	return -1;
+}
+
+long goxio_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4) {
+	int saved = errno;
+	if (GOXIO_UNLIKELY(!thread_seen)) {
+		long r;
+		GOXIO_ENTER(count_thread(); engine_calls++; r = goxio_eng.call(op, fd, a0, a1, a2, a3, a4));
+		return call_result(r, saved);
+	}
+	engine_calls++;
+	return call_result(goxio_eng.call(op, fd, a0, a1, a2, a3, a4), saved);
 }

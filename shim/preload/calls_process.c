@@ -22,7 +22,7 @@ void goxio_prefork(void) {
 	goxio_real_init(); /* no dlsym in the child (real.c) */
 	goxio_engine_settle();
 	if (goxio_active() && !goxio_is_forked_child())
-		goxio_eng.prefork();
+		GOXIO_ENTER(goxio_eng.prefork());
 }
 
 pid_t fork(void) {
@@ -56,7 +56,7 @@ static void prespawn(int all) {
 	goxio_engine_settle();
 	goxio_late_plain_all(); /* the child may inherit them (late.c) */
 	if (goxio_active() && !goxio_is_forked_child())
-		goxio_eng.prespawn(all);
+		GOXIO_ENTER(goxio_eng.prespawn(all));
 }
 
 /* spawn_actions reports whether file actions are given and not empty (glibc's public __used). */

@@ -167,7 +167,7 @@ struct goxio_lazy_info *goxio_lazy_info_of(int fd, int make) { return info_of(fd
 
 static void adopt(int fd) {
 	struct goxio_lazy_info none = {0}, *i = info_of(fd, 0);
-	goxio_eng.adopt(fd, i != NULL ? i : &none);
+	GOXIO_ENTER(goxio_eng.adopt(fd, i != NULL ? i : &none));
 	if (i != NULL)
 		memset(i, 0, sizeof *i);
 	/* A listener's entry written from C is the engine's now if it took it over; else gone. */
@@ -336,7 +336,9 @@ static void load(void) {
 		.vma_api_used = &goxio_vma_api_used,
 	};
 	goxio_eng.size = sizeof goxio_eng;
-	if (!init(&host, &goxio_eng) || !goxio_active()) {
+	int started;
+	GOXIO_ENTER(started = init(&host, &goxio_eng));
+	if (!started || !goxio_active()) {
 		say(WHY_INIT, "the engine did not start", NULL);
 		goto out;
 	}

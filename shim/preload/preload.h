@@ -233,6 +233,17 @@ GOXIO_HIDDEN long goxio_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr
  * that calls on a socket the kernel serves for good never enter the engine. */
 unsigned long goxio_thread_engine_calls(void);
 
+/* goxio_altstack_begin and goxio_altstack_end bracket every call into the engine (GOXIO_ENTER):
+ * at a thread's first, they note the alternate signal stack the Go runtime installs (altstack.c). */
+GOXIO_HIDDEN int goxio_altstack_begin(void);
+GOXIO_HIDDEN void goxio_altstack_end(int before);
+#define GOXIO_ENTER(stmt)                                                                                  \
+	do {                                                                                               \
+		int ab_ = goxio_altstack_begin();                                                          \
+		stmt;                                                                                      \
+		goxio_altstack_end(ab_);                                                                   \
+	} while (0)
+
 /* goxio_quiet_threads: how many threads may call into the engine before goxio_go_threads gives
  * the runtime's monitor thread its normal priority back (boundary.c). */
 GOXIO_HIDDEN extern int goxio_quiet_threads;

@@ -125,13 +125,17 @@ int vma_add_conf_rule(const char *line) {
 	}
 	if (!need_engine())
 		return -1;
-	return engine_result(goxio_eng.vma_rule(line));
+	long r;
+	GOXIO_ENTER(r = goxio_eng.vma_rule(line));
+	return engine_result(r);
 }
 
 int vma_dump_fd_stats(int fd, int level) {
 	if (!need_engine())
 		return -1;
-	return engine_result(goxio_eng.vma_dump(fd, level));
+	long r;
+	GOXIO_ENTER(r = goxio_eng.vma_dump(fd, level));
+	return engine_result(r);
 }
 
 /* NETWORK_HEADER_LEN is the size of the headers get_socket_network_header gives: Ethernet II,
@@ -183,7 +187,8 @@ int vma_get_socket_network_header(int fd, void *ptr, uint16_t *len) {
 	uint64_t dmac = 0, smac = 0;
 	if (!need_engine())
 		return -1;
-	long r = goxio_eng.vma_macs(ntohl(self.sin_addr.s_addr), ntohl(peer.sin_addr.s_addr), &dmac, &smac);
+	long r;
+	GOXIO_ENTER(r = goxio_eng.vma_macs(ntohl(self.sin_addr.s_addr), ntohl(peer.sin_addr.s_addr), &dmac, &smac));
 	if (r < 0) {
 		errno = (int)-r;
 		return -1;
