@@ -212,6 +212,41 @@ func TestShmTCPChurnSkipsEngine(t *testing.T) {
 	h.requireClean()
 }
 
+// TestShmUDPChurnSkipsEngine: a new UDP socket per request to a server without goxio (sendto or,
+// as glibc's resolver does, connect and send) never enters the engine once the engine found no
+// goxio socket at that address (shim/preload/late.c), and every echo arrives.
+func TestShmUDPChurnSkipsEngine(t *testing.T) {
+	h := newShmHarness(t)
+	const n = 300
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	var echoed atomic.Int64
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			k, from, err := c.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			if _, err := c.WriteToUDP(buf[:k], from); err == nil {
+				echoed.Add(1)
+			}
+		}
+	}()
+	port := c.LocalAddr().(*net.UDPAddr).Port
+	out := kpassRun(t, h, h.env(), "udpchurn", strconv.Itoa(port), strconv.Itoa(n))
+	if out["udpchurn calls"] != 0 {
+		t.Errorf("%d sockets that talk with a server without goxio entered the engine %d times", n, out["udpchurn calls"])
+	}
+	if out["udpchurn ok"] != n+4 || echoed.Load() != n+4 {
+		t.Errorf("echoes right: %d, echoed: %d; want %d", out["udpchurn ok"], echoed.Load(), n+4)
+	}
+	h.requireClean()
+}
+
 // TestShmKernelForGoodTransportsOff: without ring transports every socket is the kernel's for good
 // once its role is known; even the sends to a port a socket of the program is bound to skip the
 // engine.

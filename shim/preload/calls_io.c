@@ -189,6 +189,8 @@ static inline ssize_t sendto_call(int fd, const void *buf, size_t n, int flags, 
 }
 
 ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr, socklen_t alen) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY) && goxio_late_sendto(fd, addr, alen, flags))
+		return REAL(sendto)(fd, buf, n, flags, addr, alen); /* a plain socket from now on (late.c) */
 	KSEND(fd, addr, alen, flags, REAL(sendto)(fd, buf, n, flags, addr, alen));
 	ssize_t r = sendto_call(fd, buf, n, flags, addr, alen);
 	if (GOXIO_UNLIKELY(__atomic_load_n(&goxio_ksend_fds, __ATOMIC_RELAXED) != 0) && r >= 0)

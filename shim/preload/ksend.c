@@ -46,6 +46,12 @@ static volatile uint64_t ks_gen;
 static const volatile uint64_t *ks_dir_gen;
 static pthread_mutex_t ks_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* ks_page: the page of the last destination address a send of this thread read successfully
+ * (through the engine, which reads program memory with fault protection, or here). The shortcut
+ * reads only an address on that page: an unmapped or bad one still reaches the engine, which
+ * answers EFAULT as the kernel does, where reading it here would crash the program. */
+static __thread __attribute__((tls_model("initial-exec"))) uintptr_t ks_page;
+
 /* ks_fd[fd]: the fd's statistics counters (tx packets, tx bytes, tx EAGAIN, tx errors, in the
  * order the engine gave them) while the shortcut is allowed on it; NULL otherwise. */
 GOXIO_COLD static uint64_t *volatile ks_fd[GOXIO_FDT_SIZE];
@@ -143,6 +149,21 @@ static int ks_cached(uint64_t key) {
 	return __atomic_load_n(&ks_gen, __ATOMIC_ACQUIRE) == g;
 }
 
+int goxio_ksend_no_receiver(const struct sockaddr *dst, socklen_t len, int flags) {
+	uintptr_t a = (uintptr_t)dst;
+	if (dst == NULL || (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM)) != 0 ||
+	    len < (socklen_t)sizeof(struct sockaddr_in) || len > (socklen_t)sizeof(struct sockaddr_in6) ||
+	    a >> 12 != ks_page || (a + len - 1) >> 12 != ks_page)
+		return 0;
+	uint64_t key = ks_key_of(dst, len);
+	return key != 0 && __atomic_load_n(ks_capture, __ATOMIC_RELAXED) == 0 && ks_cached(key);
+}
+
+int goxio_ksend_no_receiver_at(const struct sockaddr *dst, socklen_t len) {
+	uint64_t key = ks_key_of(dst, len);
+	return key != 0 && ks_cached(key);
+}
+
 int goxio_ksend_no_listener(const struct sockaddr *dst, socklen_t len) {
 	uint64_t key = ks_key_of(dst, len);
 	return key != 0 && ks_cached(key ^ KS_TCP);
@@ -176,11 +197,6 @@ void goxio_ksend_drop(int fd) {
 	pthread_mutex_unlock(&ks_mu);
 }
 
-/* ks_page: the page of the last destination address a send of this thread read successfully
- * (through the engine, which reads program memory with fault protection, or here). The shortcut
- * reads only an address on that page: an unmapped or bad one still reaches the engine, which
- * answers EFAULT as the kernel does, where reading it here would crash the program. */
-static __thread __attribute__((tls_model("initial-exec"))) uintptr_t ks_page;
 
 void goxio_ksend_seen(const struct sockaddr *to, socklen_t len) {
 	uintptr_t a = (uintptr_t)to;

@@ -45,7 +45,7 @@ GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
 static __thread __attribute__((tls_model("initial-exec"))) uintptr_t late_page;
 
 int goxio_late_mark(int fd, int domain, int type, int protocol) {
-	if ((type & 0xf) != SOCK_STREAM || goxio_sig_depth != 0 || goxio_in_vfork() || !goxio_ksend_ready() ||
+	if (((type & 0xf) != SOCK_STREAM && (type & 0xf) != SOCK_DGRAM) || goxio_sig_depth != 0 || goxio_in_vfork() || !goxio_ksend_ready() ||
 	    __atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED))
 		return 0;
 	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 1);
@@ -131,13 +131,31 @@ void goxio_late_seen(const struct sockaddr *addr, socklen_t len) {
 		late_page = a >> 12;
 }
 
+/* late_dgram reports whether the late socket noted in i is a datagram socket. */
+static int late_dgram(const struct goxio_lazy_info *i) { return ((i->ref >> 8) & 0xf) == SOCK_DGRAM; }
+
 int goxio_late_connect(int fd, const struct sockaddr *addr, socklen_t len) {
-	if (late_info(fd) == NULL)
+	struct goxio_lazy_info *i = late_info(fd);
+	if (i == NULL)
 		return 0;
 	uintptr_t a = (uintptr_t)addr;
+	/* UDP: a socket connected where no goxio socket is bound can only talk with the kernel's
+	 * sockets there; TCP: no goxio listener there. */
 	if (addr != NULL && len >= (socklen_t)sizeof(struct sockaddr_in) && len <= (socklen_t)sizeof(struct sockaddr_in6) &&
-	    a >> 12 == late_page && (a + len - 1) >> 12 == late_page && goxio_ksend_no_listener(addr, len) &&
-	    late_plain(fd)) {
+	    a >> 12 == late_page && (a + len - 1) >> 12 == late_page &&
+	    (late_dgram(i) ? goxio_ksend_no_receiver_at(addr, len) : goxio_ksend_no_listener(addr, len)) && late_plain(fd)) {
+		__atomic_add_fetch(&goxio_late_plain_count, 1, __ATOMIC_RELAXED);
+		return 1;
+	}
+	goxio_late_birth(fd);
+	return 0;
+}
+
+int goxio_late_sendto(int fd, const struct sockaddr *to, socklen_t len, int flags) {
+	struct goxio_lazy_info *i = late_info(fd);
+	if (i == NULL)
+		return 0;
+	if (late_dgram(i) && goxio_ksend_no_receiver(to, len, flags) && late_plain(fd)) {
 		__atomic_add_fetch(&goxio_late_plain_count, 1, __ATOMIC_RELAXED);
 		return 1;
 	}
@@ -152,7 +170,7 @@ int goxio_late_option(int fd, int level, int name) {
 	int ok = 0;
 	if (level == SOL_SOCKET)
 		ok = name == SO_REUSEADDR || name == SO_REUSEPORT || name == SO_KEEPALIVE || name == SO_RCVTIMEO ||
-		     name == SO_SNDTIMEO || name == SO_LINGER;
+		     name == SO_SNDTIMEO || name == SO_LINGER || name == SO_BROADCAST;
 	else if (level == IPPROTO_TCP)
 		ok = name == TCP_NODELAY || name == TCP_KEEPIDLE || name == TCP_KEEPINTVL || name == TCP_KEEPCNT;
 	if (!ok) {

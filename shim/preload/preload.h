@@ -188,6 +188,11 @@ GOXIO_HIDDEN void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uin
  * goxio_ksend_no_listener). goxio_ksend_ready: the cache is set up. */
 GOXIO_HIDDEN void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 GOXIO_HIDDEN int goxio_ksend_no_listener(const struct sockaddr *dst, socklen_t len);
+/* goxio_ksend_no_receiver: a send with flags to dst (read only on a page a send of this thread
+ * read before) would go to the kernel: no goxio socket is bound there (cached), no capture. */
+GOXIO_HIDDEN int goxio_ksend_no_receiver(const struct sockaddr *dst, socklen_t len, int flags);
+/* goxio_ksend_no_receiver_at: no goxio socket is bound at dst (cached; the caller read dst safely). */
+GOXIO_HIDDEN int goxio_ksend_no_receiver_at(const struct sockaddr *dst, socklen_t len);
 GOXIO_HIDDEN int goxio_ksend_ready(void);
 GOXIO_HIDDEN void goxio_ksend_fd(int fd, uint64_t *counters);
 GOXIO_HIDDEN void goxio_ksend_drop(int fd);
@@ -313,6 +318,10 @@ GOXIO_HIDDEN uint8_t goxio_late_use(int fd, uint8_t fl);
 GOXIO_HIDDEN int goxio_late_connect(int fd, const struct sockaddr *addr, socklen_t len);
 /* goxio_late_seen notes that the kernel read connect's address (success or in progress). */
 GOXIO_HIDDEN void goxio_late_seen(const struct sockaddr *addr, socklen_t len);
+/* goxio_late_sendto: 1 when fd is a late UDP socket whose first data call is this send to a
+ * destination without a goxio receiver (cached): fd is plain now and the caller sends in the
+ * kernel. Otherwise a late fd is given to the engine first. */
+GOXIO_HIDDEN int goxio_late_sendto(int fd, const struct sockaddr *to, socklen_t len, int flags);
 /* goxio_late_option: 1 when setsockopt(level, name) on late fd may go to the kernel alone; any
  * other option gives the socket to the engine first. goxio_late_fcntl: the same for fcntl. */
 GOXIO_HIDDEN int goxio_late_option(int fd, int level, int name);

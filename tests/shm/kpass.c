@@ -14,6 +14,9 @@
  *                       fcntl, poll, SO_ERROR, blocking again), TCP_NODELAY, write 'c', read the
  *                       answer ('C'), close; "tcpchurn calls" counts the engine calls of the last
  *                       N, "tcpchurn ok" the answers right.
+ *   kpass udpchurn PORT N  the same with a new UDP socket per request to 127.0.0.1:PORT (an echo
+ *                       without goxio): SO_RCVTIMEO, then sendto and recvfrom, or (every other
+ *                       one, as glibc's resolver does) connect, send and recv; then close.
  *
  * It prints, per phase, "PHASE calls=C" with C the calls the sending thread made into the engine
  * during the phase's last N sends (goxio_thread_engine_calls of libgoxio.so; -1 without it), and
@@ -228,6 +231,47 @@ static int churn_round(const struct sockaddr_in *a, int nonblock) {
 	return b == 'C';
 }
 
+/* udp_round makes one UDP socket and one request; 1 when the echo is right. */
+static int udp_round(const struct sockaddr_in *a, int connected) {
+	struct timeval tv = {5, 0};
+	char b[8] = "request", r[8] = {0};
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	if (s < 0)
+		die("socket");
+	if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0)
+		die("setsockopt");
+	if (connected) {
+		if (connect(s, (const struct sockaddr *)a, sizeof *a) != 0 || send(s, b, sizeof b, 0) != sizeof b)
+			die("connect/send");
+		if (recv(s, r, sizeof r, 0) != sizeof r)
+			die("recv");
+	} else {
+		struct sockaddr_in from;
+		socklen_t fl = sizeof from;
+		if (sendto(s, b, sizeof b, 0, (const struct sockaddr *)a, sizeof *a) != sizeof b)
+			die("sendto");
+		if (recvfrom(s, r, sizeof r, 0, (struct sockaddr *)&from, &fl) != sizeof r || from.sin_port != a->sin_port)
+			die("recvfrom");
+	}
+	if (close(s) != 0)
+		die("close");
+	return memcmp(b, r, sizeof b) == 0;
+}
+
+static void udpchurn(int port, int n) {
+	static struct sockaddr_in a; /* one address, as a resolver keeps its server's */
+	a = lo(port);
+	int ok = 0;
+	for (int i = 0; i < 4; i++)
+		ok += udp_round(&a, i % 2);
+	long c0 = calls();
+	for (int i = 0; i < n; i++)
+		ok += udp_round(&a, i % 2);
+	long c1 = calls();
+	printf("udpchurn calls=%ld\n", c0 < 0 ? -1 : c1 - c0);
+	printf("udpchurn ok=%d\n", ok);
+}
+
 static void tcpchurn(int port, int n) {
 	struct sockaddr_in a = lo(port);
 	int ok = 0;
@@ -255,6 +299,8 @@ int main(int argc, char **argv) {
 		udp6(port, n);
 	else if (strcmp(argv[1], "tcpchurn") == 0)
 		tcpchurn(port, n);
+	else if (strcmp(argv[1], "udpchurn") == 0)
+		udpchurn(port, n);
 	else
 		tcp(port, n);
 	return 0;
