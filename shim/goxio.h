@@ -193,12 +193,13 @@ struct goxio_host {
 	 * (shim/preload/ksend.c). ksend_setup: the discovery directory's generation word, mapped by
 	 * the engine for the process's life, and the statistics segment's capture word (not 0 while
 	 * goxio capture may be attached, which records kernel sends too: no shortcut then; NULL:
-	 * none); ksend_put: no goxio socket is bound to dst (a sockaddr_in or sockaddr_in6) at
+	 * none), and the statistics' word that counts the sockets the preload library kept on the
+	 * kernel without the engine (late.c; NULL: none); ksend_put: no goxio socket is bound to dst (a sockaddr_in or sockaddr_in6) at
 	 * generation gen; ksend_fd: sendto on fd may take the shortcut, counting into
 	 * counters (its statistics slot's kernel tx packets, bytes, EAGAIN, errors; NULL: none);
 	 * ksend_drop: it may not (any more); ksend_peer: fd's connected peer (NULL: none), the
 	 * destination of its sends that name none (send, write). */
-	void (*ksend_setup)(const uint64_t *gen, const uint64_t *capture);
+	void (*ksend_setup)(const uint64_t *gen, const uint64_t *capture, uint64_t *plain);
 	void (*ksend_put)(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 	/* ksend_put_tcp: no goxio socket listens at dst at generation gen (late.c) */
 	void (*ksend_put_tcp)(const struct sockaddr *dst, socklen_t len, uint64_t gen);

@@ -79,7 +79,7 @@ func start() {
 		SHMTCP:   newSHMTCP(params, lib.log),
 		IOMux:    iomuxParams(params),
 		XDP:      xdp,
-		KSend:    kernelSends(shm, xdp, lib.stats.CaptureWord()),
+		KSend:    kernelSends(shm, xdp, lib.stats.CaptureWord(), lib.stats.Global().Word(stats.GlobalKernelFromStart)),
 		ExtraAPI: extraAPIUsed,
 	})
 	offload.WatchCrowd(cTable{})

@@ -65,7 +65,7 @@ func withSockaddr(a netip.AddrPort, f func(sa *C.struct_sockaddr, n C.socklen_t)
 // kernelSends hands the directory's generation word to the C side and returns the cache, or nil
 // when there is no shared-memory UDP transport or the AF_XDP one is on (its sends batch, and a
 // send that skips the engine would not flush them).
-func kernelSends(shm *shmtr.Env, xdp *xdptr.Env, capture *uint64) offload.KernelSends {
+func kernelSends(shm *shmtr.Env, xdp *xdptr.Env, capture, plain *uint64) offload.KernelSends {
 	if shm == nil || xdp != nil {
 		return nil
 	}
@@ -73,7 +73,8 @@ func kernelSends(shm *shmtr.Env, xdp *xdptr.Env, capture *uint64) offload.Kernel
 	if gen == nil {
 		return nil
 	}
-	C.goxio_ksend_setup((*C.uint64_t)(unsafe.Pointer(gen)), (*C.uint64_t)(unsafe.Pointer(capture)))
+	C.goxio_ksend_setup((*C.uint64_t)(unsafe.Pointer(gen)), (*C.uint64_t)(unsafe.Pointer(capture)),
+		(*C.uint64_t)(unsafe.Pointer(plain)))
 	return cKernelSends{}
 }
 

@@ -347,6 +347,7 @@ type GlobalSnapshot struct {
 	Fallbacks           uint64 `json:"fallbacks"`
 	Forks               uint64 `json:"forks"`
 	TCPSegAllocFailures uint64 `json:"tcp_seg_alloc_failures"`
+	KernelFromStart     uint64 `json:"kernel_from_start"`
 	SocketsCurrent      uint64 `json:"sockets_current"` // gauge
 	SocketsMax          uint64 `json:"sockets_max"`     // gauge
 }
@@ -354,7 +355,7 @@ type GlobalSnapshot struct {
 func (g *GlobalSnapshot) counterFields() []*uint64 {
 	return []*uint64{&g.SocketsOpened, &g.SlotsExhausted, &g.RingsExhausted, &g.PoolsExhausted,
 		&g.EpollsExhausted, &g.GroupsExhausted, &g.FinalFileErrors, &g.CommandsApplied,
-		&g.Offloaded, &g.Fallbacks, &g.Forks, &g.TCPSegAllocFailures}
+		&g.Offloaded, &g.Fallbacks, &g.Forks, &g.TCPSegAllocFailures, &g.KernelFromStart}
 }
 
 // Delta returns g minus prev for the counters.

@@ -214,6 +214,7 @@ const (
 	GlobalFallbacks                                // auto: SetTransport put a socket on the kernel with a reason
 	GlobalForks                                    // the process forked (counted in the parent)
 	GlobalTCPSegAllocFailures                      // the user-space TCP stack could not allocate a segment
+	GlobalKernelFromStart                          // sockets the preload library kept on the kernel without the engine (late.c): a connect or first send to a destination without goxio
 	numGlobalCounters
 )
 

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goxio/goxio/stats"
 	"github.com/goxio/goxio/tests/internal/testutil"
 )
 
@@ -41,6 +43,61 @@ func kpassRun(t *testing.T, h *shmHarness, env []string, args ...string) map[str
 	}
 	t.Logf("kpass %v: %v", args, out)
 	return out
+}
+
+// kpassHold runs kpass under env with KPASS_HOLD, reads its statistics once it holds, and
+// returns its "phase key=value" lines and the statistics' global block.
+func kpassHold(t *testing.T, h *shmHarness, env []string, args ...string) (map[string]int, stats.GlobalSnapshot) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kpass")
+	testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "shm", "kpass.c"), bin, "-O2", "-Wall", "-ldl")
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(env, "KPASS_HOLD=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
+	out := map[string]int{}
+	line := regexp.MustCompile(`^(\w+) (\w+)=(-?\d+)$`)
+	sc := bufio.NewScanner(stdout)
+	held := false
+	for sc.Scan() {
+		if sc.Text() == "hold" {
+			held = true
+			break
+		}
+		if m := line.FindStringSubmatch(sc.Text()); m != nil {
+			n, _ := strconv.Atoi(m[3])
+			out[m[1]+" "+m[2]] = n
+		} else {
+			t.Errorf("kpass %v: %s", args, sc.Text())
+		}
+	}
+	if !held {
+		_ = cmd.Wait()
+		t.Fatalf("kpass %v ended before it held:\n%s", args, stderr.String())
+	}
+	doc := h.stats(cmd.Process.Pid)
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kpass %v: %v\n%s", args, err, stderr.String())
+	}
+	t.Logf("kpass %v: %v", args, out)
+	if len(doc.Processes) == 0 {
+		t.Fatalf("goxio_stats shows no process for kpass")
+	}
+	return out, doc.Processes[0].Global
 }
 
 // plainUDP is a UDP receiver without goxio on 127.0.0.1 that counts 64-byte datagrams.
@@ -202,7 +259,10 @@ func TestShmTCPChurnSkipsEngine(t *testing.T) {
 		}
 	}()
 	port := l.Addr().(*net.TCPAddr).Port
-	out := kpassRun(t, h, h.tcpEnv(), "tcpchurn", strconv.Itoa(port), strconv.Itoa(n))
+	out, g := kpassHold(t, h, h.tcpEnv(), "tcpchurn", strconv.Itoa(port), strconv.Itoa(n))
+	if g.KernelFromStart < n {
+		t.Errorf("goxio_stats counts %d sockets kept on the kernel without the engine, want at least %d", g.KernelFromStart, n)
+	}
 	if out["tcpchurn calls"] != 0 {
 		t.Errorf("%d connections to a listener without goxio entered the engine %d times", n, out["tcpchurn calls"])
 	}
@@ -237,7 +297,10 @@ func TestShmUDPChurnSkipsEngine(t *testing.T) {
 		}
 	}()
 	port := c.LocalAddr().(*net.UDPAddr).Port
-	out := kpassRun(t, h, h.env(), "udpchurn", strconv.Itoa(port), strconv.Itoa(n))
+	out, g := kpassHold(t, h, h.env(), "udpchurn", strconv.Itoa(port), strconv.Itoa(n))
+	if g.KernelFromStart < n {
+		t.Errorf("goxio_stats counts %d sockets kept on the kernel without the engine, want at least %d", g.KernelFromStart, n)
+	}
 	if out["udpchurn calls"] != 0 {
 		t.Errorf("%d sockets that talk with a server without goxio entered the engine %d times", n, out["udpchurn calls"])
 	}

@@ -216,6 +216,10 @@ func (p *textPrinter) printFull(snap *stats.Snapshot) {
 	p.printf("%-28s %d (max %d, slots %d)\n", "Sockets open:", g.SocketsCurrent, g.SocketsMax, snap.MaxSocket)
 	p.printf("%-28s %d%s\n", "Sockets opened:", g.SocketsOpened, sfx)
 	p.printf("%-28s %d / %d%s\n", "Offloaded / kernel fallback:", g.Offloaded, g.Fallbacks, sfx)
+	if g.KernelFromStart != 0 {
+		// sockets that never had a slot: a connect or first send to a destination without goxio
+		p.printf("%-28s %d%s\n", "Kernel, engine never used:", g.KernelFromStart, sfx)
+	}
 	for _, l := range []struct {
 		name string
 		v    uint64

@@ -67,7 +67,8 @@ volatile int goxio_ksend_fds;
 static const volatile uint64_t *ks_capture;
 static const uint64_t ks_no_capture;
 
-void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture) {
+void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture, uint64_t *plain) {
+	goxio_late_counter(plain);
 	__atomic_store_n(&ks_capture, capture != NULL ? capture : &ks_no_capture, __ATOMIC_RELEASE);
 	__atomic_store_n(&ks_dir_gen, gen, __ATOMIC_RELEASE);
 }

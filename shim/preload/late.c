@@ -1,5 +1,5 @@
 /*
- * late.c: TCP sockets that meet the engine late, in a process whose engine is loaded.
+ * late.c: TCP and UDP sockets that meet the engine late, in a process whose engine is loaded.
  *
  * A TCP connection to a peer without goxio is the kernel's for good: the engine's only work on it
  * is to find that out at connect (no goxio listener at the address in the discovery directory)
@@ -11,6 +11,11 @@
  * connect looks the address up in that cache (TCP entries, valid for one generation of the
  * directory; the engine fills them when its look-up at a connect finds no goxio listener): a hit
  * makes the fd a plain kernel fd before the kernel connects it, and no call on it ever enters Go.
+ * A UDP socket is the same at a connect, and at a first send (sendto) to a destination where the
+ * engine found no goxio socket bound (the UDP keys of that cache, the send's address read only on
+ * a page a send of the thread read before): a resolver's socket per query, a client's socket per
+ * request. It stays plain for good: its later sends to goxio sockets go through the kernel too,
+ * which those sockets read as well (nobody can send to it through a ring: it is in no directory).
  *
  * Every other use makes the socket the engine's first ("birth": the socket() call the engine
  * would have seen, with the non-blocking flag and the options it follows as they are now), so
@@ -34,7 +39,14 @@
  * socket() (bit 12), protocol (from bit 16). */
 #define LATE_NONBLOCK (1 << 12)
 
-volatile uint64_t goxio_late_plain_count;
+/* late_plain_words: the statistics segment's counter of sockets made plain (the engine's), or
+ * late_plain_own when there is none. */
+static uint64_t late_plain_own;
+static uint64_t *volatile late_plain_word = &late_plain_own;
+
+void goxio_late_counter(uint64_t *word) { late_plain_word = word != NULL ? word : &late_plain_own; }
+
+static void count_plain(void) { __atomic_add_fetch(late_plain_word, 1, __ATOMIC_RELAXED); }
 
 GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
 
@@ -144,7 +156,7 @@ int goxio_late_connect(int fd, const struct sockaddr *addr, socklen_t len) {
 	if (addr != NULL && len >= (socklen_t)sizeof(struct sockaddr_in) && len <= (socklen_t)sizeof(struct sockaddr_in6) &&
 	    a >> 12 == late_page && (a + len - 1) >> 12 == late_page &&
 	    (late_dgram(i) ? goxio_ksend_no_receiver_at(addr, len) : goxio_ksend_no_listener(addr, len)) && late_plain(fd)) {
-		__atomic_add_fetch(&goxio_late_plain_count, 1, __ATOMIC_RELAXED);
+		count_plain();
 		return 1;
 	}
 	goxio_late_birth(fd);
@@ -156,7 +168,7 @@ int goxio_late_sendto(int fd, const struct sockaddr *to, socklen_t len, int flag
 	if (i == NULL)
 		return 0;
 	if (late_dgram(i) && goxio_ksend_no_receiver(to, len, flags) && late_plain(fd)) {
-		__atomic_add_fetch(&goxio_late_plain_count, 1, __ATOMIC_RELAXED);
+		count_plain();
 		return 1;
 	}
 	goxio_late_birth(fd);

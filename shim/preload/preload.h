@@ -182,7 +182,7 @@ GOXIO_HIDDEN int goxio_internal_relocate(int fd);
 
 /* ---- sends to destinations without a goxio receiver (ksend.c) ---- */
 
-GOXIO_HIDDEN void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture);
+GOXIO_HIDDEN void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture, uint64_t *plain);
 GOXIO_HIDDEN void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 /* goxio_ksend_put_tcp: no goxio TCP socket listens at dst at generation gen (late.c reads it:
  * goxio_ksend_no_listener). goxio_ksend_ready: the cache is set up. */
@@ -328,8 +328,9 @@ GOXIO_HIDDEN int goxio_late_option(int fd, int level, int name);
 GOXIO_HIDDEN int goxio_late_fcntl(int fd, int cmd, long arg);
 /* goxio_late_plain_all makes every late socket plain (before a fork, vfork or spawn). */
 GOXIO_HIDDEN void goxio_late_plain_all(void);
-/* goxio_late_plain_count counts connections made plain at connect. */
-GOXIO_HIDDEN extern volatile uint64_t goxio_late_plain_count;
+/* goxio_late_counter: where late.c counts the sockets it made plain (the statistics' global
+ * counter; NULL: its own). */
+GOXIO_HIDDEN void goxio_late_counter(uint64_t *word);
 
 /* goxio_lazy_listen publishes fd, a lazy socket that listens, in the discovery directory for the
  * process whose engine is not loaded (lazy_listen.c); it does nothing where it cannot (signal

@@ -18,6 +18,9 @@
  *                       without goxio): SO_RCVTIMEO, then sendto and recvfrom, or (every other
  *                       one, as glibc's resolver does) connect, send and recv; then close.
  *
+ * With KPASS_HOLD set in the environment it then prints "hold" and waits for its standard input
+ * to close (the test reads its statistics meanwhile).
+ *
  * It prints, per phase, "PHASE calls=C" with C the calls the sending thread made into the engine
  * during the phase's last N sends (goxio_thread_engine_calls of libgoxio.so; -1 without it), and
  * "PHASE got=G" for the datagrams it read back where it reads them. Any failure: "error ..." and
@@ -303,5 +306,11 @@ int main(int argc, char **argv) {
 		udpchurn(port, n);
 	else
 		tcp(port, n);
+	if (getenv("KPASS_HOLD") != NULL) {
+		char b[64];
+		printf("hold\n");
+		while (read(0, b, sizeof b) > 0)
+			;
+	}
 	return 0;
 }
