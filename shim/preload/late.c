@@ -71,6 +71,8 @@ int goxio_late_mark(int fd, int domain, int type, int protocol) {
 	return 1;
 }
 
+static int late_plain(int fd);
+
 static struct goxio_lazy_info *late_info(int fd) {
 	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
 	if (i == NULL || !(__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & (GOXIO_LAZY_LATE | GOXIO_LAZY_LATE_BIRTH)))
@@ -82,6 +84,13 @@ int goxio_late_birth(int fd) {
 	struct goxio_lazy_info *i = late_info(fd);
 	if (i == NULL)
 		return 0;
+	if (goxio_sig_depth != 0 || goxio_in_vfork()) {
+		/* A signal handler may have interrupted the thread giving the socket to the engine,
+		 * which it must not wait for; a vfork child never enters Go. The socket stays the
+		 * kernel's. */
+		late_plain(fd);
+		return 1;
+	}
 	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
 	if (!(how & GOXIO_LAZY_LATE) ||
 	    !__atomic_compare_exchange_n(&i->how, &how, (how & ~GOXIO_LAZY_LATE) | GOXIO_LAZY_LATE_BIRTH, 0,
