@@ -43,6 +43,7 @@ var lib library
 // then passes every call through.
 func start() {
 	procs := procsTarget()
+	raised := startingProcs()
 	watchThreads(procs)
 	params, warnings := conf.Load(processEnviron())
 	params = params.WithPID(os.Getpid())
@@ -60,7 +61,7 @@ func start() {
 	}
 	banner(params)
 	lib.log.Debug("Go runtime", zap.Int("GOMAXPROCS", runtime.GOMAXPROCS(0)), zap.Int("CPUs", runtime.NumCPU()),
-		zap.Int("from the second thread", procs))
+		zap.Int("from the second thread", procs), zap.Int("raised at start to", raised))
 
 	rules := loadRules(params)
 	sweepLeftovers(params)
