@@ -260,16 +260,24 @@ func TestShmTCPChurnSkipsEngine(t *testing.T) {
 	}()
 	port := l.Addr().(*net.TCPAddr).Port
 	out, g := kpassHold(t, h, h.tcpEnv(), "tcpchurn", strconv.Itoa(port), strconv.Itoa(n))
-	if g.KernelFromStart < n {
-		t.Errorf("goxio_stats counts %d sockets kept on the kernel without the engine, want at least %d", g.KernelFromStart, n)
-	}
-	if out["tcpchurn calls"] != 0 {
-		t.Errorf("%d connections to a listener without goxio entered the engine %d times", n, out["tcpchurn calls"])
-	}
-	if out["tcpchurn ok"] != n+3 || served.Load() != n+3 {
-		t.Errorf("answers right: %d, served: %d; want %d", out["tcpchurn ok"], served.Load(), n+3)
-	}
+	checkChurn(t, "tcpchurn", out, g, n, n+3, served.Load())
 	h.requireClean()
+}
+
+// checkChurn checks a churn case of kpass.c (what): at least n sockets counted as kept on the
+// kernel without the engine, none of them entering it, and want answers right on the client
+// and from the server (peer).
+func checkChurn(t *testing.T, what string, out map[string]int, g stats.GlobalSnapshot, n, want int, peer int64) {
+	t.Helper()
+	if g.KernelFromStart < uint64(n) {
+		t.Errorf("%s: goxio_stats counts %d sockets kept on the kernel without the engine, want at least %d", what, g.KernelFromStart, n)
+	}
+	if out[what+" calls"] != 0 {
+		t.Errorf("%s: %d sockets that talk with a peer without goxio entered the engine %d times", what, n, out[what+" calls"])
+	}
+	if out[what+" ok"] != want || peer != int64(want) {
+		t.Errorf("%s: answers right: %d, from the peer: %d; want %d", what, out[what+" ok"], peer, want)
+	}
 }
 
 // TestShmUDPChurnSkipsEngine: a new UDP socket per request to a server without goxio (sendto or,
@@ -298,15 +306,7 @@ func TestShmUDPChurnSkipsEngine(t *testing.T) {
 	}()
 	port := c.LocalAddr().(*net.UDPAddr).Port
 	out, g := kpassHold(t, h, h.env(), "udpchurn", strconv.Itoa(port), strconv.Itoa(n))
-	if g.KernelFromStart < n {
-		t.Errorf("goxio_stats counts %d sockets kept on the kernel without the engine, want at least %d", g.KernelFromStart, n)
-	}
-	if out["udpchurn calls"] != 0 {
-		t.Errorf("%d sockets that talk with a server without goxio entered the engine %d times", n, out["udpchurn calls"])
-	}
-	if out["udpchurn ok"] != n+4 || echoed.Load() != n+4 {
-		t.Errorf("echoes right: %d, echoed: %d; want %d", out["udpchurn ok"], echoed.Load(), n+4)
-	}
+	checkChurn(t, "udpchurn", out, g, n, n+4, echoed.Load())
 	h.requireClean()
 }
 
