@@ -38,30 +38,35 @@ const startProcs = 2
 // max(CPUs, minProcs), or what GOMAXPROCS in the environment says (the runtime honours it and
 // the library never changes it then).
 func procsTarget() int {
-	if os.Getenv("GOMAXPROCS") != "" {
+	if procsFromEnv() {
 		return runtime.GOMAXPROCS(0)
 	}
 	return max(runtime.NumCPU(), minProcs)
 }
 
+// procsFromEnv reports whether GOMAXPROCS is in the environment: the runtime honours it and the
+// library never changes the Ps then.
+func procsFromEnv() bool { return os.Getenv("GOMAXPROCS") != "" }
+
 // startingProcs gives the runtime startProcs Ps if it has fewer and GOMAXPROCS is not in the
 // environment; it returns the count it set, or 0.
 func startingProcs() int {
-	if os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) >= startProcs {
+	if procsFromEnv() || !raiseProcs(startProcs, nil) {
 		return 0
 	}
-	runtime.GOMAXPROCS(startProcs)
 	return startProcs
 }
 
-// raiseProcs gives the runtime target Ps if it has fewer, logging the change.
-func raiseProcs(target int, log *zap.Logger) {
+// raiseProcs gives the runtime target Ps if it has fewer, logging the change (log nil: not
+// logged); it reports whether it did.
+func raiseProcs(target int, log *zap.Logger) bool {
 	cur := runtime.GOMAXPROCS(0)
 	if cur >= target {
-		return
+		return false
 	}
 	runtime.GOMAXPROCS(target)
 	if log != nil {
 		log.Debug("Go runtime: a second thread calls into goxio", zap.Int("GOMAXPROCS", target), zap.Int("was", cur))
 	}
+	return true
 }
