@@ -44,6 +44,7 @@ var crowd struct {
 	yes     atomic.Bool  // the last crowdLooks looks found more runnable threads than CPUs
 	streak  atomic.Int32 // looks in a row that found a crowd
 	looking atomic.Bool  // a thread reads /proc/loadavg
+	reads   atomic.Int64 // reads of /proc/loadavg made
 }
 
 // loadavg is a descriptor of /proc/loadavg the engine keeps (UseLoadavg); 0: none, each look
@@ -76,12 +77,18 @@ func Crowded(now int64) bool {
 		return yes
 	}
 	defer crowd.looking.Store(false)
+	// A process placed on some CPUs only is never crowded (onlineCPUs): no read of the
+	// machine's count, which would cost each of its long spins a system call per yield.
 	cpus := onlineCPUs()
 	var n int
 	var ok bool
-	if fd := int(loadavg.Load()); fd > 0 {
+	switch fd := int(loadavg.Load()); {
+	case cpus == 0:
+	case fd > 0:
+		crowd.reads.Add(1)
 		n, ok = sysc.RunnableAt(fd)
-	} else {
+	default:
+		crowd.reads.Add(1)
 		n, ok = sysc.Runnable()
 	}
 	if ok && cpus > 0 && n > cpus {

@@ -211,3 +211,31 @@ func TestWokeLooksAgain(t *testing.T) {
 		t.Fatalf("after Woke: last look at %d, want %d (looked again)", crowd.at.Load(), now)
 	}
 }
+
+// TestPlacedProcessReadsNoLoad: a process placed on some CPUs only (onlineCPUs 0) is never
+// crowded and its looks read nothing; on the whole machine each look that is due reads the
+// runnable count.
+func TestPlacedProcessReadsNoLoad(t *testing.T) {
+	was := onlineCPUs
+	t.Cleanup(func() { onlineCPUs = was })
+	setCrowd(t, false)
+	for _, tc := range []struct {
+		cpus  int
+		reads int64
+	}{{0, 0}, {2, 3}} {
+		onlineCPUs = func() int { return tc.cpus }
+		before := crowd.reads.Load()
+		now := sysc.Nanotime()
+		for i := range 3 {
+			crowd.at.Store(0) // every look is due
+			if Crowded(now + int64(i)) {
+				if tc.cpus == 0 {
+					t.Fatalf("a placed process was found crowded")
+				}
+			}
+		}
+		if got := crowd.reads.Load() - before; got != tc.reads {
+			t.Errorf("%d CPUs: %d reads of the runnable count in 3 looks, want %d", tc.cpus, got, tc.reads)
+		}
+	}
+}
