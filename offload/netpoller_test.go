@@ -141,3 +141,41 @@ func TestStartNetpoller(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseRuns: the fillers go back in runs, and a descriptor of the program between two runs
+// (made while they were held) stays open.
+func TestCloseRuns(t *testing.T) {
+	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(null)
+	var table fakeTable
+	var fillers []int
+	program := -1
+	for i := 0; i < 9; i++ {
+		fd, err := unix.FcntlInt(uintptr(null), unix.F_DUPFD_CLOEXEC, 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 4 {
+			program = fd // the program's: not a filler
+			continue
+		}
+		table.Set(fd, FlagInternal)
+		fillers = append(fillers, fd)
+	}
+	defer unix.Close(program)
+	closeRuns(&table, fillers)
+	for _, fd := range fillers {
+		if !isFree(fd) {
+			t.Errorf("filler %d still open", fd)
+		}
+		if table.get(fd) != 0 {
+			t.Errorf("filler %d still marked %d", fd, table.get(fd))
+		}
+	}
+	if isFree(program) {
+		t.Errorf("the program's descriptor %d between the fillers was closed", program)
+	}
+}

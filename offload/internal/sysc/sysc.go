@@ -26,6 +26,13 @@ func Close(fd int) syscall.Errno {
 	return e
 }
 
+// CloseRange closes the descriptors first to last (close_range(2), flags 0); ENOSYS on kernels
+// before 5.9.
+func CloseRange(first, last int) syscall.Errno {
+	_, e := Syscall6(unix.SYS_CLOSE_RANGE, uintptr(first), uintptr(last), 0, 0, 0, 0)
+	return e
+}
+
 // FcntlInt is fcntl with an integer argument.
 func FcntlInt(fd, cmd, arg int) (int, syscall.Errno) {
 	return Syscall6(unix.SYS_FCNTL, uintptr(fd), uintptr(cmd), uintptr(arg), 0, 0, 0)
