@@ -26,10 +26,11 @@ import (
 // closed. Later timers, os.File values and libraries that use them find the netpoller running
 // and open nothing more of the runtime's.
 
-// netpollerMaxBase bounds where the runtime's descriptors go: filling costs a dup and a close
-// per free number below it (together about 0.3 µs), so a soft RLIMIT_NOFILE of a million (Go
-// raises the soft limit to the hard one at start-up) must not mean a million fillers; 4032 costs
-// about 1 ms and a program sees the two numbers taken only once it holds 4032 fds at a time. The
+// netpollerMaxBase bounds where the runtime's descriptors go: filling costs a dup per free
+// number below it (about 0.15 µs, 1.2 µs where system calls are slow; the fillers go back in a
+// few close_range calls), so a soft RLIMIT_NOFILE of a million (Go raises the soft limit to the
+// hard one at start-up) must not mean a million fillers; 4032 costs about 0.6 ms (5 ms where
+// system calls are slow) and a program sees the two numbers taken only once it holds 4032 fds at a time. The
 // shim's first constructor grows the fd table to hold them while the process has one thread
 // (goxio_fdt_reserve in shim/fdtable.c, same formula): growing a table that threads share waits
 // for an RCU grace period (milliseconds).
