@@ -30,10 +30,10 @@ import (
 // number below it (about 0.15 µs, 1.2 µs where system calls are slow; the fillers go back in a
 // few close_range calls), so a soft RLIMIT_NOFILE of a million (Go raises the soft limit to the
 // hard one at start-up) must not mean a million fillers; 4032 costs about 0.6 ms (5 ms where
-// system calls are slow) and a program sees the two numbers taken only once it holds 4032 fds at a time. The
-// shim's first constructor grows the fd table to hold them while the process has one thread
-// (goxio_fdt_reserve in shim/fdtable.c, same formula): growing a table that threads share waits
-// for an RCU grace period (milliseconds).
+// system calls are slow) and a program sees the two numbers taken only once it holds 4032 fds
+// at a time. The shim's first constructor grows the fd table to hold them while the process has
+// one thread (goxio_fdt_reserve in shim/fdtable.c, same formula): growing a table that threads
+// share waits for an RCU grace period (milliseconds).
 const netpollerMaxBase = 1<<12 - 64
 
 // netpollerBase returns the number the runtime's epoll fd gets: near the top of the soft fd
@@ -165,8 +165,8 @@ func OpenHigh(table FDTable, open func() error) error {
 	return open()
 }
 
-// closeRuns gives back the fillers (ascending): each run of consecutive numbers, unmarked in
-// table, goes in one close_range call, so that giving back thousands costs a few system calls
+// closeRuns gives back the fillers (in the order they were taken, mostly ascending): each run of
+// consecutive numbers, unmarked in table, goes in one close_range call, so that giving back thousands costs a few system calls
 // (a close each cost as much as the dup that took the number). A run holds fillers only: a
 // descriptor the program made meanwhile took a number no filler holds, which ends the run.
 func closeRuns(table FDTable, fillers []int) {
