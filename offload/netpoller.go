@@ -28,12 +28,13 @@ import (
 
 // netpollerMaxBase bounds where the runtime's descriptors go: filling costs a dup per free
 // number below it (about 0.15 µs, 1.2 µs where system calls are slow; the fillers go back in a
-// few close_range calls), so a soft RLIMIT_NOFILE of a million (Go raises the soft limit to the
-// hard one at start-up) must not mean a million fillers; 4032 costs about 0.6 ms (5 ms where
-// system calls are slow) and a program sees the two numbers taken only once it holds 4032 fds
-// at a time. The shim's first constructor grows the fd table to hold them while the process has
-// one thread (goxio_fdt_reserve in shim/fdtable.c, same formula): growing a table that threads
-// share waits for an RCU grace period (milliseconds).
+// few close_range calls), so a soft RLIMIT_NOFILE of a million (a program's own, which the
+// engine keeps: shim/nofile.go undoes the Go runtime's raise of it) must not mean a million
+// fillers; 4032 costs about 0.6 ms (5 ms where system calls are slow) and a program sees the two
+// numbers taken only once it holds 4032 fds at a time. The preload library grows the fd table to
+// hold them just before the load, while the process has one thread or few (goxio_fdt_reserve in
+// shim/preload/fdtable.c, same formula): growing a table that threads share waits for an RCU
+// grace period (milliseconds).
 const netpollerMaxBase = 1<<12 - 64
 
 // netpollerBase returns the number the runtime's epoll fd gets: near the top of the soft fd

@@ -31,6 +31,7 @@ GOXIO_HIDDEN void goxio_ksend_fd(int fd, uint64_t *counters);
 GOXIO_HIDDEN void goxio_ksend_drop(int fd);
 GOXIO_HIDDEN void goxio_ksend_peer(int fd, const struct sockaddr *peer, socklen_t len);
 GOXIO_HIDDEN int goxio_vma_api_used(void);
+GOXIO_HIDDEN int64_t goxio_nofile_cur(void);
 
 /* The owners of the engine's internal fds (fdtable.c relocates them): the log file's
  * (VMA_LOG_FILE) and VMA_STATS_FILE's; -1 when unset. */

@@ -210,6 +210,10 @@ struct goxio_host {
 	 * sockets then keep the engine on the kernel path (the members serve only the engine's
 	 * sockets), instead of passing through for good. */
 	const volatile int *vma_api_used;
+	/* nofile_cur: the program's soft RLIMIT_NOFILE before the load (-1: unknown or infinite).
+	 * The Go runtime's syscall package raises it to the hard limit - 1 when it initialises
+	 * (go.dev/issue/46279); the engine puts the program's own back before anything else. */
+	int64_t nofile_cur;
 };
 
 /* GOXIO_KSEND_COUNTERS: the words a ksend_fd counter pointer names. */

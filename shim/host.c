@@ -34,6 +34,7 @@ void goxio_ksend_fd(int fd, uint64_t *counters) { host->ksend_fd(fd, counters); 
 void goxio_ksend_drop(int fd) { host->ksend_drop(fd); }
 void goxio_ksend_peer(int fd, const struct sockaddr *peer, socklen_t len) { host->ksend_peer(fd, peer, len); }
 int goxio_vma_api_used(void) { return __atomic_load_n(host->vma_api_used, __ATOMIC_ACQUIRE); }
+int64_t goxio_nofile_cur(void) { return host->nofile_cur; }
 
 /* Go exports (exports.go, threads.go, adopt.go). */
 extern long goxio_go_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4);

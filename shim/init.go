@@ -52,6 +52,7 @@ func start() {
 	for _, w := range warnings {
 		lib.log.Warn(w.Error())
 	}
+	nofile := restoreFileLimit()
 	if _, _, err := offload.StartNetpoller(cTable{}); err != nil {
 		lib.log.Warn("the Go runtime's descriptors stay where it put them", zap.Error(err))
 	}
@@ -61,7 +62,8 @@ func start() {
 	}
 	banner(params)
 	lib.log.Debug("Go runtime", zap.Int("GOMAXPROCS", runtime.GOMAXPROCS(0)), zap.Int("CPUs", runtime.NumCPU()),
-		zap.Int("from the second thread", procs), zap.Int("raised at start to", raised))
+		zap.Int("from the second thread", procs), zap.Int("raised at start to", raised),
+		zap.Uint64("fd limit restored to", nofile))
 
 	rules := loadRules(params)
 	sweepLeftovers(params)

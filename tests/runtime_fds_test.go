@@ -5,10 +5,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/tests/internal/testutil"
 )
@@ -26,13 +25,19 @@ func TestRuntimeFDs(t *testing.T) {
 	bin := filepath.Join(dir, "runtimefds")
 	testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "semantic", "runtimefds.c"), bin,
 		"-O1", "-D_GNU_SOURCE", "-Wall", "-Wno-unused-function")
-	var rl unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+	// The program needs thousands of descriptors: its soft limit is the hard one (set with
+	// syscall.Setrlimit, so that os/exec does not give children the limit this process started
+	// with). The library keeps the program's limit (shim/nofile.go); its internal range starts 64
+	// below it, at most at 4032 (offload.netpollerMaxBase).
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		t.Fatalf("getrlimit: %v", err)
 	}
-	// The library's runtime raises the soft limit to the hard one minus one; the internal range
-	// starts 64 below it, at most at 4032 (offload.netpollerMaxBase).
-	bottom := min(int(rl.Max)-1-64, 1<<12-64)
+	rl.Cur = rl.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatalf("setrlimit: %v", err)
+	}
+	bottom := int(min(rl.Max-64, 1<<12-64))
 	gcLine := regexp.MustCompile(`(?m)^gc \d+ @`)
 	for _, c := range []struct{ name, env string }{
 		{"plain", ""}, {"shm", "GOXIO_SHM=1"}, {"shm-tcp", "GOXIO_SHM=1 GOXIO_SHM_TCP=1"},

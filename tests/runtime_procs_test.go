@@ -21,7 +21,7 @@ import (
 // checked by TestShmSysmonThreads.
 func TestRuntimeProcs(t *testing.T) {
 	lib := integrationLib(t)
-	line := regexp.MustCompile(`Go runtime \{"GOMAXPROCS": (\d+), "CPUs": (\d+), "from the second thread": (\d+), "raised at start to": (\d+)\}`)
+	line := regexp.MustCompile(`Go runtime \{"GOMAXPROCS": (\d+), "CPUs": (\d+), "from the second thread": (\d+), "raised at start to": (\d+)[,}]`)
 	taskset, err := exec.LookPath("taskset")
 	if err != nil {
 		t.Fatalf("taskset (util-linux) is needed: %v", err)

@@ -50,18 +50,17 @@ int goxio_fdt_high(void) { return __atomic_load_n(&fdt_high, __ATOMIC_RELAXED); 
 
 /* goxio_fdt_reserve grows the process's fd table, just before the loader opens the engine (before
  * the Go runtime starts its threads; a process that never loads the engine pays nothing), to hold
- * the two numbers where the engine
- * starts the Go runtime's netpoller (offload/netpoller.go: min(min(soft limit as the runtime
- * raises it, GOXIO_FDT_SIZE) - 64, 4032), and the next one). Growing a table that several threads
- * share waits for an RCU grace period (milliseconds); growing it now costs microseconds. */
+ * the two numbers where the engine starts the Go runtime's netpoller (offload/netpoller.go:
+ * min(min(soft limit, GOXIO_FDT_SIZE) - 64, 4032), and the next one; the soft limit is the
+ * program's: the engine undoes the runtime's raise of it before, shim/nofile.go). Growing a table
+ * that several threads share waits for an RCU grace period (milliseconds); growing it now costs
+ * microseconds. */
 void goxio_fdt_reserve(void) {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return;
 	long cur = rl.rlim_cur == RLIM_INFINITY ? GOXIO_FDT_SIZE : (long)rl.rlim_cur;
 	long hard = rl.rlim_max == RLIM_INFINITY ? GOXIO_FDT_SIZE : (long)rl.rlim_max;
-	if (cur < hard - 1)
-		cur = hard - 1; /* what the Go runtime's syscall package sets at its start */
 	long base = cur > 128 ? (cur < (long)GOXIO_FDT_SIZE ? cur : (long)GOXIO_FDT_SIZE) - 64 : 1000;
 	if (base > 4032)
 		base = 4032;

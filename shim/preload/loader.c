@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 enum { ENG_NONE, ENG_LOADING, ENG_READY, ENG_FAILED };
@@ -297,6 +298,12 @@ static void load(void) {
 		say(WHY_DLOPEN, "no path for libgoxio-engine.so", NULL);
 		goto out;
 	}
+	/* The soft fd limit the program has now: the Go runtime raises it at its initialisation,
+	 * the engine lowers it back (goxio_host.nofile_cur). */
+	struct rlimit nofile;
+	int64_t nofile_cur = -1;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
+		nofile_cur = (int64_t)nofile.rlim_cur;
 	/* The engine starts the Go runtime's netpoller high (offload/netpoller.go): the fd table is
 	 * grown to hold it now, before the runtime's threads share it. */
 	goxio_fdt_reserve();
@@ -334,6 +341,7 @@ static void load(void) {
 		.ksend_drop = goxio_ksend_drop,
 		.ksend_peer = goxio_ksend_peer,
 		.vma_api_used = &goxio_vma_api_used,
+		.nofile_cur = nofile_cur,
 	};
 	goxio_eng.size = sizeof goxio_eng;
 	int started;
