@@ -6,6 +6,7 @@ import (
 
 	"github.com/goxio/goxio/conf"
 	"github.com/goxio/goxio/offload/discovery"
+	ring "github.com/goxio/goxio/offload/shm"
 	shmtr "github.com/goxio/goxio/offload/transport/shm"
 	"github.com/goxio/goxio/stats"
 )
@@ -15,7 +16,8 @@ import (
 // statistics segments (VMA_STATS_SHMEM_DIR) and shared-memory inboxes and rings
 // (GOXIO_SHM_DIR), whether or not this process uses them. Every engine runs it when it starts,
 // before creating its own. Cost: a read of each directory and a kill(2) per name of ours, plus
-// a header read per live statistics segment (to tell a reused pid apart).
+// a header read per live statistics segment (to tell a reused pid apart); when files of other
+// network namespaces are there, a look at the network namespace of each process of the user.
 func sweepLeftovers(p conf.Params) {
 	if n := stats.Sweep(p.StatsShmemDir); n > 0 {
 		lib.log.Debug("removed statistics segments of processes that are gone", zap.Int("files", n))
@@ -30,6 +32,12 @@ func sweepLeftovers(p conf.Params) {
 			lib.log.Debug("discovery directory not swept", zap.Error(err))
 		} else if n > 0 {
 			lib.log.Debug("removed discovery entries of processes that are gone", zap.Int("entries", n))
+		}
+		// The directories and pairing tables of network namespaces the user's processes left.
+		if n, err := discovery.SweepNamespaces(p.SHMDir, unix.Geteuid(), ns, discovery.FileName, ring.PairsFileName); err != nil {
+			lib.log.Debug("other network namespaces' files not swept", zap.Error(err))
+		} else if n > 0 {
+			lib.log.Debug("removed the files of network namespaces no process of ours is in", zap.Int("files", n))
 		}
 	}
 }

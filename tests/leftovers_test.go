@@ -161,3 +161,61 @@ func TestNothingLeftBehind(t *testing.T) {
 		t.Errorf("the live process's segment %s or its inbox was removed", segment(livePid))
 	}
 }
+
+// TestNamespaceFilesSwept: a network namespace that goes away (a container, `unshare -n`) leaves
+// its discovery directory (and its pairing table once TCP was used) in the shared-memory folder; the next engine that
+// starts on the host removes them, and keeps its own namespace's.
+func TestNamespaceFilesSwept(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making a network namespace (unshare -n) needs root; offload/discovery's TestSweepNamespaces checks the sweep itself")
+	}
+	lib := integrationLib(t)
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "leftover.c")
+	writeFile(t, src, []byte(leftoverC), 0o644)
+	prog := filepath.Join(tmp, "leftover")
+	testutil.CompileC(t, src, prog)
+	shmDir := filepath.Join(tmp, "shm")
+	if err := os.Mkdir(shmDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := testutil.Env(lib, "GOXIO_SHM=1", "GOXIO_SHM_TCP=1", "GOXIO_SHM_DIR="+shmDir)
+	var own syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/net", &own); err != nil {
+		t.Fatal(err)
+	}
+	ownPrefix := "goxio." + strconv.Itoa(os.Geteuid()) + "." + strconv.FormatUint(own.Ino, 10) + "."
+	others := func() (names []string) {
+		ents, err := os.ReadDir(shmDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			n := e.Name()
+			if (strings.HasSuffix(n, ".dir") || strings.HasSuffix(n, ".pairs1")) && !strings.HasPrefix(n, ownPrefix) {
+				names = append(names, n)
+			}
+		}
+		return names
+	}
+
+	// A process in a namespace of its own, which ends with it.
+	res := runClient(t, env, 30*time.Second, "unshare", "-n", "sh", "-c", "ip link set lo up && exec "+prog+" exit")
+	if res.ExitCode != 0 {
+		t.Fatalf("the process in its own namespace: %s\n%s", res, res.Stderr)
+	}
+	if left := others(); len(left) == 0 {
+		t.Fatalf("no file of the gone namespace before the next start (want at least its directory): the test shows nothing")
+	}
+	// The next engine in this namespace removes them.
+	res = runClient(t, env, 30*time.Second, prog, "exit")
+	if res.ExitCode != 0 {
+		t.Fatalf("the process in this namespace: %s\n%s", res, res.Stderr)
+	}
+	if left := others(); len(left) != 0 {
+		t.Errorf("files of the gone namespace after the next start: %v", left)
+	}
+	if _, err := os.Stat(filepath.Join(shmDir, ownPrefix+"dir")); err != nil {
+		t.Errorf("this namespace's directory: %v", err)
+	}
+}
