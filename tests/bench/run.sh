@@ -535,16 +535,17 @@ stop_server() {
 
 # shm_leftovers prints how many segment files (goxio.* of UDP, goxio-tcp-* of TCP) are in the
 # private shm folder (none should be once both ends have exited) and removes them; the names go to
-# $RAW/shm-leftovers.txt.
+# $RAW/shm-leftovers.txt. The namespace's discovery directory (goxio.*.dir) and TCP pairing table
+# (goxio.*.pairs<version>) are shared by every process of the namespace and stay by design.
 shm_leftovers() {
 	local n
-	n=$(find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' | wc -l)
+	n=$(find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' ! -name '*.pairs[0-9]*' | wc -l)
 	if ((n > 0)); then
 		{
 			echo "after $1:"
-			find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' -printf '  %f %s bytes\n'
+			find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' ! -name '*.pairs[0-9]*' -printf '  %f %s bytes\n'
 		} >>"$RAW/shm-leftovers.txt"
-		find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' -delete
+		find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' ! -name '*.pairs[0-9]*' -delete
 	fi
 	echo "$n"
 }
@@ -829,8 +830,8 @@ if section programs; then
 	PROG_TMP=
 fi
 
-# The discovery table (goxio.*.dir) stays by design; anything else is a leftover.
-find "$SHM_DIR" -mindepth 1 -maxdepth 1 ! -name 'goxio.*.dir' -printf 'at the end: %f\n' >>"$RAW/shm-leftovers.txt"
+# The discovery directory and the pairing table stay by design; anything else is a leftover.
+find "$SHM_DIR" -mindepth 1 -maxdepth 1 ! -name 'goxio.*.dir' ! -name 'goxio.*.pairs[0-9]*' -printf 'at the end: %f\n' >>"$RAW/shm-leftovers.txt"
 rm -rf "$SHM_DIR"
 SHM_DIR=
 
