@@ -29,7 +29,10 @@ func (u *UDP) Queues() (rx, tx int, ok bool) { return 0, 0, false }
 
 // Fork hands the ring datagrams over (HandOver) and has the socket go back to the kernel, unless
 // it went already.
-func (u *UDP) Fork(int) ([][2][]byte, bool) { return transport.DatagramFork(u) }
+func (u *UDP) Fork(int) ([][2][]byte, bool) {
+	u.dropOwn(false) // the child must not inherit it (ownfd.go)
+	return transport.DatagramFork(u)
+}
 
 // Finish closes the socket (Close).
 func (u *UDP) Finish(int) { u.Close() }

@@ -92,8 +92,12 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 		Ratio: p.RxUDPPollOSRatio,
 	}
 	var w wait.Call
-	var own udpcall.OwnFD
-	defer own.Close()
+	owned := false // the call sleeps on the socket's own reference (ownfd.go)
+	defer func() {
+		if owned {
+			u.putOwn()
+		}
+	}()
 	n, errno := wait.Loop(&w, wait.Policy{
 		Polls: p.RxPoll, Look: u.waitAvg.Long(), Cold: !u.waitAvg.SpinWorth(), Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
 	}, wait.Steps{
@@ -161,7 +165,11 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 				u.sleepers.Add(-1)
 				return 0, 0, false
 			}
-			own.Take(c) // the call's own reference to the socket
+			if !owned {
+				if k := u.takeOwn(c.FD); k >= 0 {
+					c.FD, owned = k, true
+				}
+			}
 			u.sleeping(in)
 			r0, r1, errno := ppoll2(c.FD, bell, w.Remaining())
 			u.sleepers.Add(-1)
