@@ -47,19 +47,27 @@ int main(int argc, char **argv) {
 }
 `
 
-func TestNothingLeftBehind(t *testing.T) {
-	lib := integrationLib(t)
-	tmp := t.TempDir()
+// leftoverSetup compiles leftoverC in a temporary folder, which it returns with the program and
+// an empty shared-memory folder in it.
+func leftoverSetup(t *testing.T) (tmp, prog, shmDir string) {
+	t.Helper()
+	tmp = t.TempDir()
 	src := filepath.Join(tmp, "leftover.c")
 	writeFile(t, src, []byte(leftoverC), 0o644)
-	prog := filepath.Join(tmp, "leftover")
+	prog = filepath.Join(tmp, "leftover")
 	testutil.CompileC(t, src, prog)
-	dir := filepath.Join(tmp, "stats")
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	shmDir = filepath.Join(tmp, "shm")
+	if err := os.Mkdir(shmDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	shmDir := filepath.Join(tmp, "shm")
-	if err := os.Mkdir(shmDir, 0o700); err != nil {
+	return tmp, prog, shmDir
+}
+
+func TestNothingLeftBehind(t *testing.T) {
+	lib := integrationLib(t)
+	tmp, prog, shmDir := leftoverSetup(t)
+	dir := filepath.Join(tmp, "stats")
+	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	env := testutil.Env(lib, "VMA_STATS_SHMEM_DIR="+dir, "GOXIO_SHM=1", "GOXIO_SHM_DIR="+shmDir)
@@ -163,22 +171,14 @@ func TestNothingLeftBehind(t *testing.T) {
 }
 
 // TestNamespaceFilesSwept: a network namespace that goes away (a container, `unshare -n`) leaves
-// its discovery directory (and its pairing table once TCP was used) in the shared-memory folder; the next engine that
-// starts on the host removes them, and keeps its own namespace's.
+// its discovery directory (and its pairing table once TCP was used) in the shared-memory folder;
+// the next engine that starts on the host removes them, and keeps its own namespace's.
 func TestNamespaceFilesSwept(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("making a network namespace (unshare -n) needs root; offload/discovery's TestSweepNamespaces checks the sweep itself")
 	}
 	lib := integrationLib(t)
-	tmp := t.TempDir()
-	src := filepath.Join(tmp, "leftover.c")
-	writeFile(t, src, []byte(leftoverC), 0o644)
-	prog := filepath.Join(tmp, "leftover")
-	testutil.CompileC(t, src, prog)
-	shmDir := filepath.Join(tmp, "shm")
-	if err := os.Mkdir(shmDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	_, prog, shmDir := leftoverSetup(t)
 	env := testutil.Env(lib, "GOXIO_SHM=1", "GOXIO_SHM_TCP=1", "GOXIO_SHM_DIR="+shmDir)
 	var own syscall.Stat_t
 	if err := syscall.Stat("/proc/self/ns/net", &own); err != nil {
