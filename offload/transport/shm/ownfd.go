@@ -1,8 +1,6 @@
 package shm
 
-import (
-	"golang.org/x/sys/unix"
-)
+import "github.com/goxio/goxio/offload/internal/sysc"
 
 // A blocking receive sleeps on its own reference to the socket, as the kernel's receive holds its
 // file: another thread closing the program's fd does not end the wait, and a number the program
@@ -26,7 +24,8 @@ func (u *UDP) takeOwn(fd int) int {
 	u.bellMu.Lock()
 	defer u.bellMu.Unlock()
 	if u.own.fd < 0 {
-		k, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, ownFDBase)
+		// Made where the engine keeps its internal fds at once: adopt then only marks it.
+		k, err := sysc.DupHigh(fd)
 		if err != nil {
 			return -1
 		}
@@ -54,7 +53,3 @@ func (u *UDP) dropOwn(all bool) {
 	u.env.closeFD(u.own.fd)
 	u.own.fd = -1
 }
-
-// ownFDBase is where the reference is made before the engine moves it to its internal range:
-// away from the low numbers the program expects to get from its own calls meanwhile.
-const ownFDBase = 1 << 10
