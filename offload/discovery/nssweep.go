@@ -34,7 +34,8 @@ const initPIDNamespace = 0xeffffffc
 // SweepNamespaces removes dir's per-namespace files of uid (each named as one of names gives it:
 // goxio.<uid>.<netns>.<suffix>, FileName for one) whose network namespace no process of uid is
 // in, ours (self) excepted; it returns how many it removed.
-func SweepNamespaces(dir string, uid int, self uint64, names ...func(uid int, netns uint64) string) (int, error) {
+func SweepNamespaces(dir string, uid int, self uint64,
+	names ...func(uid int, netns uint64) string) (int, error) {
 	prefix := "goxio." + strconv.Itoa(uid) + "."
 	var suffixes []string
 	for _, name := range names {
@@ -48,29 +49,28 @@ func SweepNamespaces(dir string, uid int, self uint64, names ...func(uid int, ne
 	if err != nil {
 		return 0, fmt.Errorf("sweep namespaces: %w", err)
 	}
-	var stale []string
-	nets := map[uint64]bool{}
+	files := map[uint64][]string{} // another namespace's files, by namespace
 	for _, e := range ents {
-		netns, ok := namespaceFile(e.Name(), prefix, suffixes)
-		if ok && netns != self {
-			stale = append(stale, e.Name())
-			nets[netns] = false
+		if netns, ok := namespaceFile(e.Name(), prefix, suffixes); ok && netns != self {
+			files[netns] = append(files[netns], e.Name())
 		}
 	}
-	if len(stale) == 0 {
+	if len(files) == 0 {
 		return 0, nil
 	}
-	if err := namespacesInUse(uid, nets); err != nil {
+	inUse, err := namespacesInUse(uid, files)
+	if err != nil {
 		return 0, fmt.Errorf("sweep namespaces: %w", err)
 	}
 	n := 0
-	for _, name := range stale {
-		netns, _ := namespaceFile(name, prefix, suffixes)
-		if nets[netns] {
+	for netns, list := range files {
+		if inUse[netns] {
 			continue
 		}
-		if err := unix.Unlink(dir + "/" + name); err == nil {
-			n++
+		for _, name := range list {
+			if unix.Unlink(dir+"/"+name) == nil {
+				n++
+			}
 		}
 	}
 	return n, nil
@@ -95,20 +95,21 @@ func namespaceFile(name, prefix string, suffixes []string) (uint64, bool) {
 	return 0, false
 }
 
-// namespacesInUse sets nets[netns] for each network namespace in nets that a process of uid is in
-// (as far as it may read them). It fails outside the initial PID namespace.
-func namespacesInUse(uid int, nets map[uint64]bool) error {
+// namespacesInUse returns which of the network namespaces of files a process of uid is in (as far
+// as it may read them). It fails outside the initial PID namespace.
+func namespacesInUse(uid int, files map[uint64][]string) (map[uint64]bool, error) {
 	var st unix.Stat_t
 	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
-		return fmt.Errorf("stat /proc/self/ns/pid: %w", err)
+		return nil, fmt.Errorf("stat /proc/self/ns/pid: %w", err)
 	}
 	if st.Ino != initPIDNamespace {
-		return fmt.Errorf("not in the initial PID namespace: other processes are not all visible")
+		return nil, fmt.Errorf("not in the initial PID namespace: other processes are not all visible")
 	}
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
-		return fmt.Errorf("list processes: %w", err)
+		return nil, fmt.Errorf("list processes: %w", err)
 	}
+	inUse := map[uint64]bool{}
 	for _, p := range procs {
 		if _, err := strconv.Atoi(p.Name()); err != nil {
 			continue
@@ -120,9 +121,9 @@ func namespacesInUse(uid int, nets map[uint64]bool) error {
 		if unix.Stat("/proc/"+p.Name()+"/ns/net", &st) != nil {
 			continue // gone meanwhile, a zombie, or not ours to read (above)
 		}
-		if _, ok := nets[st.Ino]; ok {
-			nets[st.Ino] = true
+		if _, ok := files[st.Ino]; ok {
+			inUse[st.Ino] = true
 		}
 	}
-	return nil
+	return inUse, nil
 }
