@@ -54,11 +54,9 @@ int goxio_fdt_high(void) { return __atomic_load_n(&fdt_high, __ATOMIC_RELAXED); 
  * min(min(soft limit, GOXIO_FDT_SIZE) - 64, 4032), and the next one; the soft limit is the
  * program's: the engine undoes the runtime's raise of it before, shim/nofile.go). Growing a table
  * that several threads share waits for an RCU grace period (milliseconds); growing it now costs
- * microseconds. */
-void goxio_fdt_reserve(void) {
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-		return;
+ * microseconds. nofile is the process's RLIMIT_NOFILE, read by the loader. */
+void goxio_fdt_reserve(const struct rlimit *nofile) {
+	struct rlimit rl = *nofile;
 	long cur = rl.rlim_cur == RLIM_INFINITY ? GOXIO_FDT_SIZE : (long)rl.rlim_cur;
 	long hard = rl.rlim_max == RLIM_INFINITY ? GOXIO_FDT_SIZE : (long)rl.rlim_max;
 	long base = cur > 128 ? (cur < (long)GOXIO_FDT_SIZE ? cur : (long)GOXIO_FDT_SIZE) - 64 : 1000;

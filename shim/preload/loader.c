@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 enum { ENG_NONE, ENG_LOADING, ENG_READY, ENG_FAILED };
@@ -298,15 +297,17 @@ static void load(void) {
 		say(WHY_DLOPEN, "no path for libgoxio-engine.so", NULL);
 		goto out;
 	}
-	/* The soft fd limit the program has now: the Go runtime raises it at its initialisation,
-	 * the engine lowers it back (goxio_host.nofile_cur). */
+	/* The fd limit the program has now. Its soft part: the Go runtime raises it at its
+	 * initialisation, the engine lowers it back (goxio_host.nofile_cur). And the engine starts
+	 * the Go runtime's netpoller high (offload/netpoller.go): the fd table is grown to hold it
+	 * now, before the runtime's threads share it. */
 	struct rlimit nofile;
 	int64_t nofile_cur = -1;
-	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
-		nofile_cur = (int64_t)nofile.rlim_cur;
-	/* The engine starts the Go runtime's netpoller high (offload/netpoller.go): the fd table is
-	 * grown to hold it now, before the runtime's threads share it. */
-	goxio_fdt_reserve();
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+		if (nofile.rlim_cur != RLIM_INFINITY)
+			nofile_cur = (int64_t)nofile.rlim_cur;
+		goxio_fdt_reserve(&nofile);
+	}
 	void *h = dlopen(eng_path, RTLD_NOW | RTLD_LOCAL);
 	if (h == NULL) {
 		const char *err = dlerror();

@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -172,8 +173,9 @@ GOXIO_HIDDEN int goxio_spill_recv(int fd, const struct iovec *iov, size_t iovcnt
 GOXIO_HIDDEN int goxio_fdt_get(int fd);
 GOXIO_HIDDEN int goxio_fdt_high(void);
 
-/* goxio_fdt_reserve grows the fd table to hold the Go runtime's netpoller high (fdtable.c). */
-GOXIO_HIDDEN void goxio_fdt_reserve(void);
+/* goxio_fdt_reserve grows the fd table to hold the Go runtime's netpoller high, given the
+ * process's RLIMIT_NOFILE (fdtable.c). */
+GOXIO_HIDDEN void goxio_fdt_reserve(const struct rlimit *nofile);
 
 /* Internal fds (log file, stderr copy): placed high, invisible, relocated when the program
  * dup2()s onto one. The variable pointed to is the fd's owner and is updated atomically. */
