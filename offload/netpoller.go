@@ -167,9 +167,10 @@ func OpenHigh(table FDTable, open func() error) error {
 }
 
 // closeRuns gives back the fillers (in the order they were taken, mostly ascending): each run of
-// consecutive numbers, unmarked in table, goes in one close_range call, so that giving back thousands costs a few system calls
-// (a close each cost as much as the dup that took the number). A run holds fillers only: a
-// descriptor the program made meanwhile took a number no filler holds, which ends the run.
+// consecutive numbers, unmarked in table, goes in one close_range call, so that giving back
+// thousands costs a few system calls (a close each cost as much as the dup that took the number).
+// A run holds fillers only: a descriptor the program made meanwhile took a number no filler
+// holds, which ends the run.
 func closeRuns(table FDTable, fillers []int) {
 	for i := 0; i < len(fillers); {
 		j := i + 1

@@ -538,14 +538,14 @@ stop_server() {
 # $RAW/shm-leftovers.txt. The namespace's discovery directory (goxio.*.dir) and TCP pairing table
 # (goxio.*.pairs<version>) are shared by every process of the namespace and stay by design.
 shm_leftovers() {
-	local n
-	n=$(find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' ! -name '*.pairs[0-9]*' | wc -l)
+	local n segs=(find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' ! -name '*.pairs[0-9]*')
+	n=$("${segs[@]}" | wc -l)
 	if ((n > 0)); then
 		{
 			echo "after $1:"
-			find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' ! -name '*.pairs[0-9]*' -printf '  %f %s bytes\n'
+			"${segs[@]}" -printf '  %f %s bytes\n'
 		} >>"$RAW/shm-leftovers.txt"
-		find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' ! -name '*.pairs[0-9]*' -delete
+		"${segs[@]}" -delete
 	fi
 	echo "$n"
 }
