@@ -44,12 +44,11 @@ type umem struct {
 	txKernel  atomic.Int64
 }
 
-// newUMEM maps the UMEM (anonymous, populated) and sets up the pools: every RX frame
-// starts owned by the kernel (the socket posts them on the fill ring right away), every
-// TX frame free.
+// newUMEM maps the UMEM (mapUMEM) and sets up the pools: every RX frame starts owned by
+// the kernel (the socket posts them on the fill ring right away), every TX frame free.
 func newUMEM(frameSize, rxFrames, txFrames uint32) (*umem, error) {
 	size := int(frameSize) * int(rxFrames+txFrames)
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	mem, err := mapUMEM(size)
 	if err != nil {
 		return nil, fmt.Errorf("mmap umem of %d bytes: %w", size, err)
 	}
@@ -63,6 +62,28 @@ func newUMEM(frameSize, rxFrames, txFrames uint32) (*umem, error) {
 		u.txFree = append(u.txFree, uint64(rxFrames+i)*u.frameSize)
 	}
 	return u, nil
+}
+
+// UMEMName names the UMEM's memory: /proc/<pid>/maps (and pmap) show each socket's UMEM
+// as "/memfd:goxio-umem (deleted)", so the memory is seen to be the library's packets, and
+// the payloads a zero-copy receive hands the program can be traced to it.
+const UMEMName = "goxio-umem"
+
+// mapUMEM maps size bytes of packet memory, populated: a memfd named UMEMName, mapped
+// shared (a fork shares the pages instead of copying them, which pinned private pages
+// would need), its descriptor closed at once; where memfd_create is refused (a seccomp
+// filter), anonymous memory, unnamed.
+func mapUMEM(size int) ([]byte, error) {
+	const prot = unix.PROT_READ | unix.PROT_WRITE
+	fd, err := unix.MemfdCreate(UMEMName, unix.MFD_CLOEXEC)
+	if err != nil {
+		return unix.Mmap(-1, 0, size, prot, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	}
+	defer unix.Close(fd)
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		return nil, fmt.Errorf("size the memfd: %w", err)
+	}
+	return unix.Mmap(fd, 0, size, prot, unix.MAP_SHARED|unix.MAP_POPULATE)
 }
 
 // close unmaps the UMEM; every Frame handed out is invalid afterwards.
