@@ -6,7 +6,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/capture"
-	"github.com/goxio/goxio/offload/internal/umem"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/udpcall"
@@ -95,11 +94,7 @@ func (u *UDP) holdRing(in *ring.Inbox, rc *udpcall.Rx, h *transport.Held, name, 
 	} else if tok, err := in.Hold(); err == nil { // Hold cannot fail after a successful Peek
 		h.Addr, h.Token, h.Now = ring.Addr(data), tok, in.HeldNow()
 	}
-	if rc.NameLen != nil {
-		l := min(int(*rc.NameLen), len(name))
-		copy(umem.Bytes(rc.NamePtr, l), name)
-		*rc.NameLen = uint32(len(name))
-	}
+	rc.DeliverName(name)
 	return len(data)
 }
 

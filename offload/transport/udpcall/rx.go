@@ -87,11 +87,7 @@ func ParseMsg(mp uintptr, flags int, bufs [][]byte) (Rx, bool) {
 // the bytes copied, or with the MSG_TRUNC flag the payload's length.
 func (rc *Rx) Deliver(name, data []byte) int {
 	copied := umem.Scatter(rc.Bufs, data)
-	if rc.NameLen != nil {
-		l := min(int(*rc.NameLen), len(name))
-		copy(umem.Bytes(rc.NamePtr, l), name)
-		*rc.NameLen = uint32(len(name))
-	}
+	rc.DeliverName(name)
 	if rc.Msg != nil {
 		rc.Msg.Flags = 0
 		if copied < len(data) {
@@ -103,4 +99,15 @@ func (rc *Rx) Deliver(name, data []byte) int {
 		return len(data)
 	}
 	return copied
+}
+
+// DeliverName writes a datagram's source address as recvfrom writes it (truncated to the
+// program's buffer, the length word set to its full length): the part of Deliver a receive that
+// hands the payload over in place does.
+func (rc *Rx) DeliverName(name []byte) {
+	if rc.NameLen != nil {
+		l := min(int(*rc.NameLen), len(name))
+		copy(umem.Bytes(rc.NamePtr, l), name)
+		*rc.NameLen = uint32(len(name))
+	}
 }

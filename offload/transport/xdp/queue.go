@@ -46,6 +46,10 @@ type rxQueue struct {
 	// written and closed only under mu, so a closed number is never written to.
 	bellW atomic.Int32
 	wakes atomic.Uint64 // bytes written to the wake pipe
+	// held counts the frames the program holds (zero-copy receive, hold.go) and holds names
+	// them: they take room in the queue as queued frames do.
+	held  int
+	holds holdTable
 }
 
 func newRxQueue(n int) *rxQueue {
@@ -54,12 +58,12 @@ func newRxQueue(n int) *rxQueue {
 	return q
 }
 
-// push queues b and wakes the socket's sleepers; false when the queue is full (or closed: buf
-// nil).
+// push queues b and wakes the socket's sleepers; false when the queue is full, counting the
+// frames the program holds (or closed: buf nil).
 func (q *rxQueue) push(b *rxBuf) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.n == len(q.buf) {
+	if q.n+q.held >= len(q.buf) {
 		return false
 	}
 	q.buf[(q.head+q.n)%len(q.buf)] = b
@@ -75,11 +79,13 @@ func (q *rxQueue) push(b *rxBuf) bool {
 	return true
 }
 
-// takeAll empties the queue (close) and returns what it held.
+// takeAll empties the queue (close) and returns what it had, the frames the program held
+// included (their handles are refused from then on).
 func (q *rxQueue) takeAll() []*rxBuf {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([]*rxBuf, 0, q.n)
+	out := q.holds.takeAll(make([]*rxBuf, 0, q.n+q.held))
+	q.held = 0
 	for q.n > 0 {
 		out = append(out, q.buf[q.head])
 		q.buf[q.head] = nil

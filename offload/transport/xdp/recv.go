@@ -16,8 +16,9 @@ import (
 	"github.com/goxio/goxio/offload/transport/udpcall"
 )
 
-// recv performs a receive call.
-func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
+// recv performs a receive call. With h (a zero-copy recvfrom, hold.go), a frame from the queue is
+// held for the program instead of copied.
+func (u *UDP) recv(c *transport.Call, h *transport.Held) (n int, errno syscall.Errno, viaOS bool) {
 	if u.kernelOnly.Load() && u.q.depth.Load() == 0 && !u.spill.Left() {
 		return u.kernel(c)
 	}
@@ -35,7 +36,7 @@ func (u *UDP) recv(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	if !ok || rc.Flags&udpcall.KernelRecvFlags != 0 {
 		return u.kernel(c)
 	}
-	n, errno, viaOS = u.receive(c, &rc, u.nonblock() || rc.Flags&unix.MSG_DONTWAIT != 0)
+	n, errno, viaOS = u.receiveInto(c, &rc, u.nonblock() || rc.Flags&unix.MSG_DONTWAIT != 0, h)
 	if rc.Bad && errno == 0 {
 		return -1, unix.EFAULT, viaOS // the datagram is gone, as in the kernel
 	}
@@ -66,6 +67,12 @@ const (
 // SO_RCVTIMEO gives EAGAIN when it expires; a signal handler that ran on this thread gives
 // EINTR, unless it has SA_RESTART and the socket no receive timeout.
 func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, syscall.Errno, bool) {
+	return u.receiveInto(c, rc, nonblock, nil)
+}
+
+// receiveInto is receive, holding the frame it takes from the queue for the program when h is
+// set (fromQueue).
+func (u *UDP) receiveInto(c *transport.Call, rc *udpcall.Rx, nonblock bool, h *transport.Held) (int, syscall.Errno, bool) {
 	p := &u.env.p
 	checkOS := nonblock
 	viaOS := false
@@ -86,12 +93,12 @@ func (u *UDP) receive(c *transport.Call, rc *udpcall.Rx, nonblock bool) (int, sy
 		Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
 	}, wait.Steps{
 		Try: func(l wait.Look) (int, syscall.Errno, bool) {
-			if n, ok := u.fromQueue(rc); ok {
+			if n, ok := u.fromQueue(rc, h); ok {
 				u.waitAvg.Waited(&w)
 				return n, 0, true
 			}
 			if !u.kernelOnly.Load() && u.env.pollRx() > 0 {
-				if n, ok := u.fromQueue(rc); ok {
+				if n, ok := u.fromQueue(rc, h); ok {
 					u.waitAvg.Waited(&w)
 					return n, 0, true
 				}
@@ -180,9 +187,11 @@ func (u *UDP) sleep(fd int, w *wait.Call) (int16, syscall.Errno) {
 	return fds[0].Revents, 0
 }
 
-// fromQueue copies the next queued datagram into the call's buffers. A fault on the program's
-// memory still consumes the datagram (the kernel drops it too) and panics to the caller.
-func (u *UDP) fromQueue(rc *udpcall.Rx) (int, bool) {
+// fromQueue copies the next queued datagram into the call's buffers, or, with h and unless the
+// call peeks, holds its frame for the program (h gets the payload's address and token; an empty
+// datagram is copied, there being nothing to hand over). A fault on the program's memory still
+// consumes the datagram (the kernel drops it too) and panics to the caller.
+func (u *UDP) fromQueue(rc *udpcall.Rx, h *transport.Held) (int, bool) {
 	q := u.q
 	if q.depth.Load() == 0 {
 		return 0, false
@@ -201,8 +210,14 @@ func (u *UDP) fromQueue(rc *udpcall.Rx) (int, bool) {
 		q.head = (q.head + 1) % len(q.buf)
 		q.n--
 		q.depth.Store(int32(q.n))
+		if h != nil && len(b.payload) > 0 {
+			h.Addr, h.Token = umem.Addr(b.payload), q.holds.add(b)
+			q.held++
+			h.Now = q.held
+		} else {
+			defer b.release()
+		}
 		q.mu.Unlock()
-		defer b.release()
 		if capture.On() {
 			capture.Frame(capture.XDP, capture.In, int(u.capFD.Load()), 0, b.f.Data)
 		}
@@ -210,6 +225,10 @@ func (u *UDP) fromQueue(rc *udpcall.Rx) (int, bool) {
 		u.xdpRxBytes.Add(uint64(len(b.payload)))
 	}
 	var sa [unix.SizeofSockaddrInet6]byte
+	if h != nil && h.Addr != 0 {
+		rc.DeliverName(u.srcName(&sa, b.src, b.scope))
+		return len(b.payload), true
+	}
 	return rc.Deliver(u.srcName(&sa, b.src, b.scope), b.payload), true
 }
 

@@ -120,7 +120,7 @@ func (u *UDP) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
 	}
 	defer u.exit()
 	if c.Op.Receive() {
-		return u.recv(&c)
+		return u.recv(&c, nil)
 	}
 	return u.send(&c)
 }
