@@ -129,6 +129,56 @@ func TestLoopCrowded(t *testing.T) {
 	}
 }
 
+// TestCrowdedSpinYields: a spin that starts on a machine the last look found crowded gives the
+// CPU away at every poll, looks at the crowd again at its turns, and stops yielding (spinning at
+// full speed, as on a machine that is not crowded) once a look finds the crowd gone.
+func TestCrowdedSpinYields(t *testing.T) {
+	was := yield
+	t.Cleanup(func() { yield = was })
+	yields := 0
+	yield = func() { yields++ }
+	for _, crowded := range []bool{false, true} {
+		setCrowd(t, crowded)
+		yields = 0
+		var s Spin
+		s.Begin(sysc.Nanotime())
+		for range sysc.YieldEvery - 1 {
+			if !s.Poll(0) {
+				t.Fatalf("crowded %v: a spin ended before its first look", crowded)
+			}
+		}
+		want := 0
+		if crowded {
+			want = sysc.YieldEvery - 1
+		}
+		if yields != want {
+			t.Errorf("crowded %v: %d yields in %d polls, want %d", crowded, yields, sysc.YieldEvery-1, want)
+		}
+	}
+	// The crowd leaves: the turn's look (due: the last one is old) finds no crowd, and the next
+	// polls spin without yielding.
+	setCrowd(t, true)
+	crowd.at.Store(0)
+	was2 := onlineCPUs
+	t.Cleanup(func() { onlineCPUs = was2 })
+	onlineCPUs = func() int { return 1 << 20 } // no machine has more runnable threads
+	var s Spin
+	s.Begin(sysc.Nanotime())
+	for range sysc.YieldEvery {
+		s.Poll(0)
+	}
+	if crowd.yes.Load() {
+		t.Fatalf("the turn's look did not find the crowd gone")
+	}
+	yields = 0
+	for range sysc.YieldEvery - 1 {
+		s.Poll(0)
+	}
+	if yields != 0 {
+		t.Errorf("%d yields after the crowd left, want 0", yields)
+	}
+}
+
 func TestLoopEndsAsTheSignalsSay(t *testing.T) {
 	var sig transport.SigCounters
 	signals := func() *transport.SigCounters { return &sig }

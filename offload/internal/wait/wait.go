@@ -101,6 +101,15 @@ func (w *Call) Remaining() *unix.Timespec {
 // went from 56 us to 6 us median; on two CPUs the yields, with nothing else to run, cost nothing
 // measurable). The shared-memory receives and select/poll/epoll keep the full-speed start, which
 // their ping-pong benchmarks were measured with.
+//
+// On a machine the last look found crowded, a spin that starts before the next look (a short
+// wait does not reach the look of sysc.YieldAfter) gives the CPU away at every poll: a runnable
+// thread of its CPU (the data's producer, as often as not) runs at once instead of after the
+// spinner's time slice, and the spin's turns look at the crowd again (a crowd that ended stops
+// the yields). Measured on the 2-CPU test machine, nginx with 2 workers and wrk under goxio (three
+// busy processes for two CPUs, every wait a few microseconds): 1.2x -> 2.0x the kernel's
+// requests/s with open_file_cache, 0.8x -> 1.3x without, interleaved runs; ping-pongs (two
+// processes, two CPUs), sockperf under-load, TCP churn, iperf3 and redis-benchmark unchanged.
 type Spin struct {
 	polls int
 	start int64
@@ -128,6 +137,10 @@ func (s *Spin) Elapsed(now int64) int64 { return now - s.start }
 // caller read the clock anyway (0: Poll reads it when it needs it).
 func (s *Spin) Poll(now int64) bool {
 	s.polls++
+	crowded := crowd.yes.Load()
+	if crowded {
+		yield() // see Spin: every poll of a crowded machine
+	}
 	turn := s.polls%sysc.YieldEvery == 0
 	if !turn && !s.look {
 		return true
@@ -148,17 +161,24 @@ func (s *Spin) Poll(now int64) bool {
 		s.start = now // the crowd is looked at after sysc.YieldAfter of spinning, as for the others
 	}
 	if now-s.start <= sysc.YieldAfter {
-		if s.eager {
-			sysc.Yield()
+		if crowded {
+			Crowded(now) // a crowd that ended stops the yields
+		} else if s.eager {
+			yield()
 		}
 		return true
 	}
 	if Crowded(now) {
 		return false
 	}
-	sysc.Yield()
+	if !crowded {
+		yield()
+	}
 	return true
 }
+
+// yield gives the CPU away (sysc.Yield); a variable for the tests, which count the yields.
+var yield = sysc.Yield
 
 // Timeout is the next sleep's timeout: the time left, at most limit when limit > 0; nil for
 // none (no deadline, no limit).
