@@ -58,7 +58,7 @@ func newSHM(p conf.Params, log *zap.Logger, st *stats.Writer) *shmtr.Env {
 		KernelListener:      kernelListener,
 	}, log)
 	if err != nil {
-		log.Warn("shared-memory transport unavailable: same-host UDP goes through the kernel", zap.Error(err))
+		log.Warn("shared-memory transport unavailable: same-host UDP and TCP go through the kernel", zap.Error(err))
 		return nil
 	}
 	return env
