@@ -40,33 +40,13 @@
 #define MORE 10
 
 static const char *mode;
-static struct vma_api_t *api;
-static int zc;
 
 #include "check.h"
+#include "zpkt.h"
 
 static int is(const char *m) { return strcmp(mode, m) == 0; }
 
-static unsigned char pattern(size_t i, uint32_t seed) { return (unsigned char)(i * 131 + seed * 7 + (i >> 8)); }
-
 static size_t dgram_len(int k) { return (size_t)(k * 1777) % 9000 + 1; }
-
-static void fill(unsigned char *b, size_t n, uint32_t seq) {
-	memcpy(b, &seq, sizeof seq);
-	for (size_t i = sizeof seq; i < n; i++)
-		b[i] = pattern(i, seq);
-}
-
-static int intact(const unsigned char *b, size_t n, uint32_t seq) {
-	uint32_t s;
-	memcpy(&s, b, sizeof s);
-	if (s != seq)
-		return 0;
-	for (size_t i = sizeof seq; i < n; i++)
-		if (b[i] != pattern(i, seq))
-			return 0;
-	return 1;
-}
 
 /* ---- the sender: "send few|burst port ctl go" ---- */
 
@@ -161,30 +141,6 @@ static void reap(pid_t pid) {
 
 /* ---- where a held record lies ---- */
 
-/* mapping finds the mapping of this process holding p: its file path (empty when anonymous) and
- * the file offset of p; 0 when no mapping holds it. */
-static int mapping(const void *p, char *path, size_t pathsz, off_t *off) {
-	FILE *f = fopen("/proc/self/maps", "r");
-	CHECK(f != NULL, "open maps");
-	char line[4096];
-	int found = 0;
-	while (!found && fgets(line, sizeof line, f) != NULL) {
-		unsigned long lo, hi, foff;
-		int n = 0;
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &foff, &n) < 3)
-			continue;
-		if ((uintptr_t)p < lo || (uintptr_t)p >= hi)
-			continue;
-		found = 1;
-		char *name = line + n;
-		name[strcspn(name, "\n")] = 0;
-		snprintf(path, pathsz, "%s", n > 0 ? name : "");
-		*off = (off_t)((uintptr_t)p - lo + foff);
-	}
-	fclose(f);
-	return found;
-}
-
 /* mapped reports whether path is mapped in this process. */
 static int mapped(const char *path) {
 	FILE *f = fopen("/proc/self/maps", "r");
@@ -195,63 +151,6 @@ static int mapped(const char *path) {
 		found = strstr(line, path) != NULL;
 	fclose(f);
 	return found;
-}
-
-/* aliases proves that the n bytes at p are the file's bytes at off, not a copy: a byte written
- * through the file shows at p, and is put back. */
-static void aliases(const unsigned char *p, size_t n, const char *path, off_t off) {
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	CHECK(fd >= 0, "open the ring file %s", path);
-	unsigned char b = 0;
-	size_t at = n / 2;
-	CHECK(pread(fd, &b, 1, off + (off_t)at) == 1 && b == p[at], "the file's byte differs from the iovec's");
-	unsigned char x = (unsigned char)~b;
-	CHECK(pwrite(fd, &x, 1, off + (off_t)at) == 1, "write the ring file");
-	CHECK(*(volatile const unsigned char *)(p + at) == x, "a byte written through the ring file does not show through the iovec");
-	CHECK(pwrite(fd, &b, 1, off + (off_t)at) == 1, "restore the ring file");
-	close(fd);
-}
-
-/* ---- receiving ---- */
-
-struct rec {
-	void *id;
-	const unsigned char *data;
-	size_t len;
-	unsigned char *copy; /* the fallback path's buffer */
-};
-
-/* receive takes one datagram from s into r: held with recvfrom_zcopy when offered, else copied.
- * Returns its length, or -1 with errno. */
-static ssize_t receive(int s, struct rec *r, int flags, struct sockaddr_in *from) {
-	socklen_t fl = sizeof *from;
-	if (zc) {
-		unsigned char pbuf[128];
-		int f = flags;
-		ssize_t n = api->recvfrom_zcopy(s, pbuf, sizeof pbuf, &f, (struct sockaddr *)from, &fl);
-		if (n < 0)
-			return n;
-		CHECK(f & MSG_VMA_ZCOPY, "no MSG_VMA_ZCOPY");
-		struct vma_packets_t *pk = (struct vma_packets_t *)pbuf;
-		CHECK(pk->n_packet_num == 1 && pk->pkts[0].sz_iov == 1 && pk->pkts[0].iov[0].iov_len == (size_t)n, "packets");
-		r->id = pk->pkts[0].packet_id;
-		r->data = pk->pkts[0].iov[0].iov_base;
-		r->len = (size_t)n;
-		return n;
-	}
-	if (r->copy == NULL)
-		r->copy = malloc(9001);
-	ssize_t n = recvfrom(s, r->copy, 9001, flags, (struct sockaddr *)from, &fl);
-	if (n >= 0) {
-		r->data = r->copy;
-		r->len = (size_t)n;
-	}
-	return n;
-}
-
-static int free_one(int s, void *id) {
-	struct vma_packet_t pk = {.packet_id = id};
-	return api->free_packets(s, &pk, 1);
 }
 
 static int bound_socket(int *port) {
@@ -285,8 +184,9 @@ static void exact(void) {
 		CHECK(from.sin_addr.s_addr == htonl(INADDR_LOOPBACK) && from.sin_port != 0, "source address");
 		CHECK(intact(r[k].data, r[k].len, (uint32_t)k), "datagram %d bytes", k);
 		char path[1024];
+		unsigned long lo, hi;
 		off_t off;
-		int m = mapping(r[k].data, path, sizeof path, &off);
+		int m = mapping(r[k].data, path, sizeof path, &lo, &hi, &off);
 		int shm = m && strncmp(path, "/dev/shm/goxio.", 15) == 0;
 		if (is("ring")) {
 			CHECK(shm, "datagram %d at %p is not in a /dev/shm ring mapping (%s)", k, (void *)r[k].data, m ? path : "unmapped");
