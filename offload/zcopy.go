@@ -9,9 +9,9 @@ import (
 )
 
 // Zero-copy receive, VMA's recvfrom_zcopy and free_packets (shim/preload/vma_records.c): on a
-// transport that can hold its datagrams in place (transport.Holder: the shared-memory UDP one),
-// the program gets the payload where it lies and frees it later; anywhere else the preload
-// library copies into a record of its own, as it learns from EOPNOTSUPP.
+// transport that can hold its datagrams in place (transport.Holder: the shared-memory and the
+// AF_XDP UDP ones), the program gets the payload where it lies and frees it later; anywhere else
+// the preload library copies into a record of its own, as it learns from EOPNOTSUPP.
 
 // heldPool keeps the results of zero-copy receives: a Held handed to the transport through its
 // interface would escape, an allocation per receive (the garbage collector's runs are latency
