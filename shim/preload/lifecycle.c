@@ -37,17 +37,29 @@
 
 #define ALIVE_MAGIC 0x676f78696f6f6bULL
 
+/* alive_page is published (release) only after its magic is written, and read with acquire
+ * (alive): a thread that saw it before the magic would take the loading process for a forked
+ * child, and its sockets made then for kernel sockets for good. The compiler had moved the
+ * pointer's store before the magic's (a page fault apart: the first write to the new page), and
+ * under load some threads' sockets of a process whose engine was loading missed the engine. */
 static volatile uint64_t *alive_page;
 static volatile int in_child;
 static volatile int ready;
 static int main_is_go;
 
+static inline volatile uint64_t *alive(void) { return __atomic_load_n(&alive_page, __ATOMIC_ACQUIRE); }
+
+/* page_wiped reports a fork-detection page that reads zero: this is a child forked after the
+ * engine started loading. */
+static inline int page_wiped(void) {
+	volatile uint64_t *p = alive();
+	return p != NULL && *p != ALIVE_MAGIC;
+}
+
 int goxio_active(void) {
 	if (GOXIO_UNLIKELY(!ready) || goxio_in_vfork())
 		return 0;
-	if (alive_page != NULL)
-		return *alive_page == ALIVE_MAGIC && !in_child;
-	return !in_child;
+	return !page_wiped() && !in_child;
 }
 
 void goxio_set_ready(int r) { __atomic_store_n(&ready, r, __ATOMIC_RELEASE); }
@@ -65,14 +77,14 @@ int goxio_main_is_go(void) {
 int goxio_is_forked_child(void) {
 	if (in_child || goxio_in_vfork())
 		return 1;
-	return alive_page != NULL && *alive_page != ALIVE_MAGIC;
+	return page_wiped();
 }
 
 static void atfork_child(void);
 
 /* goxio_alive_arm maps the fork-detection page, as the engine starts loading. */
 void goxio_alive_arm(void) {
-	if (alive_page != NULL)
+	if (alive() != NULL)
 		return;
 	pthread_atfork(NULL, NULL, atfork_child);
 	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -83,11 +95,11 @@ void goxio_alive_arm(void) {
 		return;
 	}
 	*(volatile uint64_t *)p = ALIVE_MAGIC;
-	alive_page = p;
+	__atomic_store_n(&alive_page, (volatile uint64_t *)p, __ATOMIC_RELEASE);
 }
 
 /* goxio_alive_lost reports a forked child of a process that started loading the engine. */
-int goxio_alive_lost(void) { return in_child || (alive_page != NULL && *alive_page != ALIVE_MAGIC); }
+int goxio_alive_lost(void) { return in_child || page_wiped(); }
 
 static void atfork_child(void) {
 	if (goxio_engine_loaded())
