@@ -30,7 +30,7 @@ func (u *UDP) Queues() (rx, tx int, ok bool) { return 0, 0, false }
 // Fork hands the ring datagrams over (HandOver) and has the socket go back to the kernel, unless
 // it went already.
 func (u *UDP) Fork(int) ([][2][]byte, bool) {
-	u.dropOwn(false) // the child must not inherit it (ownfd.go)
+	u.own.Drop(false, u.env.closeFD) // the child must not inherit it (udpcall.OwnRef)
 	return transport.DatagramFork(u)
 }
 

@@ -92,10 +92,10 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 		Ratio: p.RxUDPPollOSRatio,
 	}
 	var w wait.Call
-	owned := false // the call sleeps on the socket's own reference (ownfd.go)
+	owned := false // the call sleeps on the socket's own reference
 	defer func() {
 		if owned {
-			u.putOwn()
+			u.own.Put()
 		}
 	}()
 	n, errno := wait.Loop(&w, wait.Policy{
@@ -166,9 +166,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 				return 0, 0, false
 			}
 			if !owned {
-				if k := u.takeOwn(c.FD); k >= 0 {
-					c.FD, owned = k, true
-				}
+				owned = u.own.Take(c, u.env.adopt)
 			}
 			u.sleeping(in)
 			r0, r1, errno := ppoll2(c.FD, bell, w.Remaining())

@@ -60,8 +60,8 @@ type UDP struct {
 	// so that sockets nobody sleeps on cost no fd; -1 before.
 	bell   atomic.Int32
 	bellMu sync.Mutex
-	// own is the socket's own reference for blocking receives (ownfd.go); guarded by bellMu.
-	own ownRef
+	// own is the socket's own reference for blocking receives.
+	own udpcall.OwnRef
 	// wrShut: shutdown(SHUT_WR) happened; sends go to the kernel, which fails them with EPIPE.
 	wrShut atomic.Bool
 	// users counts the calls inside the transport; the inbox is unmapped only when the socket is
@@ -118,7 +118,6 @@ type Counts struct{ RingRx, OSRx, RingTx, McastDups uint64 }
 func (e *Env) NewUDP(nonblock func() bool) *UDP {
 	u := &UDP{env: e, nonblock: nonblock}
 	u.bell.Store(-1)
-	u.own.fd = -1
 	return u
 }
 
@@ -396,7 +395,7 @@ func (u *UDP) release() {
 	if in := u.inbox.Swap(nil); in != nil {
 		_ = in.Close()
 		u.env.closeFD(int(u.bell.Swap(-1)))
-		u.dropOwn(true)
+		u.own.Drop(true, u.env.closeFD)
 		u.closeRxStats()
 	}
 }

@@ -32,7 +32,10 @@ func (u *UDP) RestoreOptions(int) {}
 
 // Fork hands the queued datagrams over (HandOver) and has the socket go back to the kernel,
 // unless it went already.
-func (u *UDP) Fork(int) ([][2][]byte, bool) { return transport.DatagramFork(u) }
+func (u *UDP) Fork(int) ([][2][]byte, bool) {
+	u.own.Drop(false, u.env.closeFD) // the child must not inherit it (udpcall.OwnRef)
+	return transport.DatagramFork(u)
+}
 
 // Finish closes the socket (Close).
 func (u *UDP) Finish(int) { u.Close() }

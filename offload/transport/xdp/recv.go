@@ -82,8 +82,12 @@ func (u *UDP) receiveInto(c *transport.Call, rc *udpcall.Rx, nonblock bool, h *t
 		Ratio: p.RxUDPPollOSRatio,
 	}
 	var w wait.Call
-	var own udpcall.OwnFD
-	defer own.Close()
+	owned := false // the call sleeps on the socket's own reference
+	defer func() {
+		if owned {
+			u.own.Put()
+		}
+	}()
 	// Spin first unless the socket's receives typically wait long (wait.Avg), eagerly
 	// (wait.Spin: giving the CPU away every few polls from the start, for the peer or the
 	// thread that takes the frames from the RX ring when it shares this CPU), and again after
@@ -122,7 +126,9 @@ func (u *UDP) receiveInto(c *transport.Call, rc *udpcall.Rx, nonblock bool, h *t
 			return 0, 0, false
 		},
 		Sleep: func() (int, syscall.Errno, bool) {
-			own.Take(c) // the call's own reference to the socket
+			if !owned {
+				owned = u.own.Take(c, u.env.adopt)
+			}
 			r0, errno := u.sleep(c.FD, &w)
 			if errno == unix.EINTR {
 				return 0, 0, false // the signal counters decide: EINTR or, with SA_RESTART, wait on

@@ -56,7 +56,8 @@ type UDP struct {
 	OnRxDrop func(bytes int)
 	OnTxDrop func()
 
-	spill udpcall.Spill // datagrams spilled at a fork (handover.go)
+	spill udpcall.Spill  // datagrams spilled at a fork (handover.go)
+	own   udpcall.OwnRef // the socket's own reference for blocking receives
 
 	users transport.Users // calls inside the transport; Close happened
 
@@ -333,12 +334,18 @@ func (u *UDP) release() {
 	u.q.mu.Lock()
 	for _, p := range []*atomic.Int32{&u.watch, &u.bellR, &u.q.bellW} {
 		if fd := int(p.Swap(-1)); fd >= 0 {
-			u.env.releaseFD(fd)
-			unix.Close(fd)
+			u.env.closeFD(fd)
 		}
 	}
 	u.q.mu.Unlock()
 	u.bellMu.Unlock()
+	u.own.Drop(true, u.env.closeFD)
+}
+
+// closeFD releases and closes an internal fd of a socket.
+func (e *Env) closeFD(fd int) {
+	e.releaseFD(fd)
+	unix.Close(fd)
 }
 
 // ensureBell returns the read end of the socket's wake pipe, making the pipe on first use; -1
