@@ -45,6 +45,11 @@ type Look struct {
 	Round    int  // looks made before this one
 	Polls    int  // spin polls of the current spell
 	Spinning bool // the call spins (its marks are taken)
+	// Last: the call ends now (a signal handler ran, or the timeout expired) unless this look
+	// finds its result; it must look everywhere, the kernel socket too. The kernel's blocking
+	// calls look at their queues before they give up to a signal or a timeout: a datagram that
+	// was in the socket's kernel queue all along is returned, never EINTR.
+	Last bool
 }
 
 // Steps is what a blocking call supplies to Loop: function values, which Loop only calls (a
@@ -85,11 +90,11 @@ func Loop(w *Call, p Policy, s Steps) (int, syscall.Errno) {
 		if !w.Started {
 			w.Start(p.Timeout, p.Signals)
 		}
-		if p.AnySignal {
-			if w.Interrupted() {
-				return -1, unix.EINTR
+		if errno := p.verdict(w); errno != 0 {
+			l.Last = true
+			if n, e, done := s.Try(l); done {
+				return n, e
 			}
-		} else if errno := w.Check(); errno != 0 {
 			return -1, errno
 		}
 		if (s.CanSpin == nil || s.CanSpin()) && p.spinMore(&l, &spin, &spell, w) {
@@ -116,6 +121,17 @@ func Loop(w *Call, p Policy, s Steps) (int, syscall.Errno) {
 			l.Polls, spell = 0, false
 		}
 	}
+}
+
+// verdict is the errno that ends the call now (a signal handler ran, the timeout expired), or 0.
+func (p *Policy) verdict(w *Call) syscall.Errno {
+	if p.AnySignal {
+		if w.Interrupted() {
+			return unix.EINTR
+		}
+		return 0
+	}
+	return w.Check()
 }
 
 // spinMore decides whether the call spins one more poll, and counts the poll (Spin's yields).

@@ -289,3 +289,41 @@ func TestPlacedProcessReadsNoLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopLastLook: a call that a signal or its timeout ends looks once more, everywhere
+// (Look.Last), and returns what that look finds: the kernel's calls look at their queues
+// before they give up.
+func TestLoopLastLook(t *testing.T) {
+	var sig transport.SigCounters
+	lasts := 0
+	s := Steps{
+		Try: func(l Look) (int, syscall.Errno, bool) {
+			if l.Last {
+				lasts++
+				return 6, 0, true // the datagram in the kernel's queue
+			}
+			return 0, 0, false
+		},
+		Sleep: func() (int, syscall.Errno, bool) {
+			atomic.AddUint32(&sig.All, 1) // a handler without SA_RESTART
+			atomic.AddUint32(&sig.Interrupting, 1)
+			return 0, 0, false
+		},
+	}
+	var w Call
+	if n, errno := Loop(&w, Policy{Signals: func() *transport.SigCounters { return &sig }}, s); n != 6 || errno != 0 || lasts != 1 {
+		t.Fatalf("receive: %d %v after %d last looks, want 6 after 1", n, errno, lasts)
+	}
+	lasts = 0
+	var m Call
+	m.StartWith(0, &sig)
+	if n, errno := Loop(&m, Policy{Timed: true, AnySignal: true}, s); n != 6 || errno != 0 || lasts != 1 {
+		t.Fatalf("select: %d %v after %d last looks, want 6 after 1", n, errno, lasts)
+	}
+	// A last look that finds nothing: the verdict stands.
+	s.Try = func(l Look) (int, syscall.Errno, bool) { return 0, 0, false }
+	var e Call
+	if n, errno := Loop(&e, Policy{Signals: func() *transport.SigCounters { return &sig }}, s); n != -1 || errno != unix.EINTR {
+		t.Fatalf("receive with nothing queued: %d %v, want EINTR", n, errno)
+	}
+}

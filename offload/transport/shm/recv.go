@@ -126,6 +126,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 			if n, ok := u.spill.Take(rc); ok {
 				return n, 0, true
 			}
+			checkOS = checkOS || l.Last // the call's last look: the kernel's queue too
 			if n, errno, got, done := kernel.Look(&checkOS, l.Polls, nonblock); done {
 				if got {
 					u.osRx.Add(1)

@@ -85,7 +85,7 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 				// before a sleep and otherwise at most every kernelEvery: the peer's state is
 				// in the segment, and a receive that finds the ring empty must not cost a
 				// system call each time.
-				checkKernel := (!l.Spinning && l.Polls > 0) || t.kernelDue()
+				checkKernel := l.Last || (!l.Spinning && l.Polls > 0) || t.kernelDue()
 				n, errno, kern, done := t.step(fd, d, checkKernel)
 				if n > 0 {
 					got += n

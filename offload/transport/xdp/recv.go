@@ -112,6 +112,7 @@ func (u *UDP) receiveInto(c *transport.Call, rc *udpcall.Rx, nonblock bool, h *t
 			if n, ok := u.spill.Take(rc); ok {
 				return n, 0, true
 			}
+			checkOS = checkOS || l.Last // the call's last look: the kernel's queue too
 			if n, errno, got, done := kernel.Look(&checkOS, l.Polls, nonblock); done {
 				if got {
 					u.osRx.Add(1)
