@@ -36,19 +36,46 @@ func RunnableAt(fd int) (n int, ok bool) {
 	}
 }
 
-// parseRunnable reads the runnable count out of /proc/loadavg text.
+// parseRunnable reads the runnable count out of /proc/loadavg text. It allocates nothing: the
+// crowd looks (offload/internal/wait) read the file thousands of times a second on a busy
+// machine, and bytes.Fields' slice (which moved the read buffer to the heap with it) made the
+// garbage collector run every second or two under sockperf under-load.
 func parseRunnable(b []byte) (int, bool) {
-	f := bytes.Fields(b)
-	if len(f) < 4 {
+	i := 0
+	for range 3 { // the three load averages
+		i = skipBlanks(b, i)
+		if i == len(b) {
+			return 0, false
+		}
+		for i < len(b) && !isBlank(b[i]) {
+			i++
+		}
+	}
+	i = skipBlanks(b, i)
+	n, digits := 0, 0
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		if n > (1<<31)/10 {
+			return 0, false
+		}
+		n = n*10 + int(b[i]-'0')
+		digits++
+	}
+	if digits == 0 || i == len(b) || b[i] != '/' {
 		return 0, false
 	}
-	r, _, found := bytes.Cut(f[3], []byte{'/'})
-	if !found {
-		return 0, false
-	}
-	n, err := strconv.Atoi(string(r))
-	return n, err == nil && n >= 0
+	return n, true
 }
+
+// skipBlanks returns the index of the first byte of b at or after i that is not a blank.
+func skipBlanks(b []byte, i int) int {
+	for i < len(b) && isBlank(b[i]) {
+		i++
+	}
+	return i
+}
+
+// isBlank reports whether c separates the fields of /proc/loadavg.
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
 
 // OnlineCPUs is the number of CPUs the machine has online (/sys/devices/system/cpu/online, a
 // list of ranges such as "0-3,6"); ok is false when it cannot be read or parsed.
