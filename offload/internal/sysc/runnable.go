@@ -25,11 +25,11 @@ func Runnable() (n int, ok bool) {
 func RunnableAt(fd int) (n int, ok bool) {
 	var buf [128]byte
 	for {
-		m, err := unix.Pread(fd, buf[:], 0)
-		if err == unix.EINTR {
+		m, errno := pread(fd, buf[:], 0)
+		if errno == unix.EINTR {
 			continue
 		}
-		if err != nil || m <= 0 {
+		if errno != 0 || m <= 0 {
 			return 0, false
 		}
 		return parseRunnable(buf[:m])

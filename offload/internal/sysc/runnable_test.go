@@ -36,7 +36,7 @@ func TestParseRunnable(t *testing.T) {
 		}
 	}
 	// A crowd look allocates nothing (each one was two allocations: a collection every second or
-	// two under load).
+	// two under load), with the race detector too.
 	if a := testing.AllocsPerRun(100, func() { RunnableAt(fd) }); a != 0 {
 		t.Errorf("RunnableAt allocates %v times, want 0", a)
 	}
