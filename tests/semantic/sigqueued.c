@@ -64,6 +64,23 @@ static void next(void)
 		die("sender gone");
 }
 
+/* recv_rounds receives ROUNDS queued datagrams on s and prints how many receives failed with EINTR
+ * and how many returned anything else than the datagram. */
+static void recv_rounds(int s, const char *label)
+{
+	char b[16];
+	int eintr = 0, wrong = 0;
+	for (int i = 0; i < ROUNDS; i++) {
+		next();
+		ssize_t n = recv(s, b, sizeof b, 0);
+		eintr += n < 0 && errno == EINTR;
+		wrong += n != 6 && !(n < 0 && errno == EINTR);
+		if (n < 0)
+			recv(s, b, sizeof b, MSG_DONTWAIT);
+	}
+	out("%s: EINTR %d of %d, wrong %d\n", label, eintr, ROUNDS, wrong);
+}
+
 static void handler(int flags)
 {
 	struct sigaction sa;
@@ -111,32 +128,14 @@ int main(int argc, char **argv)
 	pthread_t t;
 	pthread_create(&t, NULL, storm, NULL);
 
-	int eintr = 0, wrong = 0;
-	for (int i = 0; i < ROUNDS; i++) {
-		next();
-		ssize_t n = recv(s, b, sizeof b, 0);
-		eintr += n < 0 && errno == EINTR;
-		wrong += n != 6 && !(n < 0 && errno == EINTR);
-		if (n < 0)
-			recv(s, b, sizeof b, MSG_DONTWAIT);
-	}
-	out("recv, handler without SA_RESTART: EINTR %d of %d, wrong %d\n", eintr, ROUNDS, wrong);
+	recv_rounds(s, "recv, handler without SA_RESTART");
 
 	handler(SA_RESTART);
 	struct timeval tv = { 10, 0 };
 	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	eintr = wrong = 0;
-	for (int i = 0; i < ROUNDS; i++) {
-		next();
-		ssize_t n = recv(s, b, sizeof b, 0);
-		eintr += n < 0 && errno == EINTR;
-		wrong += n != 6 && !(n < 0 && errno == EINTR);
-		if (n < 0)
-			recv(s, b, sizeof b, MSG_DONTWAIT);
-	}
-	out("recv, SA_RESTART with SO_RCVTIMEO: EINTR %d of %d, wrong %d\n", eintr, ROUNDS, wrong);
+	recv_rounds(s, "recv, SA_RESTART with SO_RCVTIMEO");
 
-	eintr = wrong = 0;
+	int eintr = 0, wrong = 0;
 	for (int i = 0; i < ROUNDS; i++) {
 		next();
 		struct pollfd p = { .fd = s, .events = POLLIN };
