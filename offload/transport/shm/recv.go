@@ -92,12 +92,8 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 		Ratio: p.RxUDPPollOSRatio,
 	}
 	var w wait.Call
-	owned := false // the call sleeps on the socket's own reference
-	defer func() {
-		if owned {
-			u.own.Put()
-		}
-	}()
+	var own udpcall.OwnUse // the call sleeps on the socket's own reference
+	defer own.End(&u.own)
 	n, errno := wait.Loop(&w, wait.Policy{
 		Polls: p.RxPoll, Look: u.waitAvg.Long(), Cold: !u.waitAvg.SpinWorth(), Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
 	}, wait.Steps{
@@ -126,8 +122,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 			if n, ok := u.spill.Take(rc); ok {
 				return n, 0, true
 			}
-			checkOS = checkOS || l.Last // the call's last look: the kernel's queue too
-			if n, errno, got, done := kernel.Look(&checkOS, l.Polls, nonblock); done {
+			if n, errno, got, done := kernel.Look(&checkOS, l, nonblock); done {
 				if got {
 					u.osRx.Add(1)
 					u.waitAvg.Waited(&w)
@@ -166,9 +161,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 				u.sleepers.Add(-1)
 				return 0, 0, false
 			}
-			if !owned {
-				owned = u.own.Take(c, u.env.adopt)
-			}
+			own.Take(&u.own, c, u.env.adopt)
 			u.sleeping(in)
 			r0, r1, errno := ppoll2(c.FD, bell, w.Remaining())
 			u.sleepers.Add(-1)

@@ -1,6 +1,10 @@
 package udpcall
 
-import "syscall"
+import (
+	"syscall"
+
+	"github.com/goxio/goxio/offload/internal/wait"
+)
 
 // KernelLook is the kernel socket's part of a user-space UDP receive's look (the Try of its
 // wait.Loop), the same for every transport that serves datagrams beside the kernel socket.
@@ -16,13 +20,14 @@ type KernelLook struct {
 	Ratio int
 }
 
-// Look makes the kernel socket's part of a look when it is due: when *check is set (a
+// Look makes the kernel socket's part of the look l when it is due: when *check is set (a
 // non-blocking call looks every time, a blocking one after the kernel woke its sleep; Look
-// clears it) or at every Ratio-th spin poll (polls). done ends the call with n and errno:
+// clears it), at every Ratio-th spin poll (l.Polls), and at the call's last look (l.Last: a
+// datagram already in the kernel's queue wins over a signal or the timeout). done ends the call with n and errno:
 // a kernel datagram (got true) or error, or, for a blocking call, 0 after shutdown(SHUT_RD)
 // once the queue is empty, as the kernel's blocking receive (a non-blocking one says EAGAIN).
-func (k *KernelLook) Look(check *bool, polls int, nonblock bool) (n int, errno syscall.Errno, got, done bool) {
-	if !*check && (k.Ratio <= 0 || polls == 0 || polls%k.Ratio != 0) {
+func (k *KernelLook) Look(check *bool, l wait.Look, nonblock bool) (n int, errno syscall.Errno, got, done bool) {
+	if !*check && !l.Last && (k.Ratio <= 0 || l.Polls == 0 || l.Polls%k.Ratio != 0) {
 		return 0, 0, false, false
 	}
 	*check = false

@@ -48,6 +48,25 @@ func (o *OwnRef) Put() {
 	o.mu.Unlock()
 }
 
+// OwnUse is one blocking call's use of its socket's OwnRef: taken at its first sleep, given back
+// when the call ends. The zero value has none.
+type OwnUse struct{ taken bool }
+
+// Take has c sleep on o from now on (OwnRef.Take), once per call.
+func (u *OwnUse) Take(o *OwnRef, c *transport.Call, adopt func(fd int) int) {
+	if !u.taken {
+		u.taken = o.Take(c, adopt)
+	}
+}
+
+// End gives o back when the call took it (deferred by the call).
+func (u *OwnUse) End(o *OwnRef) {
+	if u.taken {
+		o.Put()
+		u.taken = false
+	}
+}
+
 // Drop hands the reference to closeFD: at the socket's release (all: nobody can be using it), or
 // before a fork when no receive sleeps on it.
 func (o *OwnRef) Drop(all bool, closeFD func(fd int)) {

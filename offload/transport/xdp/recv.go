@@ -82,12 +82,8 @@ func (u *UDP) receiveInto(c *transport.Call, rc *udpcall.Rx, nonblock bool, h *t
 		Ratio: p.RxUDPPollOSRatio,
 	}
 	var w wait.Call
-	owned := false // the call sleeps on the socket's own reference
-	defer func() {
-		if owned {
-			u.own.Put()
-		}
-	}()
+	var own udpcall.OwnUse // the call sleeps on the socket's own reference
+	defer own.End(&u.own)
 	// Spin first unless the socket's receives typically wait long (wait.Avg), eagerly
 	// (wait.Spin: giving the CPU away every few polls from the start, for the peer or the
 	// thread that takes the frames from the RX ring when it shares this CPU), and again after
@@ -112,8 +108,7 @@ func (u *UDP) receiveInto(c *transport.Call, rc *udpcall.Rx, nonblock bool, h *t
 			if n, ok := u.spill.Take(rc); ok {
 				return n, 0, true
 			}
-			checkOS = checkOS || l.Last // the call's last look: the kernel's queue too
-			if n, errno, got, done := kernel.Look(&checkOS, l.Polls, nonblock); done {
+			if n, errno, got, done := kernel.Look(&checkOS, l, nonblock); done {
 				if got {
 					u.osRx.Add(1)
 					u.waitAvg.Waited(&w)
@@ -127,9 +122,7 @@ func (u *UDP) receiveInto(c *transport.Call, rc *udpcall.Rx, nonblock bool, h *t
 			return 0, 0, false
 		},
 		Sleep: func() (int, syscall.Errno, bool) {
-			if !owned {
-				owned = u.own.Take(c, u.env.adopt)
-			}
+			own.Take(&u.own, c, u.env.adopt)
 			r0, errno := u.sleep(c.FD, &w)
 			if errno == unix.EINTR {
 				return 0, 0, false // the signal counters decide: EINTR or, with SA_RESTART, wait on
