@@ -14,7 +14,16 @@ import (
 // recvUDP reads one datagram with its TOS and TTL (IP_RECVTOS, IP_RECVTTL must be on).
 func recvUDP(fd int, buf []byte) (n int, from [4]byte, port int, tos, ttl int, err error) {
 	oob := make([]byte, 128)
-	n, oobn, _, sa, err := unix.Recvmsg(fd, buf, oob, 0)
+	var oobn int
+	var sa unix.Sockaddr
+	for {
+		// With a receive timeout the kernel ends the wait with EINTR at any handled signal, and
+		// the Go runtime sends its own (preemption): wait again.
+		n, oobn, _, sa, err = unix.Recvmsg(fd, buf, oob, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
 	if err != nil {
 		return 0, from, 0, 0, 0, err
 	}
