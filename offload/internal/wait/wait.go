@@ -115,16 +115,17 @@ type Spin struct {
 	start int64
 	eager bool
 	look  bool // look at the crowd at the next poll
+	hand  bool // yield at the first poll: a kernel send came before this spin (Handoff)
 }
 
 // Begin starts the spinning at now (a sysc.Nanotime read the caller made anyway). A spin that
 // starts does not look at the crowd (a look is a read of /proc/loadavg, a few microseconds: at
 // every spin's start, a ping-pong's round trips paid it one in a hundred, p99.9 0.9 -> 20 us);
 // a spin that lasts looks at its yields, one after a sleep at once (LookAgain).
-func (s *Spin) Begin(now int64) { *s = Spin{start: now} }
+func (s *Spin) Begin(now int64) { *s = Spin{start: now, hand: tookHandoff()} }
 
 // BeginEager starts an eager spin (see Spin).
-func (s *Spin) BeginEager() { *s = Spin{eager: true} }
+func (s *Spin) BeginEager() { *s = Spin{eager: true, hand: tookHandoff()} }
 
 // LookAgain makes the next poll look at the crowd (the wait slept: the machine may have filled).
 func (s *Spin) LookAgain() { s.look = true }
@@ -138,6 +139,12 @@ func (s *Spin) Elapsed(now int64) int64 { return now - s.start }
 func (s *Spin) Poll(now int64) bool {
 	s.polls++
 	crowded := crowd.yes.Load()
+	if s.hand {
+		s.hand = false
+		if !crowded {
+			yield() // see Handoff
+		}
+	}
 	if crowded {
 		yield() // see Spin: every poll of a crowded machine
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/goxio/goxio/offload/capture"
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/umem"
+	"github.com/goxio/goxio/offload/internal/wait"
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
 	"github.com/goxio/goxio/offload/transport/kernel"
@@ -115,8 +116,11 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 func (u *UDP) kernelSend(c *transport.Call) (int, syscall.Errno, bool) {
 	unbound := u.localAddr().Port() == 0
 	n, errno, os := u.kernel(c)
-	if unbound && errno == 0 {
-		u.boundBySend(c.FD)
+	if errno == 0 {
+		wait.Handoff()
+		if unbound {
+			u.boundBySend(c.FD)
+		}
 	}
 	return n, errno, os
 }

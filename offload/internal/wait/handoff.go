@@ -1,0 +1,34 @@
+package wait
+
+import "sync/atomic"
+
+// Handing the CPU over. A datagram sent through a kernel socket to a local receiver that sleeps
+// in the kernel is a synchronous wake-up: the kernel expects the waker to sleep next and puts the
+// woken thread on the waker's CPU, even when the other CPU is idle. A kernel socket's server does
+// sleep next; a goxio receive spins instead, and the woken thread waits on that CPU for the
+// spinner's yields (sysc.YieldAfter of full-speed polls first). Measured with a UDP socket per
+// request against a goxio server (tests/bench/churn.c, the answer goes through the kernel to a
+// socket that has no inbox), both ends on one CPU: 2.5x the kernel's p50 per round, 1.5x with a
+// yield at the first poll of the spin after such a send; unpinned p99 2.6x -> 1.8x.
+//
+// So the first poll of the next spin after a kernel send gives the CPU away once: a thread woken
+// onto this CPU runs now, and with nothing else runnable there the yield returns at once (one
+// system call). A doorbell does not count: its sleeper is the receive of a ring socket whose peer
+// paces by spinning (sockperf under-load), and a yield to that spinner cost the answering server a
+// time slice (p99.9 about 2x worse in interleaved runs).
+
+// handoff: a thread of this process sent through the kernel since the last spin began.
+var handoff atomic.Bool
+
+// Handoff tells that this process just sent a datagram through the kernel, which may have woken a
+// thread onto this CPU: the next spin yields at its first poll.
+func Handoff() {
+	if !handoff.Load() { // the line is shared by the senders: write it only when it changes
+		handoff.Store(true)
+	}
+}
+
+// tookHandoff reports, and clears, a Handoff since the last spin began.
+func tookHandoff() bool {
+	return handoff.Load() && handoff.Swap(false)
+}
