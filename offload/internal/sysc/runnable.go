@@ -41,41 +41,27 @@ func RunnableAt(fd int) (n int, ok bool) {
 // machine, and bytes.Fields' slice (which moved the read buffer to the heap with it) made the
 // garbage collector run every second or two under sockperf under-load.
 func parseRunnable(b []byte) (int, bool) {
-	i := 0
 	for range 3 { // the three load averages
-		i = skipBlanks(b, i)
-		if i == len(b) {
+		b = bytes.TrimLeft(b, blanks)
+		i := bytes.IndexAny(b, blanks)
+		if i <= 0 {
 			return 0, false
 		}
-		for i < len(b) && !isBlank(b[i]) {
-			i++
-		}
+		b = b[i:]
 	}
-	i = skipBlanks(b, i)
-	n, digits := 0, 0
-	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-		if n > (1<<31)/10 {
-			return 0, false
-		}
-		n = n*10 + int(b[i]-'0')
-		digits++
+	r, _, found := bytes.Cut(bytes.TrimLeft(b, blanks), []byte{'/'})
+	if !found || len(r) == 0 || r[0] < '0' || r[0] > '9' {
+		return 0, false
 	}
-	if digits == 0 || i == len(b) || b[i] != '/' {
+	n, err := strconv.Atoi(string(r)) // a short string that does not escape: on the stack
+	if err != nil {
 		return 0, false
 	}
 	return n, true
 }
 
-// skipBlanks returns the index of the first byte of b at or after i that is not a blank.
-func skipBlanks(b []byte, i int) int {
-	for i < len(b) && isBlank(b[i]) {
-		i++
-	}
-	return i
-}
-
-// isBlank reports whether c separates the fields of /proc/loadavg.
-func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
+// blanks separate the fields of /proc/loadavg.
+const blanks = " \t\n"
 
 // OnlineCPUs is the number of CPUs the machine has online (/sys/devices/system/cpu/online, a
 // list of ranges such as "0-3,6"); ok is false when it cannot be read or parsed.

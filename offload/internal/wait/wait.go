@@ -139,15 +139,10 @@ func (s *Spin) Elapsed(now int64) int64 { return now - s.start }
 func (s *Spin) Poll(now int64) bool {
 	s.polls++
 	crowded := crowd.yes.Load()
-	if s.hand {
-		s.hand = false
-		if !crowded {
-			yield() // see Handoff
-		}
+	if crowded || s.hand {
+		yield() // see Spin: every poll of a crowded machine; Handoff: the first after a kernel send
 	}
-	if crowded {
-		yield() // see Spin: every poll of a crowded machine
-	}
+	s.hand = false
 	turn := s.polls%sysc.YieldEvery == 0
 	if !turn && !s.look {
 		return true
