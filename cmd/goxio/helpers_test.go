@@ -31,36 +31,6 @@ func TestParseTuple(t *testing.T) {
 	}
 }
 
-func TestPrependPreload(t *testing.T) {
-	cases := []struct{ old, want string }{
-		{"", "/l/libgoxio.so"},
-		{"/a.so", "/l/libgoxio.so:/a.so"},
-		{"/a.so /b.so", "/l/libgoxio.so:/a.so:/b.so"},
-		{"/a.so:/l/libgoxio.so", "/l/libgoxio.so:/a.so"},
-		{" : /l/libgoxio.so ", "/l/libgoxio.so"},
-	}
-	for _, c := range cases {
-		if got := prependPreload("/l/libgoxio.so", c.old); got != c.want {
-			t.Errorf("prependPreload(%q) = %q, want %q", c.old, got, c.want)
-		}
-	}
-}
-
-func TestEnvironment(t *testing.T) {
-	e := newEnv([]string{"A=1", "B=2", "A=3", "NOEQ"})
-	if v, ok := e.get("A"); !ok || v != "1" {
-		t.Errorf("get(A) = %q, %v", v, ok)
-	}
-	e.set("A", "x")
-	e.set("C", "y")
-	if got := strings.Join(e.list(), " "); got != "A=x B=2 NOEQ C=y" {
-		t.Errorf("list = %s", got)
-	}
-	if _, ok := e.get("D"); ok {
-		t.Error("get(D) found")
-	}
-}
-
 func TestShellQuote(t *testing.T) {
 	cases := map[string]string{"": "''", "abc": "abc", "/tmp/x.%d.log": "/tmp/x.%d.log", "a b": "'a b'", "it's": `'it'\''s'`, "$HOME": "'$HOME'"}
 	for in, want := range cases {

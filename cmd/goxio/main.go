@@ -1,5 +1,7 @@
-// Command goxio launches programs under libgoxio.so and helps with goxio's
-// configuration:
+// Command goxio (built and installed as goxio-tool) helps with goxio's
+// configuration. The goxio command users type is a small C front end
+// (cmd/goxio-front) that serves run itself and execs this tool, with the same
+// arguments, for every other command:
 //
 //	goxio run [-p PROFILE] [--lib PATH] -- command [args...]
 //	goxio rules check [FILE]
@@ -55,8 +57,8 @@ func main() {
 	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, os.Environ()))
 }
 
-// cli runs one goxio command and returns its exit status. Only "run" does
-// not return when it succeeds.
+// cli runs one goxio command (all but run, which the C front end serves) and
+// returns its exit status.
 func cli(args []string, stdout, stderr io.Writer, environ []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -64,7 +66,11 @@ func cli(args []string, stdout, stderr io.Writer, environ []string) int {
 	}
 	switch args[0] {
 	case "run":
-		return runCmd(args[1:], stderr, environ)
+		// The front end (cmd/goxio-front, installed as goxio) serves run itself, in C, so that a
+		// program's start does not pay a Go runtime's; this tool is only reached when it is
+		// started by its own name.
+		fmt.Fprintln(stderr, "goxio: run is served by the goxio command, not by goxio-tool: use goxio run")
+		return 2
 	case "rules":
 		return rulesCmd(args[1:], stdout, stderr, environ)
 	case "params":

@@ -59,8 +59,12 @@ func buildTools(dir string) error {
 	if err := os.Mkdir(bin, 0o755); err != nil {
 		return err
 	}
+	// The layout of the build directory: the C front end as goxio, this tool next to it.
 	tools.goxio = filepath.Join(bin, "goxio")
-	if err := run(goTool(), "build", "-tags", "netgo,osusergo", "-o", tools.goxio, "."); err != nil {
+	if err := run("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-static", "-o", tools.goxio, "../goxio-front/goxio.c"); err != nil {
+		return err
+	}
+	if err := run(goTool(), "build", "-tags", "netgo,osusergo", "-o", filepath.Join(bin, "goxio-tool"), "."); err != nil {
 		return err
 	}
 	// goxio capture's filter compiler, next to goxio as in the build directory; the tests that
@@ -80,7 +84,7 @@ func buildTools(dir string) error {
 	if err := run("gcc", "-shared", "-fPIC", "-o", tools.lib, libSrc); err != nil {
 		return err
 	}
-	if err := os.Link(tools.lib, filepath.Join(bin, engineName)); err != nil {
+	if err := os.Link(tools.lib, filepath.Join(bin, "libgoxio-engine.so")); err != nil {
 		return err
 	}
 	src := filepath.Join(dir, "env.c")
