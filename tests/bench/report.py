@@ -203,6 +203,16 @@ def startup(raw):
     return table(header, rows), results
 
 
+def execab(raw):
+    """Medians of execab's three variants (none, empty library, libgoxio.so), or None."""
+    try:
+        with open(os.path.join(raw, "execab.txt")) as f:
+            p50 = [float(m.group(1)) for m in re.finditer(r"p50_us=([0-9.]+)", f.read())]
+    except OSError:
+        return None
+    return tuple(p50) if len(p50) == 3 else None
+
+
 # ---------------------------------------------------------------- sockperf
 def parse_client(path):
     with open(path, errors="replace") as f:
@@ -513,6 +523,13 @@ def foundation_parts(meta, raw, ran):
                                  f"<= +{GOAL_SCRIPT_ADDED_PCT:g}%",
                                  f"+{sc:.2f} ms ({parts['pct']:+.1f}%)" + (" (same rounds: " + "; ".join(said) + ")" if said else ""),
                                  verdict(parts["pct"] <= GOAL_SCRIPT_ADDED_PCT)])
+        ab = execab(raw)
+        if ab:
+            k, e, g = ab
+            summary_rows.append(["one exec of `ls` (fork, exec, wait), interleaved exec by exec: time added", "(none)",
+                                 f"an empty preloaded library {e - k:+.0f} us ({100 * (e - k) / k:+.1f}%), "
+                                 f"libgoxio.so {g - k:+.0f} us ({100 * (g - k) / k:+.1f}%); without a library {k:.0f} us",
+                                 "info"])
         if "onesock" in st:
             summary_rows.append(["start-up and RSS added, a process that loads the engine", "(as before)",
                                  f"+{st['onesock'][0]:.2f} ms, +{st['onesock'][1]:.1f} MB", "info"])

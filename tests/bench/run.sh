@@ -6,7 +6,8 @@
 #   1. passthrough cost: ns per fcntl/getsockopt call with and without LD_PRELOAD, and in a process
 #      with one idle thread (calls.c);
 #   2. start-up time (hyperfine) and max RSS (/usr/bin/time) of /bin/true (no engine) and onesock.c
-#      (one datagram: loads the engine), time of a script of 200 short commands (under goxio run);
+#      (one datagram: loads the engine), time of a script of 200 short commands (under goxio run),
+#      and one exec of ls without a library, with an empty one and with libgoxio.so (execab.c);
 #   3. sockperf on 127.0.0.1, both ends under the same variant: UDP ping-pong 64 B and 1400 B,
 #      UDP throughput 64 B, UDP under-load, TCP ping-pong and throughput 64 B; variants kernel,
 #      goxio (ring transports off: its sockets pass through once decided), goxio-shm (shared-memory UDP transport, GOXIO_SHM=1, default
@@ -199,6 +200,7 @@ RAW=$OUT/raw
 CFLAGS=(-O2 -Wall -Wextra -Werror)
 gcc "${CFLAGS[@]}" -pthread -o "$BIN/calls" "$HERE/calls.c"
 gcc "${CFLAGS[@]}" -o "$BIN/onesock" "$HERE/onesock.c"
+gcc "${CFLAGS[@]}" -o "$BIN/execab" "$HERE/execab.c"
 gcc "${CFLAGS[@]}" -o "$BIN/churn" "$HERE/churn.c"
 gcc "${CFLAGS[@]}" -o "$BIN/fanout" "$HERE/fanout.c"
 gcc "${CFLAGS[@]}" -o "$BIN/pp6" "$HERE/pp6.c"
@@ -388,6 +390,14 @@ if section startup; then
 			done
 		done
 	done
+
+	# What one exec costs under an empty preloaded library and under libgoxio.so, interleaved exec
+	# by exec (the script's rows above are whole runs of 0.5 s, a few percent apart, and this
+	# machine drifts by as much from one run to the next).
+	log "start-up: 300 execs of ls each without a library, with an empty one and with libgoxio.so, interleaved"
+	ab=("$BIN/execab" 300 - "$BIN/emptypreload.so" "$GOXIO_LIB" -- "$(command -v ls)" /)
+	record "${ab[@]}"
+	timeout 300 "${ab[@]}" >"$RAW/execab.txt" 2>>"$RAW/startup.log" || die "execab failed: see $RAW/startup.log"
 
 	log "max RSS: $REPS rounds x 2 programs x 2 variants"
 	: >"$RAW/rss.tsv"
