@@ -263,26 +263,44 @@ static int read_ehdr(int fd, unsigned char cls, struct ehdr *h)
 	return 1;
 }
 
-/* read_shdr reads section header i's name index, file offset and size. */
-static int read_shdr(int fd, unsigned char cls, const struct ehdr *h, unsigned i, unsigned *name, off_t *off, uint64_t *size)
+/* read_table reads n entries of size bytes at off (one pread); NULL when it cannot or when the
+ * table is implausibly large. The caller frees it. */
+static unsigned char *read_table(int fd, off_t off, size_t n, size_t size)
 {
-	off_t at = h->shoff + (off_t)i * h->shentsize;
+	if (n == 0 || size == 0 || n * size > (1u << 20))
+		return NULL;
+	unsigned char *buf = malloc(n * size);
+	if (buf && !read_at(fd, buf, n * size, off)) {
+		free(buf);
+		buf = NULL;
+	}
+	return buf;
+}
+
+/* shdr_at decodes section header i of a table read whole: name index, file offset and size. */
+static int shdr_at(const unsigned char *tab, unsigned char cls, const struct ehdr *h, unsigned i, unsigned *name, off_t *off,
+		   uint64_t *size)
+{
+	const unsigned char *p = tab + (size_t)i * h->shentsize;
 	if (cls == ELFCLASS64) {
-		Elf64_Shdr s;
-		if (!read_at(fd, &s, sizeof s, at))
+		Elf64_Shdr sh;
+		if (h->shentsize < sizeof sh)
 			return 0;
-		*name = s.sh_name, *off = s.sh_offset, *size = s.sh_size;
+		memcpy(&sh, p, sizeof sh);
+		*name = sh.sh_name, *off = (off_t)sh.sh_offset, *size = sh.sh_size;
 		return 1;
 	}
-	Elf32_Shdr s;
-	if (!read_at(fd, &s, sizeof s, at))
+	Elf32_Shdr sh;
+	if (h->shentsize < sizeof sh)
 		return 0;
-	*name = s.sh_name, *off = s.sh_offset, *size = s.sh_size;
+	memcpy(&sh, p, sizeof sh);
+	*name = sh.sh_name, *off = (off_t)sh.sh_offset, *size = sh.sh_size;
 	return 1;
 }
 
 /* read_elf reads the ELF header, program headers and section names of path (64- or 32-bit, this
- * machine's byte order, which the loader requires anyway). Not ELF (a script): ok = 0. */
+ * machine's byte order, which the loader requires anyway) in a few preads. Not ELF (a script):
+ * ok = 0. */
 static struct elf_info read_elf(const char *path)
 {
 	static const char go_section[] = ".go.buildinfo";
@@ -301,27 +319,31 @@ static struct elf_info read_elf(const char *path)
 	in.cls = ident[EI_CLASS];
 	in.machine = h.machine;
 	/* p_type is the first word of a program header in both classes. */
-	for (unsigned i = 0; i < h.phnum && !in.dynamic; i++) {
+	unsigned char *ph = h.phentsize >= 4 ? read_table(fd, h.phoff, h.phnum, h.phentsize) : NULL;
+	for (unsigned i = 0; ph && i < h.phnum && !in.dynamic; i++) {
 		uint32_t type;
-		if (!read_at(fd, &type, sizeof type, h.phoff + (off_t)i * h.phentsize))
-			break;
+		memcpy(&type, ph + (size_t)i * h.phentsize, sizeof type);
 		in.dynamic = type == PT_INTERP;
 	}
+	free(ph);
+	unsigned char *sh = read_table(fd, h.shoff, h.shnum, h.shentsize);
 	unsigned sname;
 	off_t strs_off;
 	uint64_t strs_size;
-	if (h.shstrndx != SHN_UNDEF && h.shstrndx < h.shnum && read_shdr(fd, in.cls, &h, h.shstrndx, &sname, &strs_off, &strs_size)) {
-		for (unsigned i = 0; i < h.shnum && !in.is_go; i++) {
-			unsigned name;
-			off_t off;
-			uint64_t size;
-			char buf[sizeof go_section];
-			if (!read_shdr(fd, in.cls, &h, i, &name, &off, &size))
-				break;
-			in.is_go = name < strs_size && read_at(fd, buf, sizeof buf, strs_off + name) &&
-				   memcmp(buf, go_section, sizeof buf) == 0;
-		}
+	char *strs = NULL;
+	if (sh && h.shstrndx != SHN_UNDEF && h.shstrndx < h.shnum && shdr_at(sh, in.cls, &h, h.shstrndx, &sname, &strs_off, &strs_size))
+		strs = (char *)read_table(fd, strs_off, strs_size, 1);
+	for (unsigned i = 0; strs && i < h.shnum && !in.is_go; i++) {
+		unsigned name;
+		off_t off;
+		uint64_t size;
+		if (!shdr_at(sh, in.cls, &h, i, &name, &off, &size))
+			break;
+		in.is_go = name < strs_size && strs_size - name >= sizeof go_section &&
+			   memcmp(strs + name, go_section, sizeof go_section) == 0;
 	}
+	free(strs);
+	free(sh);
 	close(fd);
 	return in;
 }
