@@ -17,6 +17,7 @@
  * other commands' do.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -413,10 +414,10 @@ static void check_program(const char *path, const char *lib)
  * number), or NULL. */
 static const char *parse_profile(const char *v)
 {
-	while (*v == ' ' || *v == '\t' || *v == '\n')
+	while (isspace((unsigned char)*v))
 		v++;
 	size_t n = strlen(v);
-	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\n'))
+	while (n > 0 && isspace((unsigned char)v[n - 1]))
 		n--;
 	for (size_t i = 0; i < sizeof profiles / sizeof profiles[0]; i++) {
 		if (strlen(profiles[i].name) == n && strncasecmp(v, profiles[i].name, n) == 0)

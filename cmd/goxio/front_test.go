@@ -20,6 +20,7 @@ func TestRunProfilesMatchConf(t *testing.T) {
 	for _, n := range conf.SpecNames() {
 		inputs = append(inputs, n, strings.ToUpper(n))
 	}
+	inputs = append(inputs, " latency\t", "\r\n15\v") // surrounding blanks, as strings.TrimSpace
 	for i := 0; i <= 1000; i++ {
 		if _, err := conf.ParseSpec(strconv.Itoa(i)); err == nil {
 			inputs = append(inputs, strconv.Itoa(i))
