@@ -133,7 +133,6 @@ static char *clean_abs(const char *path)
 	return out;
 }
 
-
 /* find_library looks for the library as the Go tool did: $GOXIO_LIB, next to goxio, ../lib
  * relative to it, then the installed places; NULL with every place it looked in tried. */
 static char *find_library(char *tried, size_t cap)
@@ -192,17 +191,19 @@ static char *prepend_preload(const char *lib, const char *old)
 	return out;
 }
 
+/* executable reports whether a file may be exec'd, as Go's exec.LookPath judges it. */
+static int executable(const struct stat *st) { return !S_ISDIR(st->st_mode) && (st->st_mode & 0111); }
+
 /* look_path finds prog as Go's exec.LookPath does: a name with a slash is taken as is, others
- * are searched in $PATH (an empty entry is the working directory). */
-static char *look_path(const char *prog, char *err, size_t cap)
+ * are searched in $PATH (an empty entry is the working directory). st gets the file's stat. */
+static char *look_path(const char *prog, struct stat *st, char *err, size_t cap)
 {
-	struct stat st;
 	if (strchr(prog, '/')) {
-		if (stat(prog, &st) != 0) {
+		if (stat(prog, st) != 0) {
 			snprintf(err, cap, "exec: \"%s\": stat %s: %s", prog, prog, strerror(errno));
 			return NULL;
 		}
-		if (S_ISDIR(st.st_mode) || !(st.st_mode & 0111)) {
+		if (!executable(st)) {
 			snprintf(err, cap, "exec: \"%s\": permission denied", prog);
 			return NULL;
 		}
@@ -217,7 +218,7 @@ static char *look_path(const char *prog, char *err, size_t cap)
 			if (colon)
 				*colon = 0;
 			char *cand = join3(*p ? p : ".", "/", prog);
-			if (stat(cand, &st) == 0 && !S_ISDIR(st.st_mode) && (st.st_mode & 0111)) {
+			if (stat(cand, st) == 0 && executable(st)) {
 				free(copy);
 				return cand;
 			}
@@ -368,19 +369,17 @@ static void machine_name(unsigned m, char *buf, size_t cap)
 	}
 }
 
-/* secure_exec reports whether running path changes the user or group id, which puts the loader
- * in secure mode (it ignores LD_PRELOAD paths with a slash). */
-static int secure_exec(const char *path)
+/* secure_exec reports whether running the file (its stat) changes the user or group id, which
+ * puts the loader in secure mode (it ignores LD_PRELOAD paths with a slash). */
+static int secure_exec(const struct stat *st)
 {
-	struct stat st;
-	if (stat(path, &st) != 0)
-		return 0;
-	return ((st.st_mode & S_ISUID) && st.st_uid != getuid()) || ((st.st_mode & S_ISGID) && st.st_gid != getgid());
+	return ((st->st_mode & S_ISUID) && st->st_uid != getuid()) || ((st->st_mode & S_ISGID) && st->st_gid != getgid());
 }
 
-/* check_program says on stderr, once, why the program cannot be accelerated; nothing for a
- * program it can, or for a file that is not ELF (a script: its interpreter decides). */
-static void check_program(const char *path, const char *lib)
+/* check_program says on stderr, once, why the program at path (st: its stat) cannot be
+ * accelerated; nothing for a program it can, or for a file that is not ELF (a script: its
+ * interpreter decides). */
+static void check_program(const char *path, const struct stat *st, const char *lib)
 {
 	struct elf_info p = read_elf(path);
 	if (!p.ok)
@@ -406,7 +405,7 @@ static void check_program(const char *path, const char *lib)
 			path, class_name(p.cls), pm, lib, class_name(l.cls), lm);
 		return;
 	}
-	if (secure_exec(path))
+	if (secure_exec(st))
 		fprintf(stderr, "goxio: %s is set-user-ID or set-group-ID: the loader ignores LD_PRELOAD for it; nothing will be accelerated\n", path);
 }
 
@@ -542,12 +541,13 @@ static int run_cmd(int argc, char **argv)
 	set_env("LD_PRELOAD", prepend_preload(lib_path, getenv("LD_PRELOAD")));
 
 	char err[PATH_MAX + 128];
-	char *path = look_path(prog_argv[0], err, sizeof err);
+	struct stat prog_st;
+	char *path = look_path(prog_argv[0], &prog_st, err, sizeof err);
 	if (!path) {
 		fprintf(stderr, "goxio: run: %s\n", err);
 		return 127;
 	}
-	check_program(path, lib_path);
+	check_program(path, &prog_st, lib_path);
 	execv(path, prog_argv);
 	int e = errno;
 	fprintf(stderr, "goxio: run: exec %s: %s\n", path, strerror(e));

@@ -2,7 +2,6 @@ package main
 
 import (
 	"debug/elf"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,7 +44,7 @@ func TestParseBPF(t *testing.T) {
 // program it runs, and the loader's work (libc; for the tool cgo and libpcap's dozen libraries,
 // ~1.5 ms) would be paid each time. Only goxio-bpf links libpcap.
 func TestGoxioIsStatic(t *testing.T) {
-	for _, bin := range []string{tools.goxio, filepath.Join(filepath.Dir(tools.goxio), "goxio-tool")} {
+	for _, bin := range []string{tools.goxio, tools.tool} {
 		f, err := elf.Open(bin)
 		if err != nil {
 			t.Fatal(err)

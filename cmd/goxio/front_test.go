@@ -102,8 +102,7 @@ func TestFrontTool(t *testing.T) {
 		t.Errorf("front end without its tool: %v\n%s", err, out)
 	}
 
-	tool := filepath.Join(filepath.Dir(tools.goxio), "goxio-tool")
-	out, err = exec.Command(tool, "run", "--", tools.envC).CombinedOutput()
+	out, err = exec.Command(tools.tool, "run", "--", tools.envC).CombinedOutput()
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "use goxio run") {
 		t.Errorf("goxio-tool run: %v\n%s", err, out)
 	}

@@ -17,6 +17,7 @@ import (
 var tools struct {
 	dir    string // temporary folder
 	goxio  string // the goxio command, with a stand-in libgoxio.so and goxio-bpf next to it
+	tool   string // goxio-tool (this package) next to it
 	lib    string
 	envC   string // C program: prints LD_PRELOAD, VMA_SPEC and its pid, exits with argv[1]
 	static string // the same, statically linked
@@ -64,7 +65,8 @@ func buildTools(dir string) error {
 	if err := run("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-static", "-o", tools.goxio, "../goxio-front/goxio.c"); err != nil {
 		return err
 	}
-	if err := run(goTool(), "build", "-tags", "netgo,osusergo", "-o", filepath.Join(bin, "goxio-tool"), "."); err != nil {
+	tools.tool = filepath.Join(bin, "goxio-tool")
+	if err := run(goTool(), "build", "-tags", "netgo,osusergo", "-o", tools.tool, "."); err != nil {
 		return err
 	}
 	// goxio capture's filter compiler, next to goxio as in the build directory; the tests that

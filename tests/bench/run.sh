@@ -370,7 +370,8 @@ if section startup; then
 			[[ $prog == script200 ]] && variants=(kernel emptylib preload goxio)
 			# Each round starts with another variant, so that a drift of the machine within a
 			# round (caches, another tenant) does not always land on the same one.
-			variants=("${variants[@]:$(( (rep - 1) % ${#variants[@]} ))}" "${variants[@]:0:$(( (rep - 1) % ${#variants[@]} ))}")
+			first=$(((rep - 1) % ${#variants[@]}))
+			variants=("${variants[@]:first}" "${variants[@]:0:first}")
 			for variant in "${variants[@]}"; do
 				check_deadline "start-up $prog"
 				cmd=(env)
