@@ -17,7 +17,6 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 	d := e.section().Match(role, local, remote)
 	s.mu.Lock()
 	s.role, s.decision = role, d
-	s.decided.Store(true)
 	s.local = local
 	if remote.IsValid() {
 		s.remote = remote
@@ -30,6 +29,10 @@ func (e *Engine) decide(s *Socket, fd int, role conf.Role, local, remote netip.A
 	} else if !e.offloadTCPLocked(s) {
 		e.offloadUDPLocked(s)
 	}
+	// decided is set once the transport is chosen: a blocking receive that waits for the
+	// decision without the lock (udpWaitInbox) must find the socket's rings when it sees it,
+	// or it would sleep in the kernel, where ring datagrams never arrive.
+	s.decided.Store(true)
 	handOver := s.passthrough
 	forGood := noRingForGoodLocked(s)
 	s.publishLocked()
