@@ -75,6 +75,17 @@ FAILURE_LINE = re.compile(r"fatal error|panic|SIGSEGV|No messages were received|
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+def lineping(meta):
+    """The machine's floor for a hand-over between two CPUs (tests/bench/lineping.c)."""
+    fields = dict(f.split("=", 1) for f in meta.get("lineping", "one_way_ns=n/a").split() if "=" in f)
+    if fields.get("one_way_ns", "n/a") == "n/a":
+        return "n/a (fewer than 2 CPUs allowed, or the peer thread got no CPU)"
+    return (f"{fields['one_way_ns']} ns (median of 5 batches of 200,000 round trips, {fields.get('min_ns')}-"
+            f"{fields.get('max_ns')} ns; `tests/bench/lineping.c`): the floor of every hop of a shared-memory "
+            "ping-pong between two processes on two CPUs, which also pays its calls into the library and "
+            "the ring's own lines")
+
+
 def read_meta(raw):
     meta = {}
     with open(os.path.join(raw, "meta.env")) as f:
@@ -858,6 +869,7 @@ run `make bench` again. Raw data of the run: `tests/bench/out/raw/` (not committ
 | load average (1, 5, 15 min) | {meta['loadavg_start']} at start, {meta.get('loadavg_end', 'n/a')} at end |
 | CPU model | {meta['cpu']} |
 | memory | {meta['memory']} |
+| a cache line handed between CPU 0 and CPU 1, one way | {lineping(meta)} |
 | kernel | {meta['kernel']} |
 | glibc | {meta['glibc']} |
 | goxio version | {meta['goxio_version']} |
