@@ -46,8 +46,9 @@ type Socket struct {
 	ksendFD atomic.Int32
 	// listening is the discovery entry of a listening shared-memory TCP socket (tcppeer.go).
 	listening atomic.Pointer[discovery.Handle]
-	// decided: a rule decision has been made (role and decision, under mu, are valid). Set once,
-	// under mu; every data call of a UDP sender reads it, without the lock.
+	// decided: a rule decision has been made (role and decision, under mu, are valid) and the
+	// transport it gives is in place. Set once, under mu, after the transport; every data call
+	// of a UDP sender reads it, and a receive waiting for the decision, without the lock.
 	decided atomic.Bool
 	// tr is the socket's transport, set under mu (setTransportLocked) and read by every data
 	// call without the lock (transport): never nil once the socket is registered.
