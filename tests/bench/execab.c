@@ -30,13 +30,13 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "usage: execab ROUNDS PRELOAD... -- PROGRAM [ARG...]\n");
 		return 2;
 	}
-	int rounds = atoi(argv[1]), nv = 0, prog = 0;
+	int rounds = atoi(argv[1]), prog = 0;
 	for (int i = 2; i < argc; i++)
 		if (strcmp(argv[i], "--") == 0) {
 			prog = i + 1;
 			break;
 		}
-	nv = prog - 3;
+	int nv = prog - 3;
 	if (rounds < 1 || nv < 1 || prog == 0 || prog >= argc) {
 		fprintf(stderr, "execab: bad arguments\n");
 		return 2;

@@ -4,8 +4,8 @@
  *
  *   lineping ROUNDS
  *
- * Prints "one_way_ns=<median> min_ns=<...> max_ns=<...>" over 5 batches of ROUNDS round trips,
- * or "one_way_ns=n/a" with fewer than 2 CPUs allowed. Each batch is bounded: a peer that cannot
+ * Prints "one_way_ns=<median> min_ns=<...> max_ns=<...> batches=<b> rounds=<ROUNDS>" over the
+ * batches of ROUNDS round trips each, or "one_way_ns=n/a" with fewer than 2 CPUs allowed. Each batch is bounded: a peer that cannot
  * run (its CPU taken) ends the measure after 2 s with n/a. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -88,6 +88,7 @@ int main(int argc, char **argv) {
 	}
 	pthread_join(t, NULL);
 	qsort(ns, BATCHES, sizeof ns[0], cmp);
-	printf("one_way_ns=%.0f min_ns=%.0f max_ns=%.0f\n", ns[BATCHES / 2], ns[0], ns[BATCHES - 1]);
+	printf("one_way_ns=%.0f min_ns=%.0f max_ns=%.0f batches=%d rounds=%ld\n", ns[BATCHES / 2], ns[0], ns[BATCHES - 1],
+	       BATCHES, rounds);
 	return 0;
 }

@@ -80,7 +80,8 @@ def lineping(meta):
     fields = dict(f.split("=", 1) for f in meta.get("lineping", "one_way_ns=n/a").split() if "=" in f)
     if fields.get("one_way_ns", "n/a") == "n/a":
         return "n/a (fewer than 2 CPUs allowed, or the peer thread got no CPU)"
-    return (f"{fields['one_way_ns']} ns (median of 5 batches of 200,000 round trips, {fields.get('min_ns')}-"
+    return (f"{fields['one_way_ns']} ns (median of {fields.get('batches', '?')} batches of "
+            f"{int(fields.get('rounds', 0)):,} round trips, {fields.get('min_ns')}-"
             f"{fields.get('max_ns')} ns; `tests/bench/lineping.c`): the floor of every hop of a shared-memory "
             "ping-pong between two processes on two CPUs, which also pays its calls into the library and "
             "the ring's own lines")
