@@ -339,6 +339,11 @@ GOXIO_HIDDEN void goxio_late_counter(uint64_t *word);
  * handler, vfork child, engine loaded or loading, transport off, any error). */
 GOXIO_HIDDEN void goxio_lazy_listen(int fd);
 
+/* goxio_dir_map returns the mapping of this process's discovery directory (its user, network
+ * namespace and GOXIO_SHM_DIR), opening it on first use, or creating it when make is set; NULL
+ * when there is none (errno ENOENT) or it cannot be used (dir_map.c). Never unmapped. */
+GOXIO_HIDDEN volatile uint64_t *goxio_dir_map(int make);
+
 /* goxio_lazy_listen_gone withdraws the entry goxio_lazy_listen wrote for fd, unless the engine
  * took it over or another process wrote it (a forked child's inherited fd). */
 GOXIO_HIDDEN void goxio_lazy_listen_gone(int fd);
