@@ -34,6 +34,9 @@ type Lazy struct {
 	Forked    bool           // the process forked while it had the socket (it may be shared)
 	Child     bool           // ... and this process is that fork's child
 	RcvBuf    bool           // SO_RCVBUF or SO_RCVBUFFORCE was set (honoured as the receive limit)
+	// KernelTx: the sends the preload library made through the kernel itself before the load
+	// (to destinations without a goxio receiver): packets, bytes, EAGAIN, other errors.
+	KernelTx [4]uint64
 }
 
 // adoptMu serialises adoptions: the loading thread's sweep and a thread whose call met a socket
@@ -113,6 +116,7 @@ func (e *Engine) Adopt(fd int, l Lazy) {
 		e.adoptTCP(s, fd, l, local, remote)
 	} else {
 		e.adoptUDP(s, fd, l, local, remote)
+		countKernelTx(s, l.KernelTx)
 	}
 	e.log.Debug("adopted", zap.Int("fd", fd), zap.String("proto", s.protoName()), zap.Stringer("local", local),
 		zap.Stringer("remote", remote))
@@ -190,6 +194,19 @@ func (e *Engine) adoptUDP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 			u.OptionSet(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
 		}
 		u.OptionSet(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO)
+	}
+}
+
+// countKernelTx adds the sends made through the kernel before the load to s's statistics.
+func countKernelTx(s *Socket, tx [4]uint64) {
+	s.mu.Lock()
+	st := s.st
+	s.mu.Unlock()
+	if st == nil || tx == [4]uint64{} {
+		return
+	}
+	for i, c := range [...]stats.Counter{stats.CtrTxOSPackets, stats.CtrTxOSBytes, stats.CtrTxOSEAGAIN, stats.CtrTxOSErrors} {
+		st.Add(c, tx[i])
 	}
 }
 

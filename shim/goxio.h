@@ -170,10 +170,20 @@ enum {
 				     reports cannot tell from its default) */
 };
 
+/* GOXIO_KSEND_COUNTERS: the words a ksend_fd counter pointer names (tx packets, tx bytes, tx
+ * EAGAIN, tx errors: a socket's kernel send counters). */
+#define GOXIO_KSEND_COUNTERS 4
+
 struct goxio_lazy_info {
 	uint32_t how;
 	int32_t ref;
 	struct sockaddr_in peer; /* sin_family 0: none */
+	/* the sends the preload library made to the kernel itself before the engine loaded
+	 * (destinations without a goxio receiver: lazy_ksend.c), added to the socket's statistics */
+	uint64_t tx[GOXIO_KSEND_COUNTERS];
+	/* connect's address when it was IPv6 (the preload library's alone: the engine reads the
+	 * peer of an IPv6 socket from the kernel); sin6_family 0: none */
+	struct sockaddr_in6 peer6;
 };
 
 /* What the preload library gives the engine (goxio_engine_init). Every function is safe to call
@@ -215,9 +225,6 @@ struct goxio_host {
 	 * (go.dev/issue/46279); the engine puts the program's own back before anything else. */
 	int64_t nofile_cur;
 };
-
-/* GOXIO_KSEND_COUNTERS: the words a ksend_fd counter pointer names. */
-#define GOXIO_KSEND_COUNTERS 4
 
 /* The engine's entry points (filled by goxio_engine_init). */
 struct goxio_engine {

@@ -42,7 +42,8 @@ extern void goxio_go_prefork(void);
 extern void goxio_go_prespawn(int all);
 extern void goxio_go_exit(void);
 extern void goxio_go_threads(int n);
-extern void goxio_go_adopt(int fd, uint32_t how, int ref, uint32_t addr, int port);
+extern void goxio_go_adopt(int fd, uint32_t how, int ref, uint32_t addr, int port, uint64_t txp, uint64_t txb,
+			   uint64_t txa, uint64_t txe);
 extern int goxio_go_start(void);
 extern long goxio_go_vma_rule(char *line);
 extern long goxio_go_vma_dump(int fd, int level);
@@ -52,7 +53,10 @@ static long vma_rule(const char *line) { return goxio_go_vma_rule((char *)line);
 
 static void adopt(int fd, const struct goxio_lazy_info *info) {
 	int port = info->peer.sin_family == AF_INET ? ntohs(info->peer.sin_port) : -1;
-	goxio_go_adopt(fd, info->how, info->ref, ntohl(info->peer.sin_addr.s_addr), port);
+	uint64_t tx[GOXIO_KSEND_COUNTERS];
+	for (int i = 0; i < GOXIO_KSEND_COUNTERS; i++)
+		tx[i] = __atomic_load_n(&info->tx[i], __ATOMIC_RELAXED);
+	goxio_go_adopt(fd, info->how, info->ref, ntohl(info->peer.sin_addr.s_addr), port, tx[0], tx[1], tx[2], tx[3]);
 }
 
 int goxio_engine_init(const struct goxio_host *h, struct goxio_engine *e) {

@@ -157,42 +157,57 @@ func plainTCP(t *testing.T, want int) (port int, got *atomic.Int64) {
 	return l.Addr().(*net.TCPAddr).Port, got
 }
 
+// TestShmKernelSendsSkipEngine: UDP sends to destinations without a goxio receiver (a receiver
+// without goxio, a port nobody has; from an unconnected socket with sendto, from a connected one
+// with send and write) go to the kernel without entering the engine, twice: in a process that
+// never needed the engine, which then has none (shim/preload/lazy_ksend.c), and in one whose
+// engine is loaded (the engine's shortcut, ksend.c). Then a goxio socket binds the free port and
+// every send enters the engine again and reaches it through the ring; the sends made through the
+// kernel are in the sending socket's statistics either way.
 func TestShmKernelSendsSkipEngine(t *testing.T) {
-	h := newShmHarness(t)
-	const n = 2000
-	port, got := plainUDP(t)
-	final := filepath.Join(t.TempDir(), "final")
-	out := kpassRun(t, h, h.env("VMA_STATS_FILE="+final), "udp", strconv.Itoa(port), strconv.Itoa(n))
-	if out["plain calls"] < 0 {
-		t.Fatal("goxio_thread_engine_calls not found in the library")
+	for _, loaded := range []bool{false, true} {
+		t.Run(map[bool]string{false: "without-engine", true: "with-engine"}[loaded], func(t *testing.T) {
+			h := newShmHarness(t)
+			const n = 2000
+			port, got := plainUDP(t)
+			final := filepath.Join(t.TempDir(), "final")
+			env := h.env("VMA_STATS_FILE=" + final)
+			if loaded {
+				env = append(env, "KPASS_LOAD=1")
+			}
+			out := kpassRun(t, h, env, "udp", strconv.Itoa(port), strconv.Itoa(n))
+			if out["plain calls"] < 0 {
+				t.Fatal("goxio_thread_engine_calls not found in the library")
+			}
+			if out["plain calls"] != 0 || out["connected calls"] != 0 || out["nobody calls"] != 0 {
+				t.Errorf("sends to destinations without a goxio receiver entered the engine: %v", out)
+			}
+			if want := map[bool]int{false: 0, true: 1}[loaded]; out["before loaded"] != want {
+				t.Errorf("engine mapped after the sends to destinations without a goxio receiver: %d, want %d",
+					out["before loaded"], want)
+			}
+			if out["goxio calls"] != n || out["goxio got"] != n+10 {
+				t.Errorf("sends to a goxio receiver: %d engine calls, %d received; want %d and %d", out["goxio calls"],
+					out["goxio got"], n, n+10)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for got.Load() < 2*(n+10) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got.Load() != 2*(n+10) {
+				t.Errorf("the receiver without goxio got %d datagrams, want %d", got.Load(), 2*(n+10))
+			}
+			b, err := os.ReadFile(final)
+			if err != nil {
+				t.Fatalf("VMA_STATS_FILE: %v", err)
+			}
+			want := fmt.Sprintf("Tx OS info: %d / %d / 0 / 0 [kilobytes/packets/eagains/errors]", 2*(n+10)*64/1024, 2*(n+10))
+			if !strings.Contains(string(b), want) {
+				t.Errorf("final statistics lack %q:\n%s", want, b)
+			}
+			h.requireClean()
+		})
 	}
-	// To a receiver without goxio (from an unconnected socket, and with send and write from one
-	// connected to it) and to a port nobody has: straight to the kernel.
-	if out["plain calls"] != 0 || out["connected calls"] != 0 || out["nobody calls"] != 0 {
-		t.Errorf("sends to destinations without a goxio receiver entered the engine: %v", out)
-	}
-	// Once a goxio socket is bound to the port, every send enters the engine again (the ring).
-	if out["goxio calls"] != n || out["goxio got"] != n+10 {
-		t.Errorf("sends to a goxio receiver: %d engine calls, %d received; want %d and %d", out["goxio calls"],
-			out["goxio got"], n, n+10)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for got.Load() < 2*(n+10) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got.Load() != 2*(n+10) {
-		t.Errorf("the receiver without goxio got %d datagrams, want %d", got.Load(), 2*(n+10))
-	}
-	// The sends that skipped the engine are in the socket's statistics all the same.
-	b, err := os.ReadFile(final)
-	if err != nil {
-		t.Fatalf("VMA_STATS_FILE: %v", err)
-	}
-	want := fmt.Sprintf("Tx OS info: %d / %d / 0 / 0 [kilobytes/packets/eagains/errors]", 2*(n+10)*64/1024, 2*(n+10))
-	if !strings.Contains(string(b), want) {
-		t.Errorf("final statistics lack %q:\n%s", want, b)
-	}
-	h.requireClean()
 }
 
 // TestShmKernelSendsSkipEngineIPv6: the same over IPv6 ([::1]), where the cache keys hash the
@@ -203,8 +218,8 @@ func TestShmKernelSendsSkipEngineIPv6(t *testing.T) {
 	const n = 2000
 	port, got := plainUDPOn(t, "udp6", net.IPv6loopback)
 	out := kpassRun(t, h, h.env(), "udp6", strconv.Itoa(port), strconv.Itoa(n))
-	if out["plain6 calls"] != 0 || out["connected6 calls"] != 0 {
-		t.Errorf("IPv6 sends to a receiver without goxio entered the engine: %v", out)
+	if out["plain6 calls"] != 0 || out["connected6 calls"] != 0 || out["before6 loaded"] != 0 {
+		t.Errorf("IPv6 sends to a receiver without goxio entered or loaded the engine: %v", out)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for got.Load() < 2*(n+10) && time.Now().Before(deadline) {

@@ -168,7 +168,23 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timesp
 		}                                                                                          \
 	} while (0)
 
+/* LAZY_KSEND sends straight to the kernel from a lazy UDP socket of a process without its engine
+ * when no goxio socket is bound at the destination (lazy_ksend.c): no engine is loaded for it.
+ * lookup is the goxio_lazy_ksend* call that answers. */
+#define LAZY_KSEND(fd, lookup, realcall)                                                                   \
+	do {                                                                                               \
+		if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY)) {                                  \
+			uint64_t *ctr_ = lookup;                                                           \
+			if (ctr_ != NULL) {                                                                \
+				ssize_t r_ = realcall;                                                     \
+				goxio_ksend_count(ctr_, r_, errno);                                        \
+				return r_;                                                                 \
+			}                                                                                  \
+		}                                                                                          \
+	} while (0)
+
 ssize_t write(int fd, const void *buf, size_t n) {
+	LAZY_KSEND(fd, goxio_lazy_ksend(fd, NULL, 0, 0), REAL(write)(fd, buf, n));
 	KSEND(fd, NULL, 0, 0, REAL(write)(fd, buf, n));
 	DATA_TRAMPOLINE(fd, GOXIO_OP_WRITE, REAL(write)(fd, buf, n), buf, n, 0, 0, 0);
 }
@@ -178,6 +194,7 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt) {
 }
 
 ssize_t send(int fd, const void *buf, size_t n, int flags) {
+	LAZY_KSEND(fd, goxio_lazy_ksend(fd, NULL, 0, flags), REAL(send)(fd, buf, n, flags));
 	KSEND(fd, NULL, 0, flags, REAL(send)(fd, buf, n, flags));
 	DATA_TRAMPOLINE(fd, GOXIO_OP_SENDTO, REAL(send)(fd, buf, n, flags), buf, n, flags, 0, 0);
 }
@@ -191,6 +208,7 @@ static inline ssize_t sendto_call(int fd, const void *buf, size_t n, int flags, 
 ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr, socklen_t alen) {
 	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY) && goxio_late_sendto(fd, addr, alen, flags))
 		return REAL(sendto)(fd, buf, n, flags, addr, alen); /* a plain socket from now on (late.c) */
+	LAZY_KSEND(fd, goxio_lazy_ksend(fd, addr, alen, flags), REAL(sendto)(fd, buf, n, flags, addr, alen));
 	KSEND(fd, addr, alen, flags, REAL(sendto)(fd, buf, n, flags, addr, alen));
 	ssize_t r = sendto_call(fd, buf, n, flags, addr, alen);
 	if (GOXIO_UNLIKELY(__atomic_load_n(&goxio_ksend_fds, __ATOMIC_RELAXED) != 0) && r >= 0)
@@ -199,6 +217,7 @@ ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockad
 }
 
 ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
+	LAZY_KSEND(fd, goxio_lazy_ksendmsg(fd, msg, flags), REAL(sendmsg)(fd, msg, flags));
 	DATA_TRAMPOLINE(fd, GOXIO_OP_SENDMSG, REAL(sendmsg)(fd, msg, flags), msg, flags, 0, 0, 0);
 }
 

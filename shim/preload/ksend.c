@@ -26,6 +26,8 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #define KS_SLOTS 256u
 
@@ -69,6 +71,11 @@ static const uint64_t ks_no_capture;
 
 void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture, uint64_t *plain) {
 	goxio_late_counter(plain);
+	/* Keys stored before the engine (lazy_ksend.c) belong to the preload library's own mapping
+	 * of the directory, which may not be the engine's: they go. */
+	pthread_mutex_lock(&ks_mu);
+	__atomic_store_n(&ks_gen, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ks_mu);
 	__atomic_store_n(&ks_capture, capture != NULL ? capture : &ks_no_capture, __ATOMIC_RELEASE);
 	__atomic_store_n(&ks_dir_gen, gen, __ATOMIC_RELEASE);
 }
@@ -135,9 +142,9 @@ void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen
 
 int goxio_ksend_ready(void) { return __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE) != NULL; }
 
-/* ks_cached reports whether key is in the cache for the directory's current generation. */
-static int ks_cached(uint64_t key) {
-	const volatile uint64_t *dg = __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE);
+/* ks_cached_at reports whether key is in the cache for the current generation of the directory
+ * whose generation word is dg. */
+static int ks_cached_at(uint64_t key, const volatile uint64_t *dg) {
 	if (dg == NULL)
 		return 0;
 	uint64_t g = __atomic_load_n(dg, __ATOMIC_ACQUIRE) + 1;
@@ -148,6 +155,34 @@ static int ks_cached(uint64_t key) {
 	/* The key was stored for generation g - 1 unless a reset ran meanwhile, which changed
 	 * ks_gen for good (generations only grow). */
 	return __atomic_load_n(&ks_gen, __ATOMIC_ACQUIRE) == g;
+}
+
+/* ks_cached reports whether key is in the cache for the engine's directory's current generation. */
+static int ks_cached(uint64_t key) { return ks_cached_at(key, __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE)); }
+
+int goxio_ksend_known(const volatile uint64_t *gen, const struct sockaddr *dst, socklen_t len) {
+	uint64_t key = ks_key_of(dst, len);
+	return key != 0 && ks_cached_at(key, gen);
+}
+
+int goxio_ksend_readable(const void *p, socklen_t len) {
+	uintptr_t a = (uintptr_t)p;
+	if (p == NULL || len == 0 || a >> 12 != (a + len - 1) >> 12)
+		return 0;
+	if (a >> 12 == ks_page)
+		return 1;
+	/* Read through the kernel, which answers EFAULT where a load would fault. */
+	char buf[sizeof(struct sockaddr_in6) > sizeof(struct msghdr) ? sizeof(struct sockaddr_in6) : sizeof(struct msghdr)];
+	if (len > sizeof buf)
+		return 0;
+	struct iovec local = {buf, len}, remote = {(void *)p, len};
+	int saved = errno;
+	ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	errno = saved;
+	if (r != (ssize_t)len)
+		return 0;
+	ks_page = a >> 12;
+	return 1;
 }
 
 int goxio_ksend_no_receiver(const struct sockaddr *dst, socklen_t len, int flags) {

@@ -200,8 +200,14 @@ void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct sockaddr *peer,
 			if (how & GOXIO_LAZY_ACCEPTED)
 				i->ref = ref;
 			if ((how & GOXIO_LAZY_CONNECTED) && peer != NULL && len >= sizeof(struct sockaddr_in) &&
-			    peer->sa_family == AF_INET)
+			    peer->sa_family == AF_INET) {
 				memcpy(&i->peer, peer, sizeof i->peer);
+				i->peer6.sin6_family = 0;
+			} else if ((how & GOXIO_LAZY_CONNECTED) && peer != NULL && len >= sizeof(struct sockaddr_in6) &&
+				   peer->sa_family == AF_INET6) {
+				memcpy(&i->peer6, peer, sizeof i->peer6);
+				i->peer.sin_family = 0;
+			}
 			i->how |= how;
 		}
 	}

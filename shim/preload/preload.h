@@ -211,6 +211,21 @@ GOXIO_HIDDEN uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, s
 GOXIO_HIDDEN void goxio_ksend_seen(const struct sockaddr *to, socklen_t len);
 /* goxio_ksend_count counts a shortcut send's result r (errno err when r < 0). */
 GOXIO_HIDDEN void goxio_ksend_count(uint64_t *ctr, long r, int err);
+/* goxio_ksend_known: dst is in the cache for the current generation of the directory whose
+ * generation word is gen (the caller read dst safely). */
+GOXIO_HIDDEN int goxio_ksend_known(const volatile uint64_t *gen, const struct sockaddr *dst, socklen_t len);
+/* goxio_ksend_readable reports whether len bytes at p (on one page) can be read without a fault:
+ * a page a send of this thread read before, or one the kernel reads now (process_vm_readv). */
+GOXIO_HIDDEN int goxio_ksend_readable(const void *p, socklen_t len);
+
+/* ---- UDP sends before the engine (lazy_ksend.c) ---- */
+
+/* goxio_lazy_ksend returns the counters of fd, a lazy UDP socket of a process without its
+ * engine, when its send with flags to `to` (NULL: its connected peer) goes to the kernel without
+ * loading the engine: no goxio socket is bound at the destination. NULL: the caller goes on as
+ * for any data call (which loads the engine). goxio_lazy_ksendmsg is the same for sendmsg. */
+GOXIO_HIDDEN uint64_t *goxio_lazy_ksend(int fd, const struct sockaddr *to, socklen_t len, int flags);
+GOXIO_HIDDEN uint64_t *goxio_lazy_ksendmsg(int fd, const struct msghdr *msg, int flags);
 
 /* ---- lifecycle (lifecycle.c) ---- */
 
@@ -304,6 +319,10 @@ GOXIO_HIDDEN struct goxio_lazy_info *goxio_lazy_info_of(int fd, int make);
 #define GOXIO_LAZY_LATE_OPTS 0x10000000u
 #define GOXIO_LAZY_LATE_FL 0x08000000u
 #define GOXIO_LAZY_LATE_BIRTH 0x04000000u
+/* C-only bits of goxio_lazy_info.how for lazy_ksend.c: TYPED the socket's type was asked of the
+ * kernel, DGRAM it is a UDP socket. */
+#define GOXIO_LAZY_TYPED 0x02000000u
+#define GOXIO_LAZY_DGRAM 0x01000000u
 
 /* goxio_late_mark notes fd, a new TCP socket, as late instead of telling the engine: 0 when it
  * may not be (not TCP, in a signal handler or a vfork child, no cache of destinations, VMA's

@@ -1,8 +1,9 @@
 /* Listeners of a process without its engine (shim/preload/lazy_listen.c): makes five listening
  * sockets (A: 127.0.0.1, B: [::] IPV6_V6ONLY, C: [::] dual-stack, D: [::1], E: 0.0.0.0 listened
  * twice), prints "ready PID PORT_A .. PORT_E", then follows commands read from stdin, one per
- * line, answering "ok" to each: "close A" closes A, "dup2 B" puts /dev/null over B, "load" moves a
- * datagram on a UDP socket (the engine loads), "reuse A" closes A and waits (poll, no timeout) on
+ * line, answering "ok" to each: "close A" closes A, "dup2 B" puts /dev/null over B, "load" sends a
+ * datagram to a port nobody has from a UDP socket and then receives on it (the receive loads the
+ * engine; the send alone would not: shim/preload/lazy_ksend.c), "reuse A" closes A and waits (poll, no timeout) on
  * a UDP socket that gets A's number (a wait on a UDP socket loads the engine: nothing noted of the
  * listener that had the number may stay), "fork" forks a child that closes every listener and
  * calls exit (the entries stay: they are the parent's), "exit" returns from main. */
@@ -11,6 +12,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +72,9 @@ int main(void) {
 		} else if (strcmp(line, "load\n") == 0) {
 			int u = socket(AF_INET, SOCK_DGRAM, 0);
 			struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(9), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-			if (u < 0 || sendto(u, "x", 1, 0, (struct sockaddr *)&a, sizeof a) != 1)
+			char c;
+			if (u < 0 || sendto(u, "x", 1, 0, (struct sockaddr *)&a, sizeof a) != 1 ||
+			    recv(u, &c, 1, MSG_DONTWAIT) != -1 || errno != EAGAIN)
 				return 22;
 			close(u);
 		} else if (strcmp(line, "reuse A\n") == 0) {

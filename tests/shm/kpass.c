@@ -18,6 +18,12 @@
  *                       without goxio): SO_RCVTIMEO, then sendto and recvfrom, or (every other
  *                       one, as glibc's resolver does) connect, send and recv; then close.
  *
+ * In udp and udp6, "before loaded=L" says whether the engine (libgoxio-engine.so) was mapped
+ * after the sends to destinations without a goxio receiver (a process that only sends to such
+ * destinations needs none: shim/preload/lazy_ksend.c); the goxio phase then loads it with a
+ * receive. With KPASS_LOAD set in the environment a receive on a UDP socket of its own loads the
+ * engine first, so every phase runs with it (the engine's own shortcut: shim/preload/ksend.c).
+ *
  * With KPASS_HOLD set in the environment it then prints "hold" and waits for its standard input
  * to close (the test reads its statistics meanwhile).
  *
@@ -63,6 +69,29 @@ static void send_n(int s, int port, int n) {
 	for (int i = 0; i < n; i++)
 		if (sendto(s, buf, sizeof buf, 0, (struct sockaddr *)&to, sizeof to) != sizeof buf)
 			die("sendto");
+}
+
+/* load_engine makes a data call that loads the engine under the library: a receive on a UDP
+ * socket (it finds nothing). */
+static void load_engine(void) {
+	char c;
+	int u = socket(AF_INET, SOCK_DGRAM, 0);
+	if (u < 0 || recv(u, &c, 1, MSG_DONTWAIT) != -1 || errno != EAGAIN)
+		die("load");
+	close(u);
+}
+
+/* engine_loaded reports whether libgoxio-engine.so is mapped in this process. */
+static int engine_loaded(void) {
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int found = 0;
+	if (f == NULL)
+		die("maps");
+	while (!found && fgets(line, sizeof line, f) != NULL)
+		found = strstr(line, "libgoxio-engine.so") != NULL;
+	fclose(f);
+	return found;
 }
 
 /* phase sends 10 datagrams, then n more counting the engine calls of the n. */
@@ -139,9 +168,13 @@ static void udp(int port, int n) {
 	int free_port = port_of(q);
 	close(q);
 	phase("nobody", s, free_port, n);
-	/* A goxio socket binds that port now: the directory changed, every send enters the engine
-	 * again and reaches it. */
+	printf("before loaded=%d\n", engine_loaded());
+	/* A goxio socket binds that port now and receives (the engine loads if it was not, and
+	 * publishes it): the directory changed, every send enters the engine again and reaches it. */
 	int r = bound_udp(free_port);
+	char c;
+	if (recv(r, &c, 1, MSG_DONTWAIT) != -1 || errno != EAGAIN)
+		die("recv");
 	phase("goxio", s, free_port, n);
 	printf("goxio got=%d\n", drain(r));
 	close(r);
@@ -172,6 +205,7 @@ static void udp6(int port, int n) {
 		printf("%s calls=%ld\n", connected ? "connected6" : "plain6", c0 < 0 ? -1 : c1 - c0);
 		close(s);
 	}
+	printf("before6 loaded=%d\n", engine_loaded());
 }
 
 static void tcp(int port, int n) {
@@ -296,6 +330,8 @@ int main(int argc, char **argv) {
 	}
 	engine_calls = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "goxio_thread_engine_calls");
 	int port = atoi(argv[2]), n = atoi(argv[3]);
+	if (getenv("KPASS_LOAD") != NULL && engine_calls != NULL)
+		load_engine();
 	if (strcmp(argv[1], "udp") == 0)
 		udp(port, n);
 	else if (strcmp(argv[1], "udp6") == 0)

@@ -1,0 +1,224 @@
+/*
+ * lazy_ksend.c: UDP sends of a process without its engine, to destinations without a goxio
+ * receiver, stay in C.
+ *
+ * A process under libgoxio.so loads the engine at its first data call on an inet socket. For a
+ * UDP send whose destination no goxio socket is bound to, the engine's answer would be the
+ * kernel's sendto, unchanged (ksend.c): loading a Go runtime for it buys nothing and costs the
+ * process its start-up, its threads and, on every later system call, the kernel's shared fd
+ * table. So a sender that only talks to programs without goxio (a metrics or syslog client, a
+ * resolver, sockperf against a plain server) never loads the engine: before it is loaded, a
+ * send on a lazy UDP socket asks the discovery directory (dir_map.c, read-only, the way
+ * offload/discovery's Receiver asks, but coarser: any entry that is not a listener and has the
+ * destination's port counts as a receiver) and sends through the kernel when nobody is there.
+ * The answer is kept in ksend.c's cache for the directory's generation, so the next sends to
+ * the same destination cost a few loads. A destination with a possible receiver, a multicast or
+ * broadcast one, an address this side cannot read safely, a parameters file or the AF_XDP
+ * transport in the environment, VMA's extra API handed out: the engine loads as before.
+ *
+ * Sending through the kernel is always a correct delivery: a goxio receiver reads its kernel
+ * socket too. A receiver that appears later changes the generation: the next send asks again
+ * and loads the engine, which adopts the socket (offload/adopt.go) with the sends counted here
+ * (goxio_lazy_info.tx) added to its statistics. No directory file yet: nobody receives through
+ * rings on this host; the file is looked for again at most every LOOK_AGAIN_NS.
+ *
+ * Never in a signal handler or a vfork child (the caller then loads the engine, or says why not,
+ * as for any data call).
+ */
+#include "preload.h"
+#include "dir_layout.h"
+
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#define LOOK_AGAIN_NS 10000000ull /* 10 ms */
+#define OK_FLAGS (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM)
+
+GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
+
+/* env_allows: 1 when the environment leaves the engine nothing to do for such a send (no AF_XDP
+ * transport, whose sends to other hosts are the engine's, and no parameters file that could turn
+ * it on), 0 otherwise; read once. */
+static int env_allows(void) {
+	static volatile int v = -1;
+	int r = __atomic_load_n(&v, __ATOMIC_RELAXED);
+	if (r < 0) {
+		const char *xdp = getenv("GOXIO_XDP"), *file = getenv("GOXIO_PARAMS_FILE");
+		r = (xdp == NULL || xdp[0] == 0) && (file == NULL || file[0] == 0);
+		__atomic_store_n(&v, r, __ATOMIC_RELAXED);
+	}
+	return r;
+}
+
+static uint64_t now_coarse(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* the directory's mapping once found; absent_until: no file was there, look again after it */
+static volatile uint64_t *volatile dir_mem;
+static volatile uint64_t absent_until;
+
+/* directory returns the mapped directory; NULL with *none set when there is no file (nobody
+ * receives through rings), NULL with *none clear when it cannot be read (the engine decides). */
+static volatile uint64_t *directory(int *none) {
+	*none = 0;
+	volatile uint64_t *m = __atomic_load_n(&dir_mem, __ATOMIC_ACQUIRE);
+	if (m != NULL)
+		return m;
+	uint64_t t = now_coarse();
+	if (t < __atomic_load_n(&absent_until, __ATOMIC_RELAXED)) {
+		*none = 1;
+		return NULL;
+	}
+	m = goxio_dir_map(0);
+	if (m == NULL) {
+		if (errno == ENOENT) {
+			__atomic_store_n(&absent_until, t + LOOK_AGAIN_NS, __ATOMIC_RELAXED);
+			*none = 1;
+		}
+		return NULL;
+	}
+	__atomic_store_n(&dir_mem, m, __ATOMIC_RELEASE);
+	return m;
+}
+
+/* receiver_at reports whether any entry of the directory could receive a datagram sent to port:
+ * a bound (or joined) socket's entry with that port, whatever its address; unreadable or half
+ * written entries count (the engine looks closer). */
+static int receiver_at(volatile uint64_t *mem, uint16_t port) {
+	uint64_t hi = __atomic_load_n(&mem[GOXIO_DIR_H_HIGH], __ATOMIC_ACQUIRE);
+	if (hi > GOXIO_DIR_ENTRIES)
+		hi = GOXIO_DIR_ENTRIES;
+	for (uint64_t i = 0; i < hi; i++) {
+		volatile uint64_t *s = mem + GOXIO_DIR_HEADER_WORDS + i * GOXIO_DIR_ENTRY_WORDS;
+		uint64_t owner = __atomic_load_n(&s[GOXIO_DIR_E_OWNER], __ATOMIC_ACQUIRE);
+		if ((uint32_t)owner == 0 || (owner >> 32 & GOXIO_DIR_F_STREAM) != 0)
+			continue;
+		if ((uint16_t)(__atomic_load_n(&s[GOXIO_DIR_E_META], __ATOMIC_ACQUIRE) >> 16) == port)
+			return 1;
+	}
+	return 0;
+}
+
+/* group_or_broadcast reports a destination every joined or bound socket may receive. */
+static int group_or_broadcast(const struct sockaddr *sa) {
+	if (sa->sa_family == AF_INET) {
+		uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+		return IN_MULTICAST(a) || a == INADDR_BROADCAST;
+	}
+	const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+	if (IN6_IS_ADDR_MULTICAST(a6))
+		return 1;
+	if (!IN6_IS_ADDR_V4MAPPED(a6))
+		return 0;
+	uint32_t a;
+	memcpy(&a, &a6->s6_addr[12], sizeof a);
+	a = ntohl(a);
+	return IN_MULTICAST(a) || a == INADDR_BROADCAST;
+}
+
+/* no_receiver reports whether no goxio socket is bound at dst (a copy, len bytes). */
+static int no_receiver(const struct sockaddr *dst, socklen_t len) {
+	if (group_or_broadcast(dst))
+		return 0;
+	int none;
+	volatile uint64_t *mem = directory(&none);
+	if (mem == NULL)
+		return none;
+	volatile uint64_t *gen = &mem[GOXIO_DIR_H_GEN];
+	if (goxio_ksend_known(gen, dst, len))
+		return 1;
+	/* The generation before the scan: an entry that appears during it makes the answer stale
+	 * at once (the writer bumps it after the entry is complete). */
+	uint64_t g = __atomic_load_n(gen, __ATOMIC_ACQUIRE);
+	uint16_t port = ntohs(dst->sa_family == AF_INET ? ((const struct sockaddr_in *)dst)->sin_port
+							: ((const struct sockaddr_in6 *)dst)->sin6_port);
+	if (receiver_at(mem, port))
+		return 0;
+	goxio_ksend_put(dst, len, g);
+	return 1;
+}
+
+/* lazy_udp returns fd's notes when it is a lazy UDP socket (its type asked of the kernel once). */
+static struct goxio_lazy_info *lazy_udp(int fd) {
+	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 1);
+	if (i == NULL)
+		return NULL;
+	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
+	if (!(how & GOXIO_LAZY_TYPED)) {
+		int type = 0;
+		socklen_t l = sizeof type;
+		int saved = errno;
+		if (REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &l) != 0)
+			type = 0;
+		errno = saved;
+		how = __atomic_or_fetch(&i->how, GOXIO_LAZY_TYPED | (type == SOCK_DGRAM ? GOXIO_LAZY_DGRAM : 0),
+					__ATOMIC_ACQ_REL);
+	}
+	if (!(how & GOXIO_LAZY_DGRAM) || (how & (GOXIO_LAZY_LATE | GOXIO_LAZY_MCAST)))
+		return NULL;
+	return i;
+}
+
+/* eligible returns fd's notes when a send with flags on it may stay in C: a lazy UDP socket of a
+ * process without its engine, outside a signal handler, in an environment that allows it. */
+static struct goxio_lazy_info *eligible(int fd, int flags) {
+	if ((flags & ~OK_FLAGS) != 0 || goxio_sig_depth != 0 || !goxio_engine_absent() || !env_allows() ||
+	    __atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED))
+		return NULL;
+	return lazy_udp(fd);
+}
+
+/* kernel_path returns i's counters when the send to `to` (NULL: the connected peer) goes to the
+ * kernel, NULL when the engine must decide. */
+static uint64_t *kernel_path(struct goxio_lazy_info *i, const struct sockaddr *to, socklen_t len) {
+	struct sockaddr_storage dst;
+	if (to == NULL) {
+		/* send, write: the peer connect named */
+		if (!(__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_CONNECTED))
+			return NULL;
+		if (i->peer.sin_family == AF_INET) {
+			memcpy(&dst, &i->peer, sizeof i->peer);
+			len = sizeof i->peer;
+		} else if (i->peer6.sin6_family == AF_INET6) {
+			memcpy(&dst, &i->peer6, sizeof i->peer6);
+			len = sizeof i->peer6;
+		} else {
+			return NULL;
+		}
+	} else {
+		if ((len != sizeof(struct sockaddr_in) && len != sizeof(struct sockaddr_in6)) || !goxio_ksend_readable(to, len))
+			return NULL;
+		memcpy(&dst, to, len);
+		if (!(dst.ss_family == AF_INET && len == sizeof(struct sockaddr_in)) &&
+		    !(dst.ss_family == AF_INET6 && len == sizeof(struct sockaddr_in6)))
+			return NULL;
+	}
+	if (dst.ss_family == AF_INET6) {
+		/* a scope or a flow label: not a destination the cache keys (the engine answers) */
+		const struct sockaddr_in6 *d6 = (const struct sockaddr_in6 *)&dst;
+		if (d6->sin6_scope_id != 0 || d6->sin6_flowinfo != 0)
+			return NULL;
+	}
+	int saved = errno;
+	int kernel = no_receiver((const struct sockaddr *)&dst, len);
+	errno = saved;
+	return kernel ? i->tx : NULL;
+}
+
+uint64_t *goxio_lazy_ksend(int fd, const struct sockaddr *to, socklen_t len, int flags) {
+	struct goxio_lazy_info *i = eligible(fd, flags);
+	return i != NULL ? kernel_path(i, to, len) : NULL;
+}
+
+uint64_t *goxio_lazy_ksendmsg(int fd, const struct msghdr *msg, int flags) {
+	struct goxio_lazy_info *i = eligible(fd, flags);
+	if (i == NULL || !goxio_ksend_readable(msg, sizeof *msg))
+		return NULL;
+	return kernel_path(i, msg->msg_name, msg->msg_name != NULL ? msg->msg_namelen : 0);
+}
