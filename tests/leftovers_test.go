@@ -20,8 +20,8 @@ import (
 // preload library published in the discovery directory without an engine.
 
 // leftoverC binds a UDP socket (its inbox is made at bind: a port that a send gives opens it
-// only at a later call) and moves one datagram on it (the engine is loaded and publishes its
-// statistics), says "ready", then ends as argv[1] says: "_exit" with _exit(0), "exit" by
+// only at a later call), sends one datagram on it and receives (the receive loads the engine,
+// which publishes its statistics), says "ready", then ends as argv[1] says: "_exit" with _exit(0), "exit" by
 // returning from main, "wait" by waiting for stdin to close, "pause" at a signal.
 const leftoverC = `
 #include <arpa/inet.h>
@@ -38,6 +38,8 @@ int main(int argc, char **argv) {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(9), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	if (s < 0 || bind(s, (struct sockaddr *)&b, sizeof b) != 0) { perror("bind"); return 2; }
 	if (sendto(s, "x", 1, 0, (struct sockaddr *)&a, sizeof a) != 1) { perror("sendto"); return 2; }
+	char c; /* the receive loads the engine (the send alone, to a port without a goxio socket, would not) */
+	if (recv(s, &c, 1, MSG_DONTWAIT) == 1) return 2;
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
 	if (strcmp(argv[1], "_exit") == 0) _exit(0);

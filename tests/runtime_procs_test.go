@@ -48,9 +48,10 @@ func TestRuntimeProcs(t *testing.T) {
 			if c.env != "" {
 				env = append(env, "GOMAXPROCS="+c.env)
 			}
-			// The engine (and its runtime) loads at the first data call on an inet socket.
+			// The engine (and its runtime) loads at the first data call on an inet socket or wait
+			// on one (a send to a port without a goxio socket alone does not load it).
 			prog, args := testutil.Python(t), []string{"-c",
-				"import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('127.0.0.1', 9))"}
+				"import socket, select; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('127.0.0.1', 9)); select.select([s], [], [], 0)"}
 			if c.pin {
 				prog, args = taskset, append([]string{"-c", "0", prog}, args...)
 			}
