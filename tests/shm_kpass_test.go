@@ -231,18 +231,33 @@ func TestShmKernelSendsSkipEngineIPv6(t *testing.T) {
 	h.requireClean()
 }
 
+// TestShmKernelForGoodTCP: a connection to a listener without goxio is the kernel's for good: in a
+// process without the engine it is a plain socket from its connect on and loads none
+// (shim/preload/lazy_ksend.c); in one whose engine is loaded it enters the engine only for its
+// first writes. Every byte arrives either way.
 func TestShmKernelForGoodTCP(t *testing.T) {
-	h := newShmHarness(t)
-	const n = 2000
-	port, got := plainTCP(t, (n+10)*64)
-	out := kpassRun(t, h, h.tcpEnv(), "tcp", strconv.Itoa(port), strconv.Itoa(n))
-	if out["tcp calls"] != 0 {
-		t.Errorf("a connection to a listener without goxio entered the engine %d times after its first writes", out["tcp calls"])
+	for _, loaded := range []bool{false, true} {
+		t.Run(map[bool]string{false: "without-engine", true: "with-engine"}[loaded], func(t *testing.T) {
+			h := newShmHarness(t)
+			const n = 2000
+			port, got := plainTCP(t, (n+10)*64)
+			env := h.tcpEnv()
+			if loaded {
+				env = append(env, "KPASS_LOAD=1")
+			}
+			out := kpassRun(t, h, env, "tcp", strconv.Itoa(port), strconv.Itoa(n))
+			if out["tcp calls"] != 0 {
+				t.Errorf("a connection to a listener without goxio entered the engine %d times after its first writes", out["tcp calls"])
+			}
+			if want := map[bool]int{false: 0, true: 1}[loaded]; out["tcp loaded"] != want {
+				t.Errorf("engine mapped after a connection to a listener without goxio: %d, want %d", out["tcp loaded"], want)
+			}
+			if got.Load() != (n+10)*64 {
+				t.Errorf("the listener without goxio read %d bytes, want %d", got.Load(), (n+10)*64)
+			}
+			h.requireClean()
+		})
 	}
-	if got.Load() != (n+10)*64 {
-		t.Errorf("the listener without goxio read %d bytes, want %d", got.Load(), (n+10)*64)
-	}
-	h.requireClean()
 }
 
 // TestShmTCPChurnSkipsEngine: with the engine loaded, a TCP socket meets it only when it must
@@ -274,7 +289,7 @@ func TestShmTCPChurnSkipsEngine(t *testing.T) {
 		}
 	}()
 	port := l.Addr().(*net.TCPAddr).Port
-	out, g := kpassHold(t, h, h.tcpEnv(), "tcpchurn", strconv.Itoa(port), strconv.Itoa(n))
+	out, g := kpassHold(t, h, append(h.tcpEnv(), "KPASS_LOAD=1"), "tcpchurn", strconv.Itoa(port), strconv.Itoa(n))
 	checkChurn(t, "tcpchurn", out, g, n, n+3, served.Load())
 	h.requireClean()
 }
@@ -295,8 +310,9 @@ func checkChurn(t *testing.T, what string, out map[string]int, g stats.GlobalSna
 	}
 }
 
-// TestShmUDPChurnSkipsEngine: a new UDP socket per request to a server without goxio (sendto or,
-// as glibc's resolver does, connect and send) never enters the engine once the engine found no
+// TestShmUDPChurnSkipsEngine: with the engine loaded, a new UDP socket per request to a server
+// without goxio (sendto or, as glibc's resolver does, connect and send) never enters the engine
+// once the engine found no
 // goxio socket at that address (shim/preload/late.c), and every echo arrives.
 func TestShmUDPChurnSkipsEngine(t *testing.T) {
 	h := newShmHarness(t)
@@ -320,7 +336,7 @@ func TestShmUDPChurnSkipsEngine(t *testing.T) {
 		}
 	}()
 	port := c.LocalAddr().(*net.UDPAddr).Port
-	out, g := kpassHold(t, h, h.env(), "udpchurn", strconv.Itoa(port), strconv.Itoa(n))
+	out, g := kpassHold(t, h, h.env("KPASS_LOAD=1"), "udpchurn", strconv.Itoa(port), strconv.Itoa(n))
 	checkChurn(t, "udpchurn", out, g, n, n+4, echoed.Load())
 	h.requireClean()
 }

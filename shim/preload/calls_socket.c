@@ -108,7 +108,9 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len) {
 		int r = REAL(connect)(fd, addr, len);
 		if (r == 0 || errno == EINPROGRESS) {
 			int saved = errno;
-			goxio_lazy_mark(fd, GOXIO_LAZY_CONNECTED, -1, addr, len);
+			/* no goxio socket there: plain from now on (lazy_ksend.c), else noted */
+			if (!goxio_lazy_connect_plain(fd, addr, len))
+				goxio_lazy_mark(fd, GOXIO_LAZY_CONNECTED, -1, addr, len);
 			errno = saved;
 		}
 		return r;

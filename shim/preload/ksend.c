@@ -160,9 +160,9 @@ static int ks_cached_at(uint64_t key, const volatile uint64_t *dg) {
 /* ks_cached reports whether key is in the cache for the engine's directory's current generation. */
 static int ks_cached(uint64_t key) { return ks_cached_at(key, __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE)); }
 
-int goxio_ksend_known(const volatile uint64_t *gen, const struct sockaddr *dst, socklen_t len) {
+int goxio_ksend_known(const volatile uint64_t *gen, const struct sockaddr *dst, socklen_t len, int tcp) {
 	uint64_t key = ks_key_of(dst, len);
-	return key != 0 && ks_cached_at(key, gen);
+	return key != 0 && ks_cached_at(tcp ? key ^ KS_TCP : key, gen);
 }
 
 int goxio_ksend_readable(const void *p, socklen_t len) {

@@ -1,6 +1,6 @@
 /*
- * lazy_ksend.c: UDP sends of a process without its engine, to destinations without a goxio
- * receiver, stay in C.
+ * lazy_ksend.c: a process without its engine keeps it unloaded for sockets whose destination has
+ * no goxio socket: UDP sends stay in C, and connect makes such a socket plain.
  *
  * A process under libgoxio.so loads the engine at its first data call on an inet socket. For a
  * UDP send whose destination no goxio socket is bound to, the engine's answer would be the
@@ -21,6 +21,13 @@
  * and loads the engine, which adopts the socket (offload/adopt.go) with the sends counted here
  * (goxio_lazy_info.tx) added to its statistics. No directory file yet: nobody receives through
  * rings on this host; the file is looked for again at most every LOOK_AGAIN_NS.
+ *
+ * connect, the same question at a connect that succeeded or is under way: a TCP socket whose
+ * destination no goxio socket listens at, or a UDP socket whose destination no goxio socket is
+ * bound to, is made plain for good, as the engine would keep it on the kernel (late.c does the
+ * same for sockets made once it is loaded): an HTTP or database client talking to servers without
+ * goxio, a resolver with its connected UDP socket, never load the engine. A socket the process
+ * shared through a fork stays noted (the engine judges it).
  *
  * Never in a signal handler or a vfork child (the caller then loads the engine, or says why not,
  * as for any data call).
@@ -87,17 +94,17 @@ static volatile uint64_t *directory(int *none) {
 	return m;
 }
 
-/* receiver_at reports whether any entry of the directory could receive a datagram sent to port:
- * a bound (or joined) socket's entry with that port, whatever its address; unreadable or half
- * written entries count (the engine looks closer). */
-static int receiver_at(volatile uint64_t *mem, uint16_t port) {
+/* entry_at reports whether any entry of the directory could receive a datagram sent to port (a
+ * bound or joined socket's entry with that port, whatever its address), or with stream, accept a
+ * connection there (a listener's); half written entries count (the engine looks closer). */
+static int entry_at(volatile uint64_t *mem, uint16_t port, int stream) {
 	uint64_t hi = __atomic_load_n(&mem[GOXIO_DIR_H_HIGH], __ATOMIC_ACQUIRE);
 	if (hi > GOXIO_DIR_ENTRIES)
 		hi = GOXIO_DIR_ENTRIES;
 	for (uint64_t i = 0; i < hi; i++) {
 		volatile uint64_t *s = mem + GOXIO_DIR_HEADER_WORDS + i * GOXIO_DIR_ENTRY_WORDS;
 		uint64_t owner = __atomic_load_n(&s[GOXIO_DIR_E_OWNER], __ATOMIC_ACQUIRE);
-		if ((uint32_t)owner == 0 || (owner >> 32 & GOXIO_DIR_F_STREAM) != 0)
+		if ((uint32_t)owner == 0 || ((owner >> 32 & GOXIO_DIR_F_STREAM) != 0) != (stream != 0))
 			continue;
 		if ((uint16_t)(__atomic_load_n(&s[GOXIO_DIR_E_META], __ATOMIC_ACQUIRE) >> 16) == port)
 			return 1;
@@ -122,30 +129,34 @@ static int group_or_broadcast(const struct sockaddr *sa) {
 	return IN_MULTICAST(a) || a == INADDR_BROADCAST;
 }
 
-/* no_receiver reports whether no goxio socket is bound at dst (a copy, len bytes). */
-static int no_receiver(const struct sockaddr *dst, socklen_t len) {
-	if (group_or_broadcast(dst))
+/* nobody_at reports whether no goxio socket is bound at dst (a copy, len bytes; stream: no goxio
+ * TCP socket listens there). */
+static int nobody_at(const struct sockaddr *dst, socklen_t len, int stream) {
+	if (!stream && group_or_broadcast(dst))
 		return 0;
 	int none;
 	volatile uint64_t *mem = directory(&none);
 	if (mem == NULL)
 		return none;
 	volatile uint64_t *gen = &mem[GOXIO_DIR_H_GEN];
-	if (goxio_ksend_known(gen, dst, len))
+	if (goxio_ksend_known(gen, dst, len, stream))
 		return 1;
 	/* The generation before the scan: an entry that appears during it makes the answer stale
 	 * at once (the writer bumps it after the entry is complete). */
 	uint64_t g = __atomic_load_n(gen, __ATOMIC_ACQUIRE);
 	uint16_t port = ntohs(dst->sa_family == AF_INET ? ((const struct sockaddr_in *)dst)->sin_port
 							: ((const struct sockaddr_in6 *)dst)->sin6_port);
-	if (receiver_at(mem, port))
+	if (entry_at(mem, port, stream))
 		return 0;
-	goxio_ksend_put(dst, len, g);
+	if (stream)
+		goxio_ksend_put_tcp(dst, len, g);
+	else
+		goxio_ksend_put(dst, len, g);
 	return 1;
 }
 
-/* lazy_udp returns fd's notes when it is a lazy UDP socket (its type asked of the kernel once). */
-static struct goxio_lazy_info *lazy_udp(int fd) {
+/* lazy_typed returns fd's notes with its type known (asked of the kernel once), or NULL. */
+static struct goxio_lazy_info *lazy_typed(int fd) {
 	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 1);
 	if (i == NULL)
 		return NULL;
@@ -157,12 +168,18 @@ static struct goxio_lazy_info *lazy_udp(int fd) {
 		if (REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &l) != 0)
 			type = 0;
 		errno = saved;
+		if (type != SOCK_DGRAM && type != SOCK_STREAM)
+			return NULL;
 		how = __atomic_or_fetch(&i->how, GOXIO_LAZY_TYPED | (type == SOCK_DGRAM ? GOXIO_LAZY_DGRAM : 0),
 					__ATOMIC_ACQ_REL);
 	}
-	if (!(how & GOXIO_LAZY_DGRAM) || (how & (GOXIO_LAZY_LATE | GOXIO_LAZY_MCAST)))
-		return NULL;
-	return i;
+	return (how & (GOXIO_LAZY_LATE | GOXIO_LAZY_MCAST)) ? NULL : i;
+}
+
+/* lazy_udp returns fd's notes when it is a lazy UDP socket. */
+static struct goxio_lazy_info *lazy_udp(int fd) {
+	struct goxio_lazy_info *i = lazy_typed(fd);
+	return i != NULL && (__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_DGRAM) ? i : NULL;
 }
 
 /* eligible returns fd's notes when a send with flags on it may stay in C: a lazy UDP socket of a
@@ -206,7 +223,7 @@ static uint64_t *kernel_path(struct goxio_lazy_info *i, const struct sockaddr *t
 			return NULL;
 	}
 	int saved = errno;
-	int kernel = no_receiver((const struct sockaddr *)&dst, len);
+	int kernel = nobody_at((const struct sockaddr *)&dst, len, 0);
 	errno = saved;
 	return kernel ? i->tx : NULL;
 }
@@ -221,4 +238,28 @@ uint64_t *goxio_lazy_ksendmsg(int fd, const struct msghdr *msg, int flags) {
 	if (i == NULL || !goxio_ksend_readable(msg, sizeof *msg))
 		return NULL;
 	return kernel_path(i, msg->msg_name, msg->msg_name != NULL ? msg->msg_namelen : 0);
+}
+
+int goxio_lazy_connect_plain(int fd, const struct sockaddr *addr, socklen_t len) {
+	if (goxio_sig_depth != 0 || !goxio_engine_absent() || !env_allows() || __atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED) ||
+	    addr == NULL || (len != sizeof(struct sockaddr_in) && len != sizeof(struct sockaddr_in6)))
+		return 0;
+	struct goxio_lazy_info *i = lazy_typed(fd);
+	if (i == NULL || (__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_FORKED))
+		return 0;
+	struct sockaddr_storage dst;
+	memcpy(&dst, addr, len); /* the kernel read it: connect succeeded or is under way */
+	if (!(dst.ss_family == AF_INET && len == sizeof(struct sockaddr_in)) &&
+	    !(dst.ss_family == AF_INET6 && len == sizeof(struct sockaddr_in6)))
+		return 0;
+	if (dst.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *d6 = (const struct sockaddr_in6 *)&dst;
+		if (d6->sin6_scope_id != 0 || d6->sin6_flowinfo != 0)
+			return 0;
+	}
+	int stream = !(__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_DGRAM);
+	if (!nobody_at((const struct sockaddr *)&dst, len, stream))
+		return 0;
+	goxio_lazy_plain(fd);
+	return 1;
 }

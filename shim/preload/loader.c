@@ -182,6 +182,11 @@ static void unlazy(int fd) {
 	goxio_lazy_forget(fd);
 }
 
+void goxio_lazy_plain(int fd) {
+	if (!goxio_in_vfork())
+		unlazy(fd);
+}
+
 void goxio_lazy_forget(int fd) {
 	if (goxio_in_vfork())
 		return; /* the notes and the listener's entry are the parent's */

@@ -211,9 +211,10 @@ GOXIO_HIDDEN uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, s
 GOXIO_HIDDEN void goxio_ksend_seen(const struct sockaddr *to, socklen_t len);
 /* goxio_ksend_count counts a shortcut send's result r (errno err when r < 0). */
 GOXIO_HIDDEN void goxio_ksend_count(uint64_t *ctr, long r, int err);
-/* goxio_ksend_known: dst is in the cache for the current generation of the directory whose
- * generation word is gen (the caller read dst safely). */
-GOXIO_HIDDEN int goxio_ksend_known(const volatile uint64_t *gen, const struct sockaddr *dst, socklen_t len);
+/* goxio_ksend_known: dst is in the cache (as a UDP destination, or with tcp one no goxio TCP
+ * socket listens at) for the current generation of the directory whose generation word is gen
+ * (the caller read dst safely). */
+GOXIO_HIDDEN int goxio_ksend_known(const volatile uint64_t *gen, const struct sockaddr *dst, socklen_t len, int tcp);
 /* goxio_ksend_readable reports whether len bytes at p (on one page) can be read without a fault:
  * a page a send of this thread read before, or one the kernel reads now (process_vm_readv). */
 GOXIO_HIDDEN int goxio_ksend_readable(const void *p, socklen_t len);
@@ -226,6 +227,11 @@ GOXIO_HIDDEN int goxio_ksend_readable(const void *p, socklen_t len);
  * for any data call (which loads the engine). goxio_lazy_ksendmsg is the same for sendmsg. */
 GOXIO_HIDDEN uint64_t *goxio_lazy_ksend(int fd, const struct sockaddr *to, socklen_t len, int flags);
 GOXIO_HIDDEN uint64_t *goxio_lazy_ksendmsg(int fd, const struct msghdr *msg, int flags);
+/* goxio_lazy_connect_plain is called when connect on fd, a lazy socket of a process without its
+ * engine, succeeded or is in progress with addr (which the kernel read): a TCP socket with no goxio
+ * listener there, or a UDP socket with no goxio socket bound there, is made plain for good (as the
+ * engine would keep it on the kernel: late.c does the same once it is loaded); 1 when it was. */
+GOXIO_HIDDEN int goxio_lazy_connect_plain(int fd, const struct sockaddr *addr, socklen_t len);
 
 /* ---- lifecycle (lifecycle.c) ---- */
 
@@ -298,6 +304,9 @@ GOXIO_HIDDEN void goxio_lazy_mark(int fd, uint32_t how, int ref, const struct so
  * needs the engine: not for a listening socket, whose readiness is always the kernel's. */
 GOXIO_HIDDEN int goxio_lazy_waits(int fd);
 
+/* goxio_lazy_plain makes fd, a lazy socket, a plain kernel fd for good: no engine adopts it. */
+GOXIO_HIDDEN void goxio_lazy_plain(int fd);
+
 /* goxio_lazy_forget drops what the C side noted of fd (closed or replaced, or no engine will
  * ever adopt it), and withdraws its listener entry (lazy_listen.c). */
 GOXIO_HIDDEN void goxio_lazy_forget(int fd);
@@ -320,7 +329,7 @@ GOXIO_HIDDEN struct goxio_lazy_info *goxio_lazy_info_of(int fd, int make);
 #define GOXIO_LAZY_LATE_FL 0x08000000u
 #define GOXIO_LAZY_LATE_BIRTH 0x04000000u
 /* C-only bits of goxio_lazy_info.how for lazy_ksend.c: TYPED the socket's type was asked of the
- * kernel, DGRAM it is a UDP socket. */
+ * kernel, DGRAM it is a UDP socket (else TCP). */
 #define GOXIO_LAZY_TYPED 0x02000000u
 #define GOXIO_LAZY_DGRAM 0x01000000u
 

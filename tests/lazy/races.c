@@ -48,10 +48,13 @@ static void on_usr1(int sig) {
 	handled++;
 }
 
+static struct sockaddr_in hs_addr;
+
 static void on_usr2(int sig) {
 	(void)sig;
-	/* a data call from a handler, before the engine is loaded: the kernel's */
-	if (send(hs_tx, "h", 1, 0) != 1)
+	/* a data call from a handler, before the engine is loaded: the kernel's (an unconnected
+	 * socket: a connected one to a port without a goxio socket is a plain one from its connect) */
+	if (sendto(hs_tx, "h", 1, 0, (struct sockaddr *)&hs_addr, sizeof hs_addr) != 1)
 		_exit(12);
 }
 
@@ -128,7 +131,12 @@ int main(void) {
 	pthread_t ac;
 	pthread_create(&ac, NULL, acceptor, NULL);
 
-	pair(&hs_rx, &hs_tx);
+	hs_rx = bound_udp();
+	hs_tx = socket(AF_INET, SOCK_DGRAM, 0);
+	socklen_t hl = sizeof hs_addr;
+	getsockname(hs_rx, (struct sockaddr *)&hs_addr, &hl);
+	struct timeval tv = {10, 0};
+	setsockopt(hs_rx, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	raise(SIGUSR2);
 	char b[4];
 	printf("send from a handler, received = %zd\n", recv(hs_rx, b, sizeof b, 0));

@@ -8,7 +8,7 @@
  *   kpass udp6 PORT N   the same two phases to [::1]:PORT (a receiver without goxio).
  *   kpass tcp PORT N    connects to 127.0.0.1:PORT (a listener without goxio), writes 10
  *                       messages of 64 bytes, reads the peer's 1-byte answer, writes N more and
- *                       reads its second answer.
+ *                       reads its second answer; "tcp loaded=L" as below.
  *   kpass tcpchurn PORT N  3 + N connections to 127.0.0.1:PORT (a listener without goxio), one
  *                       request each: socket, connect (every other one non-blocking: O_NONBLOCK by
  *                       fcntl, poll, SO_ERROR, blocking again), TCP_NODELAY, write 'c', read the
@@ -231,6 +231,7 @@ static void tcp(int port, int n) {
 		die("read");
 	long c1 = calls();
 	printf("tcp calls=%ld\n", c0 < 0 ? -1 : c1 - c0);
+	printf("tcp loaded=%d\n", engine_loaded());
 	close(s);
 }
 
