@@ -3,10 +3,15 @@ package tests
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,6 +59,92 @@ print("stats segment:", os.path.exists("/tmp/goxiostat.%d" % os.getpid()))
 			t.Errorf("%s: engine mapped:\n%s", prog[0], with.Stdout)
 		}
 		t.Logf("%s:\n%s", prog[0], with.Stdout)
+	}
+}
+
+// TestLazyNoEngineClient runs a client of servers without goxio under the library (this test's own
+// TCP and UDP echo servers): Python with a TCP connection, a connected UDP socket and an
+// unconnected UDP sender, and curl against an HTTP server. Their connects find no goxio socket
+// at the address and their sends no goxio receiver (shim/preload/lazy_ksend.c): same output as
+// without the library, and no engine, no extra thread, no banner, no statistics segment.
+func TestLazyNoEngineClient(t *testing.T) {
+	lib := integrationLib(t)
+	py := testutil.Python(t)
+	curl := testutil.Program(t, "curl", "curl")
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b := make([]byte, 4)
+				if _, err := io.ReadFull(c, b); err == nil {
+					_, _ = c.Write(append([]byte("echo:"), b...))
+				}
+			}()
+		}
+	}()
+	u, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	var udpGot atomic.Int64
+	go func() {
+		b := make([]byte, 64)
+		for {
+			n, from, err := u.ReadFromUDP(b)
+			if err != nil {
+				return
+			}
+			udpGot.Add(1)
+			_, _ = u.WriteToUDP(append([]byte("echo:"), b[:n]...), from)
+		}
+	}()
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello %s\n", r.URL.Path)
+	}))
+	t.Cleanup(web.Close)
+	script := `import os, socket, sys
+tport, uport = int(sys.argv[1]), int(sys.argv[2])
+c = socket.create_connection(("127.0.0.1", tport)); c.sendall(b"ping")
+print("tcp:", c.recv(64)); c.close()
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.connect(("127.0.0.1", uport)); u.send(b"conn")
+print("udp connected:", u.recv(64)); u.close()
+v = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(100): v.sendto(b"plain", ("127.0.0.1", uport))
+maps = open("/proc/self/maps").read()
+print("engine mapped:", "libgoxio-engine" in maps)
+print("threads:", len(os.listdir("/proc/self/task")))
+print("stats segment:", os.path.exists("/tmp/goxiostat.%d" % os.getpid()))
+`
+	tport, uport := l.Addr().(*net.TCPAddr).Port, u.LocalAddr().(*net.UDPAddr).Port
+	for _, prog := range [][]string{
+		{py, "-c", script, strconv.Itoa(tport), strconv.Itoa(uport)},
+		{curl, "-sS", "--fail", "--max-time", "20", web.URL + "/x"}, // a banner on stderr would say it loaded
+	} {
+		without := runClient(t, testutil.Env(""), 30*time.Second, prog[0], prog[1:]...)
+		with := runClient(t, testutil.Env(lib), 30*time.Second, prog[0], prog[1:]...)
+		if !bytes.Equal(with.Stdout, without.Stdout) {
+			t.Errorf("%s: with the library:\n%s\nwithout:\n%s", prog[0], with.Stdout, without.Stdout)
+		}
+		if len(with.Stderr) != 0 {
+			t.Errorf("%s: stderr with the library (no banner expected):\n%s", prog[0], with.Stderr)
+		}
+		if bytes.Contains(with.Stdout, []byte("engine mapped: True")) {
+			t.Errorf("%s: engine mapped:\n%s", prog[0], with.Stdout)
+		}
+		t.Logf("%s:\n%s", prog[0], with.Stdout)
+	}
+	if n := udpGot.Load(); n != 2*101 {
+		t.Errorf("the UDP server got %d datagrams, want %d", n, 2*101)
 	}
 }
 
