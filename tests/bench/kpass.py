@@ -8,9 +8,14 @@ Cases:
   iperf3   iperf3, one stream: client under goxio (server without) and server under goxio (client
            without); Gbit/s received
 
+Each case runs in two placements: unpinned (the scheduler puts the two ends on one CPU or on two
+from one run to the next, which moves sockperf UDP throughput between two levels ~1.6x apart, for
+the kernel alone as much as with goxio) and split (server on CPU 0, client on CPU 1, with taskset;
+only with 2 CPUs or more), where a run measures what each end costs.
+
 Writes a Markdown section (--out) with the goals: throughput at least 0.95x the kernel's, ping-pong
-average within 3% of the kernel's, iperf3 at least 0.95x. Each figure is the median of --reps runs;
-the load average is recorded before and after.
+average within 3% of the kernel's, iperf3 at least 0.95x, in each placement. Each figure is the
+median of --reps runs; the load average is recorded before and after.
 """
 import argparse
 import json
@@ -86,15 +91,15 @@ class Runner:
         return {"kernel": (self.plain, self.plain), "goxio-client": (self.plain, self.goxio),
                 "goxio-server": (self.goxio, self.plain)}[variant]
 
-    def sockperf(self, case, variant, rep):
+    def sockperf(self, case, variant, rep, place):
         self.port += 1
         t = str(self.args.time)
         mode = ["throughput"] if case == "udp-tp" else ["ping-pong", "--mps", "1000000"]
         srv_env, cli_env = self.envs(variant)
-        base = os.path.join(self.args.logs, f"{case}-{variant}-r{rep}")
-        srv_cmd = ["sockperf", "server", "-i", "127.0.0.1", "-p", str(self.port)]
-        cli_cmd = ["sockperf", *mode, "-i", "127.0.0.1", "-p", str(self.port), "-t", t, "-m", "64"]
-        why = self.pair(f"{case} {variant}", rep, base, srv_cmd, cli_cmd, srv_env, cli_env, udp=True)
+        base = os.path.join(self.args.logs, f"{case}-{variant}-{place}-r{rep}")
+        srv_cmd = pinned(place, 0, ["sockperf", "server", "-i", "127.0.0.1", "-p", str(self.port)])
+        cli_cmd = pinned(place, 1, ["sockperf", *mode, "-i", "127.0.0.1", "-p", str(self.port), "-t", t, "-m", "64"])
+        why = self.pair(f"{case} {variant} {place}", rep, base, srv_cmd, cli_cmd, srv_env, cli_env, udp=True)
         if why:
             return None, why
         c = text(base + ".client.log")
@@ -133,13 +138,13 @@ class Runner:
                     stop(srv)
         return f"client exit {rc}" if rc != 0 else ""
 
-    def iperf3(self, variant, rep):
+    def iperf3(self, variant, rep, place):
         self.port += 1
         srv_env, cli_env = self.envs(variant)
-        base = os.path.join(self.args.logs, f"iperf3-{variant}-r{rep}")
-        srv_cmd = ["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(self.port)]
-        cli_cmd = ["iperf3", "-c", "127.0.0.1", "-p", str(self.port), "-t", str(self.args.time), "--json"]
-        why = self.pair(f"iperf3 {variant}", rep, base, srv_cmd, cli_cmd, srv_env, cli_env, udp=False, ends=True)
+        base = os.path.join(self.args.logs, f"iperf3-{variant}-{place}-r{rep}")
+        srv_cmd = pinned(place, 0, ["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(self.port)])
+        cli_cmd = pinned(place, 1, ["iperf3", "-c", "127.0.0.1", "-p", str(self.port), "-t", str(self.args.time), "--json"])
+        why = self.pair(f"iperf3 {variant} {place}", rep, base, srv_cmd, cli_cmd, srv_env, cli_env, udp=False, ends=True)
         if why:
             return None, why
         try:
@@ -147,6 +152,14 @@ class Runner:
             return doc["end"]["sum_received"]["bits_per_second"] / 1e9, "ok"
         except (ValueError, KeyError) as e:
             return None, f"no figure ({e})"
+
+
+PLACES = {"unpinned": "unpinned", "split": "server on CPU 0, client on CPU 1"}
+
+
+def pinned(place, cpu, cmd):
+    """cmd run on CPU cpu in the split placement, as it is otherwise."""
+    return ["taskset", "-c", str(cpu), *cmd] if place == "split" else cmd
 
 
 def fmt(v, digits):
@@ -168,20 +181,22 @@ def main():
     r = Runner(args)
     load_start = loadavg()
     figures, failures = {}, []
+    places = ["unpinned"] + (["split"] if (os.cpu_count() or 1) >= 2 else [])
     plan = []
-    for case in ("udp-tp", "udp-pp"):
-        if case in cases:
-            plan += [(case, "kernel"), (case, "goxio-client")]
-    if "iperf3" in cases:
-        plan += [("iperf3", "kernel"), ("iperf3", "goxio-client"), ("iperf3", "goxio-server")]
+    for place in places:
+        for case in ("udp-tp", "udp-pp"):
+            if case in cases:
+                plan += [(case, "kernel", place), (case, "goxio-client", place)]
+        if "iperf3" in cases:
+            plan += [("iperf3", "kernel", place), ("iperf3", "goxio-client", place), ("iperf3", "goxio-server", place)]
     for rep in range(1, args.reps + 1):
-        for case, variant in plan:
-            v, status = r.iperf3(variant, rep) if case == "iperf3" else r.sockperf(case, variant, rep)
-            print(f"{case} {variant} r{rep}: {v} ({status})", file=sys.stderr)
+        for case, variant, place in plan:
+            v, status = r.iperf3(variant, rep, place) if case == "iperf3" else r.sockperf(case, variant, rep, place)
+            print(f"{case} {variant} {place} r{rep}: {v} ({status})", file=sys.stderr)
             if v is None:
-                failures.append((case, variant, rep, status))
+                failures.append((case, f"{variant} {place}", rep, status))
             else:
-                figures.setdefault((case, variant), []).append(v)
+                figures.setdefault((case, variant, place), []).append(v)
     load_end = loadavg()
 
     goals = [("udp-tp", "goxio-client", "sockperf UDP throughput 64 B, goxio sender -> receiver without goxio, "
@@ -193,10 +208,11 @@ def main():
              ("iperf3", "goxio-server", "iperf3, client without goxio -> goxio server (Gbit/s)", 2, "higher",
               GOAL_IPERF)]
     rows, met, total = [], 0, 0
-    for case, variant, label, digits, better, goal in goals:
+    for (case, variant, label, digits, better, goal), place in [(g, p) for p in places for g in goals]:
         if case not in cases:
             continue
-        k, g = figures.get((case, "kernel")), figures.get((case, variant))
+        label = f"{label}; {PLACES[place]}"
+        k, g = figures.get((case, "kernel", place)), figures.get((case, variant, place))
         kv = statistics.median(k) if k else None
         gv = statistics.median(g) if g else None
         runs = f"{len(g or [])} of {args.reps}"
@@ -219,7 +235,11 @@ def main():
     md += ["| " + " | ".join(row) + " |" for row in rows]
     out = [f"One end under goxio with default parameters (`LD_PRELOAD` only{', ' + args.env if args.env else ''}), "
            f"the other without goxio, against both ends without goxio, interleaved in one run "
-           f"({args.reps} rounds of every case and variant, {args.time} s per client run; medians). "
+           f"({args.reps} rounds of every case, variant and placement, {args.time} s per client run; medians). "
+           "Unpinned, the scheduler puts the two ends on one CPU or on two from one run to the next "
+           "(sockperf UDP throughput then moves between two levels ~1.6x apart, for the kernel alone as "
+           "much as with goxio, and the median lands on either); split, the server runs on CPU 0 and the "
+           "client on CPU 1 (taskset). "
            f"Load average {load_start} at start, {load_end} at end.", "", *md, "",
            f"{met} of {total} goals met. The ratio is goxio/kernel: for throughput higher is better, for "
            "latency lower."]
