@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,19 +46,28 @@ print("stats segment:", os.path.exists("/tmp/goxiostat.%d" % os.getpid()))
 		{"/bin/sh", "-c", "grep -c libgoxio-engine /proc/self/maps; ls /proc/self/task | wc -l"},
 		{py, "-c", script},
 	} {
-		without := runClient(t, testutil.Env(""), 30*time.Second, prog[0], prog[1:]...)
-		with := runClient(t, testutil.Env(lib), 30*time.Second, prog[0], prog[1:]...)
-		if !bytes.Equal(with.Stdout, without.Stdout) {
-			t.Errorf("%s: with the library:\n%s\nwithout:\n%s", prog[0], with.Stdout, without.Stdout)
+		with := sameWithoutEngine(t, lib, prog)
+		if !bytes.Contains(with, []byte("0\n")) && !bytes.Contains(with, []byte("engine mapped: False")) {
+			t.Errorf("%s: engine mapped:\n%s", prog[0], with)
 		}
-		if len(with.Stderr) != 0 {
-			t.Errorf("%s: stderr with the library (no banner expected):\n%s", prog[0], with.Stderr)
-		}
-		if !bytes.Contains(with.Stdout, []byte("0\n")) && !bytes.Contains(with.Stdout, []byte("engine mapped: False")) {
-			t.Errorf("%s: engine mapped:\n%s", prog[0], with.Stdout)
-		}
-		t.Logf("%s:\n%s", prog[0], with.Stdout)
 	}
+}
+
+// sameWithoutEngine runs prog without and with the library, checks that both print the same and
+// that the library says nothing on stderr (a banner would say that the engine loaded), and returns
+// the output with the library.
+func sameWithoutEngine(t *testing.T, lib string, prog []string) []byte {
+	t.Helper()
+	without := runClient(t, testutil.Env(""), 30*time.Second, prog[0], prog[1:]...)
+	with := runClient(t, testutil.Env(lib), 30*time.Second, prog[0], prog[1:]...)
+	if !bytes.Equal(with.Stdout, without.Stdout) {
+		t.Errorf("%s: with the library:\n%s\nwithout:\n%s", prog[0], with.Stdout, without.Stdout)
+	}
+	if len(with.Stderr) != 0 {
+		t.Errorf("%s: stderr with the library (no banner expected):\n%s", prog[0], with.Stderr)
+	}
+	t.Logf("%s:\n%s", prog[0], with.Stdout)
+	return with.Stdout
 }
 
 // TestLazyNoEngineClient runs a client of servers without goxio under the library (this test's own
@@ -91,23 +99,7 @@ func TestLazyNoEngineClient(t *testing.T) {
 			}()
 		}
 	}()
-	u, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { u.Close() })
-	var udpGot atomic.Int64
-	go func() {
-		b := make([]byte, 64)
-		for {
-			n, from, err := u.ReadFromUDP(b)
-			if err != nil {
-				return
-			}
-			udpGot.Add(1)
-			_, _ = u.WriteToUDP(append([]byte("echo:"), b[:n]...), from)
-		}
-	}()
+	uport, udpGot := udpEcho(t, "echo:")
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hello %s\n", r.URL.Path)
 	}))
@@ -125,23 +117,14 @@ print("engine mapped:", "libgoxio-engine" in maps)
 print("threads:", len(os.listdir("/proc/self/task")))
 print("stats segment:", os.path.exists("/tmp/goxiostat.%d" % os.getpid()))
 `
-	tport, uport := l.Addr().(*net.TCPAddr).Port, u.LocalAddr().(*net.UDPAddr).Port
+	tport := l.Addr().(*net.TCPAddr).Port
 	for _, prog := range [][]string{
 		{py, "-c", script, strconv.Itoa(tport), strconv.Itoa(uport)},
 		{curl, "-sS", "--fail", "--max-time", "20", web.URL + "/x"}, // a banner on stderr would say it loaded
 	} {
-		without := runClient(t, testutil.Env(""), 30*time.Second, prog[0], prog[1:]...)
-		with := runClient(t, testutil.Env(lib), 30*time.Second, prog[0], prog[1:]...)
-		if !bytes.Equal(with.Stdout, without.Stdout) {
-			t.Errorf("%s: with the library:\n%s\nwithout:\n%s", prog[0], with.Stdout, without.Stdout)
+		if with := sameWithoutEngine(t, lib, prog); bytes.Contains(with, []byte("engine mapped: True")) {
+			t.Errorf("%s: engine mapped:\n%s", prog[0], with)
 		}
-		if len(with.Stderr) != 0 {
-			t.Errorf("%s: stderr with the library (no banner expected):\n%s", prog[0], with.Stderr)
-		}
-		if bytes.Contains(with.Stdout, []byte("engine mapped: True")) {
-			t.Errorf("%s: engine mapped:\n%s", prog[0], with.Stdout)
-		}
-		t.Logf("%s:\n%s", prog[0], with.Stdout)
 	}
 	if n := udpGot.Load(); n != 2*101 {
 		t.Errorf("the UDP server got %d datagrams, want %d", n, 2*101)

@@ -310,19 +310,16 @@ func checkChurn(t *testing.T, what string, out map[string]int, g stats.GlobalSna
 	}
 }
 
-// TestShmUDPChurnSkipsEngine: with the engine loaded, a new UDP socket per request to a server
-// without goxio (sendto or, as glibc's resolver does, connect and send) never enters the engine
-// once the engine found no
-// goxio socket at that address (shim/preload/late.c), and every echo arrives.
-func TestShmUDPChurnSkipsEngine(t *testing.T) {
-	h := newShmHarness(t)
-	const n = 300
+// udpEcho is a UDP echo server without goxio on 127.0.0.1: it answers each datagram with prefix
+// and the datagram, and returns its port and how many datagrams it answered.
+func udpEcho(t *testing.T, prefix string) (int, *atomic.Int64) {
+	t.Helper()
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	var echoed atomic.Int64
+	echoed := new(atomic.Int64)
 	go func() {
 		buf := make([]byte, 64)
 		for {
@@ -330,12 +327,22 @@ func TestShmUDPChurnSkipsEngine(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if _, err := c.WriteToUDP(buf[:k], from); err == nil {
+			if _, err := c.WriteToUDP(append([]byte(prefix), buf[:k]...), from); err == nil {
 				echoed.Add(1)
 			}
 		}
 	}()
-	port := c.LocalAddr().(*net.UDPAddr).Port
+	return c.LocalAddr().(*net.UDPAddr).Port, echoed
+}
+
+// TestShmUDPChurnSkipsEngine: with the engine loaded, a new UDP socket per request to a server
+// without goxio (sendto or, as glibc's resolver does, connect and send) never enters the engine
+// once the engine found no goxio socket at that address (shim/preload/late.c), and every echo
+// arrives.
+func TestShmUDPChurnSkipsEngine(t *testing.T) {
+	h := newShmHarness(t)
+	const n = 300
+	port, echoed := udpEcho(t, "")
 	out, g := kpassHold(t, h, h.env("KPASS_LOAD=1"), "udpchurn", strconv.Itoa(port), strconv.Itoa(n))
 	checkChurn(t, "udpchurn", out, g, n, n+4, echoed.Load())
 	h.requireClean()

@@ -152,20 +152,26 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timesp
 	DATA_TRAMPOLINE(fd, GOXIO_OP_RECVMMSG, REAL(recvmmsg)(fd, v, n, flags, timeout), v, n, flags, timeout, 0);
 }
 
+/* SEND_COUNTED returns realcall's result, counted in the counters lookup returns, unless lookup
+ * returns NULL (the caller goes on). */
+#define SEND_COUNTED(lookup, realcall)                                                                     \
+	do {                                                                                               \
+		uint64_t *ctr_ = lookup;                                                                   \
+		if (ctr_ != NULL) {                                                                        \
+			ssize_t r_ = realcall;                                                             \
+			goxio_ksend_count(ctr_, r_, errno);                                                \
+			return r_;                                                                         \
+		}                                                                                          \
+	} while (0)
+
 /* KSEND sends straight to the kernel when the engine said that the socket's destination (the
  * connected peer's for a call naming none) has no goxio receiver (ksend.c): the engine would make
  * the same call. One global load while no socket allows it. */
 #define KSEND(fd, to, tolen, flags, realcall)                                                              \
 	do {                                                                                               \
 		if (GOXIO_UNLIKELY(__atomic_load_n(&goxio_ksend_fds, __ATOMIC_RELAXED) != 0) &&            \
-		    (goxio_fd_flags(fd) & GOXIO_FD_ENGINE) && goxio_active()) {                            \
-			uint64_t *ctr_ = goxio_ksend_counters(fd, to, tolen, flags);                       \
-			if (ctr_ != NULL) {                                                                \
-				ssize_t r_ = realcall;                                                     \
-				goxio_ksend_count(ctr_, r_, errno);                                        \
-				return r_;                                                                 \
-			}                                                                                  \
-		}                                                                                          \
+		    (goxio_fd_flags(fd) & GOXIO_FD_ENGINE) && goxio_active())                              \
+			SEND_COUNTED(goxio_ksend_counters(fd, to, tolen, flags), realcall);                \
 	} while (0)
 
 /* LAZY_KSEND sends straight to the kernel from a lazy UDP socket of a process without its engine
@@ -173,14 +179,8 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timesp
  * lookup is the goxio_lazy_ksend* call that answers. */
 #define LAZY_KSEND(fd, lookup, realcall)                                                                   \
 	do {                                                                                               \
-		if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY)) {                                  \
-			uint64_t *ctr_ = lookup;                                                           \
-			if (ctr_ != NULL) {                                                                \
-				ssize_t r_ = realcall;                                                     \
-				goxio_ksend_count(ctr_, r_, errno);                                        \
-				return r_;                                                                 \
-			}                                                                                  \
-		}                                                                                          \
+		if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY))                                    \
+			SEND_COUNTED(lookup, realcall);                                                    \
 	} while (0)
 
 ssize_t write(int fd, const void *buf, size_t n) {
