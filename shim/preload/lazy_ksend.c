@@ -69,6 +69,7 @@ static uint64_t now_coarse(void) {
 /* the directory's mapping once found; absent_until: no file was there, look again after it */
 static volatile uint64_t *volatile dir_mem;
 static volatile uint64_t absent_until;
+const volatile uint64_t *volatile goxio_lazy_gen;
 
 /* directory returns the mapped directory; NULL with *none set when there is no file (nobody
  * receives through rings), NULL with *none clear when it cannot be read (the engine decides). */
@@ -90,6 +91,7 @@ static volatile uint64_t *directory(int *none) {
 		}
 		return NULL;
 	}
+	__atomic_store_n(&goxio_lazy_gen, &m[GOXIO_DIR_H_GEN], __ATOMIC_RELEASE);
 	__atomic_store_n(&dir_mem, m, __ATOMIC_RELEASE);
 	return m;
 }
@@ -130,8 +132,10 @@ static int group_or_broadcast(const struct sockaddr *sa) {
 }
 
 /* nobody_at reports whether no goxio socket is bound at dst (a copy, len bytes; stream: no goxio
- * TCP socket listens there). */
-static int nobody_at(const struct sockaddr *dst, socklen_t len, int stream) {
+ * TCP socket listens there); *at is then the directory generation + 1 the answer holds for (0:
+ * none, there is no directory). */
+static int nobody_at(const struct sockaddr *dst, socklen_t len, int stream, uint64_t *at) {
+	*at = 0;
 	if (!stream && group_or_broadcast(dst))
 		return 0;
 	int none;
@@ -139,11 +143,12 @@ static int nobody_at(const struct sockaddr *dst, socklen_t len, int stream) {
 	if (mem == NULL)
 		return none;
 	volatile uint64_t *gen = &mem[GOXIO_DIR_H_GEN];
+	/* The generation before the look-up: an entry that appears during it makes the answer
+	 * stale at once (the writer bumps it after the entry is complete). */
+	uint64_t g = __atomic_load_n(gen, __ATOMIC_ACQUIRE);
+	*at = g + 1;
 	if (goxio_ksend_known(gen, dst, len, stream))
 		return 1;
-	/* The generation before the scan: an entry that appears during it makes the answer stale
-	 * at once (the writer bumps it after the entry is complete). */
-	uint64_t g = __atomic_load_n(gen, __ATOMIC_ACQUIRE);
 	uint16_t port = ntohs(dst->sa_family == AF_INET ? ((const struct sockaddr_in *)dst)->sin_port
 							: ((const struct sockaddr_in6 *)dst)->sin6_port);
 	if (entry_at(mem, port, stream))
@@ -223,8 +228,17 @@ static uint64_t *kernel_path(struct goxio_lazy_info *i, const struct sockaddr *t
 			return NULL;
 	}
 	int saved = errno;
-	int kernel = nobody_at((const struct sockaddr *)&dst, len, 0);
+	uint64_t at;
+	int kernel = nobody_at((const struct sockaddr *)&dst, len, 0, &at);
 	errno = saved;
+	if (kernel && at != 0 && to != NULL && dst.ss_family == AF_INET) {
+		/* the fd's verdict for its next sends to the same destination (calls_io.c) */
+		const struct sockaddr_in *d4 = (const struct sockaddr_in *)&dst;
+		__atomic_store_n(&i->vgen, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&i->vkey, (uint64_t)1 << 48 | (uint64_t)d4->sin_addr.s_addr << 16 | d4->sin_port,
+				 __ATOMIC_RELEASE);
+		__atomic_store_n(&i->vgen, at, __ATOMIC_RELEASE);
+	}
 	return kernel ? i->tx : NULL;
 }
 
@@ -258,7 +272,8 @@ int goxio_lazy_connect_plain(int fd, const struct sockaddr *addr, socklen_t len)
 			return 0;
 	}
 	int stream = !(__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_DGRAM);
-	if (!nobody_at((const struct sockaddr *)&dst, len, stream))
+	uint64_t at;
+	if (!nobody_at((const struct sockaddr *)&dst, len, stream, &at))
 		return 0;
 	goxio_lazy_plain(fd);
 	return 1;

@@ -226,6 +226,14 @@ GOXIO_HIDDEN int goxio_ksend_readable(const void *p, socklen_t len);
  * loading the engine: no goxio socket is bound at the destination. NULL: the caller goes on as
  * for any data call (which loads the engine). goxio_lazy_ksendmsg is the same for sendmsg. */
 GOXIO_HIDDEN uint64_t *goxio_lazy_ksend(int fd, const struct sockaddr *to, socklen_t len, int flags);
+/* goxio_lazy_table: the lazy notes by fd (loader.c; NULL until the first need); goxio_lazy_gen:
+ * the discovery directory's generation word once lazy_ksend.c mapped it; goxio_ks_page: the page
+ * of the last destination address a send of this thread read without fault (ksend.c). */
+GOXIO_HIDDEN extern struct goxio_lazy_info *goxio_lazy_table;
+GOXIO_HIDDEN extern const volatile uint64_t *volatile goxio_lazy_gen;
+GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) uintptr_t goxio_ks_page;
+GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
+
 GOXIO_HIDDEN uint64_t *goxio_lazy_ksendmsg(int fd, const struct msghdr *msg, int flags);
 /* goxio_lazy_connect_plain is called when connect on fd, a lazy socket of a process without its
  * engine, succeeded or is in progress with addr (which the kernel read): a TCP socket with no goxio
