@@ -12,7 +12,9 @@
  * offload/discovery's Receiver asks, but coarser: any entry that is not a listener and has the
  * destination's port counts as a receiver) and sends through the kernel when nobody is there.
  * The answer is kept in ksend.c's cache for the directory's generation, so the next sends to
- * the same destination cost a few loads. A destination with a possible receiver, a multicast or
+ * the same destination cost a few loads, and for an IPv4 destination in the fd's notes too
+ * (vkey, vgen), which sendto's trampoline checks first (calls_io.c: fewer cache lines to miss
+ * after each real send). A destination with a possible receiver, a multicast or
  * broadcast one, an address this side cannot read safely, a parameters file or the AF_XDP
  * transport in the environment, VMA's extra API handed out: the engine loads as before.
  *
