@@ -197,16 +197,11 @@ func (e *Engine) adoptUDP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 	}
 }
 
-// countKernelTx adds the sends made through the kernel before the load to s's statistics.
+// countKernelTx adds the sends made through the kernel before the load to s's statistics (none
+// without a slot: Add takes a nil one).
 func countKernelTx(s *Socket, tx [4]uint64) {
-	s.mu.Lock()
-	st := s.st
-	s.mu.Unlock()
-	if st == nil || tx == [4]uint64{} {
-		return
-	}
 	for i, c := range [...]stats.Counter{stats.CtrTxOSPackets, stats.CtrTxOSBytes, stats.CtrTxOSEAGAIN, stats.CtrTxOSErrors} {
-		st.Add(c, tx[i])
+		s.st.Add(c, tx[i])
 	}
 }
 

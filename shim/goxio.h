@@ -184,8 +184,8 @@ struct goxio_lazy_info {
 	/* connect's address when it was IPv6 (the preload library's alone: the engine reads the
 	 * peer of an IPv6 socket from the kernel); sin6_family 0: none */
 	struct sockaddr_in6 peer6;
-	/* the preload library's alone: the last IPv4 destination (ksend.c's key) a send found
-	 * without a goxio receiver, and the directory generation + 1 it was found at (lazy_ksend.c) */
+	/* the preload library's alone: the last destination (ksend.c's key) a send found without
+	 * a goxio receiver, and the directory generation + 1 it was found at (lazy_ksend.c) */
 	uint64_t vkey, vgen;
 };
 

@@ -5,8 +5,6 @@
 #include "preload.h"
 #include "trampoline.h"
 
-#include <netinet/in.h>
-#include <string.h>
 #include <sys/sendfile.h>
 
 extern void __chk_fail(void) __attribute__((noreturn));
@@ -176,32 +174,6 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timesp
 			SEND_COUNTED(goxio_ksend_counters(fd, to, tolen, flags), realcall);                \
 	} while (0)
 
-/* lazy_ksend_again is goxio_lazy_ksend's answer for a sendto to the same IPv4 destination
- * as the fd's last one found without a goxio receiver, while the directory has not changed: the
- * fd's counters, read from its notes, the generation word and the address alone (a few cache
- * lines after each system call); NULL: ask goxio_lazy_ksend. */
-static inline uint64_t *lazy_ksend_again(int fd, const struct sockaddr *to, socklen_t len, int flags) {
-	struct goxio_lazy_info *t = __atomic_load_n(&goxio_lazy_table, __ATOMIC_ACQUIRE);
-	const volatile uint64_t *gw = __atomic_load_n(&goxio_lazy_gen, __ATOMIC_ACQUIRE);
-	uintptr_t a = (uintptr_t)to;
-	if (t == NULL || gw == NULL || len != (socklen_t)sizeof(struct sockaddr_in) ||
-	    (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM)) != 0 || a >> 12 != goxio_ks_page ||
-	    (a + len - 1) >> 12 != goxio_ks_page || goxio_in_vfork() || __atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED))
-		return NULL;
-	/* The writer clears vgen, stores vkey, then stores vgen: vgen read the same around vkey
-	 * means that key and generation belong together. */
-	struct goxio_lazy_info *i = &t[fd];
-	uint64_t g = __atomic_load_n(&i->vgen, __ATOMIC_ACQUIRE);
-	uint64_t key = __atomic_load_n(&i->vkey, __ATOMIC_ACQUIRE);
-	struct sockaddr_in sin;
-	memcpy(&sin, to, sizeof sin);
-	if (g == 0 || sin.sin_family != AF_INET ||
-	    ((uint64_t)1 << 48 | (uint64_t)sin.sin_addr.s_addr << 16 | sin.sin_port) != key ||
-	    __atomic_load_n(gw, __ATOMIC_ACQUIRE) + 1 != g || __atomic_load_n(&i->vgen, __ATOMIC_ACQUIRE) != g)
-		return NULL;
-	return i->tx;
-}
-
 /* LAZY_KSEND sends straight to the kernel from a lazy UDP socket of a process without its engine
  * when no goxio socket is bound at the destination (lazy_ksend.c): no engine is loaded for it.
  * lookup is the goxio_lazy_ksend* call that answers. */
@@ -236,8 +208,7 @@ static inline ssize_t sendto_call(int fd, const void *buf, size_t n, int flags, 
 ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr, socklen_t alen) {
 	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY) && goxio_late_sendto(fd, addr, alen, flags))
 		return REAL(sendto)(fd, buf, n, flags, addr, alen); /* a plain socket from now on (late.c) */
-	LAZY_KSEND(fd, lazy_ksend_again(fd, addr, alen, flags) ?: goxio_lazy_ksend(fd, addr, alen, flags),
-		   REAL(sendto)(fd, buf, n, flags, addr, alen));
+	LAZY_KSEND(fd, goxio_lazy_ksend(fd, addr, alen, flags), REAL(sendto)(fd, buf, n, flags, addr, alen));
 	KSEND(fd, addr, alen, flags, REAL(sendto)(fd, buf, n, flags, addr, alen));
 	ssize_t r = sendto_call(fd, buf, n, flags, addr, alen);
 	if (GOXIO_UNLIKELY(__atomic_load_n(&goxio_ksend_fds, __ATOMIC_RELAXED) != 0) && r >= 0)

@@ -48,11 +48,11 @@ static volatile uint64_t ks_gen;
 static const volatile uint64_t *ks_dir_gen;
 static pthread_mutex_t ks_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* goxio_ks_page: the page of the last destination address a send of this thread read successfully
+/* ks_page: the page of the last destination address a send of this thread read successfully
  * (through the engine, which reads program memory with fault protection, or here). The shortcut
  * reads only an address on that page: an unmapped or bad one still reaches the engine, which
  * answers EFAULT as the kernel does, where reading it here would crash the program. */
-__thread __attribute__((tls_model("initial-exec"))) uintptr_t goxio_ks_page;
+static __thread __attribute__((tls_model("initial-exec"))) uintptr_t ks_page;
 
 /* ks_fd[fd]: the fd's statistics counters (tx packets, tx bytes, tx EAGAIN, tx errors, in the
  * order the engine gave them) while the shortcut is allowed on it; NULL otherwise. */
@@ -160,6 +160,8 @@ static int ks_cached_at(uint64_t key, const volatile uint64_t *dg) {
 /* ks_cached reports whether key is in the cache for the engine's directory's current generation. */
 static int ks_cached(uint64_t key) { return ks_cached_at(key, __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE)); }
 
+uint64_t goxio_ksend_key(const struct sockaddr *dst, socklen_t len) { return ks_key_of(dst, len); }
+
 int goxio_ksend_known(const volatile uint64_t *gen, const struct sockaddr *dst, socklen_t len, int tcp) {
 	uint64_t key = ks_key_of(dst, len);
 	return key != 0 && ks_cached_at(tcp ? key ^ KS_TCP : key, gen);
@@ -169,7 +171,7 @@ int goxio_ksend_readable(const void *p, socklen_t len) {
 	uintptr_t a = (uintptr_t)p;
 	if (p == NULL || len == 0 || a >> 12 != (a + len - 1) >> 12)
 		return 0;
-	if (a >> 12 == goxio_ks_page)
+	if (a >> 12 == ks_page)
 		return 1;
 	/* Read through the kernel, which answers EFAULT where a load would fault. */
 	char buf[sizeof(struct sockaddr_in6) > sizeof(struct msghdr) ? sizeof(struct sockaddr_in6) : sizeof(struct msghdr)];
@@ -181,15 +183,15 @@ int goxio_ksend_readable(const void *p, socklen_t len) {
 	errno = saved;
 	if (r != (ssize_t)len)
 		return 0;
-	goxio_ks_page = a >> 12;
+	ks_page = a >> 12;
 	return 1;
 }
 
 int goxio_ksend_no_receiver(const struct sockaddr *dst, socklen_t len, int flags) {
 	uintptr_t a = (uintptr_t)dst;
-	if (dst == NULL || (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM)) != 0 ||
+	if (dst == NULL || (flags & ~GOXIO_KSEND_FLAGS) != 0 ||
 	    len < (socklen_t)sizeof(struct sockaddr_in) || len > (socklen_t)sizeof(struct sockaddr_in6) ||
-	    a >> 12 != goxio_ks_page || (a + len - 1) >> 12 != goxio_ks_page)
+	    a >> 12 != ks_page || (a + len - 1) >> 12 != ks_page)
 		return 0;
 	uint64_t key = ks_key_of(dst, len);
 	return key != 0 && __atomic_load_n(ks_capture, __ATOMIC_RELAXED) == 0 && ks_cached(key);
@@ -238,7 +240,7 @@ void goxio_ksend_seen(const struct sockaddr *to, socklen_t len) {
 	uintptr_t a = (uintptr_t)to;
 	if (to != NULL && len >= (socklen_t)sizeof(struct sockaddr_in) && len <= (socklen_t)sizeof(struct sockaddr_in6) &&
 	    a >> 12 == (a + len - 1) >> 12)
-		goxio_ks_page = a >> 12;
+		ks_page = a >> 12;
 }
 
 uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, socklen_t len, int flags) {
@@ -246,7 +248,7 @@ uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, socklen_t len,
 		return NULL;
 	uint64_t *ctr = __atomic_load_n(&ks_fd[fd], __ATOMIC_ACQUIRE);
 	uintptr_t a = (uintptr_t)to;
-	if (ctr == NULL || (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM)) != 0)
+	if (ctr == NULL || (flags & ~GOXIO_KSEND_FLAGS) != 0)
 		return NULL;
 	uint64_t key;
 	if (to == NULL) {
@@ -255,7 +257,7 @@ uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, socklen_t len,
 			return NULL;
 	} else {
 		if (len < (socklen_t)sizeof(struct sockaddr_in) || len > (socklen_t)sizeof(struct sockaddr_in6) ||
-		    a >> 12 != goxio_ks_page || (a + len - 1) >> 12 != goxio_ks_page || (key = ks_key_of(to, len)) == 0)
+		    a >> 12 != ks_page || (a + len - 1) >> 12 != ks_page || (key = ks_key_of(to, len)) == 0)
 			return NULL;
 	}
 	if (__atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE) == NULL || __atomic_load_n(ks_capture, __ATOMIC_RELAXED) != 0 ||

@@ -12,9 +12,8 @@
  * offload/discovery's Receiver asks, but coarser: any entry that is not a listener and has the
  * destination's port counts as a receiver) and sends through the kernel when nobody is there.
  * The answer is kept in ksend.c's cache for the directory's generation, so the next sends to
- * the same destination cost a few loads, and for an IPv4 destination in the fd's notes too
- * (vkey, vgen), which sendto's trampoline checks first (calls_io.c: fewer cache lines to miss
- * after each real send). A destination with a possible receiver, a multicast or
+ * the same destination cost a few loads, and in the fd's notes too (vkey, vgen: again()), which
+ * a send checks first (fewer cache lines to miss after each real send). A destination with a possible receiver, a multicast or
  * broadcast one, an address this side cannot read safely, a parameters file or the AF_XDP
  * transport in the environment, VMA's extra API handed out: the engine loads as before.
  *
@@ -44,9 +43,6 @@
 #include <time.h>
 
 #define LOOK_AGAIN_NS 10000000ull /* 10 ms */
-#define OK_FLAGS (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM)
-
-GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
 
 /* env_allows: 1 when the environment leaves the engine nothing to do for such a send (no AF_XDP
  * transport, whose sends to other hosts are the engine's, and no parameters file that could turn
@@ -71,7 +67,6 @@ static uint64_t now_coarse(void) {
 /* the directory's mapping once found; absent_until: no file was there, look again after it */
 static volatile uint64_t *volatile dir_mem;
 static volatile uint64_t absent_until;
-const volatile uint64_t *volatile goxio_lazy_gen;
 
 /* directory returns the mapped directory; NULL with *none set when there is no file (nobody
  * receives through rings), NULL with *none clear when it cannot be read (the engine decides). */
@@ -93,7 +88,6 @@ static volatile uint64_t *directory(int *none) {
 		}
 		return NULL;
 	}
-	__atomic_store_n(&goxio_lazy_gen, &m[GOXIO_DIR_H_GEN], __ATOMIC_RELEASE);
 	__atomic_store_n(&dir_mem, m, __ATOMIC_RELEASE);
 	return m;
 }
@@ -192,14 +186,27 @@ static struct goxio_lazy_info *lazy_udp(int fd) {
 /* eligible returns fd's notes when a send with flags on it may stay in C: a lazy UDP socket of a
  * process without its engine, outside a signal handler, in an environment that allows it. */
 static struct goxio_lazy_info *eligible(int fd, int flags) {
-	if ((flags & ~OK_FLAGS) != 0 || goxio_sig_depth != 0 || !goxio_engine_absent() || !env_allows() ||
+	if ((flags & ~GOXIO_KSEND_FLAGS) != 0 || goxio_sig_depth != 0 || !goxio_engine_absent() || !env_allows() ||
 	    __atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED))
 		return NULL;
 	return lazy_udp(fd);
 }
 
+/* dest_of copies addr (len bytes, readable) into dst when it is a destination the cache keys:
+ * IPv4, or IPv6 without a scope or a flow label (the engine answers for those); 0 otherwise. */
+static int dest_of(const struct sockaddr *addr, socklen_t len, struct sockaddr_storage *dst) {
+	if (len != sizeof(struct sockaddr_in) && len != sizeof(struct sockaddr_in6))
+		return 0;
+	memcpy(dst, addr, len);
+	if (dst->ss_family == AF_INET)
+		return len == sizeof(struct sockaddr_in);
+	const struct sockaddr_in6 *d6 = (const struct sockaddr_in6 *)dst;
+	return dst->ss_family == AF_INET6 && len == sizeof(struct sockaddr_in6) && d6->sin6_scope_id == 0 &&
+	       d6->sin6_flowinfo == 0;
+}
+
 /* kernel_path returns i's counters when the send to `to` (NULL: the connected peer) goes to the
- * kernel, NULL when the engine must decide. */
+ * kernel, NULL when the engine must decide. A send to `to` keeps the answer in i's verdict. */
 static uint64_t *kernel_path(struct goxio_lazy_info *i, const struct sockaddr *to, socklen_t len) {
 	struct sockaddr_storage dst;
 	if (to == NULL) {
@@ -215,36 +222,46 @@ static uint64_t *kernel_path(struct goxio_lazy_info *i, const struct sockaddr *t
 		} else {
 			return NULL;
 		}
-	} else {
-		if ((len != sizeof(struct sockaddr_in) && len != sizeof(struct sockaddr_in6)) || !goxio_ksend_readable(to, len))
-			return NULL;
-		memcpy(&dst, to, len);
-		if (!(dst.ss_family == AF_INET && len == sizeof(struct sockaddr_in)) &&
-		    !(dst.ss_family == AF_INET6 && len == sizeof(struct sockaddr_in6)))
-			return NULL;
-	}
-	if (dst.ss_family == AF_INET6) {
-		/* a scope or a flow label: not a destination the cache keys (the engine answers) */
-		const struct sockaddr_in6 *d6 = (const struct sockaddr_in6 *)&dst;
-		if (d6->sin6_scope_id != 0 || d6->sin6_flowinfo != 0)
-			return NULL;
+	} else if (!goxio_ksend_readable(to, len) || !dest_of(to, len, &dst)) {
+		return NULL;
 	}
 	int saved = errno;
 	uint64_t at;
 	int kernel = nobody_at((const struct sockaddr *)&dst, len, 0, &at);
 	errno = saved;
-	if (kernel && at != 0 && to != NULL && dst.ss_family == AF_INET) {
-		/* the fd's verdict for its next sends to the same destination (calls_io.c) */
-		const struct sockaddr_in *d4 = (const struct sockaddr_in *)&dst;
+	if (kernel && at != 0 && to != NULL) {
+		/* The writer clears vgen, stores vkey, then vgen (again() reads vgen around vkey). */
 		__atomic_store_n(&i->vgen, 0, __ATOMIC_RELEASE);
-		__atomic_store_n(&i->vkey, (uint64_t)1 << 48 | (uint64_t)d4->sin_addr.s_addr << 16 | d4->sin_port,
-				 __ATOMIC_RELEASE);
+		__atomic_store_n(&i->vkey, goxio_ksend_key((const struct sockaddr *)&dst, len), __ATOMIC_RELEASE);
 		__atomic_store_n(&i->vgen, at, __ATOMIC_RELEASE);
 	}
 	return kernel ? i->tx : NULL;
 }
 
+/* again returns fd's counters when its verdict holds for a send with flags to `to`: the same
+ * destination as the last one found without a goxio receiver, and the directory unchanged since.
+ * It reads the notes, the generation word and the address alone (the checks eligible() made for
+ * the verdict cannot have changed but a vfork and VMA's extra API), so that a sender's steady
+ * state misses few cache lines after each real send; NULL: ask again. */
+static uint64_t *again(int fd, const struct sockaddr *to, socklen_t len, int flags) {
+	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
+	volatile uint64_t *mem = __atomic_load_n(&dir_mem, __ATOMIC_ACQUIRE);
+	if (i == NULL || mem == NULL || to == NULL || (flags & ~GOXIO_KSEND_FLAGS) != 0 || goxio_in_vfork() ||
+	    __atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED))
+		return NULL;
+	uint64_t g = __atomic_load_n(&i->vgen, __ATOMIC_ACQUIRE);
+	uint64_t key = __atomic_load_n(&i->vkey, __ATOMIC_ACQUIRE);
+	if (g == 0 || __atomic_load_n(&mem[GOXIO_DIR_H_GEN], __ATOMIC_ACQUIRE) + 1 != g ||
+	    !goxio_ksend_readable(to, len) || goxio_ksend_key(to, len) != key ||
+	    __atomic_load_n(&i->vgen, __ATOMIC_ACQUIRE) != g)
+		return NULL;
+	return i->tx;
+}
+
 uint64_t *goxio_lazy_ksend(int fd, const struct sockaddr *to, socklen_t len, int flags) {
+	uint64_t *ctr = again(fd, to, len, flags);
+	if (ctr != NULL)
+		return ctr;
 	struct goxio_lazy_info *i = eligible(fd, flags);
 	return i != NULL ? kernel_path(i, to, len) : NULL;
 }
@@ -257,22 +274,14 @@ uint64_t *goxio_lazy_ksendmsg(int fd, const struct msghdr *msg, int flags) {
 }
 
 int goxio_lazy_connect_plain(int fd, const struct sockaddr *addr, socklen_t len) {
+	struct sockaddr_storage dst;
+	/* addr: the kernel read it (connect succeeded or is under way) */
 	if (goxio_sig_depth != 0 || !goxio_engine_absent() || !env_allows() || __atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED) ||
-	    addr == NULL || (len != sizeof(struct sockaddr_in) && len != sizeof(struct sockaddr_in6)))
+	    addr == NULL || !dest_of(addr, len, &dst))
 		return 0;
 	struct goxio_lazy_info *i = lazy_typed(fd);
 	if (i == NULL || (__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_FORKED))
 		return 0;
-	struct sockaddr_storage dst;
-	memcpy(&dst, addr, len); /* the kernel read it: connect succeeded or is under way */
-	if (!(dst.ss_family == AF_INET && len == sizeof(struct sockaddr_in)) &&
-	    !(dst.ss_family == AF_INET6 && len == sizeof(struct sockaddr_in6)))
-		return 0;
-	if (dst.ss_family == AF_INET6) {
-		const struct sockaddr_in6 *d6 = (const struct sockaddr_in6 *)&dst;
-		if (d6->sin6_scope_id != 0 || d6->sin6_flowinfo != 0)
-			return 0;
-	}
 	int stream = !(__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_DGRAM);
 	uint64_t at;
 	if (!nobody_at((const struct sockaddr *)&dst, len, stream, &at))

@@ -42,7 +42,7 @@ static uintptr_t eng_lo, eng_hi;
 GOXIO_COLD static char eng_path[PATH_MAX];
 
 /* what the C side knows of lazy sockets, by fd; mapped at the first need (MAP_NORESERVE) */
-struct goxio_lazy_info *goxio_lazy_table;
+static struct goxio_lazy_info *lazy_info;
 
 extern int goxio_quiet_threads;
 GOXIO_HIDDEN void goxio_alive_arm(void);
@@ -148,17 +148,17 @@ static int engine_path(void) {
 static struct goxio_lazy_info *info_of(int fd, int make) {
 	if ((unsigned)fd >= GOXIO_FDT_SIZE)
 		return NULL;
-	struct goxio_lazy_info *t = __atomic_load_n(&goxio_lazy_table, __ATOMIC_ACQUIRE);
+	struct goxio_lazy_info *t = __atomic_load_n(&lazy_info, __ATOMIC_ACQUIRE);
 	if (t == NULL && make) {
 		void *p = mmap(NULL, sizeof(*t) * GOXIO_FDT_SIZE, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p == MAP_FAILED)
 			return NULL;
 		struct goxio_lazy_info *none = NULL;
-		if (!__atomic_compare_exchange_n(&goxio_lazy_table, &none, (struct goxio_lazy_info *)p, 0, __ATOMIC_ACQ_REL,
+		if (!__atomic_compare_exchange_n(&lazy_info, &none, (struct goxio_lazy_info *)p, 0, __ATOMIC_ACQ_REL,
 						 __ATOMIC_ACQUIRE))
 			munmap(p, sizeof(*t) * GOXIO_FDT_SIZE);
-		t = __atomic_load_n(&goxio_lazy_table, __ATOMIC_ACQUIRE);
+		t = __atomic_load_n(&lazy_info, __ATOMIC_ACQUIRE);
 	}
 	return t == NULL ? NULL : &t[fd];
 }
@@ -282,7 +282,6 @@ static void drop_lazy(void) {
 /* ---- the load ---- */
 
 static struct goxio_host host;
-GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
 
 static void load(void) {
 	__atomic_store_n(&state, ENG_LOADING, __ATOMIC_RELEASE);

@@ -184,6 +184,11 @@ GOXIO_HIDDEN int goxio_internal_relocate(int fd);
 
 /* ---- sends to destinations without a goxio receiver (ksend.c) ---- */
 
+/* GOXIO_KSEND_FLAGS: the send flags a send that skips the engine may carry. */
+#define GOXIO_KSEND_FLAGS (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM)
+/* goxio_vma_api_used: not 0 once the program was handed VMA's extra API (vma_extra.c). */
+GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
+
 GOXIO_HIDDEN void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture, uint64_t *plain);
 GOXIO_HIDDEN void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 /* goxio_ksend_put_tcp: no goxio TCP socket listens at dst at generation gen (late.c reads it:
@@ -215,6 +220,8 @@ GOXIO_HIDDEN void goxio_ksend_count(uint64_t *ctr, long r, int err);
  * socket listens at) for the current generation of the directory whose generation word is gen
  * (the caller read dst safely). */
 GOXIO_HIDDEN int goxio_ksend_known(const volatile uint64_t *gen, const struct sockaddr *dst, socklen_t len, int tcp);
+/* goxio_ksend_key is the cache's key of dst (len bytes, readable; 0: none it takes). */
+GOXIO_HIDDEN uint64_t goxio_ksend_key(const struct sockaddr *dst, socklen_t len);
 /* goxio_ksend_readable reports whether len bytes at p (on one page) can be read without a fault:
  * a page a send of this thread read before, or one the kernel reads now (process_vm_readv). */
 GOXIO_HIDDEN int goxio_ksend_readable(const void *p, socklen_t len);
@@ -226,14 +233,6 @@ GOXIO_HIDDEN int goxio_ksend_readable(const void *p, socklen_t len);
  * loading the engine: no goxio socket is bound at the destination. NULL: the caller goes on as
  * for any data call (which loads the engine). goxio_lazy_ksendmsg is the same for sendmsg. */
 GOXIO_HIDDEN uint64_t *goxio_lazy_ksend(int fd, const struct sockaddr *to, socklen_t len, int flags);
-/* goxio_lazy_table: the lazy notes by fd (loader.c; NULL until the first need); goxio_lazy_gen:
- * the discovery directory's generation word once lazy_ksend.c mapped it; goxio_ks_page: the page
- * of the last destination address a send of this thread read without fault (ksend.c). */
-GOXIO_HIDDEN extern struct goxio_lazy_info *goxio_lazy_table;
-GOXIO_HIDDEN extern const volatile uint64_t *volatile goxio_lazy_gen;
-GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) uintptr_t goxio_ks_page;
-GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
-
 GOXIO_HIDDEN uint64_t *goxio_lazy_ksendmsg(int fd, const struct msghdr *msg, int flags);
 /* goxio_lazy_connect_plain is called when connect on fd, a lazy socket of a process without its
  * engine, succeeded or is in progress with addr (which the kernel read): a TCP socket with no goxio

@@ -70,7 +70,6 @@ static struct vma_api_t api = {
 };
 
 static pthread_once_t api_once = PTHREAD_ONCE_INIT;
-GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
 
 /* switched_off reports whether v is one of the false values of the engine's boolean parameters
  * (conf.parseBool): false, no, off, disable, disabled in any case, or an integer equal to 0. A value

@@ -5,8 +5,8 @@
  *   lineping ROUNDS
  *
  * Prints "one_way_ns=<median> min_ns=<...> max_ns=<...> batches=<b> rounds=<ROUNDS>" over the
- * batches of ROUNDS round trips each, or "one_way_ns=n/a" with fewer than 2 CPUs allowed. Each batch is bounded: a peer that cannot
- * run (its CPU taken) ends the measure after 2 s with n/a. */
+ * batches of ROUNDS round trips each, or "one_way_ns=n/a" with fewer than 2 CPUs allowed. Each
+ * batch is bounded: a peer that cannot run (its CPU taken) ends the measure after 2 s with n/a. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
