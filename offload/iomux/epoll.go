@@ -381,7 +381,7 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 	n, errno := wait.Loop(&w.call, w.policy(), wait.Steps{
 		Try: func(l wait.Look) (int, syscall.Errno, bool) {
 			n := set.ringEvents(out, 0, max)
-			if n == 0 && !l.Last && !w.osCheckDue(l.Round) {
+			if n == 0 && !l.Last && !w.osCheckDue(l) {
 				return 0, 0, false
 			}
 			k, errno := set.kernelEvents(c.A[0], out, n, max, &zero, 0, nil)

@@ -199,7 +199,7 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 	}
 	r, errno := wait.Loop(&w.call, w.policy(), wait.Steps{
 		Try: func(l wait.Look) (int, syscall.Errno, bool) {
-			if !ringReady() && !tcpReady() && !l.Last && !w.osCheckDue(l.Round) {
+			if !ringReady() && !tcpReady() && !l.Last && !w.osCheckDue(l) {
 				return 0, 0, false
 			}
 			kernelEvents()

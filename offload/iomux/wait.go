@@ -123,8 +123,9 @@ func (w *waiter) remaining() *unix.Timespec {
 	return &ts
 }
 
-// osCheckDue reports whether poll iteration i looks at the kernel fds.
-func (w *waiter) osCheckDue(i int) bool {
+// osCheckDue reports whether the look l looks at the kernel fds: the first, every
+// SelectPollOSRatio-th, and every one while the spin yields at each poll on a shared CPU.
+func (w *waiter) osCheckDue(l wait.Look) bool {
 	r := w.e.p.SelectPollOSRatio
-	return i == 0 || (r > 0 && i%r == 0)
+	return l.Round == 0 || l.Shared || (r > 0 && l.Round%r == 0)
 }

@@ -45,6 +45,9 @@ type Look struct {
 	Round    int  // looks made before this one
 	Polls    int  // spin polls of the current spell
 	Spinning bool // the call spins (its marks are taken)
+	// Shared: the spin treats its CPU as shared (shared.go); every poll is a yield, so the
+	// kernel's fds are worth a look at each.
+	Shared bool
 	// Last: the call ends now (a signal handler ran, or the timeout expired) unless this look
 	// finds its result; it must look everywhere, the kernel socket too. The kernel's blocking
 	// calls look at their queues before they give up to a signal or a timeout: a datagram that
@@ -138,7 +141,9 @@ func (p *Policy) verdict(w *Call) syscall.Errno {
 func (p *Policy) spinMore(l *Look, spin *Spin, spell *bool, w *Call) bool {
 	if p.Timed {
 		now := sysc.Nanotime()
-		if !spin.Poll(now) {
+		more := spin.Poll(now)
+		l.Shared = spin.Shared()
+		if !more {
 			return false
 		}
 		if p.Until != 0 && now >= p.Until {
@@ -164,5 +169,7 @@ func (p *Policy) spinMore(l *Look, spin *Spin, spell *bool, w *Call) bool {
 		}
 	}
 	l.Polls++
-	return spin.Poll(0)
+	more := spin.Poll(0)
+	l.Shared = spin.Shared()
+	return more
 }

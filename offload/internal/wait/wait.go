@@ -111,21 +111,27 @@ func (w *Call) Remaining() *unix.Timespec {
 // requests/s with open_file_cache, 0.8x -> 1.3x without, interleaved runs; ping-pongs (two
 // processes, two CPUs), sockperf under-load, TCP churn, iperf3 and redis-benchmark unchanged.
 type Spin struct {
-	polls int
-	start int64
-	eager bool
-	look  bool // look at the crowd at the next poll
-	hand  bool // yield at the first poll: a kernel send came before this spin (Handoff)
+	polls  int
+	start  int64
+	eager  bool
+	look   bool // look at the crowd at the next poll
+	hand   bool // yield at the first poll: a kernel send came before this spin (Handoff)
+	shared bool // the CPU is shared (shared.go): yield at every poll, sleep after sysc.YieldAfter
 }
 
 // Begin starts the spinning at now (a sysc.Nanotime read the caller made anyway). A spin that
 // starts does not look at the crowd (a look is a read of /proc/loadavg, a few microseconds: at
 // every spin's start, a ping-pong's round trips paid it one in a hundred, p99.9 0.9 -> 20 us);
 // a spin that lasts looks at its yields, one after a sleep at once (LookAgain).
-func (s *Spin) Begin(now int64) { *s = Spin{start: now, hand: tookHandoff()} }
+func (s *Spin) Begin(now int64) { *s = Spin{start: now, hand: tookHandoff(), shared: Shared(now)} }
 
 // BeginEager starts an eager spin (see Spin).
-func (s *Spin) BeginEager() { *s = Spin{eager: true, hand: tookHandoff()} }
+func (s *Spin) BeginEager() {
+	*s = Spin{eager: true, hand: tookHandoff(), shared: Shared(sysc.Nanotime())}
+}
+
+// Shared reports whether the spin treats its CPU as shared (shared.go).
+func (s *Spin) Shared() bool { return s.shared }
 
 // LookAgain makes the next poll look at the crowd (the wait slept: the machine may have filled).
 func (s *Spin) LookAgain() { s.look = true }
@@ -138,9 +144,11 @@ func (s *Spin) Elapsed(now int64) int64 { return now - s.start }
 // caller read the clock anyway (0: Poll reads it when it needs it).
 func (s *Spin) Poll(now int64) bool {
 	s.polls++
-	crowded := crowd.yes.Load()
+	crowded := crowd.yes.Load() || s.shared
 	if crowded || s.hand {
-		yield() // see Spin: every poll of a crowded machine; Handoff: the first after a kernel send
+		// See Spin: every poll of a crowded machine or a shared CPU; Handoff: the first after a
+		// kernel send.
+		s.shared = timedYield()
 	}
 	s.hand = false
 	turn := s.polls%sysc.YieldEvery == 0
@@ -166,15 +174,15 @@ func (s *Spin) Poll(now int64) bool {
 		if crowded {
 			Crowded(now) // a crowd that ended stops the yields
 		} else if s.eager {
-			yield()
+			s.shared = timedYield()
 		}
 		return true
 	}
-	if Crowded(now) {
+	if Crowded(now) || s.shared {
 		return false
 	}
 	if !crowded {
-		yield()
+		s.shared = timedYield()
 	}
 	return true
 }

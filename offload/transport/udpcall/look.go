@@ -22,12 +22,13 @@ type KernelLook struct {
 
 // Look makes the kernel socket's part of the look l when it is due: when *check is set (a
 // non-blocking call looks every time, a blocking one after the kernel woke its sleep; Look
-// clears it), at every Ratio-th spin poll (l.Polls), and at the call's last look (l.Last: a
+// clears it), at every Ratio-th spin poll (l.Polls) or every one on a shared CPU (l.Shared: each
+// poll is a yield then), and at the call's last look (l.Last: a
 // datagram already in the kernel's queue wins over a signal or the timeout). done ends the call with n and errno:
 // a kernel datagram (got true) or error, or, for a blocking call, 0 after shutdown(SHUT_RD)
 // once the queue is empty, as the kernel's blocking receive (a non-blocking one says EAGAIN).
 func (k *KernelLook) Look(check *bool, l wait.Look, nonblock bool) (n int, errno syscall.Errno, got, done bool) {
-	if !*check && !l.Last && (k.Ratio <= 0 || l.Polls == 0 || l.Polls%k.Ratio != 0) {
+	if !*check && !l.Last && !l.Shared && (k.Ratio <= 0 || l.Polls == 0 || l.Polls%k.Ratio != 0) {
 		return 0, 0, false, false
 	}
 	*check = false

@@ -1,0 +1,75 @@
+package wait
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
+)
+
+// A CPU shared with another runnable thread. The crowd (crowd.go) is the machine's count of
+// runnable threads against its CPUs; it says nothing of a process placed on some CPUs only
+// (taskset, a cpuset), and nothing of two processes placed on one CPU that answer each other:
+// each spinning wait then holds the one CPU the other needs to produce its data. Measured on
+// the 2-CPU test machine, sockperf UDP ping-pong with both ends on CPU 0: 48.5 us average
+// against the kernel's 8.7 us, every hop one spinner's sysc.YieldAfter of full-speed polls
+// before its first yield let the other run.
+//
+// A yield tells it: one that returns at once found nothing else to run on the CPU, one that
+// took longer than sharedYield let another thread run meanwhile. Only a process placed on some
+// CPUs only listens (placed): elsewhere the crowd decides, and the scheduler moves the threads
+// that want a CPU to an idle one; a slow yield there is as often a time slice given to a
+// program's spinner that never yields (sockperf under-load's pacing loop), and treating the CPU
+// as shared then cost the answering server more time slices (interleaved runs: average latency
+// 13-15 us -> 15-97 us). After sharedYields such yields
+// in a row the process's waits treat the CPU as shared for sharedTTL (every later slow yield
+// extends it): they give the CPU away at every poll from their first and sleep after
+// sysc.YieldAfter instead of spinning on, as on a crowded machine; a thread that produces their
+// data on the same CPU runs at once, and a spinner that never yields (a program's pacing loop)
+// gets no more than its share. A receive also looks at its kernel socket at every poll then
+// (Look.Shared): each poll is a yield already, and a kernel datagram of a thread that shares the
+// CPU (a client without goxio) is there when the yield returns.
+const (
+	sharedYield  = 5e3 // ns
+	sharedYields = 2
+	sharedTTL    = 1e6 // ns
+)
+
+var shared struct {
+	until  atomic.Int64 // sysc.Nanotime up to which the CPU counts as shared
+	streak atomic.Int32 // slow yields in a row
+}
+
+// Shared reports whether the waits of this process found their CPU shared, as of now (a
+// sysc.Nanotime read).
+func Shared(now int64) bool { return now < shared.until.Load() }
+
+// placed reports whether the process may run on fewer CPUs than the machine has (the crowd's
+// onlineCPUs is 0 then).
+var placed = sync.OnceValue(func() bool {
+	n, ok := sysc.OnlineCPUs()
+	a, aok := sysc.AllowedCPUs()
+	return ok && aok && a < n
+})
+
+// timedYield gives the CPU away (yield) and reports whether the CPU counts as shared after it.
+func timedYield() bool {
+	if !placed() {
+		yield()
+		return false
+	}
+	t := sysc.Nanotime()
+	yield()
+	now := sysc.Nanotime()
+	if now-t <= sharedYield {
+		if shared.streak.Load() != 0 { // the line is shared by the waits: write it when it changes
+			shared.streak.Store(0)
+		}
+		return now < shared.until.Load()
+	}
+	if shared.streak.Add(1) >= sharedYields {
+		shared.until.Store(now + sharedTTL)
+		return true
+	}
+	return now < shared.until.Load()
+}
