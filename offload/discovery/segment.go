@@ -43,7 +43,8 @@ type Dir struct {
 	pid     int
 	start   uint64
 	closed  atomic.Bool
-	hint    atomic.Uint32 // where Publish starts looking for a free slot
+	hint    atomic.Uint32                // where Publish starts looking for a free slot
+	ports   atomic.Pointer[portsSummary] // UDPPortFree's summary of the last generation it saw
 }
 
 // FileName returns the segment's file name for a user and a network

@@ -131,6 +131,10 @@ func (u *UDP) kernel(c *transport.Call) (int, syscall.Errno, bool) {
 	return n, errno, true
 }
 
+// broadcast4 is the limited broadcast address, which the kernel's route never answers alone
+// (discovery.Receiver): the trampoline's cache of kernel destinations must not hold it.
+var broadcast4 = netip.AddrFrom4([4]byte{255, 255, 255, 255})
+
 // routeTo returns how to reach dst, from the cache while the directory has not changed.
 func (u *UDP) routeTo(fd int, dst netip.AddrPort) *route {
 	gen := u.env.dir.Gen()
@@ -139,6 +143,16 @@ func (u *UDP) routeTo(fd int, dst netip.AddrPort) *route {
 	}
 	r := &route{dst: dst, gen: gen}
 	if dst.Port() == 0 {
+		u.route.Store(r)
+		return r
+	}
+	if u.env.dir.UDPPortFree(dst.Port()) {
+		// No goxio socket has the port: the kernel delivers, as Lookup would find (its scan
+		// skipped: a server that answers a new client each time paid it per datagram). The
+		// kernel binds an unbound socket at the send (kernelSend).
+		if a := dst.Addr().Unmap(); u.env.p.KernelRoute != nil && !a.IsMulticast() && a != broadcast4 {
+			u.env.p.KernelRoute(netip.AddrPortFrom(a, dst.Port()), gen)
+		}
 		u.route.Store(r)
 		return r
 	}
