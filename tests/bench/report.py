@@ -25,7 +25,7 @@ import plot  # noqa: E402  (sibling module)
 import programs  # noqa: E402  (sibling module)
 
 SECTIONS = ["passthrough", "startup", "sockperf", "mux", "programs", "veth", "churn", "fanout", "capture", "ipv6", "kpass",
-            "zcopy"]
+            "zcopy", "placement"]
 
 # Goals of the foundation issue.
 GOAL_PASSTHROUGH_RATIO = 1.15
@@ -48,6 +48,7 @@ PASSTHROUGH_CASES = [
 GOAL_AVG_RATIO = 20.0
 GOAL_P999_RATIO = 10.0
 GOAL_RATE_RATIO = 10.0
+GOAL_UL_RATIO = 1.0  # issue 17: sockperf under-load with default parameters at least as good as the kernel
 # Goal of issue 5 (shared-memory TCP transport) on sockperf TCP ping-pong, kernel/variant average.
 GOAL_TCP_AVG_RATIO = 20.0
 
@@ -422,9 +423,12 @@ def shm_goals(stats, variants):
         ("p99.9 latency, UDP ping-pong 64 B", "udp-pp", "p99.900", "lower", GOAL_P999_RATIO),
         ("p99.9 latency, UDP ping-pong 1400 B", "udp-pp-1400", "p99.900", "lower", GOAL_P999_RATIO),
         ("msg/s received by the server, UDP throughput 64 B", "udp-tp", "recv_rate", "higher", GOAL_RATE_RATIO),
-        ("average latency, UDP under-load 64 B", "udp-ul", "avg", "lower", None),
-        ("p99.9 latency, UDP under-load 64 B", "udp-ul", "p99.900", "lower", None),
+        # Issue 17: under-load with default parameters at least as good as the kernel; with
+        # VMA_SPEC=latency (its polling threads hold their CPUs) the report says what it costs.
+        ("average latency, UDP under-load 64 B (default parameters)", "udp-ul", "avg", "lower", GOAL_UL_RATIO),
+        ("p99.9 latency, UDP under-load 64 B (default parameters)", "udp-ul", "p99.900", "lower", GOAL_UL_RATIO),
     ]
+    envs = dict(variants)
     rows, verdicts = [], {}
     for label, test, key, better, goal in goals:
         k = stats.get((test, base), {})
@@ -438,6 +442,9 @@ def shm_goals(stats, variants):
             sv = s.get(key, math.nan)
             r = ratio(kv, sv) if better == "lower" else ratio(sv, kv)
             failed = s["total"] - s["ok"]
+            if goal is not None and test == "udp-ul" and "VMA_SPEC" in envs.get(name, ""):
+                row += [fmt(sv, 2), f"{fmt(r, 2)}x", "info (goal for default parameters only)"]
+                continue
             if goal is None:
                 v = "info"
             elif math.isnan(r):
@@ -815,6 +822,7 @@ def main():
     ipv6_section = read_md(args.raw, "ipv6.md")
     kpass_section = read_md(args.raw, "kpass.md")
     zcopy_section = read_md(args.raw, "zcopy.md")
+    placement_section = read_md(args.raw, "placement.md")
     veth_commands = os.path.join(args.raw, "veth-commands.txt")
     if os.path.exists(veth_commands):
         with open(veth_commands) as f:
@@ -899,6 +907,17 @@ sleeping after 100,000 polls). A variant with a failed run misses the goal of th
 
 {shape_text.format(nproc=meta['nproc'], load_start=meta['loadavg_start'],
                    load_end=meta.get('loadavg_end', 'n/a'))}
+
+## Summary: ping-pong by placement (issue 17)
+
+`tests/bench/placement.py`: the ping-pongs above run unpinned, where the scheduler puts the kernel's
+two ends on one CPU or on two from one run to the next (a wake-up across this VM's CPUs costs ~50 us,
+on one ~6 us), so the kernel's figure, and the ratio, land on either level. Here the two ends are
+placed: on CPUs of their own (split), as a latency-critical deployment places them, and both on one
+CPU (same), where goxio's spinning receives must hand the CPU over to the peer that produces their
+data (`offload/internal/wait/shared.go`).
+
+{placement_section}
 
 ## Summary: AF_XDP UDP transport across a veth pair (issue 6)
 

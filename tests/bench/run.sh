@@ -36,6 +36,9 @@
 #  12. VMA's extra API (zcopy.py, tests/vmaapi/zbench.c): zero-copy receive (recvfrom_zcopy +
 #      free_packets) against the copying receive over shared memory, the receive alone (drain) and
 #      a streaming sender, 64 B and 1400 B; with BENCH_SOCKPERF_VMA, sockperf --vmazcopyread too;
+#  13. ping-pong by placement (placement.py): sockperf UDP and TCP ping-pong, both ends under goxio
+#      with default parameters against the kernel, server and client on CPUs of their own (split)
+#      and both on one CPU (same);
 # then writes raw data under tests/bench/out/ and the report tests/bench/REPORT.md
 # (report.py) with a latency plot (plot.py, tests/bench/latency.png).
 #
@@ -49,7 +52,7 @@
 #                          the report to out/REPORT.md instead of the committed one
 #   GOXIO_BIN              folder holding the goxio tools (version string, goxio_stats snapshots)
 #   BENCH_ONLY             sections to run, comma-separated among passthrough, startup, sockperf, mux,
-#                          programs, veth, churn, fanout, capture, ipv6, kpass, zcopy (default: all); the report then has only those, and goes to
+#                          programs, veth, churn, fanout, capture, ipv6, kpass, zcopy, placement (default: all); the report then has only those, and goes to
 #                          out/REPORT.md unless BENCH_REPORT says otherwise
 #   BENCH_VARIANTS         sockperf variants to run, comma-separated, kernel included (default: all)
 #   BENCH_TESTS            sockperf tests to run, comma-separated (udp-pp, udp-pp-1400, tcp-pp, udp-tp,
@@ -100,7 +103,7 @@ REDIS_N=${BENCH_REDIS_N:-100000}
 DEADLINE=${BENCH_DEADLINE:-1200}
 PORT=${BENCH_PORT:-17100}
 REPORT=${BENCH_REPORT:-$HERE/REPORT.md}
-SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout,capture,ipv6,kpass,zcopy
+SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout,capture,ipv6,kpass,zcopy,placement
 ONLY=${BENCH_ONLY:-$SECTIONS}
 
 die() {
@@ -922,6 +925,17 @@ if section kpass; then
 		--time "$SP_TIME" --port $((PORT + 3000)) --logs "$RAW/kpass" --out "$RAW/kpass.md" \
 		>"$RAW/kpass.log" 2>&1 || echo "kpass.py failed: $(tail -n 3 "$RAW/kpass.log")" >"$RAW/kpass.md"
 	echo "python3 tests/bench/kpass.py --lib LIB --env \"VMA_TRACELEVEL=WARN\" --reps $SP_REPS --time $SP_TIME" >>"$RAW/commands.txt"
+fi
+
+# ---------------------------------------------------------------- 13. ping-pong by placement
+if section placement; then
+	check_deadline "placement"
+	log "ping-pong by placement: split CPUs and one CPU"
+	mkdir -p "$RAW/placement"
+	"$PY" "$HERE/placement.py" --lib "$GOXIO_LIB" --env "VMA_TRACELEVEL=WARN" --reps "$SP_REPS" \
+		--time "$SP_TIME" --port $((PORT + 3500)) --logs "$RAW/placement" --out "$RAW/placement.md" \
+		>"$RAW/placement.log" 2>&1 || echo "placement.py failed: $(tail -n 3 "$RAW/placement.log")" >"$RAW/placement.md"
+	echo "python3 tests/bench/placement.py --lib LIB --env \"VMA_TRACELEVEL=WARN\" --reps $SP_REPS --time $SP_TIME" >>"$RAW/commands.txt"
 fi
 
 # ---------------------------------------------------------------- 12. VMA's extra API, zero-copy receive
