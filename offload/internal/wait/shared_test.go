@@ -22,6 +22,7 @@ func setShared(t *testing.T, isPlaced bool, took *time.Duration, n *int) {
 	placed = func() bool { return isPlaced }
 	shared.until.Store(0)
 	shared.streak.Store(0)
+	handoff.Store(false) // a Handoff of another test would make a spin's first poll yield
 	yield = func() {
 		*n++
 		if *took > 0 {
@@ -40,15 +41,17 @@ func TestSharedCPU(t *testing.T) {
 	yields := 0
 	setShared(t, true, &took, &yields)
 
-	// Yields that return at once: a full-speed spin, nothing shared.
+	// Nothing shared yet: a full-speed spin (no turn within these polls, so no yield whatever
+	// the time they take).
 	var s Spin
 	s.Begin(sysc.Nanotime())
-	for range 4 * sysc.YieldEvery {
+	for range sysc.YieldEvery - 1 {
 		s.Poll(0)
 	}
 	if yields != 0 || s.Shared() {
 		t.Fatalf("a fresh spin yielded %d times (shared %v), want full speed", yields, s.Shared())
 	}
+	// Yields that return at once leave the CPU unshared.
 	for range sharedYields {
 		timedYield()
 	}
@@ -64,9 +67,11 @@ func TestSharedCPU(t *testing.T) {
 			t.Fatalf("slow yield %d: shared %v, want %v", i+1, got, want)
 		}
 	}
-	// A spin that begins now yields at every poll and says so in its looks.
+	// A spin that begins now yields at every poll and says so in its looks (the yields return
+	// at once now: the CPU stays shared for sharedTTL, here made long enough for a slow test).
 	took = 0
 	yields = 0
+	shared.until.Store(sysc.Nanotime() + int64(time.Minute))
 	s.Begin(sysc.Nanotime())
 	for i := range sysc.YieldEvery - 1 {
 		if !s.Poll(0) {
