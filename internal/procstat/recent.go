@@ -19,6 +19,14 @@ import (
 // RecentTTL is how long a process found alive stays alive for AliveRecent.
 const RecentTTL = 20 * time.Millisecond
 
+// KillTTL is how long a kill(2) that found the process stands: the calls within it take the
+// answer without a system call. A socket per request to one goxio peer looked the peer up at
+// every socket, a kill per request (tests/bench/churn.c: one system call in eight of the
+// client's); a process that dies meanwhile is taken for alive KillTTL longer, far less than
+// RecentTTL already allows a zombie, and a route to it found before its death is kept until its
+// entries are swept anyway.
+const KillTTL = time.Millisecond
+
 // recentSize is how many processes the cache remembers (the peers a process talks to at once
 // are few; the oldest entry makes room).
 const recentSize = 16
@@ -30,9 +38,10 @@ var recent struct {
 }
 
 type recentEntry struct {
-	pid   int
-	start uint64
-	seen  time.Time // when Alive said yes
+	pid    int
+	start  uint64
+	seen   time.Time // when Alive said yes
+	killed time.Time // when kill(2) last found the process
 }
 
 // AliveRecent is Alive, answered from a small process-wide cache when Alive said yes for the
@@ -46,8 +55,17 @@ func AliveRecent(pid int, start uint64) bool {
 	for i := range recent.ent {
 		e := &recent.ent[i]
 		if e.pid == pid && e.start == start && now.Sub(e.seen) < RecentTTL {
+			if now.Sub(e.killed) < KillTTL {
+				recent.mu.Unlock()
+				return true
+			}
 			recent.mu.Unlock()
 			if unix.Kill(pid, 0) != unix.ESRCH {
+				recent.mu.Lock()
+				if e.pid == pid && e.start == start { // the slot was not given to another meanwhile
+					e.killed = now
+				}
+				recent.mu.Unlock()
 				return true
 			}
 			return Alive(pid, start)
@@ -69,7 +87,7 @@ func AliveRecent(pid int, start uint64) bool {
 		slot = recent.next
 		recent.next = (recent.next + 1) % recentSize
 	}
-	recent.ent[slot] = recentEntry{pid: pid, start: start, seen: now}
+	recent.ent[slot] = recentEntry{pid: pid, start: start, seen: now, killed: now}
 	recent.mu.Unlock()
 	return true
 }

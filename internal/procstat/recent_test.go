@@ -2,6 +2,7 @@ package procstat
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -42,5 +43,37 @@ func TestAliveRecent(t *testing.T) {
 	}
 	if !AliveRecent(pid, start) {
 		t.Errorf("AliveRecent(self) with a full cache = false")
+	}
+}
+
+// TestAliveRecentDeath: a process found alive and then killed and reaped is dead for AliveRecent
+// once KillTTL has passed since the last kill(2) that found it.
+func TestAliveRecentDeath(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	var start uint64
+	buf := make([]byte, 1024)
+	b, err := Read(pid, buf)
+	if err == nil {
+		_, start, err = Parse(b)
+	}
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("start time of the child: %v", err)
+	}
+	for range 3 { // the first answer from /proc, the next ones from the cache
+		if !AliveRecent(pid, start) {
+			t.Fatalf("AliveRecent(child %d) = false while it runs", pid)
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	time.Sleep(2 * KillTTL)
+	if AliveRecent(pid, start) {
+		t.Errorf("AliveRecent(child %d) = true %v after it was reaped", pid, 2*KillTTL)
 	}
 }
