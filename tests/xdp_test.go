@@ -861,11 +861,14 @@ func TestXDPDeferredKick(t *testing.T) {
 	// A long kicker delay shows who delivers the end of a burst: the kicker, after the delay,
 	// while the sender sleeps. Whether the burst's last sends stream depends on timing (a send
 	// that begins more than streamGap after the previous one kicks at once, flushing the ring:
-	// also correct), so a burst that arrives early is tried again; one of a few must show the
-	// kicker's delay, and none may take longer than it.
+	// also correct), so a burst that arrives early is tried again; one of them must show the
+	// kicker's delay, and none may take longer than it. On the 2-CPU test machine about one try
+	// in four streams to its end (a gap of 10 us between two sends of the Python loop is common
+	// there): with 5 tries the test failed in 2 of 10 runs, so it makes up to 25 (an early try
+	// costs a few milliseconds besides the sender's start).
 	t.Run("burst-then-sleep-long-delay", func(t *testing.T) {
 		const delay = 800 * time.Millisecond
-		const tries = 5
+		const tries = 25
 		var early []time.Duration
 		for try := 0; try < tries; try++ {
 			took, tx := burst(t, 100, "sleep", []string{"GOXIO_XDP_TX_DELAY=" + strconv.Itoa(int(delay/time.Microsecond))})
