@@ -12,23 +12,24 @@ import (
 // (taskset, a cpuset), and nothing of two processes placed on one CPU that answer each other:
 // each spinning wait then holds the one CPU the other needs to produce its data. Measured on
 // the 2-CPU test machine, sockperf UDP ping-pong with both ends on CPU 0: 48.5 us average
-// against the kernel's 8.7 us, every hop one spinner's sysc.YieldAfter of full-speed polls
-// before its first yield let the other run.
+// against the kernel's 8.7 us (TCP 339 us against 9.6 us), every hop one spinner's
+// sysc.YieldAfter of full-speed polls before its first yield let the other run.
 //
 // A yield tells it: one that returns at once found nothing else to run on the CPU, one that
-// took longer than sharedYield let another thread run meanwhile. Only a process placed on some
-// CPUs only listens (placed): elsewhere the crowd decides, and the scheduler moves the threads
-// that want a CPU to an idle one; a slow yield there is as often a time slice given to a
-// program's spinner that never yields (sockperf under-load's pacing loop), and treating the CPU
-// as shared then cost the answering server more time slices (interleaved runs: average latency
-// 13-15 us -> 15-97 us). After sharedYields such yields
+// took longer than sharedYield let another thread run meanwhile. After sharedYields such yields
 // in a row the process's waits treat the CPU as shared for sharedTTL (every later slow yield
 // extends it): they give the CPU away at every poll from their first and sleep after
-// sysc.YieldAfter instead of spinning on, as on a crowded machine; a thread that produces their
-// data on the same CPU runs at once, and a spinner that never yields (a program's pacing loop)
-// gets no more than its share. A receive also looks at its kernel socket at every poll then
-// (Look.Shared): each poll is a yield already, and a kernel datagram of a thread that shares the
-// CPU (a client without goxio) is there when the yield returns.
+// sysc.YieldAfter instead of spinning on, as on a crowded machine, so a thread that produces
+// their data on the same CPU runs at once (the same ping-pongs: 3.8-4.6 us and 4.1-4.4 us). A
+// receive also looks at its kernel socket at every poll then (Look.Shared): each poll is a
+// yield already, and the datagram of a thread that shares the CPU without goxio is there when
+// the yield returns.
+//
+// Only a process placed on some CPUs only listens (placed): elsewhere the crowd decides, and the
+// scheduler moves a thread that wants a CPU to an idle one; a slow yield there is as often a time
+// slice given to a program's spinner that never yields (sockperf under-load's pacing loop), and
+// in one interleaved series with every process listening, sockperf under-load's average went
+// from 13-15 us to 15-97 us (this VM's under-load figures vary about as much between runs).
 const (
 	sharedYield  = 5e3 // ns
 	sharedYields = 2
