@@ -611,6 +611,21 @@ def shm_udp_parts(stats, variants):
     return goals_table, goal_reading, "Where the time goes (distribution shape):\n" + shape_text + "\n\n" + LOAD_NOTE
 
 
+# What sockperf under-load costs with VMA_SPEC=latency, and why (issue 17 asks the report to say).
+UL_POLL_NOTE = """Under-load with `VMA_SPEC=latency` (information, not a goal): sockperf's under-load client
+has two threads, one that sends and paces its sends by spinning, one that receives the replies (one
+every 200 us). `VMA_RX_POLL=-1` (which `VMA_SPEC=latency` sets; `VMA_SELECT_POLL=-1` alone costs
+nothing here, measured apart) makes that receiving thread poll without end as well, so three
+threads spin (with the server's receive) on the machine's two CPUs. The waits see the crowd
+(`/proc/loadavg`, more runnable threads than CPUs) and sleep instead of spinning, but only from
+their next look on; a spinner preempted meanwhile waits for a scheduler time slice, milliseconds:
+the median stays near the kernel's while about one reply in ten waits a millisecond (p90 above).
+With default parameters that receiving thread does not spin (its waits are longer than the
+100 us a spin is worth, `offload/internal/wait/avg.go`), and the two spinners left have a CPU
+each. Polling without end is what `VMA_RX_POLL=-1` asks for; it pays only with a CPU per spinning
+thread."""
+
+
 # Goals of issue 6 (AF_XDP UDP transport) across the veth pair, goxio on both ends: average
 # latency at most half the kernel's, messages per second at least 3 times the kernel's.
 GOAL_VETH_AVG_RATIO = 2.0
@@ -904,6 +919,8 @@ sleeping after 100,000 polls). A variant with a failed run misses the goal of th
 {goals_table}
 
 {goal_reading}
+
+{UL_POLL_NOTE}
 
 {shape_text.format(nproc=meta['nproc'], load_start=meta['loadavg_start'],
                    load_end=meta.get('loadavg_end', 'n/a'))}
