@@ -23,6 +23,17 @@ func openTest(t *testing.T) (*Dir, string) {
 	return d, dir
 }
 
+// openAgain maps the segment of dir once more, as another process of the namespace does.
+func openAgain(t *testing.T, dir string) *Dir {
+	t.Helper()
+	d, err := Open(dir, unix.Geteuid(), testNetNS)
+	if err != nil {
+		t.Fatalf("Open again: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 // mustPublish publishes e or fails the test.
 func mustPublish(t *testing.T, d *Dir, e Entry) Handle {
 	t.Helper()

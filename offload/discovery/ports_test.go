@@ -13,11 +13,7 @@ import (
 // another mapping of the segment (another process).
 func TestUDPPortFree(t *testing.T) {
 	d, dir := openTest(t)
-	other, err := Open(dir, unix.Geteuid(), testNetNS)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer other.Close()
+	other := openAgain(t, dir)
 	for _, p := range []uint16{5000, 5001, 6000} {
 		if !d.UDPPortFree(p) {
 			t.Fatalf("port %d taken in an empty table", p)

@@ -1,5 +1,6 @@
-"""What the bench's Python drivers (churn.py, fanout.py, ipv6.py, kpass.py) share: the environment of a
-run under the library, writing a part's Markdown, and the exit on a failed run."""
+"""What the bench's Python drivers (churn.py, fanout.py, ipv6.py, kpass.py, placement.py) share: the
+environment of a run under the library, the options and Markdown of a kernel-against-goxio part,
+writing a part's Markdown, and the exit on a failed run."""
 
 import os
 import subprocess
@@ -17,6 +18,30 @@ def env_with(lib, extra):
             k, _, v = kv.partition("=")
             env[k] = v
     return env
+
+
+def pair_args(ap, lib_help, port):
+    """Adds the options of a part that runs servers and clients under goxio and the kernel:
+    --lib, --env, --reps, --time, --port, --logs, --out."""
+    ap.add_argument("--lib", required=True, help=lib_help)
+    ap.add_argument("--env", default="", help="more variables of the goxio ends (default parameters: none)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--time", type=int, default=2, help="seconds per client run")
+    ap.add_argument("--port", type=int, default=port)
+    ap.add_argument("--logs", required=True, help="folder for the runs' logs")
+    ap.add_argument("--out", required=True, help="Markdown section to write")
+
+
+def part(intro, head, rows, verdicts, failures, commands):
+    """A part's Markdown: its introduction, a table (head, rows), the line of verdicts, the failed
+    runs (case, variant, rep, status) and the commands run."""
+    md = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    md += ["| " + " | ".join(row) + " |" for row in rows]
+    out = [intro, "", *md, "", verdicts]
+    if failures:
+        out += ["", "Failed runs: " + "; ".join(f"{c} {v} r{n}: {s}" for c, v, n, s in failures)]
+    out += ["", "Commands:", ""] + [f"- {c}" for c in commands]
+    return "\n".join(out) + "\n"
 
 
 def emit(text, out):

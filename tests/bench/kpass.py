@@ -168,14 +168,8 @@ def fmt(v, digits):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lib", required=True, help="libgoxio.so to preload on the goxio end")
-    ap.add_argument("--env", default="", help="more variables of the goxio end (default parameters: none)")
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--time", type=int, default=2, help="seconds per client run")
-    ap.add_argument("--port", type=int, default=17900)
+    drivers.pair_args(ap, "libgoxio.so to preload on the goxio end", 17900)
     ap.add_argument("--cases", default="udp-tp,udp-pp,iperf3")
-    ap.add_argument("--logs", required=True, help="folder for the runs' logs")
-    ap.add_argument("--out", required=True, help="Markdown section to write")
     args = ap.parse_args()
     cases = args.cases.split(",")
     r = Runner(args)
@@ -231,22 +225,17 @@ def main():
         spread = f"kernel {fmt(min(k), digits)}-{fmt(max(k), digits)}, goxio {fmt(min(g), digits)}-{fmt(max(g), digits)}"
         rows.append([label, target, fmt(kv, digits), fmt(gv, digits), f"{ratio:.3f}x", verdict, f"{runs}; {spread}"])
     head = ["case", "goal (goxio/kernel)", "kernel", "goxio", "ratio", "verdict", "runs; range"]
-    md = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
-    md += ["| " + " | ".join(row) + " |" for row in rows]
-    out = [f"One end under goxio with default parameters (`LD_PRELOAD` only{', ' + args.env if args.env else ''}), "
-           f"the other without goxio, against both ends without goxio, interleaved in one run "
-           f"({args.reps} rounds of every case, variant and placement, {args.time} s per client run; medians). "
-           "Unpinned, the scheduler puts the two ends on one CPU or on two from one run to the next "
-           "(sockperf UDP throughput then moves between two levels ~1.6x apart, for the kernel alone as "
-           "much as with goxio, and the median lands on either); split, the server runs on CPU 0 and the "
-           "client on CPU 1 (taskset). "
-           f"Load average {load_start} at start, {load_end} at end.", "", *md, "",
-           f"{met} of {total} goals met. The ratio is goxio/kernel: for throughput higher is better, for "
-           "latency lower."]
-    if failures:
-        out += ["", "Failed runs: " + "; ".join(f"{c} {v} r{n}: {s}" for c, v, n, s in failures)]
-    out += ["", "Commands:", ""] + [f"- {c}" for c in r.commands]
-    drivers.emit("\n".join(out) + "\n", args.out)
+    intro = (f"One end under goxio with default parameters (`LD_PRELOAD` only{', ' + args.env if args.env else ''}), "
+             f"the other without goxio, against both ends without goxio, interleaved in one run "
+             f"({args.reps} rounds of every case, variant and placement, {args.time} s per client run; medians). "
+             "Unpinned, the scheduler puts the two ends on one CPU or on two from one run to the next "
+             "(sockperf UDP throughput then moves between two levels ~1.6x apart, for the kernel alone as "
+             "much as with goxio, and the median lands on either); split, the server runs on CPU 0 and the "
+             "client on CPU 1 (taskset). "
+             f"Load average {load_start} at start, {load_end} at end.")
+    verdicts = (f"{met} of {total} goals met. The ratio is goxio/kernel: for throughput higher is better, for "
+                "latency lower.")
+    drivers.emit(drivers.part(intro, head, rows, verdicts, failures, r.commands), args.out)
 
 
 if __name__ == "__main__":

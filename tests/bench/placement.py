@@ -58,13 +58,7 @@ class Runner(kpass.Runner):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lib", required=True, help="libgoxio.so to preload on both ends")
-    ap.add_argument("--env", default="", help="more variables of the goxio ends (default parameters: none)")
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--time", type=int, default=2, help="seconds per client run")
-    ap.add_argument("--port", type=int, default=18900)
-    ap.add_argument("--logs", required=True, help="folder for the runs' logs")
-    ap.add_argument("--out", required=True, help="Markdown section to write")
+    drivers.pair_args(ap, "libgoxio.so to preload on both ends", 18900)
     args = ap.parse_args()
     if (os.cpu_count() or 1) < 2:
         drivers.emit("Not run: the split placement needs 2 CPUs.\n", args.out)
@@ -99,17 +93,11 @@ def main():
         spread = f"{len(g)} of {args.reps}; kernel {min(k):,.2f}-{max(k):,.2f}, goxio {min(g):,.2f}-{max(g):,.2f}"
         rows.append([label, target, f"{kv:,.2f}", f"{gv:,.2f}", f"{ratio:.2f}x", "met" if ok else "**NOT MET**", spread])
     head = ["case", "goal", "kernel", "goxio", "kernel/goxio", "verdict", "runs; range"]
-    md = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
-    md += ["| " + " | ".join(row) + " |" for row in rows]
-    out = [f"Both ends under goxio with default parameters (`LD_PRELOAD` only{', ' + args.env if args.env else ''}) "
-           f"against both ends without goxio, interleaved in one run ({args.reps} rounds of every case, "
-           f"variant and placement, {args.time} s per client run; medians; latency is sockperf's half round "
-           f"trip). Load average {load_start} at start, {load_end} at end.", "", *md, "",
-           f"{met} of {len(GOALS)} goals met."]
-    if failures:
-        out += ["", "Failed runs: " + "; ".join(f"{c} {v} r{n}: {s}" for c, v, n, s in failures)]
-    out += ["", "Commands:", ""] + [f"- {c}" for c in r.commands]
-    drivers.emit("\n".join(out) + "\n", args.out)
+    intro = (f"Both ends under goxio with default parameters (`LD_PRELOAD` only{', ' + args.env if args.env else ''}) "
+             f"against both ends without goxio, interleaved in one run ({args.reps} rounds of every case, "
+             f"variant and placement, {args.time} s per client run; medians; latency is sockperf's half round "
+             f"trip). Load average {load_start} at start, {load_end} at end.")
+    drivers.emit(drivers.part(intro, head, rows, f"{met} of {len(GOALS)} goals met.", failures, r.commands), args.out)
 
 
 if __name__ == "__main__":

@@ -916,26 +916,29 @@ if section ipv6; then
 	echo "python3 tests/bench/ipv6.py --pp6 tests/bench/out/bin/pp6 --lib LIB --reps $SP_REPS ${node_args[*]}" >>"$RAW/commands.txt"
 fi
 
+# pair_part runs the driver $1.py (drivers.pair_args' options) for part $1 with port offset $2:
+# its Markdown in $RAW/$1.md (or why it failed), its runs' logs in $RAW/$1/.
+pair_part() {
+	local name=$1 off=$2
+	mkdir -p "$RAW/$name"
+	"$PY" "$HERE/$name.py" --lib "$GOXIO_LIB" --env "VMA_TRACELEVEL=WARN" --reps "$SP_REPS" \
+		--time "$SP_TIME" --port $((PORT + off)) --logs "$RAW/$name" --out "$RAW/$name.md" \
+		>"$RAW/$name.log" 2>&1 || echo "$name.py failed: $(tail -n 3 "$RAW/$name.log")" >"$RAW/$name.md"
+	echo "python3 tests/bench/$name.py --lib LIB --env \"VMA_TRACELEVEL=WARN\" --reps $SP_REPS --time $SP_TIME" >>"$RAW/commands.txt"
+}
+
 # ---------------------------------------------------------------- 11. kernel-served sockets
 if section kpass; then
 	check_deadline "kpass"
 	log "kernel-served sockets: one end without goxio"
-	mkdir -p "$RAW/kpass"
-	"$PY" "$HERE/kpass.py" --lib "$GOXIO_LIB" --env "VMA_TRACELEVEL=WARN" --reps "$SP_REPS" \
-		--time "$SP_TIME" --port $((PORT + 3000)) --logs "$RAW/kpass" --out "$RAW/kpass.md" \
-		>"$RAW/kpass.log" 2>&1 || echo "kpass.py failed: $(tail -n 3 "$RAW/kpass.log")" >"$RAW/kpass.md"
-	echo "python3 tests/bench/kpass.py --lib LIB --env \"VMA_TRACELEVEL=WARN\" --reps $SP_REPS --time $SP_TIME" >>"$RAW/commands.txt"
+	pair_part kpass 3000
 fi
 
 # ---------------------------------------------------------------- 13. ping-pong by placement
 if section placement; then
 	check_deadline "placement"
 	log "ping-pong by placement: split CPUs and one CPU"
-	mkdir -p "$RAW/placement"
-	"$PY" "$HERE/placement.py" --lib "$GOXIO_LIB" --env "VMA_TRACELEVEL=WARN" --reps "$SP_REPS" \
-		--time "$SP_TIME" --port $((PORT + 3500)) --logs "$RAW/placement" --out "$RAW/placement.md" \
-		>"$RAW/placement.log" 2>&1 || echo "placement.py failed: $(tail -n 3 "$RAW/placement.log")" >"$RAW/placement.md"
-	echo "python3 tests/bench/placement.py --lib LIB --env \"VMA_TRACELEVEL=WARN\" --reps $SP_REPS --time $SP_TIME" >>"$RAW/commands.txt"
+	pair_part placement 3500
 fi
 
 # ---------------------------------------------------------------- 12. VMA's extra API, zero-copy receive
