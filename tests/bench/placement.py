@@ -27,7 +27,8 @@ import drivers  # noqa: E402  (sibling module)
 import kpass  # noqa: E402  (the runner of one server and one client)
 
 PLACES = {"split": ("server on CPU 0, client on CPU 1", 0, 1), "same": ("both ends on CPU 0", 0, 0)}
-# (case, figure, placement) -> (goal, how): "lower" goals are kernel/goxio ratios at least goal.
+# (case, figure, placement, goal): the kernel's figure over goxio's (latencies: how many times
+# lower goxio's is) must be at least goal.
 GOALS = [("udp", "avg", "split", 20.0), ("udp", "p999", "split", 10.0), ("tcp", "avg", "split", 20.0),
          ("udp", "avg", "same", 1.0), ("udp", "p999", "same", 1.0), ("tcp", "avg", "same", 1.0),
          ("tcp", "p999", "same", 1.0)]
