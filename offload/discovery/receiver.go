@@ -7,13 +7,14 @@ import "net/netip"
 // A false answer holds for every sender while Gen stays the value read before the call: the
 // kernel, and no ring, delivers any datagram to dst (the cache of such destinations the sending
 // trampoline keeps, shim/preload/ksend.c, relies on it). Unicast destinations only: a multicast or
-// broadcast destination answers true. Memory reads only.
+// broadcast destination answers true. Memory reads only; no scan for a port no entry has
+// (UDPPortFree).
 func (d *Dir) Receiver(dst netip.AddrPort) bool {
 	daddr := dst.Addr().WithZone("").Unmap()
 	if !daddr.IsValid() || daddr.IsMulticast() || daddr == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
 		return true
 	}
-	if d == nil || d.closed.Load() {
+	if d == nil || d.closed.Load() || d.UDPPortFree(dst.Port()) {
 		return false
 	}
 	found := false

@@ -48,7 +48,6 @@ void goxio_late_counter(uint64_t *word) { late_plain_word = word != NULL ? word 
 
 static void count_plain(void) { __atomic_add_fetch(late_plain_word, 1, __ATOMIC_RELAXED); }
 
-
 /* late_page: the page of the last address a connect of this thread gave the kernel successfully.
  * connect reads an address here only on that page: any other goes to the engine, which reads
  * program memory with fault protection (a bad pointer is EFAULT, as from the kernel). A program

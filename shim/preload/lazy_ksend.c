@@ -13,9 +13,10 @@
  * destination's port counts as a receiver) and sends through the kernel when nobody is there.
  * The answer is kept in ksend.c's cache for the directory's generation, so the next sends to
  * the same destination cost a few loads, and in the fd's notes too (vkey, vgen: again()), which
- * a send checks first (fewer cache lines to miss after each real send). A destination with a possible receiver, a multicast or
- * broadcast one, an address this side cannot read safely, a parameters file or the AF_XDP
- * transport in the environment, VMA's extra API handed out: the engine loads as before.
+ * a send checks first (fewer cache lines to miss after each real send). A destination with a
+ * possible receiver, a multicast or broadcast one, an address this side cannot read safely, a
+ * parameters file or the AF_XDP transport in the environment, VMA's extra API handed out: the
+ * engine loads as before.
  *
  * Sending through the kernel is always a correct delivery: a goxio receiver reads its kernel
  * socket too. A receiver that appears later changes the generation: the next send asks again
@@ -128,9 +129,12 @@ static int group_or_broadcast(const struct sockaddr *sa) {
 }
 
 /* nobody_at reports whether no goxio socket is bound at dst (a copy, len bytes; stream: no goxio
- * TCP socket listens there); *at is then the directory generation + 1 the answer holds for (0:
- * none, there is no directory). */
+ * TCP socket listens there); *at (at not NULL) is then the directory generation + 1 the answer
+ * holds for (0: none, there is no directory). */
 static int nobody_at(const struct sockaddr *dst, socklen_t len, int stream, uint64_t *at) {
+	uint64_t unused;
+	if (at == NULL)
+		at = &unused;
 	*at = 0;
 	if (!stream && group_or_broadcast(dst))
 		return 0;
@@ -283,8 +287,7 @@ int goxio_lazy_connect_plain(int fd, const struct sockaddr *addr, socklen_t len)
 	if (i == NULL || (__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_FORKED))
 		return 0;
 	int stream = !(__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_DGRAM);
-	uint64_t at;
-	if (!nobody_at((const struct sockaddr *)&dst, len, stream, &at))
+	if (!nobody_at((const struct sockaddr *)&dst, len, stream, NULL))
 		return 0;
 	goxio_lazy_plain(fd);
 	return 1;

@@ -54,16 +54,26 @@ var loadavg atomic.Int32
 // UseLoadavg gives the looks a descriptor of /proc/loadavg to read (the engine's, internal).
 func UseLoadavg(fd int) { loadavg.Store(int32(fd)) }
 
-// onlineCPUs is the machine's CPUs; 0 (never crowded) when unknown, or when the process was
-// placed on some of them only (taskset, cpusets, isolated cores): the machine's count says
-// nothing of its own CPUs then, and who placed it chose where it spins.
-var onlineCPUs = sync.OnceValue(func() int {
+// cpuPlacement reads, once, the machine's online CPUs and whether the process may run on fewer
+// of them (placed: taskset, cpusets, isolated cores); 0 and false when either is unknown.
+var cpuPlacement = sync.OnceValues(func() (online int, placed bool) {
 	n, ok := sysc.OnlineCPUs()
-	if a, aok := sysc.AllowedCPUs(); !ok || !aok || a < n {
-		return 0
+	a, aok := sysc.AllowedCPUs()
+	if !ok || !aok {
+		return 0, false
 	}
-	return n
+	return n, a < n
 })
+
+// onlineCPUs is the machine's CPUs; 0 (never crowded) when unknown, or when the process was
+// placed on some of them only: the machine's count says nothing of its own CPUs then, and who
+// placed it chose where it spins (shared.go watches its yields instead).
+var onlineCPUs = func() int {
+	if n, placed := cpuPlacement(); !placed {
+		return n
+	}
+	return 0
+}
 
 // Crowded reports whether the machine has more runnable threads than CPUs, as of a look at most
 // crowdTTL (crowdedTTL when it found a crowd) older than now (a sysc.Nanotime read).

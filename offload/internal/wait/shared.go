@@ -1,7 +1,6 @@
 package wait
 
 import (
-	"sync"
 	"sync/atomic"
 
 	"github.com/goxio/goxio/offload/internal/sysc"
@@ -45,13 +44,19 @@ var shared struct {
 // sysc.Nanotime read).
 func Shared(now int64) bool { return now < shared.until.Load() }
 
+// sharedNow is Shared for a caller without a clock read: none is made while the CPU never
+// counted as shared (every process not placed, most placed ones).
+func sharedNow() bool {
+	u := shared.until.Load()
+	return u != 0 && sysc.Nanotime() < u
+}
+
 // placed reports whether the process may run on fewer CPUs than the machine has (the crowd's
 // onlineCPUs is 0 then).
-var placed = sync.OnceValue(func() bool {
-	n, ok := sysc.OnlineCPUs()
-	a, aok := sysc.AllowedCPUs()
-	return ok && aok && a < n
-})
+var placed = func() bool {
+	_, p := cpuPlacement()
+	return p
+}
 
 // timedYield gives the CPU away (yield) and reports whether the CPU counts as shared after it.
 func timedYield() bool {

@@ -126,9 +126,7 @@ type Spin struct {
 func (s *Spin) Begin(now int64) { *s = Spin{start: now, hand: tookHandoff(), shared: Shared(now)} }
 
 // BeginEager starts an eager spin (see Spin).
-func (s *Spin) BeginEager() {
-	*s = Spin{eager: true, hand: tookHandoff(), shared: Shared(sysc.Nanotime())}
-}
+func (s *Spin) BeginEager() { *s = Spin{eager: true, hand: tookHandoff(), shared: sharedNow()} }
 
 // Shared reports whether the spin treats its CPU as shared (shared.go).
 func (s *Spin) Shared() bool { return s.shared }

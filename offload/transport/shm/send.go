@@ -131,10 +131,6 @@ func (u *UDP) kernel(c *transport.Call) (int, syscall.Errno, bool) {
 	return n, errno, true
 }
 
-// broadcast4 is the limited broadcast address, which the kernel's route never answers alone
-// (discovery.Receiver): the trampoline's cache of kernel destinations must not hold it.
-var broadcast4 = netip.AddrFrom4([4]byte{255, 255, 255, 255})
-
 // routeTo returns how to reach dst, from the cache while the directory has not changed.
 func (u *UDP) routeTo(fd int, dst netip.AddrPort) *route {
 	gen := u.env.dir.Gen()
@@ -150,8 +146,9 @@ func (u *UDP) routeTo(fd int, dst netip.AddrPort) *route {
 		// No goxio socket has the port: the kernel delivers, as Lookup would find (its scan
 		// skipped: a server that answers a new client each time paid it per datagram). The
 		// kernel binds an unbound socket at the send (kernelSend).
-		if a := dst.Addr().Unmap(); u.env.p.KernelRoute != nil && !a.IsMulticast() && a != broadcast4 {
-			u.env.p.KernelRoute(netip.AddrPortFrom(a, dst.Port()), gen)
+		to := netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port())
+		if u.env.p.KernelRoute != nil && !u.env.dir.Receiver(to) { // a group or broadcast: not cached
+			u.env.p.KernelRoute(to, gen)
 		}
 		u.route.Store(r)
 		return r
