@@ -101,6 +101,7 @@ struct goxio_real {
 	int (*posix_spawn)(pid_t *, const char *, const void *, const void *, char *const[], char *const[]);
 	int (*posix_spawnp)(pid_t *, const char *, const void *, const void *, char *const[], char *const[]);
 	int (*system)(const char *);
+	int (*execve)(const char *, char *const[], char *const[]);
 	void *(*popen)(const char *, const char *);
 	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 	sighandler_t (*signal)(int, sighandler_t);
@@ -401,6 +402,26 @@ GOXIO_HIDDEN int goxio_in_engine(uintptr_t h);
 /* goxio_sig_depth counts the program's signal handlers running on this thread (signal.c). */
 GOXIO_HIDDEN extern __thread int goxio_sig_depth;
 
+/* ---- what a program imports (elfscan.c) ---- */
+
+enum { GOXIO_ELF_OK = 0, GOXIO_ELF_KEEP = 1 };
+/* how goxio_elf_scan reads: a program (else a library); its needed libraries only (else also
+ * its imports) */
+enum { GOXIO_ELF_EXE = 1, GOXIO_ELF_NEEDS_ONLY = 2 };
+
+/* goxio_elf_scan reads the ELF object buf[0:len] as how says (GOXIO_ELF_EXE, ...):
+ * GOXIO_ELF_OK when it imports none of the functions that keep the library (each of its needed
+ * library names passed to need, which returns non-zero to give up), GOXIO_ELF_KEEP with *why set
+ * (a static string, or the import's name inside buf) when it does or when it is not an object
+ * this reading understands. */
+GOXIO_HIDDEN int goxio_elf_scan(const unsigned char *buf, size_t len, int how, int (*need)(void *ctx, const char *name),
+				void *ctx, const char **why);
+/* goxio_ldcache_find calls each with every x86-64 path /etc/ld.so.cache (mapped at cache[0:len])
+ * gives for the library name, until each returns non-zero: the number of paths, or -1 when the
+ * cache is not understood or each gave up. */
+GOXIO_HIDDEN int goxio_ldcache_find(const unsigned char *cache, size_t len, const char *name,
+				    int (*each)(void *ctx, const char *path), void *ctx);
+
 /* ---- vfork (vfork.c) ---- */
 
 /* goxio_vfork_depth counts, on this thread, the vforks under way: the vfork wrapper raises it just
@@ -411,7 +432,8 @@ GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) int goxi
 /* goxio_in_vfork reports a vfork child (or a parent thread between its vfork's entry and return,
  * which runs no program code): every call is pure passthrough then. Such a child shares its
  * parent's memory, so it writes no C-side state (fd table, lazy-socket notes, internal fds,
- * signal-handler records, spill cursors, loader state) and never loads or enters the engine; only
+ * signal-handler records, spill cursors, loader state; exec.c's table of answers is the one
+ * exception, made for it) and never loads or enters the engine; only
  * the slow paths (an fd with a flag, the creating and signal calls) ask, never the fast path. */
 static inline int goxio_in_vfork(void) { return GOXIO_UNLIKELY(goxio_vfork_depth != 0); }
 

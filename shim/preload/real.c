@@ -98,6 +98,7 @@ static void resolve_all(void) {
 	RESOLVE(posix_spawn);
 	RESOLVE(posix_spawnp);
 	RESOLVE(system);
+	RESOLVE(execve);
 	RESOLVE(popen);
 	RESOLVE(sigaction);
 	RESOLVE(signal);
