@@ -109,6 +109,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s -fuzzminimizetime 5s ./offload/xdp/packet
 	$(GO) test -run '^$$' -fuzz FuzzParseLinkAnswer -fuzztime 60s -fuzzminimizetime 5s ./offload/xdp
 	$(GO) test -run '^$$' -fuzz FuzzParseMcOption -fuzztime 60s -fuzzminimizetime 5s ./offload
+	$(GO) test -run '^$$' -fuzz FuzzScan -fuzztime 60s -fuzzminimizetime 5s ./tests/elfscan
+	$(GO) test -run '^$$' -fuzz FuzzLdCache -fuzztime 60s -fuzzminimizetime 5s ./tests/elfscan
 
 # Debian and RPM packages into build/pkg/
 deb: all
