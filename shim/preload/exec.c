@@ -334,17 +334,20 @@ static const char *self_name(void) {
 }
 
 /* only_this_library reports whether the LD_PRELOAD value v names this library and nothing else
- * (entries are separated by spaces or colons). */
+ * (entries are separated by spaces or colons; a path, or a file name searched for). */
 static int only_this_library(const char *v) {
 	const char *self = self_name();
 	if (self == NULL || *self == 0)
 		return 0;
-	size_t sl = strlen(self);
+	/* An entry without a slash was searched for, and the loader names the library by the path
+	 * it found: compare the file name then. */
+	const char *base = strrchr(self, '/') ? strrchr(self, '/') + 1 : self;
 	int seen = 0;
 	while (*v != 0) {
 		size_t l = strcspn(v, " :");
 		if (l > 0) {
-			if (l != sl || strncmp(v, self, l) != 0)
+			const char *want = memchr(v, '/', l) ? self : base;
+			if (l != strlen(want) || strncmp(v, want, l) != 0)
 				return 0;
 			seen = 1;
 		}
