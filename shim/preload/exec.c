@@ -147,9 +147,11 @@ struct mapped {
 	size_t len;
 };
 
-/* map_file maps path read-only; -1 when it cannot be opened (errno), -2 when it is not a regular
- * file of a sane size. st, when not NULL, receives its status. */
-static int map_file(const char *path, struct mapped *m, struct stat *st) {
+/* map_file maps path read-only: 0, -1 when it cannot be opened, -2 when it is not a regular file of
+ * a sane size or cannot be mapped. A file mapped so must not shrink while it is read (SIGBUS): the
+ * loader maps it the same way, and packages and linkers replace a file by a new one, never
+ * truncate the one in use. */
+static int map_file(const char *path, struct mapped *m) {
 	struct stat s;
 	int fd = REAL(open)(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -160,8 +162,6 @@ static int map_file(const char *path, struct mapped *m, struct stat *st) {
 		if (p != MAP_FAILED) {
 			m->p = p;
 			m->len = (size_t)s.st_size;
-			if (st != NULL)
-				*st = s;
 			r = 0;
 		}
 	}
@@ -173,7 +173,7 @@ static int map_file(const char *path, struct mapped *m, struct stat *st) {
  * to c), 1 when it keeps it (c->why set), -1 when the file cannot be opened. */
 static int scan(const char *path, int how, struct closure *c) {
 	struct mapped m;
-	int r = map_file(path, &m, NULL);
+	int r = map_file(path, &m);
 	if (r == -1)
 		return -1;
 	if (r < 0) {
@@ -204,14 +204,15 @@ static int scan(const char *path, int how, struct closure *c) {
 struct found {
 	struct closure *c;
 	int how;
-	int keep;
+	int keep; /* one of the paths keeps the library */
+	int read; /* paths read (an entry of a stale cache may name a file that is gone) */
 };
 
 static int scan_found(void *ctx, const char *path) {
 	struct found *f = ctx;
 	int r = scan(path, f->how, f->c);
-	if (r == 1)
-		f->keep = 1;
+	f->read += r >= 0;
+	f->keep |= r == 1;
 	return r == 1; /* stop at the first that keeps it */
 }
 
@@ -219,8 +220,10 @@ static int scan_found(void *ctx, const char *path) {
 static const char *const system_dirs[] = {"/lib/x86_64-linux-gnu/", "/usr/lib/x86_64-linux-gnu/", "/lib64/",
 					  "/usr/lib64/", "/lib/", "/usr/lib/"};
 
-/* verdict decides for the program at path (status st): SLOT_PRUNE or SLOT_KEEP, c->why set for the
- * latter. */
+/* verdict decides for the program at path: SLOT_PRUNE or SLOT_KEEP, c->why set for the latter. Each
+ * needed library is read at every path /etc/ld.so.cache gives for it (a hardware-capability
+ * variant included), else at the first of the system directories that has it, as the loader
+ * looks (a run path keeps the library, and so does LD_LIBRARY_PATH in decide()). */
 static int verdict(const char *path, struct closure *c) {
 	int r = scan(path, GOXIO_ELF_EXE, c);
 	if (r != 0) {
@@ -229,7 +232,7 @@ static int verdict(const char *path, struct closure *c) {
 		return SLOT_KEEP;
 	}
 	struct mapped cache = {NULL, 0};
-	int cached = map_file("/etc/ld.so.cache", &cache, NULL) == 0;
+	int cached = map_file("/etc/ld.so.cache", &cache) == 0;
 	int v = SLOT_PRUNE;
 	for (int i = 0; i < c->n && v == SLOT_PRUNE; i++) {
 		char name[EXEC_NAME_MAX];
@@ -246,12 +249,14 @@ static int verdict(const char *path, struct closure *c) {
 			}
 			continue;
 		}
-		struct found f = {c, how, 0};
+		struct found f = {c, how, 0, 0};
 		int n = cached ? goxio_ldcache_find(cache.p, cache.len, name, scan_found, &f) : 0;
 		if (f.keep) {
 			v = SLOT_KEEP;
 			continue;
 		}
+		if (n > 0)
+			n = f.read;
 		if (n < 0) {
 			c->why = "/etc/ld.so.cache is not understood";
 			v = SLOT_KEEP;
