@@ -110,7 +110,7 @@ struct closure {
 	char names[EXEC_MAX_OBJECTS][EXEC_NAME_MAX];
 	int n;
 	const char *why;		  /* the reason to keep the library, a static string or a name */
-	char whybuf[EXEC_NAME_MAX + 64]; /* ... copied here when it pointed into a mapped file */
+	char whybuf[512];		  /* ... copied here when it pointed into a mapped file */
 };
 
 static int add_name(void *ctx, const char *name) {
@@ -184,17 +184,8 @@ static int scan(const char *path, int how, struct closure *c) {
 	r = goxio_elf_scan(m.p, m.len, how, add_name, c, &why);
 	if (r == GOXIO_ELF_KEEP) {
 		/* why may point into the mapping, which goes now */
-		size_t l = strnlen(why, EXEC_NAME_MAX - 1);
 		const char *parts[] = {path, ": ", why};
-		size_t n = 0;
-		for (size_t i = 0; i < 3; i++) {
-			size_t pl = i == 2 ? l : strnlen(parts[i], sizeof c->whybuf - 1);
-			if (n + pl >= sizeof c->whybuf)
-				pl = sizeof c->whybuf - 1 - n;
-			memcpy(c->whybuf + n, parts[i], pl);
-			n += pl;
-		}
-		c->whybuf[n] = 0;
+		goxio_join(c->whybuf, sizeof c->whybuf, parts, 3);
 		c->why = c->whybuf;
 	}
 	munmap((void *)m.p, m.len);
@@ -374,19 +365,9 @@ static int trace_on(void) {
 static void trace(const char *path, int prune, const char *why) {
 	if (!trace_on())
 		return;
-	char buf[PATH_MAX + 256];
-	size_t n = 0;
 	const char *parts[] = {"goxio: exec ", path, prune ? ": without the library (it cannot use a socket)\n" : ": with the library (",
 			       prune ? "" : why, prune ? "" : ")\n"};
-	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-		size_t l = strlen(parts[i]);
-		if (n + l >= sizeof buf)
-			l = sizeof buf - n - 1;
-		memcpy(buf + n, parts[i], l);
-		n += l;
-	}
-	ssize_t w = REAL(write)(2, buf, n);
-	(void)w;
+	goxio_say_parts(parts, sizeof parts / sizeof parts[0]);
 }
 
 /* decide reports whether path may start without the library, given its new environment. */

@@ -65,19 +65,9 @@ static void say(int why, const char *what, const char *detail) {
 	} else if (__atomic_exchange_n(&said[why], 1, __ATOMIC_RELAXED)) {
 		return;
 	}
-	char buf[PATH_MAX + 256];
-	size_t n = 0;
 	const char *parts[] = {"goxio: the engine is not loaded (", what, detail ? ": " : "", detail ? detail : "",
 			       "); this call goes to the kernel\n"};
-	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-		size_t l = strlen(parts[i]);
-		if (n + l >= sizeof buf)
-			l = sizeof buf - n - 1;
-		memcpy(buf + n, parts[i], l);
-		n += l;
-	}
-	ssize_t r = REAL(write)(2, buf, n);
-	(void)r;
+	goxio_say_parts(parts, sizeof parts / sizeof parts[0]);
 }
 
 /* ---- engine address range (its signal handlers) ---- */

@@ -402,6 +402,14 @@ GOXIO_HIDDEN int goxio_in_engine(uintptr_t h);
 /* goxio_sig_depth counts the program's signal handlers running on this thread (signal.c). */
 GOXIO_HIDDEN extern __thread int goxio_sig_depth;
 
+/* ---- messages (say.c) ---- */
+
+/* goxio_join copies the n strings of parts one after the other into buf (cap bytes, cut to fit,
+ * NUL-terminated) and returns the length. */
+GOXIO_HIDDEN size_t goxio_join(char *buf, size_t cap, const char *const parts[], size_t n);
+/* goxio_say_parts writes the n strings of parts, joined, on stderr in one write. */
+GOXIO_HIDDEN void goxio_say_parts(const char *const parts[], size_t n);
+
 /* ---- what a program imports (elfscan.c) ---- */
 
 enum { GOXIO_ELF_OK = 0, GOXIO_ELF_KEEP = 1 };
