@@ -554,7 +554,7 @@ def foundation_parts(meta, raw, ran):
         ab = execab(raw)
         if ab:
             k, e, g = ab
-            summary_rows.append(["one exec of `ls` (fork, exec, wait), interleaved exec by exec: time added", "(none)",
+            summary_rows.append(["one exec of `ls` with the library loaded (fork, exec, wait; execab is not under the library, so no exec check prunes it: what a program that keeps the library pays), interleaved exec by exec: time added", "(none)",
                                  f"an empty preloaded library {e - k:+.0f} us ({100 * (e - k) / k:+.1f}%), "
                                  f"libgoxio.so {g - k:+.0f} us ({100 * (g - k) / k:+.1f}%); without a library {k:.0f} us",
                                  "info"])
