@@ -12,8 +12,9 @@
  *     is the one library whose imports are known to serve local sockets only (local_only);
  *   - it inherits an inet socket: an fd that is not close-on-exec is an AF_INET or AF_INET6 socket
  *     (the engine would adopt it; datagrams spilled for it at a fork are read through the library);
- *     every fd below EXEC_PROBE_FDS is looked at, and above it those the fd table knows, so a
- *     socket inherited by this process image at a high number and never used here is not seen;
+ *     every fd below EXEC_PROBE_FDS is looked at, and above it those the fd table knows (below
+ *     EXEC_TABLE_FDS), so a socket inherited by this process image at a high number and never
+ *     used here is not seen;
  *   - anything is unsure: a script (its interpreter is a program of its own), a static or non-x86-64
  *     program, an object with a run path of its own (DT_RPATH, DT_RUNPATH) or LD_LIBRARY_PATH set,
  *     a library not found in /etc/ld.so.cache or the system directories, LD_PRELOAD naming more than
@@ -48,8 +49,10 @@
 extern char **environ;
 
 /* EXEC_PROBE_FDS: the fds all looked at for an inherited inet socket (above it, those the fd table
- * knows). EXEC_MAX_ENV: a larger environment keeps the library (the new one is built on the stack). */
+ * knows, below EXEC_TABLE_FDS). EXEC_MAX_ENV: a larger environment keeps the library (the new one
+ * is built on the stack). */
 #define EXEC_PROBE_FDS 64
+#define EXEC_TABLE_FDS 65536
 #define EXEC_MAX_ENV 1024
 #define EXEC_MAX_OBJECTS 48
 #define EXEC_NAME_MAX 96
@@ -301,11 +304,24 @@ static int inherits_inet(void) {
 	for (int i = 0; i < EXEC_PROBE_FDS; i++)
 		if (!(p[i].revents & POLLNVAL) && inet_survives(i))
 			return 1;
+	/* The library's own fds sit near the soft fd limit (up to a million): the table is read
+	 * eight entries at a time, up to EXEC_TABLE_FDS. */
 	int high = goxio_fdt_high();
-	for (int fd = EXEC_PROBE_FDS; fd <= high && fd < (int)GOXIO_FDT_SIZE; fd++) {
+	if (high >= EXEC_TABLE_FDS)
+		high = EXEC_TABLE_FDS - 1;
+	for (int fd = EXEC_PROBE_FDS; fd <= high;) {
+		uint64_t w;
+		if ((fd & 7) == 0 && fd + 8 <= high + 1) {
+			memcpy(&w, (const void *)&goxio_fdt[fd], sizeof w); /* racy reads: a hint, rechecked below */
+			if (w == 0) {
+				fd += 8;
+				continue;
+			}
+		}
 		uint8_t fl = goxio_fd_flags(fd);
 		if (fl != 0 && !(fl & GOXIO_FD_INTERNAL) && inet_survives(fd))
 			return 1;
+		fd++;
 	}
 	return 0;
 }
