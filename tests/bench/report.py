@@ -77,15 +77,18 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def lineping(meta):
-    """The machine's floor for a hand-over between two CPUs (tests/bench/lineping.c)."""
+    """The machine's floor for a hand-over between two CPUs (tests/bench/lineping.c), at the start
+    of the run and at its end."""
     fields = dict(f.split("=", 1) for f in meta.get("lineping", "one_way_ns=n/a").split() if "=" in f)
     if fields.get("one_way_ns", "n/a") == "n/a":
         return "n/a (fewer than 2 CPUs allowed, or the peer thread got no CPU)"
-    return (f"{fields['one_way_ns']} ns (median of {fields.get('batches', '?')} batches of "
+    end = dict(f.split("=", 1) for f in meta.get("lineping_end", "one_way_ns=n/a").split() if "=" in f)
+    at_end = f"; {end['one_way_ns']} ns at the end of the run" if end.get("one_way_ns", "n/a") != "n/a" else ""
+    return (f"{fields['one_way_ns']} ns at the start (median of {fields.get('batches', '?')} batches of "
             f"{int(fields.get('rounds', 0)):,} round trips, {fields.get('min_ns')}-"
-            f"{fields.get('max_ns')} ns; `tests/bench/lineping.c`): the floor of every hop of a shared-memory "
-            "ping-pong between two processes on two CPUs, which also pays its calls into the library and "
-            "the ring's own lines")
+            f"{fields.get('max_ns')} ns; `tests/bench/lineping.c`){at_end}: the floor of every hop of a "
+            "shared-memory ping-pong between two processes on two CPUs, which also pays its calls into the "
+            "library and the ring's own lines; the VM's vCPUs move between host cores, and it with them")
 
 
 def read_meta(raw):

@@ -975,6 +975,9 @@ fi
 
 # ---------------------------------------------------------------- report
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RAW/meta.env"
+# The VM's vCPUs move between host cores: the hand-over floor again, so the report shows whether
+# it changed during the run (every cross-CPU figure moves with it).
+echo "lineping_end=$(timeout 30 "$BIN/lineping" 200000 || echo one_way_ns=n/a)" >>"$RAW/meta.env"
 check_deadline "report"
 log "report: $REPORT"
 "$PY" "$HERE/report.py" --raw "$RAW" --report "$REPORT" --plot-dir "$(dirname "$REPORT")"
