@@ -46,6 +46,29 @@ static const char *str(const unsigned char *tab, uint64_t tabsz, uint64_t off) {
 	return (const char *)tab + off;
 }
 
+/* A table section (.dynsym, .dynamic) and the string table it links to, inside the buffer. */
+struct table {
+	const unsigned char *ent, *str;
+	uint64_t size, strsz;
+};
+
+/* table_at checks section idx of the object (entries of entsize bytes, linked to a string table)
+ * and fills t: 0, or -1 when it does not fit the buffer or is not what it says. */
+static int table_at(const unsigned char *buf, size_t len, const Elf64_Ehdr *eh, unsigned idx, size_t entsize,
+		    struct table *t) {
+	Elf64_Shdr sh, strsh;
+	memcpy(&sh, buf + eh->e_shoff + (uint64_t)idx * sizeof sh, sizeof sh);
+	if (sh.sh_link >= eh->e_shnum)
+		return -1;
+	memcpy(&strsh, buf + eh->e_shoff + (uint64_t)sh.sh_link * sizeof strsh, sizeof strsh);
+	if (strsh.sh_type != SHT_STRTAB || sh.sh_entsize != entsize || !in(sh.sh_offset, sh.sh_size, len) ||
+	    !in(strsh.sh_offset, strsh.sh_size, len))
+		return -1;
+	*t = (struct table){.ent = buf + sh.sh_offset, .str = buf + strsh.sh_offset, .size = sh.sh_size,
+			    .strsz = strsh.sh_size};
+	return 0;
+}
+
 int goxio_elf_scan(const unsigned char *buf, size_t len, int how, int (*need)(void *ctx, const char *name),
 		   void *ctx, const char **why) {
 	Elf64_Ehdr eh;
@@ -100,59 +123,50 @@ int goxio_elf_scan(const unsigned char *buf, size_t len, int how, int (*need)(vo
 		*why = "no single dynamic symbol table";
 		return GOXIO_ELF_KEEP;
 	}
-	for (int pass = 0; pass < 2; pass++) {
-		Elf64_Shdr sh, strsh;
-		memcpy(&sh, sh0 + (uint64_t)(pass == 0 ? dynsym : dynamic) * sizeof sh, sizeof sh);
-		if (sh.sh_link >= eh.e_shnum) {
-			*why = "malformed section";
+	struct table syms, dyn;
+	if (table_at(buf, len, &eh, (unsigned)dynsym, sizeof(Elf64_Sym), &syms) != 0 ||
+	    table_at(buf, len, &eh, (unsigned)dynamic, sizeof(Elf64_Dyn), &dyn) != 0) {
+		*why = "malformed section";
+		return GOXIO_ELF_KEEP;
+	}
+	if (how & GOXIO_ELF_NEEDS_ONLY)
+		syms.size = 0; /* its imports are not read */
+	for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= syms.size; off += sizeof(Elf64_Sym)) {
+		Elf64_Sym s;
+		memcpy(&s, syms.ent + off, sizeof s);
+		if (s.st_shndx != SHN_UNDEF || s.st_name == 0)
+			continue;
+		const char *name = str(syms.str, syms.strsz, s.st_name);
+		if (name == NULL) {
+			*why = "malformed symbol";
 			return GOXIO_ELF_KEEP;
 		}
-		memcpy(&strsh, sh0 + (uint64_t)sh.sh_link * sizeof strsh, sizeof strsh);
-		size_t ent = pass == 0 ? sizeof(Elf64_Sym) : sizeof(Elf64_Dyn);
-		if (strsh.sh_type != SHT_STRTAB || sh.sh_entsize != ent || !in(sh.sh_offset, sh.sh_size, len) ||
-		    !in(strsh.sh_offset, strsh.sh_size, len)) {
-			*why = "malformed section";
+		const char *k = keep_import(name);
+		if (k != NULL) {
+			*why = k;
 			return GOXIO_ELF_KEEP;
 		}
-		const unsigned char *tab = buf + strsh.sh_offset;
-		for (uint64_t off = 0; off + ent <= sh.sh_size; off += ent) {
-			if (pass == 0) {
-				Elf64_Sym s;
-				memcpy(&s, buf + sh.sh_offset + off, sizeof s);
-				if (s.st_shndx != SHN_UNDEF || s.st_name == 0 || (how & GOXIO_ELF_NEEDS_ONLY))
-					continue;
-				const char *name = str(tab, strsh.sh_size, s.st_name);
-				const char *k = name ? keep_import(name) : NULL;
-				if (name == NULL) {
-					*why = "malformed symbol";
-					return GOXIO_ELF_KEEP;
-				}
-				if (k != NULL) {
-					*why = k;
-					return GOXIO_ELF_KEEP;
-				}
-				continue;
-			}
-			Elf64_Dyn d;
-			memcpy(&d, buf + sh.sh_offset + off, sizeof d);
-			if (d.d_tag == DT_NULL)
-				break;
-			if (d.d_tag == DT_RPATH || d.d_tag == DT_RUNPATH) {
-				/* The loader would search these first; exec.c follows only the system's places. */
-				*why = "a run path of its own";
-				return GOXIO_ELF_KEEP;
-			}
-			if (d.d_tag != DT_NEEDED)
-				continue;
-			const char *name = str(tab, strsh.sh_size, d.d_un.d_val);
-			if (name == NULL) {
-				*why = "malformed needed entry";
-				return GOXIO_ELF_KEEP;
-			}
-			if (need(ctx, name) != 0) {
-				*why = "too many or too long library names";
-				return GOXIO_ELF_KEEP;
-			}
+	}
+	for (uint64_t off = 0; off + sizeof(Elf64_Dyn) <= dyn.size; off += sizeof(Elf64_Dyn)) {
+		Elf64_Dyn d;
+		memcpy(&d, dyn.ent + off, sizeof d);
+		if (d.d_tag == DT_NULL)
+			break;
+		if (d.d_tag == DT_RPATH || d.d_tag == DT_RUNPATH) {
+			/* The loader would search these first; exec.c follows only the system's places. */
+			*why = "a run path of its own";
+			return GOXIO_ELF_KEEP;
+		}
+		if (d.d_tag != DT_NEEDED)
+			continue;
+		const char *name = str(dyn.str, dyn.strsz, d.d_un.d_val);
+		if (name == NULL) {
+			*why = "malformed needed entry";
+			return GOXIO_ELF_KEEP;
+		}
+		if (need(ctx, name) != 0) {
+			*why = "too many or too long library names";
+			return GOXIO_ELF_KEEP;
 		}
 	}
 	return GOXIO_ELF_OK;

@@ -38,7 +38,6 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -131,8 +130,7 @@ static int add_name(void *ctx, const char *name) {
 /* glibc's own objects: not read (see the top of the file). */
 static int glibc_object(const char *name) {
 	static const char *const own[] = {"libc.so.6",	  "libm.so.6",	  "libpthread.so.0",	      "libdl.so.2",
-					  "librt.so.1",	  "libutil.so.1", "ld-linux-x86-64.so.2", "libmvec.so.1",
-					  "libcrypt.so.1"};
+					  "librt.so.1",	  "libutil.so.1", "ld-linux-x86-64.so.2", "libmvec.so.1"};
 	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
 		if (strcmp(name, own[i]) == 0)
 			return 1;
@@ -229,46 +227,29 @@ static int verdict(const char *path, struct closure *c) {
 	int cached = map_file("/etc/ld.so.cache", &cache) == 0;
 	int v = SLOT_PRUNE;
 	for (int i = 0; i < c->n && v == SLOT_PRUNE; i++) {
-		char name[EXEC_NAME_MAX];
-		memcpy(name, c->names[i], sizeof name);
+		const char *name = c->names[i]; /* scan appends names, never moves them */
 		if (glibc_object(name))
 			continue;
-		int how = local_only(name) ? GOXIO_ELF_NEEDS_ONLY : 0;
-		if (strchr(name, '/') != NULL) {
-			r = scan(name, how, c);
-			if (r != 0) {
-				if (r < 0)
-					c->why = "a needed library with a path cannot be read";
-				v = SLOT_KEEP;
-			}
-			continue;
-		}
-		struct found f = {c, how, 0, 0};
-		int n = cached ? goxio_ldcache_find(cache.p, cache.len, name, scan_found, &f) : 0;
-		if (f.keep) {
-			v = SLOT_KEEP;
-			continue;
-		}
-		if (n > 0)
-			n = f.read;
-		if (n < 0) {
+		struct found f = {c, local_only(name) ? GOXIO_ELF_NEEDS_ONLY : 0, 0, 0};
+		int searched = strchr(name, '/') == NULL;
+		if (!searched) {
+			scan_found(&f, name);
+		} else if (cached && goxio_ldcache_find(cache.p, cache.len, name, scan_found, &f) < 0 && !f.keep) {
 			c->why = "/etc/ld.so.cache is not understood";
 			v = SLOT_KEEP;
 			continue;
 		}
-		for (size_t d = 0; n == 0 && d < sizeof system_dirs / sizeof system_dirs[0]; d++) {
+		for (size_t d = 0; searched && !f.keep && f.read == 0 && d < sizeof system_dirs / sizeof system_dirs[0]; d++) {
 			char p[PATH_MAX];
-			size_t dl = strlen(system_dirs[d]), nl = strlen(name);
+			size_t dl = strlen(system_dirs[d]);
 			memcpy(p, system_dirs[d], dl);
-			memcpy(p + dl, name, nl + 1);
-			r = scan(p, how, c);
-			if (r == 1)
-				v = SLOT_KEEP;
-			if (r >= 0)
-				n = 1;
+			memcpy(p + dl, name, strlen(name) + 1);
+			scan_found(&f, p);
 		}
-		if (n == 0) {
-			c->why = "a needed library is not in /etc/ld.so.cache or the system directories";
+		if (f.keep) {
+			v = SLOT_KEEP;
+		} else if (f.read == 0) {
+			c->why = "a needed library is not in /etc/ld.so.cache or the system directories, or cannot be read";
 			v = SLOT_KEEP;
 		}
 	}
@@ -333,22 +314,10 @@ static const char *env_value(char *const envp[], const char *key, size_t kl) {
 	return NULL;
 }
 
-/* self_name is the name the loader loaded this library under (its LD_PRELOAD entry): the entry
- * of the loader's list whose dynamic section is ours. The list is read without the loader's lock
- * (dladdr takes it, and a forked child may find it held by a thread that is not in the child):
- * entries are only appended while the program runs, and this library's is never removed. */
-extern ElfW(Dyn) _DYNAMIC[];
-static const char *self_name(void) {
-	for (struct link_map *l = _r_debug.r_map; l != NULL; l = l->l_next)
-		if (l->l_ld == _DYNAMIC)
-			return l->l_name;
-	return NULL;
-}
-
 /* only_this_library reports whether the LD_PRELOAD value v names this library and nothing else
  * (entries are separated by spaces or colons; a path, or a file name searched for). */
 static int only_this_library(const char *v) {
-	const char *self = self_name();
+	const char *self = goxio_self_name();
 	if (self == NULL || *self == 0)
 		return 0;
 	/* An entry without a slash was searched for, and the loader names the library by the path

@@ -3,7 +3,7 @@
  *
  * A process under libgoxio.so has no Go runtime until it first moves data on, or waits on, an
  * AF_INET or AF_INET6 TCP or UDP socket (a GOXIO_FD_LAZY fd, or an epoll set holding one). That
- * call loads libgoxio-engine.so (next to this library, found with dladdr, or at $GOXIO_ENGINE)
+ * call loads libgoxio-engine.so (next to this library: goxio_self_name; or at $GOXIO_ENGINE)
  * with dlopen, once, under load_mu; other threads that need it meanwhile wait for the load. The engine gets
  * the C side through one call (goxio_engine_init, shim/goxio.h), starts (banner, statistics
  * segment), adopts every socket and epoll set flagged lazy, and only then is the state READY.
@@ -112,6 +112,20 @@ static int range_cb(struct dl_phdr_info *info, size_t size, void *data) {
 
 /* ---- finding the engine ---- */
 
+/* goxio_self_name is the name the loader loaded this library under (its LD_PRELOAD entry, or the
+ * path it found for a file name, or dlopen's argument): the entry of the loader's list whose
+ * dynamic section is ours, read without the loader's lock (dladdr takes it, and exec.c may ask
+ * in a forked child, where a thread that held it is gone): entries are only appended while the
+ * program runs, and this library's is never removed. NULL when the list does not hold it (a
+ * dlmopen namespace of its own). */
+extern ElfW(Dyn) _DYNAMIC[];
+const char *goxio_self_name(void) {
+	for (struct link_map *l = _r_debug.r_map; l != NULL; l = l->l_next)
+		if (l->l_ld == _DYNAMIC)
+			return l->l_name;
+	return NULL;
+}
+
 static int engine_path(void) {
 	const char *env = getenv("GOXIO_ENGINE");
 	if (env != NULL && env[0] != 0) {
@@ -120,15 +134,18 @@ static int engine_path(void) {
 		strcpy(eng_path, env);
 		return 0;
 	}
+	const char *self = goxio_self_name();
 	Dl_info di;
-	if (dladdr((void *)&goxio_engine_need, &di) == 0 || di.dli_fname == NULL)
+	if (self == NULL && dladdr((void *)&goxio_engine_need, &di) != 0)
+		self = di.dli_fname;
+	if (self == NULL)
 		return -1;
-	const char *slash = strrchr(di.dli_fname, '/');
-	size_t dir = slash ? (size_t)(slash - di.dli_fname + 1) : 0;
+	const char *slash = strrchr(self, '/');
+	size_t dir = slash ? (size_t)(slash - self + 1) : 0;
 	static const char name[] = "libgoxio-engine.so";
 	if (dir + sizeof name > sizeof eng_path)
 		return -1;
-	memcpy(eng_path, di.dli_fname, dir);
+	memcpy(eng_path, self, dir);
 	memcpy(eng_path + dir, name, sizeof name);
 	return 0;
 }

@@ -402,6 +402,9 @@ GOXIO_HIDDEN int goxio_in_engine(uintptr_t h);
 /* goxio_sig_depth counts the program's signal handlers running on this thread (signal.c). */
 GOXIO_HIDDEN extern __thread int goxio_sig_depth;
 
+/* goxio_self_name is the name the loader loaded this library under (loader.c); NULL: unknown. */
+GOXIO_HIDDEN const char *goxio_self_name(void);
+
 /* ---- messages (say.c) ---- */
 
 /* goxio_join copies the n strings of parts one after the other into buf (cap bytes, cut to fit,
