@@ -34,6 +34,7 @@ type Lazy struct {
 	Forked    bool           // the process forked while it had the socket (it may be shared)
 	Child     bool           // ... and this process is that fork's child
 	RcvBuf    bool           // SO_RCVBUF or SO_RCVBUFFORCE was set (honoured as the receive limit)
+	NoOptions bool           // none of the options a transport follows was set: none to read back
 	// KernelTx: the sends the preload library made through the kernel itself before the load
 	// (to destinations without a goxio receiver): packets, bytes, EAGAIN, other errors.
 	KernelTx [4]uint64
@@ -79,24 +80,59 @@ func (e *Engine) Adopt(fd int, l Lazy) {
 	if fl, errno := sysc.FcntlInt(fd, unix.F_GETFL, 0); errno == 0 && fl&unix.O_NONBLOCK != 0 {
 		flags |= unix.SOCK_NONBLOCK
 	}
+	if e.adoptSocket(fd, domain, flags, proto, l) != nil {
+		adoptedIno[ino] = fd
+	}
+}
+
+// AdoptEarly takes over fd, a TCP connection between goxio processes that the preload library
+// served in its early phase (shim/preload/early.c) while the engine was loaded: accepted on
+// l.Listener, or connected to a goxio listener (whose pairing entry the library registered:
+// the connection's registration takes it over). p is what happened meanwhile.
+// domain, flags (the type with SOCK_NONBLOCK as it is now) and proto are what the library noted
+// at its socket or accept call.
+func (e *Engine) AdoptEarly(fd, domain, flags, proto int, l Lazy, p transport.EarlyPhase) {
+	if uint(fd) >= FDTableSize || !inetDomain(domain) || flags&0xf != sockStream {
+		return
+	}
+	adoptMu.Lock()
+	defer adoptMu.Unlock()
+	if e.reg.get(fd) != nil {
+		return
+	}
+	s := e.adoptSocket(fd, domain, flags, proto, l)
+	if s == nil {
+		return
+	}
+	t, ok := s.rings().(transport.Pairing)
+	if !ok {
+		return
+	}
+	t.Early(p)
+	if t.KernelForGood() {
+		e.kernelForGood(s, transport.ReasonNoFasterPath, "shared-memory TCP: a call was in the kernel when the connection left its early phase")
+	}
+}
+
+// adoptSocket registers fd, an AF_INET or AF_INET6 socket (flags: its type with
+// SOCK_NONBLOCK), with the decision its role calls for; its socket object, or nil.
+func (e *Engine) adoptSocket(fd, domain, flags, proto int, l Lazy) *Socket {
+	typ := flags & 0xf
 	if l.Accepted && typ == sockStream {
 		if ls := e.reg.get(l.Listener); ls != nil && ls.typ == sockStream {
 			e.accepted(ls, fd, flags, false)
-			e.adoptOptions(fd)
-			adoptedIno[ino] = fd
-			return
+			if !l.NoOptions {
+				e.adoptOptions(fd)
+			}
+			return e.reg.get(fd)
 		}
 	}
 	e.open(fd, domain, flags, proto, false)
 	s := e.reg.get(fd)
-	if s == nil {
-		return
+	if s == nil || s.isPassthrough() {
+		return s
 	}
-	adoptedIno[ino] = fd
-	if s.isPassthrough() {
-		return
-	}
-	if l.Forked && !listening(fd) && (!l.Child || !l.Accepted || parentHas(ino)) {
+	if l.Forked && !listening(fd) && (!l.Child || !l.Accepted || parentHas(sysc.Inode(fd))) {
 		// Shared with another process, which reads and writes the kernel socket: the rings
 		// would split the stream. A listener is shared harmlessly (accept is the kernel's), and
 		// a connection a fork-per-connection server accepted and handed to this child is the
@@ -106,7 +142,7 @@ func (e *Engine) Adopt(fd int, l Lazy) {
 		s.reason = transport.ReasonForkedChild
 		s.mu.Unlock()
 		e.handOver(s)
-		return
+		return s
 	}
 	local, remote := localAddr(fd), sysc.Peername(fd)
 	if !remote.IsValid() && l.Connected {
@@ -118,8 +154,11 @@ func (e *Engine) Adopt(fd int, l Lazy) {
 		e.adoptUDP(s, fd, l, local, remote)
 		countKernelTx(s, l.KernelTx)
 	}
-	e.log.Debug("adopted", zap.Int("fd", fd), zap.String("proto", s.protoName()), zap.Stringer("local", local),
-		zap.Stringer("remote", remote))
+	if ce := e.log.Check(zap.DebugLevel, "adopted"); ce != nil {
+		ce.Write(zap.Int("fd", fd), zap.String("proto", s.protoName()), zap.Stringer("local", local),
+			zap.Stringer("remote", remote))
+	}
+	return s
 }
 
 // adoptTCP makes the decision a listen, an accept or a connect would have made.
@@ -147,7 +186,9 @@ func (e *Engine) adoptTCP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 	default:
 		return // no role yet: listen or connect will tell
 	}
-	e.adoptOptions(fd)
+	if !l.NoOptions {
+		e.adoptOptions(fd)
+	}
 }
 
 // adoptOptions tells a shared-memory TCP transport the options the program set on the kernel

@@ -42,6 +42,9 @@ func (e *Engine) tcpListening(s *Socket, fd int) {
 	if !s.listening.CompareAndSwap(nil, &h) {
 		h.Withdraw() // another thread's listen published first
 	}
+	if e.cfg.EarlyListener != nil && e.cfg.SHMTCP != nil && !e.keepEngine() {
+		e.cfg.EarlyListener(fd, s.domain) // accept may run in C (shim/preload/early.c)
+	}
 }
 
 // tcpUnlisten withdraws the listener entry of a socket whose last fd is gone.

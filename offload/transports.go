@@ -41,6 +41,10 @@ type Config struct {
 	// KSend is the sending trampoline's cache of destinations without a goxio receiver; nil:
 	// every send of a ring socket enters the engine (forgood.go).
 	KSend KernelSends
+	// EarlyListener tells the preload library that fd, a listener of domain, is published:
+	// its connections pair late, and their early phase may run in C (shim/preload/early.c).
+	// nil: none do.
+	EarlyListener func(fd, domain int)
 	// ExtraAPI reports whether the program was handed VMA's extra API; nil: never. Its members
 	// serve the engine's sockets only, so sockets then keep the engine on the kernel path
 	// instead of passing through for good (forgood.go; a rule os still hands them over).

@@ -7,8 +7,10 @@ import "C"
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/goxio/goxio/offload"
+	"github.com/goxio/goxio/offload/transport"
 )
 
 // goxio_go_adopt takes over fd, a socket or epoll set the process made before the engine was
@@ -35,5 +37,24 @@ func goxio_go_adopt(fd C.int, how C.uint32_t, ref C.int, addr C.uint32_t, port C
 	}
 	if fl := C.goxio_fdt_get(fd); fl&(C.GOXIO_FD_LAZY|C.GOXIO_FD_LAZY_EPOLL) != 0 {
 		C.goxio_fdt_set(fd, fl&^(C.GOXIO_FD_LAZY|C.GOXIO_FD_LAZY_EPOLL))
+	}
+}
+
+// goxio_go_early takes over fd, a TCP connection the preload library served in its early phase
+// (shim/preload/early.c; h is goxio_engine.early's). The library clears the fd's lazy flag once
+// this returns: until then the program's other threads wait.
+//
+//export goxio_go_early
+func goxio_go_early(fd C.int, h *C.struct_goxio_early_handover) {
+	if e := lib.engine; e != nil {
+		l := offload.Lazy{
+			Accepted:  h.how&C.GOXIO_LAZY_ACCEPTED != 0,
+			Listener:  int(h.listener),
+			Connected: h.how&C.GOXIO_LAZY_CONNECTED != 0,
+			NoOptions: h.options == 0,
+		}
+		e.AdoptEarly(int(fd), int(h.domain), int(h._type), int(h.protocol), l, transport.EarlyPhase{Calls: int(h.calls),
+			KernTx: uint64(h.ktx), KernRx: uint64(h.krx), Age: time.Duration(h.age_ns), NoPair: h.nopair != 0,
+			ShutRead: h.shut&1 != 0, ShutWrite: h.shut&2 != 0})
 	}
 }

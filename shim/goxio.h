@@ -187,6 +187,33 @@ struct goxio_lazy_info {
 	/* the preload library's alone: the last destination (ksend.c's key) a send found without
 	 * a goxio receiver, and the directory generation + 1 it was found at (lazy_ksend.c) */
 	uint64_t vkey, vgen;
+	/* the preload library's alone: a TCP connection in its early phase (shim/preload/early.c) */
+	struct {
+		uint64_t key[5];    /* the connection's pairing key (shim/preload/pairs.h), once keyed */
+		uint64_t word;      /* connecting end: its pairing entry's word 0 as published */
+		uint64_t since;     /* accepting end: CLOCK_MONOTONIC nanoseconds at accept */
+		uint64_t krx, ktx;  /* bytes the connection moved through the kernel so far */
+		int32_t slot;       /* connecting end: its pairing entry (-1: none) */
+		int32_t listener;   /* accepting end: the listener it was accepted on */
+		int32_t calls;      /* connecting end: its data calls so far */
+		int32_t inflight;   /* data calls in the kernel now */
+		uint32_t keyed;     /* accepting end: key is set */
+	} early;
+};
+
+/* What the preload library hands the engine with a TCP connection it served in its early phase
+ * (goxio_engine.early, shim/preload/early.c). */
+struct goxio_early_handover {
+	int32_t how;      /* GOXIO_LAZY_ACCEPTED (on `listener`) or GOXIO_LAZY_CONNECTED */
+	int32_t listener;
+	int32_t domain, type, protocol; /* as socket() gave them; type with SOCK_NONBLOCK as it is now */
+	int32_t calls;    /* data calls so far, the handing-over one included (connecting end) */
+	int32_t options;  /* not 0: the program set options the engine follows (read them back) */
+	int32_t nopair;   /* not 0: a data call may still be in the kernel, its bytes uncounted: the
+			     connection must stay on the kernel */
+	int32_t shut;     /* the program shut it down: 1 for reading, 2 for writing (bits) */
+	uint64_t krx, ktx; /* bytes received and sent through the kernel */
+	uint64_t age_ns;   /* since accept (accepting end) */
 };
 
 /* What the preload library gives the engine (goxio_engine_init). Every function is safe to call
@@ -227,6 +254,16 @@ struct goxio_host {
 	 * The Go runtime's syscall package raises it to the hard limit - 1 when it initialises
 	 * (go.dev/issue/46279); the engine puts the program's own back before anything else. */
 	int64_t nofile_cur;
+	/* early_setup: the pairing table (mapped by the engine for the process's life), the start
+	 * time its entries carry, the connecting end's data calls before pairing, the accepting
+	 * end's attach grace, the statistics' word that counts the connections closed in their early
+	 * phase (NULL: none) (shim/preload/early.c). early_listener: fd, a listener of the given
+	 * domain published in the discovery directory, accepts connections that pair late: accept
+	 * may serve it in C (0: not any more). */
+	void (*early_setup)(uint64_t *pairs, uint64_t start, int pair_after, uint64_t grace_ns, uint64_t *closed);
+	void (*early_listener)(int fd, int domain);
+	/* ksend_put_tcp_goxio: a goxio socket listens at dst at generation gen (early.c) */
+	void (*ksend_put_tcp_goxio)(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 };
 
 /* The engine's entry points (filled by goxio_engine_init). */
@@ -246,6 +283,9 @@ struct goxio_engine {
 	long (*vma_dump)(int fd, int level);
 	/* get_socket_network_header's MACs: src and dst IPv4 in host order; MACs in the low 48 bits */
 	long (*vma_macs)(uint32_t src, uint32_t dst, uint64_t *dst_mac, uint64_t *src_mac);
+	/* early takes over fd, a TCP connection the preload library served in its early phase
+	 * (shim/preload/early.c), with what happened meanwhile. */
+	void (*early)(int fd, const struct goxio_early_handover *h);
 };
 
 /* goxio_engine_init is the one call of the preload library into the engine after dlopen: it

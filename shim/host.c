@@ -33,6 +33,13 @@ void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen
 void goxio_ksend_fd(int fd, uint64_t *counters) { host->ksend_fd(fd, counters); }
 void goxio_ksend_drop(int fd) { host->ksend_drop(fd); }
 void goxio_ksend_peer(int fd, const struct sockaddr *peer, socklen_t len) { host->ksend_peer(fd, peer, len); }
+void goxio_ksend_put_tcp_goxio(const struct sockaddr *dst, socklen_t len, uint64_t gen) {
+	host->ksend_put_tcp_goxio(dst, len, gen);
+}
+void goxio_early_setup(uint64_t *pairs, uint64_t start, int pair_after, uint64_t grace_ns, uint64_t *closed) {
+	host->early_setup(pairs, start, pair_after, grace_ns, closed);
+}
+void goxio_early_listener(int fd, int domain) { host->early_listener(fd, domain); }
 int goxio_vma_api_used(void) { return __atomic_load_n(host->vma_api_used, __ATOMIC_ACQUIRE); }
 int64_t goxio_nofile_cur(void) { return host->nofile_cur; }
 
@@ -44,6 +51,7 @@ extern void goxio_go_exit(void);
 extern void goxio_go_threads(int n);
 extern void goxio_go_adopt(int fd, uint32_t how, int ref, uint32_t addr, int port, uint64_t txp, uint64_t txb,
 			   uint64_t txa, uint64_t txe);
+extern void goxio_go_early(int fd, struct goxio_early_handover *h);
 extern int goxio_go_start(void);
 extern long goxio_go_vma_rule(char *line);
 extern long goxio_go_vma_dump(int fd, int level);
@@ -59,6 +67,11 @@ static void adopt(int fd, const struct goxio_lazy_info *info) {
 	goxio_go_adopt(fd, info->how, info->ref, ntohl(info->peer.sin_addr.s_addr), port, tx[0], tx[1], tx[2], tx[3]);
 }
 
+static void early(int fd, const struct goxio_early_handover *h) {
+	struct goxio_early_handover copy = *h;
+	goxio_go_early(fd, &copy);
+}
+
 int goxio_engine_init(const struct goxio_host *h, struct goxio_engine *e) {
 	if (h == NULL || e == NULL || h->size != sizeof(struct goxio_host) || e->size != sizeof(struct goxio_engine))
 		return 0; /* a preload library and an engine from different builds */
@@ -69,6 +82,7 @@ int goxio_engine_init(const struct goxio_host *h, struct goxio_engine *e) {
 	e->exit = goxio_go_exit;
 	e->threads = goxio_go_threads;
 	e->adopt = adopt;
+	e->early = early;
 	e->vma_rule = vma_rule;
 	e->vma_dump = goxio_go_vma_dump;
 	e->vma_macs = goxio_go_vma_macs;

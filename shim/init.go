@@ -70,20 +70,23 @@ func start() {
 	lib.stats = openStats(params)
 	shm := newSHM(params, lib.log, lib.stats)
 	xdp := newXDP(params, lib.log, lib.stats)
+	shmtcp := newSHMTCP(params, lib.log)
+	ksend := kernelSends(shm, xdp, lib.stats.CaptureWord(), lib.stats.Global().Word(stats.GlobalKernelFromStart))
 	lib.engine = offload.New(offload.Config{
-		Rules:    rules,
-		Program:  programName(),
-		AppID:    params.AppID,
-		Offload:  params.OffloadedSockets,
-		Table:    cTable{},
-		Log:      lib.log,
-		Stats:    lib.stats,
-		SHM:      shm,
-		SHMTCP:   newSHMTCP(params, lib.log),
-		IOMux:    iomuxParams(params),
-		XDP:      xdp,
-		KSend:    kernelSends(shm, xdp, lib.stats.CaptureWord(), lib.stats.Global().Word(stats.GlobalKernelFromStart)),
-		ExtraAPI: extraAPIUsed,
+		Rules:         rules,
+		Program:       programName(),
+		AppID:         params.AppID,
+		Offload:       params.OffloadedSockets,
+		Table:         cTable{},
+		Log:           lib.log,
+		Stats:         lib.stats,
+		SHM:           shm,
+		SHMTCP:        shmtcp,
+		IOMux:         iomuxParams(params),
+		XDP:           xdp,
+		KSend:         ksend,
+		EarlyListener: earlyPhase(shmtcp, shm, ksend, lib.stats.Global().Word(stats.GlobalEarlyClosed)),
+		ExtraAPI:      extraAPIUsed,
 	})
 	offload.WatchCrowd(cTable{})
 	C.goxio_set_ready(1)

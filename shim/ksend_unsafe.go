@@ -86,6 +86,11 @@ func kernelListener(dst netip.AddrPort, gen uint64) {
 	withSockaddr(dst, func(sa *C.struct_sockaddr, n C.socklen_t) { C.goxio_ksend_put_tcp(sa, n, C.uint64_t(gen)) })
 }
 
+// goxioListener tells the C side that a goxio socket listens at dst at generation gen.
+func goxioListener(dst netip.AddrPort, gen uint64) {
+	withSockaddr(dst, func(sa *C.struct_sockaddr, n C.socklen_t) { C.goxio_ksend_put_tcp_goxio(sa, n, C.uint64_t(gen)) })
+}
+
 // kernelRoute tells the C side that no goxio socket is bound to dst at generation gen.
 func kernelRoute(dst netip.AddrPort, gen uint64) {
 	withSockaddr(dst, func(sa *C.struct_sockaddr, n C.socklen_t) { C.goxio_ksend_put(sa, n, C.uint64_t(gen)) })

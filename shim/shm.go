@@ -56,6 +56,7 @@ func newSHM(p conf.Params, log *zap.Logger, st *stats.Writer) *shmtr.Env {
 		ReleaseFD:           func(fd int) { cTable{}.Set(fd, 0) },
 		KernelRoute:         kernelRoute,
 		KernelListener:      kernelListener,
+		GoxioListener:       goxioListener,
 	}, log)
 	if err != nil {
 		log.Warn("shared-memory transport unavailable: same-host UDP and TCP go through the kernel", zap.Error(err))

@@ -348,6 +348,7 @@ type GlobalSnapshot struct {
 	Forks               uint64 `json:"forks"`
 	TCPSegAllocFailures uint64 `json:"tcp_seg_alloc_failures"`
 	KernelFromStart     uint64 `json:"kernel_from_start"`
+	EarlyClosed         uint64 `json:"early_closed"`
 	SocketsCurrent      uint64 `json:"sockets_current"` // gauge
 	SocketsMax          uint64 `json:"sockets_max"`     // gauge
 }
@@ -355,7 +356,8 @@ type GlobalSnapshot struct {
 func (g *GlobalSnapshot) counterFields() []*uint64 {
 	return []*uint64{&g.SocketsOpened, &g.SlotsExhausted, &g.RingsExhausted, &g.PoolsExhausted,
 		&g.EpollsExhausted, &g.GroupsExhausted, &g.FinalFileErrors, &g.CommandsApplied,
-		&g.Offloaded, &g.Fallbacks, &g.Forks, &g.TCPSegAllocFailures, &g.KernelFromStart}
+		&g.Offloaded, &g.Fallbacks, &g.Forks, &g.TCPSegAllocFailures, &g.KernelFromStart,
+		&g.EarlyClosed}
 }
 
 // Delta returns g minus prev for the counters.

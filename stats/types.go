@@ -215,6 +215,7 @@ const (
 	GlobalForks                                    // the process forked (counted in the parent)
 	GlobalTCPSegAllocFailures                      // the user-space TCP stack could not allocate a segment
 	GlobalKernelFromStart                          // sockets the preload library kept on the kernel without the engine (late.c): a connect or first send to a destination without goxio
+	GlobalEarlyClosed                              // TCP connections between goxio processes closed in their early phase, served by the preload library alone (early.c)
 	numGlobalCounters
 )
 

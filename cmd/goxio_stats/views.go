@@ -220,6 +220,10 @@ func (p *textPrinter) printFull(snap *stats.Snapshot) {
 		// sockets that never had a slot: a connect or first send to a destination without goxio
 		p.printf("%-28s %d%s\n", "Kernel, engine never used:", g.KernelFromStart, sfx)
 	}
+	if g.EarlyClosed != 0 {
+		// TCP connections between goxio processes that ended before they had a reason to pair
+		p.printf("%-28s %d%s\n", "TCP closed before pairing:", g.EarlyClosed, sfx)
+	}
 	for _, l := range []struct {
 		name string
 		v    uint64

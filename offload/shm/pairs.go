@@ -36,6 +36,10 @@ import (
 //	word 6   connecting port (bits 0-15) | accepting port (16-31)
 //	word 7   reserved, zero
 //
+// The preload library reads and writes the table too (shim/preload/pairs.c, layout in
+// pairs_layout.h, checked by TestPairsCLayout): a connection in its early phase is registered and
+// looked up there without the engine.
+//
 // An entry is written by its owner only: claimed with a compare-and-swap of word 0 to busy, its
 // key written, then published (registered) with a store of word 0; readers read word 0, the
 // key, and word 0 again, and trust a key only when word 0 did not change. Removal leaves a
@@ -57,6 +61,9 @@ const (
 	pairReg   = 2 // registered: the connecting end is a goxio process
 	pairReady = 3 // ... and it made the connection's segment
 	pairGone  = 4 // removed: reusable, a probe goes on
+
+	pairSeed = 0x9e3779b97f4a7c15 // the home hash's start
+	pairMul  = 0xbf58476d1ce4e5b9 // ... and multiplier
 )
 
 // PairState is what the accepting end learns of its connection.
@@ -134,10 +141,10 @@ func makePairKey(client, server netip.AddrPort) pairKey {
 
 // home is the key's first slot.
 func (k *pairKey) home() int {
-	h := uint64(0x9e3779b97f4a7c15)
+	h := uint64(pairSeed)
 	for _, w := range k {
 		h ^= w
-		h *= 0xbf58476d1ce4e5b9
+		h *= pairMul
 		h ^= h >> 31
 	}
 	return int(h % PairSlots)
@@ -288,6 +295,11 @@ func (p *Pairs) Lookup(client, server netip.AddrPort) PairState {
 	}
 	return PairNone
 }
+
+// Mapping returns the table's words (header included), as another writer in this process with
+// the same protocol needs them (shim/preload/pairs.c), and the start time this process's
+// entries carry.
+func (p *Pairs) Mapping() ([]uint64, uint64) { return p.mem, p.start }
 
 // Close unmaps the table.
 func (p *Pairs) Close() error { return shmseg.Unmap(shmseg.Bytes(p.mem)) }

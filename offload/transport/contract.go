@@ -3,6 +3,7 @@ package transport
 import (
 	"net/netip"
 	"syscall"
+	"time"
 )
 
 // The contract between the engine and its transports, in one place (as gVisor's
@@ -190,6 +191,23 @@ type Pairing interface {
 	// KernelForGood reports whether every call of the socket goes to the kernel socket as it
 	// is, now and later (pairing is over without a segment, or both directions went back).
 	KernelForGood() bool
+	// Early tells a connection the preload library served in its early phase, just taken over,
+	// what happened meanwhile (its data calls and the bytes they moved through the kernel, the
+	// time since accept). Call it before the socket is shared.
+	Early(p EarlyPhase)
+}
+
+// EarlyPhase is what the preload library did on a TCP connection between goxio processes before
+// it handed it to the engine (shim/preload/early.c): the connection's calls went to the kernel.
+type EarlyPhase struct {
+	Calls          int           // data calls, the one that hands it over included (connecting end)
+	KernTx, KernRx uint64        // bytes sent and received through the kernel
+	Age            time.Duration // since accept (accepting end)
+	// NoPair: a data call may still have been in the kernel, so the counts may be short: the
+	// connection must stay on the kernel.
+	NoPair bool
+	// ShutRead, ShutWrite: the program shut the connection down (shutdown(2) on the kernel).
+	ShutRead, ShutWrite bool
 }
 
 // Endpoint is a socket's transport as the engine holds it.

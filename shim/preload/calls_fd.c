@@ -119,7 +119,7 @@ int dup(int fd) {
 		return -1;
 	}
 	if (GOXIO_UNLIKELY(fl & GOXIO_FD_LAZY))
-		fl = goxio_late_use(fd, fl); /* the engine sees the copy made */
+		fl = goxio_late_use(fd, fl, -1); /* the engine sees the copy made */
 	int nfd = REAL(dup)(fd);
 	if (nfd >= 0) {
 		goxio_fd_fresh(nfd);
@@ -140,7 +140,7 @@ static int dup23(int old, int new, int flags, int three) {
 		return -1;
 	}
 	if ((fo & GOXIO_FD_LAZY) && old != new)
-		fo = goxio_late_use(old, fo); /* the engine sees the copy made */
+		fo = goxio_late_use(old, fo, -1); /* the engine sees the copy made */
 	if (old != new) {
 		if (fn & GOXIO_FD_INTERNAL)
 			goxio_internal_relocate(new);

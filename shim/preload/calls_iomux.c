@@ -216,7 +216,7 @@ int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const s
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
 	uint8_t ef = goxio_fd_flags(epfd), ff = goxio_fd_flags(fd);
 	if (GOXIO_UNLIKELY(ff & GOXIO_FD_LAZY))
-		ff = goxio_late_use(fd, ff); /* a member the engine must know (late.c) */
+		ff = goxio_late_use(fd, ff, -1); /* a member the engine must know (late.c) */
 	if (GOXIO_UNLIKELY((ef | ff) & GOXIO_FD_INTERNAL)) {
 		errno = EBADF;
 		return -1;

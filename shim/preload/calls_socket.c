@@ -43,7 +43,11 @@ int socketpair(int domain, int type, int protocol, int sv[2]) {
 	return r;
 }
 
-int shutdown(int fd, int how) { TRAMPOLINE(fd, GOXIO_OP_SHUTDOWN, REAL(shutdown)(fd, how), how, 0, 0, 0, 0); }
+int shutdown(int fd, int how) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY) && goxio_early_shutdown(fd, how))
+		return REAL(shutdown)(fd, how); /* noted for the engine (early.c) */
+	TRAMPOLINE(fd, GOXIO_OP_SHUTDOWN, REAL(shutdown)(fd, how), how, 0, 0, 0, 0);
+}
 
 int bind(int fd, const struct sockaddr *addr, socklen_t len) {
 	TRAMPOLINE(fd, GOXIO_OP_BIND, REAL(bind)(fd, addr, len), addr, len, 0, 0, 0);
@@ -69,8 +73,13 @@ static int accept_common(int fd, struct sockaddr *addr, socklen_t *len, int flag
 		errno = EBADF;
 		return -1;
 	}
-	if (GOXIO_UNLIKELY(fl & GOXIO_FD_ENGINE) && goxio_active())
+	if (GOXIO_UNLIKELY(fl & GOXIO_FD_ENGINE) && goxio_active()) {
+		/* a listener whose connections pair late: their early phase is in C (early.c) */
+		int nfd = goxio_early_accept(fd, addr, len, flags, four);
+		if (nfd != -2)
+			return nfd;
 		return (int)goxio_call(GOXIO_OP_ACCEPT4, fd, (uintptr_t)addr, (uintptr_t)len, (uintptr_t)flags, 0, 0);
+	}
 	int nfd = four ? REAL(accept4)(fd, addr, len, flags) : REAL(accept)(fd, addr, len);
 	if (nfd >= 0) {
 		goxio_fd_fresh(nfd);
@@ -97,11 +106,15 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len) {
 	uint8_t fl = goxio_fd_flags(fd);
 	if (GOXIO_LIKELY(fl == 0))
 		return REAL(connect)(fd, addr, len);
-	if (GOXIO_UNLIKELY(fl & GOXIO_FD_LAZY) && goxio_late_connect(fd, addr, len)) {
-		/* no goxio listener there: a plain kernel connection from now on (late.c) */
+	int late = GOXIO_UNLIKELY(fl & GOXIO_FD_LAZY) ? goxio_late_connect(fd, addr, len) : 0;
+	if (late != 0) {
+		/* 1: no goxio listener there: a plain kernel connection from now on (late.c); 2: a
+		 * goxio listener: the connection's early phase is in C (early.c) */
 		int r = REAL(connect)(fd, addr, len);
 		if (r == 0 || errno == EINPROGRESS)
 			goxio_late_seen(addr, len);
+		if (late == 2)
+			goxio_early_connected(fd, addr, len, r);
 		return r;
 	}
 	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY)) {

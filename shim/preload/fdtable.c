@@ -31,11 +31,15 @@ uint64_t goxio_fdt_tag(int fd) { return (uint64_t)(uintptr_t)&goxio_fdt[(unsigne
 void goxio_fdt_set(int fd, int flags) {
 	if ((unsigned)fd >= GOXIO_FDT_SIZE || goxio_in_vfork())
 		return; /* a vfork child's fds are its own copies: the parent's table stays as it is */
+	if (GOXIO_UNLIKELY(fd == goxio_early_handing_fd))
+		flags |= goxio_fd_flags(fd) & GOXIO_FD_LAZY; /* other threads wait for the hand-over (early.c) */
 	uint8_t old = __atomic_exchange_n(&goxio_fdt[fd], (uint8_t)flags, __ATOMIC_ACQ_REL);
 	if ((old ^ (uint8_t)flags) & GOXIO_FD_RING)
 		__atomic_add_fetch(&goxio_ring_fds, (flags & GOXIO_FD_RING) ? 1 : -1, __ATOMIC_RELAXED);
 	if ((old ^ (uint8_t)flags) & GOXIO_FD_LAZY)
 		__atomic_add_fetch(&goxio_lazy_fds, (flags & GOXIO_FD_LAZY) ? 1 : -1, __ATOMIC_RELAXED);
+	if ((old & GOXIO_FD_ENGINE) && !(flags & GOXIO_FD_ENGINE))
+		goxio_early_unlisten(fd); /* a listener mark goes with the engine's socket (early.c) */
 	if (flags != 0) {
 		int high = __atomic_load_n(&fdt_high, __ATOMIC_RELAXED);
 		while (fd > high && !__atomic_compare_exchange_n(&fdt_high, &high, fd, 1, __ATOMIC_RELAXED,

@@ -41,6 +41,9 @@
 /* KS_TCP marks the key of a destination that no goxio TCP socket listens at (late.c): the two
  * kinds of negative answer share the cache. */
 #define KS_TCP (1ull << 49)
+/* KS_TCP_GOXIO marks the key of a destination where a goxio TCP socket listens (early.c): a
+ * connect there starts its connection's early phase in C. */
+#define KS_TCP_GOXIO (1ull << 50)
 static volatile uint64_t ks_key[KS_SLOTS];
 /* ks_gen: the directory generation + 1 that every key belongs to; 0 while being reset. */
 static volatile uint64_t ks_gen;
@@ -140,6 +143,11 @@ void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen
 	ks_put(key != 0 ? key ^ KS_TCP : 0, gen);
 }
 
+void goxio_ksend_put_tcp_goxio(const struct sockaddr *dst, socklen_t len, uint64_t gen) {
+	uint64_t key = dst != NULL ? ks_key_of(dst, len) : 0;
+	ks_put(key != 0 ? key ^ KS_TCP_GOXIO : 0, gen);
+}
+
 int goxio_ksend_ready(void) { return __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE) != NULL; }
 
 /* ks_cached_at reports whether key is in the cache for the current generation of the directory
@@ -205,6 +213,16 @@ int goxio_ksend_no_receiver_at(const struct sockaddr *dst, socklen_t len) {
 int goxio_ksend_no_listener(const struct sockaddr *dst, socklen_t len) {
 	uint64_t key = ks_key_of(dst, len);
 	return key != 0 && ks_cached(key ^ KS_TCP);
+}
+
+int goxio_ksend_goxio_listener(const struct sockaddr *dst, socklen_t len) {
+	uint64_t key = ks_key_of(dst, len);
+	return key != 0 && ks_cached(key ^ KS_TCP_GOXIO);
+}
+
+int goxio_ksend_capturing(void) {
+	const volatile uint64_t *c = __atomic_load_n(&ks_capture, __ATOMIC_ACQUIRE);
+	return c == NULL || __atomic_load_n(c, __ATOMIC_RELAXED) != 0;
 }
 
 void goxio_ksend_fd(int fd, uint64_t *counters) {

@@ -35,9 +35,6 @@
 #include <sched.h>
 #include <string.h>
 
-/* The socket's notes in goxio_lazy_info.ref: domain (8 bits), type (4 bits), SOCK_NONBLOCK at
- * socket() (bit 12), protocol (from bit 16). */
-#define LATE_NONBLOCK (1 << 12)
 
 /* late_plain_words: the statistics segment's counter of sockets made plain (the engine's), or
  * late_plain_own when there is none. */
@@ -46,7 +43,7 @@ static uint64_t *volatile late_plain_word = &late_plain_own;
 
 void goxio_late_counter(uint64_t *word) { late_plain_word = word != NULL ? word : &late_plain_own; }
 
-static void count_plain(void) { __atomic_add_fetch(late_plain_word, 1, __ATOMIC_RELAXED); }
+void goxio_late_count_plain(void) { __atomic_add_fetch(late_plain_word, 1, __ATOMIC_RELAXED); }
 
 /* late_page: the page of the last address a connect of this thread gave the kernel successfully.
  * connect reads an address here only on that page: any other goes to the engine, which reads
@@ -55,6 +52,10 @@ static void count_plain(void) { __atomic_add_fetch(late_plain_word, 1, __ATOMIC_
 static __thread __attribute__((tls_model("initial-exec"))) uintptr_t late_page;
 
 int goxio_late_mark(int fd, int domain, int type, int protocol) {
+	return goxio_late_mark_early(fd, domain, type, protocol, 0, -1, 0);
+}
+
+int goxio_late_mark_early(int fd, int domain, int type, int protocol, uint32_t early, int listener, uint64_t since) {
 	if (((type & 0xf) != SOCK_STREAM && (type & 0xf) != SOCK_DGRAM) || goxio_sig_depth != 0 || goxio_in_vfork() || !goxio_ksend_ready() ||
 	    __atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED))
 		return 0;
@@ -62,14 +63,15 @@ int goxio_late_mark(int fd, int domain, int type, int protocol) {
 	if (i == NULL)
 		return 0;
 	memset(i, 0, sizeof *i);
-	i->ref = (int32_t)((unsigned)domain & 0xff) | (type & 0xf) << 8 | ((type & SOCK_NONBLOCK) ? LATE_NONBLOCK : 0) |
+	i->ref = (int32_t)((unsigned)domain & 0xff) | (type & 0xf) << 8 | ((type & SOCK_NONBLOCK) ? GOXIO_LATE_NONBLOCK : 0) |
 		 (int32_t)(((unsigned)protocol & 0xffff) << 16);
-	__atomic_store_n(&i->how, GOXIO_LAZY_LATE, __ATOMIC_RELEASE);
+	i->early.slot = -1;
+	i->early.listener = listener;
+	i->early.since = since;
+	__atomic_store_n(&i->how, GOXIO_LAZY_LATE | early, __ATOMIC_RELEASE);
 	goxio_fdt_set(fd, goxio_fd_flags(fd) | GOXIO_FD_LAZY);
 	return 1;
 }
-
-static int late_plain(int fd);
 
 static struct goxio_lazy_info *late_info(int fd) {
 	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
@@ -86,21 +88,31 @@ int goxio_late_birth(int fd) {
 		/* A signal handler may have interrupted the thread giving the socket to the engine,
 		 * which it must not wait for; a vfork child never enters Go. The socket stays the
 		 * kernel's. */
-		late_plain(fd);
+		goxio_late_plain(fd);
 		return 1;
 	}
 	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
 	if (!(how & GOXIO_LAZY_LATE) ||
 	    !__atomic_compare_exchange_n(&i->how, &how, (how & ~GOXIO_LAZY_LATE) | GOXIO_LAZY_LATE_BIRTH, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		/* Another thread gives it to the engine: wait until it has (a few microseconds). */
+					 __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE)) {
+		/* Another thread gives it to the engine: wait until it has (a few microseconds). An
+		 * early connection's hand-over may give up (early.c): then it is late again. */
 		while (__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_LATE_BIRTH)
 			sched_yield();
+		if (__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_LATE)
+			return goxio_late_birth(fd);
+		return 1;
+	}
+	if (how & (GOXIO_LAZY_EARLY_ACC | GOXIO_LAZY_EARLY_CON)) {
+		/* A connection in its early phase: the engine takes it over with what happened. A
+		 * data call still in the kernel (another thread) would leave its bytes uncounted: it
+		 * then never pairs. */
+		goxio_early_hand(fd, i, how, __atomic_load_n(&i->early.inflight, __ATOMIC_SEQ_CST) != 0);
 		return 1;
 	}
 	int ref = i->ref, saved = errno;
 	int domain = ref & 0xff, type = (ref >> 8) & 0xf, protocol = (int)((unsigned)ref >> 16);
-	int nonblock = ref & LATE_NONBLOCK;
+	int nonblock = ref & GOXIO_LATE_NONBLOCK;
 	if (how & GOXIO_LAZY_LATE_FL) {
 		int f = REAL(fcntl)(fd, F_GETFL);
 		if (f >= 0)
@@ -120,15 +132,14 @@ int goxio_late_birth(int fd) {
 	return 1;
 }
 
-uint8_t goxio_late_use(int fd, uint8_t fl) {
-	if (late_info(fd) == NULL)
+uint8_t goxio_late_use(int fd, uint8_t fl, int op) {
+	if (late_info(fd) == NULL || (op >= 0 && goxio_early_kernel_op(fd, op)))
 		return fl;
 	goxio_late_birth(fd);
 	return goxio_fd_flags(fd);
 }
 
-/* late_plain makes a late socket a plain kernel fd (nobody gives it to the engine any more). */
-static int late_plain(int fd) {
+int goxio_late_plain(int fd) {
 	struct goxio_lazy_info *i = late_info(fd);
 	if (i == NULL)
 		return 0;
@@ -136,6 +147,7 @@ static int late_plain(int fd) {
 	if (!(how & GOXIO_LAZY_LATE) ||
 	    !__atomic_compare_exchange_n(&i->how, &how, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return 0;
+	goxio_early_forget(i, how);
 	uint8_t fl = goxio_fd_flags(fd);
 	if (fl & GOXIO_FD_LAZY)
 		goxio_fdt_set(fd, fl & ~GOXIO_FD_LAZY);
@@ -162,10 +174,15 @@ int goxio_late_connect(int fd, const struct sockaddr *addr, socklen_t len) {
 	 * sockets there; TCP: no goxio listener there. */
 	if (addr != NULL && len >= (socklen_t)sizeof(struct sockaddr_in) && len <= (socklen_t)sizeof(struct sockaddr_in6) &&
 	    a >> 12 == late_page && (a + len - 1) >> 12 == late_page &&
-	    (late_dgram(i) ? goxio_ksend_no_receiver_at(addr, len) : goxio_ksend_no_listener(addr, len)) && late_plain(fd)) {
-		count_plain();
+	    (late_dgram(i) ? goxio_ksend_no_receiver_at(addr, len) : goxio_ksend_no_listener(addr, len)) && goxio_late_plain(fd)) {
+		goxio_late_count_plain();
 		return 1;
 	}
+	/* TCP to a goxio listener: the connection's early phase is in C (early.c). */
+	if (addr != NULL && !late_dgram(i) && !(__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_EARLY_CON) &&
+	    len >= (socklen_t)sizeof(struct sockaddr_in) && len <= (socklen_t)sizeof(struct sockaddr_in6) &&
+	    a >> 12 == late_page && (a + len - 1) >> 12 == late_page && goxio_early_wants(addr, len))
+		return 2;
 	goxio_late_birth(fd);
 	return 0;
 }
@@ -174,10 +191,12 @@ int goxio_late_sendto(int fd, const struct sockaddr *to, socklen_t len, int flag
 	struct goxio_lazy_info *i = late_info(fd);
 	if (i == NULL)
 		return 0;
-	if (late_dgram(i) && goxio_ksend_no_receiver(to, len, flags) && late_plain(fd)) {
-		count_plain();
+	if (late_dgram(i) && goxio_ksend_no_receiver(to, len, flags) && goxio_late_plain(fd)) {
+		goxio_late_count_plain();
 		return 1;
 	}
+	if (goxio_early_is(i))
+		return 0; /* the data trampoline serves it (early.c) */
 	goxio_late_birth(fd);
 	return 0;
 }
@@ -221,5 +240,5 @@ void goxio_late_plain_all(void) {
 	int high = goxio_fdt_high();
 	for (int fd = 0; fd <= high; fd++)
 		if (goxio_fd_flags(fd) & GOXIO_FD_LAZY)
-			late_plain(fd);
+			goxio_late_plain(fd);
 }

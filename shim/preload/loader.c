@@ -198,8 +198,11 @@ void goxio_lazy_forget(int fd) {
 	if (goxio_in_vfork())
 		return; /* the notes and the listener's entry are the parent's */
 	struct goxio_lazy_info *i = info_of(fd, 0);
-	if (i != NULL)
+	if (i != NULL) {
+		goxio_early_closed(i);
+		goxio_early_forget(i, __atomic_load_n(&i->how, __ATOMIC_ACQUIRE)); /* its pairing entry */
 		memset(i, 0, sizeof *i);
+	}
 	goxio_lazy_listen_gone(fd);
 }
 
@@ -234,6 +237,8 @@ int goxio_lazy_waits(int fd) {
 	struct goxio_lazy_info *i = info_of(fd, 0);
 	if (i == NULL)
 		return 1;
+	if (goxio_early_is(i))
+		return 0; /* the kernel's readiness is the connection's until it pairs (early.c) */
 	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_RELAXED);
 	if (!(how & GOXIO_LAZY_LISTENING))
 		return 1;
@@ -360,6 +365,9 @@ static void load(void) {
 		.ksend_peer = goxio_ksend_peer,
 		.vma_api_used = &goxio_vma_api_used,
 		.nofile_cur = nofile_cur,
+		.early_setup = goxio_early_setup,
+		.early_listener = goxio_early_listener,
+		.ksend_put_tcp_goxio = goxio_ksend_put_tcp_goxio,
 	};
 	goxio_eng.size = sizeof goxio_eng;
 	int started;

@@ -196,6 +196,12 @@ GOXIO_HIDDEN void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uin
  * goxio_ksend_no_listener). goxio_ksend_ready: the cache is set up. */
 GOXIO_HIDDEN void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 GOXIO_HIDDEN int goxio_ksend_no_listener(const struct sockaddr *dst, socklen_t len);
+/* goxio_ksend_put_tcp_goxio: a goxio TCP socket listens at dst at generation gen (early.c reads
+ * it: goxio_ksend_goxio_listener). goxio_ksend_capturing: not set up, or goxio capture may be
+ * attached (which records early kernel bytes through the engine's taps). */
+GOXIO_HIDDEN void goxio_ksend_put_tcp_goxio(const struct sockaddr *dst, socklen_t len, uint64_t gen);
+GOXIO_HIDDEN int goxio_ksend_goxio_listener(const struct sockaddr *dst, socklen_t len);
+GOXIO_HIDDEN int goxio_ksend_capturing(void);
 /* goxio_ksend_no_receiver: a send with flags to dst (read only on a page a send of this thread
  * read before) would go to the kernel: no goxio socket is bound there (cached), no capture. */
 GOXIO_HIDDEN int goxio_ksend_no_receiver(const struct sockaddr *dst, socklen_t len, int flags);
@@ -332,6 +338,9 @@ GOXIO_HIDDEN struct goxio_lazy_info *goxio_lazy_info_of(int fd, int make);
  * engine has not seen yet (its domain, type and protocol in .ref): LATE until it is given to the
  * engine ("birth") or made plain; LATE_OPTS an option was set meanwhile; LATE_FL F_SETFL ran;
  * LATE_BIRTH a thread is giving it to the engine. */
+/* The late socket's notes in goxio_lazy_info.ref: domain (8 bits), type (4 bits),
+ * SOCK_NONBLOCK at socket() (bit 12), protocol (from bit 16). */
+#define GOXIO_LATE_NONBLOCK (1 << 12)
 #define GOXIO_LAZY_LATE 0x20000000u
 #define GOXIO_LAZY_LATE_OPTS 0x10000000u
 #define GOXIO_LAZY_LATE_FL 0x08000000u
@@ -348,11 +357,20 @@ GOXIO_HIDDEN int goxio_late_mark(int fd, int domain, int type, int protocol);
 /* goxio_late_birth gives fd to the engine if it is late (or waits for the thread that does):
  * 1 when it was late. */
 GOXIO_HIDDEN int goxio_late_birth(int fd);
-/* goxio_late_use is goxio_late_birth for a trampoline holding fd's flags fl: the flags to go on with. */
-GOXIO_HIDDEN uint8_t goxio_late_use(int fd, uint8_t fl);
+/* goxio_late_use is goxio_late_birth for a trampoline holding fd's flags fl: the flags to go on
+ * with. op: the trampoline's call (-1: none), which an early connection may make in the kernel. */
+GOXIO_HIDDEN uint8_t goxio_late_use(int fd, uint8_t fl, int op);
+/* goxio_late_mark_early is goxio_late_mark with early.c's notes: the EARLY_* bits, the listener
+ * of an accepted connection and the time of its accept. */
+GOXIO_HIDDEN int goxio_late_mark_early(int fd, int domain, int type, int protocol, uint32_t early, int listener,
+				       uint64_t since);
+/* goxio_late_plain makes a late socket a plain kernel fd (nobody gives it to the engine any
+ * more): 1 when it did. */
+GOXIO_HIDDEN int goxio_late_plain(int fd);
 /* goxio_late_connect: 1 when fd is late and its destination has no goxio listener (cached): fd
- * is plain now and the caller connects it in the kernel. Otherwise a late fd is given to the
- * engine first. */
+ * is plain now and the caller connects it in the kernel; 2 when a goxio listener is there
+ * (cached): the caller connects in the kernel and calls goxio_early_connected. Otherwise a late
+ * fd is given to the engine first. */
 GOXIO_HIDDEN int goxio_late_connect(int fd, const struct sockaddr *addr, socklen_t len);
 /* goxio_late_seen notes that the kernel read connect's address (success or in progress). */
 GOXIO_HIDDEN void goxio_late_seen(const struct sockaddr *addr, socklen_t len);
@@ -366,6 +384,65 @@ GOXIO_HIDDEN int goxio_late_option(int fd, int level, int name);
 GOXIO_HIDDEN int goxio_late_fcntl(int fd, int cmd, long arg);
 /* goxio_late_plain_all makes every late socket plain (before a fork, vfork or spawn). */
 GOXIO_HIDDEN void goxio_late_plain_all(void);
+/* ---- TCP connections in their early phase (early.c) ---- */
+
+#include "pairs.h"
+
+/* C-only bits of goxio_lazy_info.how for a late TCP connection served in C until it may pair:
+ * EARLY_ACC accepted on a listener the engine publishes (`ref`), EARLY_CON connected to a goxio
+ * listener and registered in the pairing table (early.slot). */
+#define GOXIO_LAZY_EARLY_ACC 0x00800000u
+#define GOXIO_LAZY_EARLY_CON 0x00400000u
+/* ... and the program shut it down for reading (SHUT_RD), for writing (SHUT_WR) meanwhile */
+#define GOXIO_LAZY_EARLY_SHUT_RD 0x00200000u
+#define GOXIO_LAZY_EARLY_SHUT_WR 0x00100000u
+
+/* goxio_early_handing_fd: the fd this thread is handing to the engine (-1: none); the engine's
+ * flag changes on it keep GOXIO_FD_LAZY until the hand-over ends (fdtable.c). */
+GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) int goxio_early_handing_fd;
+
+/* goxio_early_setup and goxio_early_listener: goxio_host's (goxio.h). */
+GOXIO_HIDDEN void goxio_early_setup(uint64_t *pairs, uint64_t start, int pair_after, uint64_t grace_ns, uint64_t *closed);
+GOXIO_HIDDEN void goxio_early_listener(int fd, int domain);
+/* goxio_early_unlisten forgets fd's listener mark (its engine flag went). */
+GOXIO_HIDDEN void goxio_early_unlisten(int fd);
+/* goxio_early_accept serves accept on fd, an engine listener marked early, in C: the new fd is
+ * a late connection in its early phase. -2 when fd is not such a listener (the caller goes on). */
+GOXIO_HIDDEN int goxio_early_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags, int four);
+/* goxio_early_wants: a goxio listener is at addr (cached; the caller read addr safely) and the
+ * early phase may run: a late TCP connect there goes to the kernel, then goxio_early_connected
+ * with its result registers the connection (late.c's goxio_late_connect answers 2). */
+GOXIO_HIDDEN int goxio_early_wants(const struct sockaddr *addr, socklen_t len);
+GOXIO_HIDDEN void goxio_early_connected(int fd, const struct sockaddr *addr, socklen_t len, int r);
+/* goxio_early_enter is called by a data call (op) on a GOXIO_FD_LAZY fd: 0 when fd is not a
+ * connection in its early phase, or it was given to the engine now (the caller goes on with the
+ * fd's flags); 1 when the call goes to the kernel counted (the caller then calls
+ * goxio_early_leave with its result); 2 when it goes to the kernel as a plain fd's. rflags: a
+ * receive's flags. */
+GOXIO_HIDDEN int goxio_early_enter(int fd, int op, int rflags);
+GOXIO_HIDDEN void goxio_early_leave(int fd, int op, int rflags, long r);
+/* goxio_early_shutdown: 1 when fd is a connection in its early phase: shutdown(how) goes to the
+ * kernel, noted for the engine. */
+GOXIO_HIDDEN int goxio_early_shutdown(int fd, int how);
+/* goxio_early_kernel_op: op may go to the kernel on a connection in its early phase without
+ * the engine (it reads only what the kernel knows). */
+GOXIO_HIDDEN int goxio_early_kernel_op(int fd, int op);
+/* goxio_early_hand gives the early connection fd (notes i, how read with LATE_BIRTH set by the
+ * caller) to the engine; nopair: a data call may still be in the kernel. */
+GOXIO_HIDDEN void goxio_early_hand(int fd, struct goxio_lazy_info *i, uint32_t how, int nopair);
+/* goxio_early_forget drops what an early connection registered (the pairing entry), before its
+ * notes are cleared. */
+GOXIO_HIDDEN void goxio_early_forget(struct goxio_lazy_info *i, uint32_t how);
+/* goxio_early_closed counts a connection closed in its early phase (notes i, before they go). */
+GOXIO_HIDDEN void goxio_early_closed(const struct goxio_lazy_info *i);
+/* goxio_late_count_plain counts a socket made plain without the engine (the statistics'). */
+GOXIO_HIDDEN void goxio_late_count_plain(void);
+/* goxio_early_is reports whether notes i are those of a late connection in its early phase. */
+static inline int goxio_early_is(const struct goxio_lazy_info *i) {
+	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
+	return (how & (GOXIO_LAZY_EARLY_ACC | GOXIO_LAZY_EARLY_CON)) && (how & GOXIO_LAZY_LATE);
+}
+
 /* goxio_late_counter: where late.c counts the sockets it made plain (the statistics' global
  * counter; NULL: its own). */
 GOXIO_HIDDEN void goxio_late_counter(uint64_t *word);

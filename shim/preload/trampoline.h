@@ -18,11 +18,33 @@
 			return -1;                                                                         \
 		}                                                                                          \
 		if (GOXIO_UNLIKELY(fl_ & GOXIO_FD_LAZY))                                                   \
-			fl_ = goxio_late_use(fd, fl_); /* a late TCP socket meets the engine (late.c) */  \
+			fl_ = goxio_late_use(fd, fl_, op); /* a late TCP socket meets the engine (late.c) */ \
 		if ((fl_ & GOXIO_FD_ENGINE) && goxio_active())                                             \
 			return goxio_call(op, fd, (uintptr_t)(a0), (uintptr_t)(a1), (uintptr_t)(a2),       \
 					  (uintptr_t)(a3), (uintptr_t)(a4));                               \
 		return realcall;                                                                           \
+	} while (0)
+
+/* goxio_early_rflags: the flags argument of receive op (a0..a2 the trampoline's arguments). */
+static inline int goxio_early_rflags(int op, uintptr_t a1, uintptr_t a2) {
+	return op == GOXIO_OP_RECVFROM ? (int)a2 : op == GOXIO_OP_RECVMSG ? (int)a1 : 0;
+}
+
+/* EARLY_STEP: on a GOXIO_FD_LAZY fd, a TCP connection in its early phase makes the data call in
+ * the kernel, counted (early.c), and returns from the enclosing function. */
+#define EARLY_STEP(fd, op, realcall, a1, a2)                                                               \
+	do {                                                                                               \
+		int rf_ = goxio_early_rflags(op, (uintptr_t)(a1), (uintptr_t)(a2));                         \
+		int e_ = goxio_early_enter(fd, op, rf_);                                                   \
+		if (e_ != 0) {                                                                             \
+			__typeof__(realcall) r_ = realcall;                                                \
+			if (e_ == 1) {                                                                     \
+				int er_ = errno;                                                           \
+				goxio_early_leave(fd, op, rf_, (long)r_);                                  \
+				errno = er_;                                                               \
+			}                                                                                  \
+			return r_;                                                                         \
+		}                                                                                          \
 	} while (0)
 
 /* goxio_data_flags returns the flags fl of fd as a data call sees them: on a socket made before
@@ -43,6 +65,8 @@ static inline uint8_t goxio_data_flags(int fd, uint8_t fl) {
 		uint8_t fl_ = goxio_fd_flags(fd);                                                          \
 		if (GOXIO_LIKELY(fl_ == 0))                                                                \
 			return realcall;                                                                   \
+		if (GOXIO_UNLIKELY(fl_ & GOXIO_FD_LAZY))                                                   \
+			EARLY_STEP(fd, op, realcall, a1, a2);                                              \
 		fl_ = goxio_data_flags(fd, fl_);                                                           \
 		if (fl_ & GOXIO_FD_INTERNAL) {                                                             \
 			errno = EBADF;                                                                     \

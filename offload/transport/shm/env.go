@@ -54,6 +54,10 @@ type Params struct {
 	// process listens, with the directory's generation read before the look-up (the preload
 	// library's connect then makes the next such connections plain kernel ones: late.c).
 	KernelListener func(dst netip.AddrPort, gen uint64)
+	// GoxioListener, when set, is told of every destination of a connect at which a goxio
+	// process listens, with the directory's generation read before the look-up (the preload
+	// library's connect then serves the next such connections' early phase in C: early.c).
+	GoxioListener func(dst netip.AddrPort, gen uint64)
 }
 
 // Env is the transport's process-wide state: the discovery directory, the outlets this process

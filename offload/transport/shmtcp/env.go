@@ -134,6 +134,13 @@ func (e *Env) pairTable() *ring.Pairs {
 	return e.pairs
 }
 
+// Early returns what the preload library needs to serve connections' early phase
+// (shim/preload/early.c): the pairing table (opened now; nil: none, no early phase), the
+// connecting end's data calls before pairing, the accepting end's attach grace.
+func (e *Env) Early() (*ring.Pairs, int, time.Duration) {
+	return e.pairTable(), e.p.PairAfter, e.p.AttachGrace
+}
+
 // ringSize is a direction's ring size for a socket buffer of buf bytes.
 func (e *Env) ringSize(buf int) int { return min(max(e.p.RingBytes, buf), e.p.MaxRingBytes) }
 

@@ -50,6 +50,33 @@ func (t *TCP) GoxioPeer(local, remote netip.AddrPort) bool {
 	return true
 }
 
+// Early takes the counts of a connection the preload library served in its early phase
+// (shim/preload/early.c): its kernel bytes are the K the pairing needs, its data calls count
+// towards Params.PairAfter (the handing-over call is counted again by BeforeData), and its
+// accept's time starts AttachGrace; a shutdown made meanwhile is noted as the Shutdown hook notes
+// one before the segment exists. With NoPair it never pairs: its registration goes.
+func (t *TCP) Early(p transport.EarlyPhase) {
+	t.kernTx.Store(p.KernTx)
+	t.kernRx.Store(p.KernRx)
+	if p.Calls > 0 {
+		t.calls.Store(int32(min(p.Calls-1, 1<<30)))
+	}
+	if t.acceptedAt != 0 {
+		t.acceptedAt = nanotime() - int64(p.Age)
+	}
+	if p.ShutWrite {
+		t.txShut() // the kernel's FIN ends our direction: it never switches
+	}
+	if p.ShutRead {
+		t.rxShut()
+	}
+	if p.NoPair {
+		t.pair.Drop()
+		t.pair = ring.PairEntry{}
+		t.NoPeer()
+	}
+}
+
 // Ends gives an accepted connection of a listener that goxio connecting ends know its endpoints:
 // it pairs late, when its peer says so in the pairing table. Call it before the socket is shared.
 func (t *TCP) Ends(local, remote netip.AddrPort) {

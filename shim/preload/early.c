@@ -1,0 +1,356 @@
+/*
+ * early.c: a TCP connection between goxio processes, served in C until it may pair.
+ *
+ * Two goxio processes' connection moves to shared-memory rings late (offload/transport/shmtcp
+ * late.go): the connecting end registers it in the pairing table at connect, makes the
+ * connection's segment at its GOXIO_SHM_TCP_PAIR_AFTER-th data call, and the accepting end
+ * attaches when the table says so. Until then every call is the kernel's, counted. A connection
+ * per request (connect, a request, its answer, close) never gets that far, yet it paid a trip
+ * into Go at each call of both ends: 15 us a connection at each end on this machine against the
+ * kernel's 70 us round (a cold Go path each time: the engine's socket, its statistics slot, its
+ * transport, then the calls).
+ *
+ * So the early phase runs here, with the engine loaded, on the connection's late socket (late.c):
+ *   - accept on a listener the engine published (it marks it: goxio_early_listener) is the
+ *     kernel's; the new fd is late, noted accepted (EARLY_ACC) with the time;
+ *   - connect of a late socket to a destination the engine found a goxio listener at (the
+ *     positive TCP key of ksend.c's cache, for the directory's generation) is the kernel's; then
+ *     the connection is registered in the pairing table from C (pairs.c, the Go writer's
+ *     protocol) before connect returns, so before the program can send a byte (EARLY_CON);
+ *   - data calls (read, write, recv, send and their vector and message forms) go to the kernel
+ *     and count the bytes they moved; the accepting end first looks its connection up in the
+ *     table (memory reads): ready -> the connection goes to the engine, which attaches; no entry
+ *     after a byte from the peer or after the attach grace -> the peer is no goxio process: a
+ *     plain fd for good; the connecting end counts its data calls and goes to the engine at the
+ *     PAIR_AFTER-th, which makes the segment;
+ *   - getsockname, getpeername, getsockopt, shutdown (noted), the options late.c lets through,
+ *     select and poll are the kernel's (the kernel is the connection's truth until it pairs: the peer writes to the
+ *     kernel until this end attached, and the accepting end's wake-ups arrive as kernel bytes);
+ *     every other call (epoll_ctl, dup, ioctl, sendfile, ...) gives it to the engine
+ *     first, as late.c does;
+ *   - close drops the registration.
+ * The engine takes the connection over with what happened (goxio_engine.early): its role from
+ * the kernel and the listener, the data calls and the kernel bytes (its K), the time since
+ * accept. A data call still in the kernel on another thread makes a hand-over wait for a later
+ * call (its bytes are not counted yet), as the engine's own establishment does (estab.go);
+ * one that cannot wait (a control call) hands it over never to pair.
+ */
+#include "preload.h"
+#include "trampoline.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+__thread __attribute__((tls_model("initial-exec"))) int goxio_early_handing_fd = -1;
+
+static volatile uint64_t *early_pairs;
+static uint64_t early_start;
+static int early_after = 4;
+static uint64_t early_grace;
+
+/* early_lst[fd]: the domain of fd, a listener the engine published (0: none). Cleared when the
+ * fd's engine flag goes (fdtable.c), so a reused number starts unmarked. */
+GOXIO_COLD static volatile uint8_t early_lst[GOXIO_FDT_SIZE];
+
+/* early_closed_word: the statistics' counter of connections closed in their early phase. */
+static uint64_t early_closed_own;
+static uint64_t *volatile early_closed_word = &early_closed_own;
+
+void goxio_early_setup(uint64_t *pairs, uint64_t start, int pair_after, uint64_t grace_ns, uint64_t *closed) {
+	early_closed_word = closed != NULL ? closed : &early_closed_own;
+	early_start = start;
+	early_after = pair_after > 0 ? pair_after : 1;
+	early_grace = grace_ns;
+	__atomic_store_n(&early_pairs, pairs, __ATOMIC_RELEASE);
+}
+
+void goxio_early_listener(int fd, int domain) {
+	if ((unsigned)fd < GOXIO_FDT_SIZE)
+		__atomic_store_n(&early_lst[fd], (uint8_t)domain, __ATOMIC_RELEASE);
+}
+
+void goxio_early_unlisten(int fd) {
+	if ((unsigned)fd < GOXIO_FDT_SIZE && __atomic_load_n(&early_lst[fd], __ATOMIC_RELAXED) != 0)
+		__atomic_store_n(&early_lst[fd], 0, __ATOMIC_RELEASE);
+}
+
+static uint64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* early_ok: nothing keeps a connection from its early phase in C now. */
+static int early_ok(void) {
+	return __atomic_load_n(&early_pairs, __ATOMIC_ACQUIRE) != NULL && goxio_sig_depth == 0 && !goxio_in_vfork() &&
+	       !goxio_ksend_capturing() && !__atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED);
+}
+
+/* early_dir: 1 for a receive the early phase serves, 2 for a send, 0 for any other call. */
+static int early_dir(int op) {
+	switch (op) {
+	case GOXIO_OP_READ:
+	case GOXIO_OP_READV:
+	case GOXIO_OP_RECVFROM:
+	case GOXIO_OP_RECVMSG:
+		return 1;
+	case GOXIO_OP_WRITE:
+	case GOXIO_OP_WRITEV:
+	case GOXIO_OP_SENDTO:
+	case GOXIO_OP_SENDMSG:
+		return 2;
+	}
+	return 0;
+}
+
+int goxio_early_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags, int four) {
+	if ((unsigned)fd >= GOXIO_FDT_SIZE)
+		return -2;
+	int domain = __atomic_load_n(&early_lst[fd], __ATOMIC_ACQUIRE);
+	if (domain == 0 || !early_ok() || !goxio_ksend_ready() || !goxio_active())
+		return -2;
+	int nfd = four ? REAL(accept4)(fd, addr, len, flags) : REAL(accept)(fd, addr, len);
+	if (nfd < 0)
+		return nfd;
+	int saved = errno;
+	goxio_fd_fresh(nfd);
+	/* Not noted (no memory for the notes): a plain kernel connection, never offloaded. */
+	goxio_late_mark_early(nfd, domain, SOCK_STREAM | (four ? (flags & SOCK_NONBLOCK) : 0), 0, GOXIO_LAZY_EARLY_ACC, fd,
+			      now_ns());
+	errno = saved;
+	return nfd;
+}
+
+int goxio_early_wants(const struct sockaddr *addr, socklen_t len) {
+	return early_ok() && goxio_ksend_goxio_listener(addr, len);
+}
+
+void goxio_early_connected(int fd, const struct sockaddr *addr, socklen_t len, int r) {
+	if (r != 0 && errno != EINPROGRESS)
+		return; /* not connected: still late, the engine's at its next use */
+	int saved = errno;
+	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
+	struct sockaddr_storage local;
+	socklen_t llen = sizeof local;
+	struct goxio_pair_key k;
+	volatile uint64_t *pairs = __atomic_load_n(&early_pairs, __ATOMIC_ACQUIRE);
+	int slot = -1;
+	uint64_t word = 0;
+	if (i != NULL && pairs != NULL && REAL(getsockname)(fd, (struct sockaddr *)&local, &llen) == 0 &&
+	    goxio_pair_key_of(&k, (const struct sockaddr *)&local, llen, addr, len))
+		slot = goxio_pair_register(pairs, &k, (uint32_t)getpid(), early_start, &word);
+	if (i == NULL) {
+		goxio_late_birth(fd);
+		errno = saved;
+		return;
+	}
+	i->early.slot = slot;
+	i->early.word = word;
+	i->early.calls = 0;
+	__atomic_fetch_or(&i->how, GOXIO_LAZY_EARLY_CON, __ATOMIC_SEQ_CST);
+	/* No registration (no room in the table, or an entry of this connection already there):
+	 * the engine takes the connected socket over now and decides as it would at connect. */
+	if (slot < 0)
+		goxio_late_birth(fd);
+	errno = saved;
+}
+
+/* early_key sets the accepting end's key from the kernel's endpoints; 0 when it cannot. */
+static int early_key(int fd, struct goxio_lazy_info *i) {
+	if (__atomic_load_n(&i->early.keyed, __ATOMIC_ACQUIRE))
+		return 1;
+	struct sockaddr_storage local, peer;
+	socklen_t ll = sizeof local, pl = sizeof peer;
+	struct goxio_pair_key k;
+	int saved = errno;
+	int ok = REAL(getsockname)(fd, (struct sockaddr *)&local, &ll) == 0 &&
+		 REAL(getpeername)(fd, (struct sockaddr *)&peer, &pl) == 0 &&
+		 goxio_pair_key_of(&k, (const struct sockaddr *)&peer, pl, (const struct sockaddr *)&local, ll);
+	errno = saved;
+	if (!ok)
+		return 0;
+	memcpy((void *)i->early.key, k.w, sizeof k.w);
+	__atomic_store_n(&i->early.keyed, 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* early_birth gives fd to the engine when no other data call is in the kernel: 1 when it did. */
+static int early_birth(int fd, struct goxio_lazy_info *i) {
+	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_SEQ_CST);
+	if (!(how & GOXIO_LAZY_LATE) || (how & GOXIO_LAZY_LATE_BIRTH) ||
+	    !__atomic_compare_exchange_n(&i->how, &how, (how & ~GOXIO_LAZY_LATE) | GOXIO_LAZY_LATE_BIRTH, 0,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return 0;
+	if (__atomic_load_n(&i->early.inflight, __ATOMIC_SEQ_CST) != 0) {
+		/* Another thread's call is in the kernel: its bytes are not counted yet. Back to
+		 * late; a later call tries again. */
+		uint32_t cur = __atomic_load_n(&i->how, __ATOMIC_SEQ_CST);
+		while (!__atomic_compare_exchange_n(&i->how, &cur, (cur & ~GOXIO_LAZY_LATE_BIRTH) | GOXIO_LAZY_LATE, 0,
+						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			;
+		return 0;
+	}
+	goxio_early_hand(fd, i, how, 0);
+	return 1;
+}
+
+/* early_in counts a call into the kernel; 0 when the connection stopped being late meanwhile
+ * (the caller looks again). */
+static int early_in(struct goxio_lazy_info *i) {
+	__atomic_add_fetch(&i->early.inflight, 1, __ATOMIC_SEQ_CST);
+	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_SEQ_CST);
+	if ((how & GOXIO_LAZY_LATE) && !(how & GOXIO_LAZY_LATE_BIRTH))
+		return 1;
+	__atomic_sub_fetch(&i->early.inflight, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static void early_out(struct goxio_lazy_info *i) {
+	int v = __atomic_load_n(&i->early.inflight, __ATOMIC_SEQ_CST);
+	while (v > 0 && !__atomic_compare_exchange_n(&i->early.inflight, &v, v - 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		;
+}
+
+int goxio_early_enter(int fd, int op, int rflags) {
+	(void)rflags;
+	for (;;) {
+		struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
+		if (i == NULL)
+			return 0;
+		uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
+		if (!(how & (GOXIO_LAZY_EARLY_ACC | GOXIO_LAZY_EARLY_CON)))
+			return 0;
+		if (how & GOXIO_LAZY_LATE_BIRTH) {
+			/* Another thread hands it over (or tries to): wait for the outcome. */
+			while (__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_LATE_BIRTH)
+				sched_yield();
+			continue;
+		}
+		if (!(how & GOXIO_LAZY_LATE) || early_dir(op) == 0 || !early_ok())
+			return 0; /* the caller's birth (late.c) hands it over, or makes it plain */
+		if (!early_in(i))
+			continue;
+		if (how & GOXIO_LAZY_EARLY_CON) {
+			if (__atomic_add_fetch(&i->early.calls, 1, __ATOMIC_SEQ_CST) < early_after)
+				return 1;
+			early_out(i);
+			if (early_birth(fd, i))
+				return 0;
+			if (!early_in(i))
+				continue;
+			return 1;
+		}
+		if (!early_key(fd, i))
+			return 1; /* no endpoints (the peer reset it): the kernel says so */
+		struct goxio_pair_key k;
+		memcpy(k.w, (const void *)i->early.key, sizeof k.w);
+		int st = goxio_pair_lookup(early_pairs, &k);
+		if (st == GOXIO_PAIR_READY) {
+			early_out(i);
+			if (early_birth(fd, i))
+				return 0;
+			if (!early_in(i))
+				continue;
+			return 1;
+		}
+		if (st == GOXIO_PAIR_NONE &&
+		    (__atomic_load_n(&i->early.krx, __ATOMIC_ACQUIRE) > 0 || now_ns() - i->early.since > early_grace)) {
+			/* A goxio peer registers before it sends: this one is not, and never pairs. */
+			early_out(i);
+			if (goxio_late_plain(fd))
+				goxio_late_count_plain();
+			return 2;
+		}
+		return 1;
+	}
+}
+
+void goxio_early_leave(int fd, int op, int rflags, long r) {
+	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
+	if (i == NULL || !(__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & (GOXIO_LAZY_EARLY_ACC | GOXIO_LAZY_EARLY_CON)))
+		return;
+	if (r > 0) {
+		if (early_dir(op) == 2)
+			__atomic_add_fetch(&i->early.ktx, (uint64_t)r, __ATOMIC_SEQ_CST);
+		else if (!(rflags & (MSG_PEEK | MSG_OOB)))
+			__atomic_add_fetch(&i->early.krx, (uint64_t)r, __ATOMIC_SEQ_CST);
+	}
+	early_out(i);
+}
+
+int goxio_early_kernel_op(int fd, int op) {
+	if (op != GOXIO_OP_GETSOCKNAME && op != GOXIO_OP_GETPEERNAME && op != GOXIO_OP_GETSOCKOPT)
+		return 0;
+	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
+	return i != NULL && goxio_early_is(i);
+}
+
+int goxio_early_shutdown(int fd, int how) {
+	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
+	if (i == NULL || !goxio_early_is(i) || !early_ok())
+		return 0;
+	uint32_t bits = (how == SHUT_RD || how == SHUT_RDWR ? GOXIO_LAZY_EARLY_SHUT_RD : 0) |
+			(how == SHUT_WR || how == SHUT_RDWR ? GOXIO_LAZY_EARLY_SHUT_WR : 0);
+	__atomic_fetch_or(&i->how, bits, __ATOMIC_SEQ_CST);
+	return 1;
+}
+
+void goxio_early_hand(int fd, struct goxio_lazy_info *i, uint32_t how, int nopair) {
+	int saved = errno;
+	int acc = (how & GOXIO_LAZY_EARLY_ACC) != 0;
+	int type = (i->ref >> 8) & 0xf;
+	if (how & GOXIO_LAZY_LATE_FL) {
+		int f = REAL(fcntl)(fd, F_GETFL);
+		if (f >= 0 && (f & O_NONBLOCK))
+			type |= SOCK_NONBLOCK;
+	} else if (i->ref & GOXIO_LATE_NONBLOCK) {
+		type |= SOCK_NONBLOCK;
+	}
+	struct goxio_early_handover h = {
+		.how = acc ? GOXIO_LAZY_ACCEPTED : GOXIO_LAZY_CONNECTED,
+		.listener = i->early.listener,
+		.domain = i->ref & 0xff,
+		.type = type,
+		.protocol = (int32_t)((unsigned)i->ref >> 16),
+		.calls = __atomic_load_n(&i->early.calls, __ATOMIC_SEQ_CST),
+		.options = (how & GOXIO_LAZY_LATE_OPTS) != 0,
+		.shut = ((how & GOXIO_LAZY_EARLY_SHUT_RD) ? 1 : 0) | ((how & GOXIO_LAZY_EARLY_SHUT_WR) ? 2 : 0),
+		.nopair = nopair,
+		.krx = __atomic_load_n(&i->early.krx, __ATOMIC_SEQ_CST),
+		.ktx = __atomic_load_n(&i->early.ktx, __ATOMIC_SEQ_CST),
+		.age_ns = acc ? now_ns() - i->early.since : 0,
+	};
+	if (goxio_active() && goxio_eng.early != NULL) {
+		/* The engine's registration must not let other threads in before it is complete (the
+		 * counts are the transport's K): the fd keeps GOXIO_FD_LAZY meanwhile (fdtable.c), so
+		 * they wait for LATE_BIRTH to go. */
+		goxio_early_handing_fd = fd;
+		GOXIO_ENTER(goxio_eng.early(fd, &h));
+		goxio_early_handing_fd = -1;
+	}
+	/* The engine took the registration over (same slot, its own word) or let it go: ours is
+	 * dropped only if nobody took it. */
+	goxio_early_forget(i, how);
+	uint8_t fl = goxio_fd_flags(fd);
+	if (fl & GOXIO_FD_LAZY)
+		goxio_fdt_set(fd, fl & ~GOXIO_FD_LAZY);
+	memset((void *)&i->early, 0, sizeof i->early);
+	__atomic_store_n(&i->how, 0, __ATOMIC_RELEASE);
+	errno = saved;
+}
+
+void goxio_early_closed(const struct goxio_lazy_info *i) {
+	if (goxio_early_is(i))
+		__atomic_add_fetch(early_closed_word, 1, __ATOMIC_RELAXED);
+}
+
+void goxio_early_forget(struct goxio_lazy_info *i, uint32_t how) {
+	volatile uint64_t *pairs = __atomic_load_n(&early_pairs, __ATOMIC_ACQUIRE);
+	if ((how & GOXIO_LAZY_EARLY_CON) && pairs != NULL && i->early.word != 0) {
+		goxio_pair_drop(pairs, i->early.slot, i->early.word);
+		i->early.word = 0;
+	}
+}
