@@ -72,9 +72,13 @@ void goxio_early_listener(int fd, int domain) {
 		__atomic_store_n(&early_lst[fd], (uint8_t)domain, __ATOMIC_RELEASE);
 }
 
+static void early_forget_listener(int fd);
+
 void goxio_early_unlisten(int fd) {
-	if ((unsigned)fd < GOXIO_FDT_SIZE && __atomic_load_n(&early_lst[fd], __ATOMIC_RELAXED) != 0)
+	if ((unsigned)fd < GOXIO_FDT_SIZE && __atomic_load_n(&early_lst[fd], __ATOMIC_RELAXED) != 0) {
 		__atomic_store_n(&early_lst[fd], 0, __ATOMIC_RELEASE);
+		early_forget_listener(fd);
+	}
 }
 
 static uint64_t now_ns(void) {
@@ -106,20 +110,131 @@ static int early_dir(int op) {
 	return 0;
 }
 
+/*
+ * An accepted connection's key without system calls of its own: the peer's address from accept
+ * itself, the local address from the listener's. accept writes the peer into the library's buffer
+ * when the program passes none, or when the program's buffers lie on the pages an accept of this
+ * thread handed the kernel before (then copied out as the kernel would: at most the program's
+ * length, the full length back), so that a bad pointer still meets the kernel first (EFAULT) and
+ * never a load or store here. A listener bound to one address gives its local address to every
+ * connection (a 16-entry cache, looked up once per listener, seqlocked); one bound to the
+ * wildcard address leaves it to getsockname at the first data call.
+ */
+static __thread __attribute__((tls_model("initial-exec"))) uintptr_t early_acc_addr_page, early_acc_len_page;
+
+#define EARLY_LADDRS 16u
+static struct early_laddr {
+	volatile uint32_t seq; /* odd while written */
+	volatile int fd;
+	volatile uint32_t len; /* 0: a wildcard listener */
+	struct sockaddr_in6 a; /* a sockaddr_in or sockaddr_in6 */
+} early_laddrs[EARLY_LADDRS];
+
+/* early_listener_addr copies listener fd's local address into a (0: none known here). */
+static socklen_t early_listener_addr(int fd, struct sockaddr_in6 *a) {
+	struct early_laddr *e = &early_laddrs[(unsigned)fd % EARLY_LADDRS];
+	for (int tries = 0; tries < 2; tries++) {
+		uint32_t s1 = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+		if (!(s1 & 1) && e->fd == fd) {
+			uint32_t len = e->len;
+			memcpy(a, (const void *)&e->a, sizeof *a);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) == s1)
+				return len;
+			continue;
+		}
+		/* Not cached: ask the kernel once and keep the answer (a wildcard listener's too). */
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof ss;
+		int saved = errno;
+		int ok = REAL(getsockname)(fd, (struct sockaddr *)&ss, &sl) == 0;
+		errno = saved;
+		if (!ok)
+			return 0;
+		uint32_t len = 0;
+		if (ss.ss_family == AF_INET && sl == sizeof(struct sockaddr_in)) {
+			if (((struct sockaddr_in *)&ss)->sin_addr.s_addr != htonl(INADDR_ANY))
+				len = sl;
+		} else if (ss.ss_family == AF_INET6 && sl == sizeof(struct sockaddr_in6)) {
+			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+			if (!IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr) && !IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) &&
+			    s6->sin6_scope_id == 0)
+				len = sl;
+		}
+		if (!(s1 & 1) && __atomic_compare_exchange_n(&e->seq, &s1, s1 + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			e->fd = fd;
+			e->len = len;
+			memcpy((void *)&e->a, &ss, sizeof e->a);
+			__atomic_store_n(&e->seq, s1 + 2, __ATOMIC_RELEASE);
+		}
+		memcpy(a, &ss, sizeof *a);
+		return len;
+	}
+	return 0;
+}
+
+/* early_forget_listener drops fd's cached local address. */
+static void early_forget_listener(int fd) {
+	struct early_laddr *e = &early_laddrs[(unsigned)fd % EARLY_LADDRS];
+	uint32_t s = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+	if (!(s & 1) && e->fd == fd && __atomic_compare_exchange_n(&e->seq, &s, s + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+		e->fd = -1;
+		__atomic_store_n(&e->seq, s + 2, __ATOMIC_RELEASE);
+	}
+}
+
 int goxio_early_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags, int four) {
 	if ((unsigned)fd >= GOXIO_FDT_SIZE)
 		return -2;
 	int domain = __atomic_load_n(&early_lst[fd], __ATOMIC_ACQUIRE);
 	if (domain == 0 || !early_ok() || !goxio_ksend_ready() || !goxio_active())
 		return -2;
-	int nfd = four ? REAL(accept4)(fd, addr, len, flags) : REAL(accept)(fd, addr, len);
+	struct sockaddr_storage peer;
+	socklen_t plen = sizeof peer, cap = 0;
+	uintptr_t a = (uintptr_t)addr, l = (uintptr_t)len;
+	/* own: the kernel writes the peer into our buffer (and we copy it out) */
+	int own = addr == NULL;
+	if (!own && len != NULL && l >> 12 == early_acc_len_page && (l + sizeof *len - 1) >> 12 == early_acc_len_page &&
+	    a >> 12 == early_acc_addr_page) {
+		cap = *len;
+		own = (int)cap >= 0 && (a + (cap < sizeof(struct sockaddr_in6) ? cap : sizeof(struct sockaddr_in6)) - 1) >> 12 ==
+						 early_acc_addr_page;
+	}
+	int nfd;
+	if (own)
+		nfd = four ? REAL(accept4)(fd, (struct sockaddr *)&peer, &plen, flags) : REAL(accept)(fd, (struct sockaddr *)&peer, &plen);
+	else
+		nfd = four ? REAL(accept4)(fd, addr, len, flags) : REAL(accept)(fd, addr, len);
 	if (nfd < 0)
 		return nfd;
 	int saved = errno;
+	if (own && addr != NULL) {
+		if (plen <= sizeof(struct sockaddr_in6)) {
+			memcpy(addr, &peer, cap < plen ? cap : plen);
+			*len = plen;
+		} else {
+			own = 0; /* not an inet address: never copied out here (cannot happen on a TCP listener) */
+		}
+	} else if (!own && addr != NULL && len != NULL) {
+		/* The kernel wrote both: the pages are good for this thread's next accepts. */
+		early_acc_addr_page = a >> 12;
+		early_acc_len_page = l >> 12;
+	}
 	goxio_fd_fresh(nfd);
 	/* Not noted (no memory for the notes): a plain kernel connection, never offloaded. */
-	goxio_late_mark_early(nfd, domain, SOCK_STREAM | (four ? (flags & SOCK_NONBLOCK) : 0), 0, GOXIO_LAZY_EARLY_ACC, fd,
-			      now_ns());
+	if (goxio_late_mark_early(nfd, domain, SOCK_STREAM | (four ? (flags & SOCK_NONBLOCK) : 0), 0, GOXIO_LAZY_EARLY_ACC, fd,
+				  now_ns()) &&
+	    own) {
+		struct sockaddr_in6 local;
+		socklen_t llen = early_listener_addr(fd, &local);
+		struct goxio_pair_key k;
+		struct goxio_lazy_info *i = goxio_lazy_info_of(nfd, 0);
+		if (llen != 0 && i != NULL &&
+		    goxio_pair_key_of(&k, (const struct sockaddr *)&peer, plen, (const struct sockaddr *)&local, llen)) {
+			memcpy((void *)i->early.key, k.w, sizeof k.w);
+			__atomic_store_n(&i->early.keyed, 1, __ATOMIC_RELEASE);
+		}
+	}
 	errno = saved;
 	return nfd;
 }
