@@ -109,7 +109,7 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len) {
 	int late = GOXIO_UNLIKELY(fl & GOXIO_FD_LAZY) ? goxio_late_connect(fd, addr, len) : 0;
 	if (late != 0) {
 		/* 1: no goxio listener there: a plain kernel connection from now on (late.c); 2: a
-		 * goxio listener: the connection's early phase is in C (early.c) */
+		 * goxio listener: the connection's early phase is in C (early.c); 3: in it already */
 		int r = REAL(connect)(fd, addr, len);
 		if (r == 0 || errno == EINPROGRESS)
 			goxio_late_seen(addr, len);

@@ -209,12 +209,10 @@ int goxio_early_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags,
 		return nfd;
 	int saved = errno;
 	if (own && addr != NULL) {
-		if (plen <= sizeof(struct sockaddr_in6)) {
-			memcpy(addr, &peer, cap < plen ? cap : plen);
-			*len = plen;
-		} else {
-			own = 0; /* not an inet address: never copied out here (cannot happen on a TCP listener) */
-		}
+		/* An inet peer's address is at most a sockaddr_in6: within the bytes checked above. */
+		size_t n = cap < plen ? cap : plen;
+		memcpy(addr, &peer, n < sizeof(struct sockaddr_in6) ? n : sizeof(struct sockaddr_in6));
+		*len = plen;
 	} else if (!own && addr != NULL && len != NULL) {
 		/* The kernel wrote both: the pages are good for this thread's next accepts. */
 		early_acc_addr_page = a >> 12;

@@ -170,6 +170,10 @@ int goxio_late_connect(int fd, const struct sockaddr *addr, socklen_t len) {
 	if (i == NULL)
 		return 0;
 	uintptr_t a = (uintptr_t)addr;
+	/* A connection in its early phase connected again (a non-blocking connect's completion):
+	 * the kernel answers (EISCONN, EALREADY, or 0). */
+	if (__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & (GOXIO_LAZY_EARLY_CON | GOXIO_LAZY_EARLY_ACC))
+		return 3;
 	/* UDP: a socket connected where no goxio socket is bound can only talk with the kernel's
 	 * sockets there; TCP: no goxio listener there. */
 	if (addr != NULL && len >= (socklen_t)sizeof(struct sockaddr_in) && len <= (socklen_t)sizeof(struct sockaddr_in6) &&
@@ -179,7 +183,7 @@ int goxio_late_connect(int fd, const struct sockaddr *addr, socklen_t len) {
 		return 1;
 	}
 	/* TCP to a goxio listener: the connection's early phase is in C (early.c). */
-	if (addr != NULL && !late_dgram(i) && !(__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_EARLY_CON) &&
+	if (addr != NULL && !late_dgram(i) &&
 	    len >= (socklen_t)sizeof(struct sockaddr_in) && len <= (socklen_t)sizeof(struct sockaddr_in6) &&
 	    a >> 12 == late_page && (a + len - 1) >> 12 == late_page && goxio_early_wants(addr, len))
 		return 2;

@@ -369,8 +369,9 @@ GOXIO_HIDDEN int goxio_late_mark_early(int fd, int domain, int type, int protoco
 GOXIO_HIDDEN int goxio_late_plain(int fd);
 /* goxio_late_connect: 1 when fd is late and its destination has no goxio listener (cached): fd
  * is plain now and the caller connects it in the kernel; 2 when a goxio listener is there
- * (cached): the caller connects in the kernel and calls goxio_early_connected. Otherwise a late
- * fd is given to the engine first. */
+ * (cached): the caller connects in the kernel and calls goxio_early_connected; 3 when fd is a
+ * connection in its early phase already: the caller connects in the kernel. Otherwise a late fd
+ * is given to the engine first. */
 GOXIO_HIDDEN int goxio_late_connect(int fd, const struct sockaddr *addr, socklen_t len);
 /* goxio_late_seen notes that the kernel read connect's address (success or in progress). */
 GOXIO_HIDDEN void goxio_late_seen(const struct sockaddr *addr, socklen_t len);

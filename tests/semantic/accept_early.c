@@ -95,6 +95,27 @@ int main(void)
 		close(c);
 	}
 
+	out("-- non-blocking connect, completed by a second connect\n");
+	for (int i = 0; i < 3; i++) {
+		int c = (int)OK("socket", socket(AF_INET, SOCK_STREAM, 0));
+		OK("O_NONBLOCK", fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK));
+		struct sockaddr_in sa = lo_addr(lp);
+		int r = connect(c, (struct sockaddr *)&sa, sizeof sa);
+		out("connect: %s\n", r == 0 || errno == EINPROGRESS ? "started" : ename(errno));
+		out("poll = %s\n", pollbits(poll1(c, POLLOUT, 1000)));
+		int err = -1;
+		socklen_t el = sizeof err;
+		OK("SO_ERROR", getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &el));
+		out("SO_ERROR = %d\n", err);
+		V("connect again", connect(c, (struct sockaddr *)&sa, sizeof sa));
+		E("and again", connect(c, (struct sockaddr *)&sa, sizeof sa), -1, EISCONN);
+		OK("blocking", fcntl(c, F_SETFL, fcntl(c, F_GETFL) & ~O_NONBLOCK));
+		int a = (int)OK("accept", accept(l, NULL, NULL));
+		CHECK("talk 6", talk(c, a, 6));
+		close(c);
+		close(a);
+	}
+
 	out("-- long enough to pair, peeks and partial reads\n");
 	int c = tcp_connect_port(lp);
 	int a = (int)OK("accept", accept(l, NULL, NULL));
