@@ -51,8 +51,11 @@ GOXIO_HIDDEN int goxio_vma_cb_recv(int fd, const struct iovec *iov, size_t iovcn
 		uint8_t fl_ = goxio_fd_flags(fd);                                                          \
 		if (GOXIO_LIKELY(fl_ == 0))                                                                \
 			return realcall;                                                                   \
-		if (GOXIO_UNLIKELY(fl_ & GOXIO_FD_LAZY))                                                   \
+		if (GOXIO_UNLIKELY(fl_ & GOXIO_FD_LAZY)) {                                                 \
 			EARLY_STEP(fd, op, realcall, a1, a2);                                              \
+			if (goxio_lazy_recv_plain(fd, op))                                                 \
+				return realcall; /* plain now (lazy_ksend.c) */                            \
+		}                                                                                          \
 		fl_ = goxio_data_flags(fd, fl_);                                                           \
 		if (fl_ & GOXIO_FD_INTERNAL) {                                                             \
 			errno = EBADF;                                                                     \

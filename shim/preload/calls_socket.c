@@ -50,6 +50,15 @@ int shutdown(int fd, int how) {
 }
 
 int bind(int fd, const struct sockaddr *addr, socklen_t len) {
+	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY) && goxio_engine_absent()) {
+		int r = REAL(bind)(fd, addr, len);
+		if (r == 0) {
+			int saved = errno;
+			goxio_lazy_mark(fd, GOXIO_LAZY_BOUND, -1, NULL, 0); /* its receives need the engine */
+			errno = saved;
+		}
+		return r;
+	}
 	TRAMPOLINE(fd, GOXIO_OP_BIND, REAL(bind)(fd, addr, len), addr, len, 0, 0, 0);
 }
 

@@ -24,6 +24,13 @@
  * (goxio_lazy_info.tx) added to its statistics. No directory file yet: nobody receives through
  * rings on this host; the file is looked for again at most every LOOK_AGAIN_NS.
  *
+ * A UDP socket whose sends all went to the kernel this way, without an explicit bind, is in no
+ * directory, so nothing can reach it through a ring: its first receive, or a wait on it, makes it
+ * plain for good instead of loading the engine (goxio_lazy_recv_plain). A socket per request to
+ * a server without goxio (sendto, recv, close) thus never loads one: with it loaded, the Go
+ * runtime's threads in the process made the scheduler split client and server across CPUs
+ * (4x the kernel's round unpinned, measured), though no call of the socket entered it.
+ *
  * connect, the same question at a connect that succeeded or is under way: a TCP socket whose
  * destination no goxio socket listens at, or a UDP socket whose destination no goxio socket is
  * bound to, is made plain for good, as the engine would keep it on the kernel (late.c does the
@@ -185,6 +192,23 @@ static struct goxio_lazy_info *lazy_typed(int fd) {
 static struct goxio_lazy_info *lazy_udp(int fd) {
 	struct goxio_lazy_info *i = lazy_typed(fd);
 	return i != NULL && (__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_DGRAM) ? i : NULL;
+}
+
+int goxio_lazy_recv_plain(int fd, int op) {
+	if ((op != GOXIO_OP_READ && op != GOXIO_OP_READV && op != GOXIO_OP_RECVFROM && op != GOXIO_OP_RECVMSG &&
+	     op != GOXIO_OP_RECVMMSG && op != -1) ||
+	    goxio_sig_depth != 0 || goxio_in_vfork() || !goxio_engine_absent() || !env_allows() ||
+	    __atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED))
+		return 0;
+	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
+	if (i == NULL)
+		return 0;
+	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
+	if ((how & (GOXIO_LAZY_TYPED | GOXIO_LAZY_DGRAM)) != (GOXIO_LAZY_TYPED | GOXIO_LAZY_DGRAM) ||
+	    (how & (GOXIO_LAZY_LATE | GOXIO_LAZY_MCAST | GOXIO_LAZY_BOUND)) || __atomic_load_n(&i->tx[0], __ATOMIC_ACQUIRE) == 0)
+		return 0;
+	goxio_lazy_plain(fd);
+	return 1;
 }
 
 /* eligible returns fd's notes when a send with flags on it may stay in C: a lazy UDP socket of a

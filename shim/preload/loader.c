@@ -239,6 +239,8 @@ int goxio_lazy_waits(int fd) {
 		return 1;
 	if (goxio_early_is(i))
 		return 0; /* the kernel's readiness is the connection's until it pairs (early.c) */
+	if (goxio_lazy_recv_plain(fd, -1))
+		return 0; /* a UDP socket that only sent to the kernel: plain now (lazy_ksend.c) */
 	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_RELAXED);
 	if (!(how & GOXIO_LAZY_LISTENING))
 		return 1;

@@ -240,6 +240,12 @@ GOXIO_HIDDEN int goxio_ksend_readable(const void *p, socklen_t len);
  * loading the engine: no goxio socket is bound at the destination. NULL: the caller goes on as
  * for any data call (which loads the engine). goxio_lazy_ksendmsg is the same for sendmsg. */
 GOXIO_HIDDEN uint64_t *goxio_lazy_ksend(int fd, const struct sockaddr *to, socklen_t len, int flags);
+/* goxio_lazy_recv_plain: 1 when fd is a lazy UDP socket of a process without its engine whose
+ * sends all went to the kernel (lazy_ksend.c) and that was not bound explicitly: it is plain now,
+ * and the receive op (-1: a wait) goes to the kernel. */
+GOXIO_HIDDEN int goxio_lazy_recv_plain(int fd, int op);
+/* GOXIO_LAZY_BOUND, a C-only bit of goxio_lazy_info.how: the program bound the lazy socket. */
+#define GOXIO_LAZY_BOUND 0x00080000u
 GOXIO_HIDDEN uint64_t *goxio_lazy_ksendmsg(int fd, const struct msghdr *msg, int flags);
 /* goxio_lazy_connect_plain is called when connect on fd, a lazy socket of a process without its
  * engine, succeeded or is in progress with addr (which the kernel read): a TCP socket with no goxio

@@ -2,8 +2,9 @@
  * sockets (A: 127.0.0.1, B: [::] IPV6_V6ONLY, C: [::] dual-stack, D: [::1], E: 0.0.0.0 listened
  * twice), prints "ready PID PORT_A .. PORT_E", then follows commands read from stdin, one per
  * line, answering "ok" to each: "close A" closes A, "dup2 B" puts /dev/null over B, "load" sends a
- * datagram to a port nobody has from a UDP socket and then receives on it (the receive loads the
- * engine; the send alone would not: shim/preload/lazy_ksend.c), "reuse A" closes A and waits (poll, no timeout) on
+ * datagram to a port nobody has from a UDP socket bound to 127.0.0.1:0 and then receives on it
+ * (the receive loads the engine; the send alone would not, nor would the receive of a socket
+ * that was not bound: shim/preload/lazy_ksend.c), "reuse A" closes A and waits (poll, no timeout) on
  * a UDP socket that gets A's number (a wait on a UDP socket loads the engine: nothing noted of the
  * listener that had the number may stay), "fork" forks a child that closes every listener and
  * calls exit (the entries stay: they are the parent's), "exit" returns from main. */
@@ -72,8 +73,10 @@ int main(void) {
 		} else if (strcmp(line, "load\n") == 0) {
 			int u = socket(AF_INET, SOCK_DGRAM, 0);
 			struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(9), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+			struct sockaddr_in b = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 			char c;
-			if (u < 0 || sendto(u, "x", 1, 0, (struct sockaddr *)&a, sizeof a) != 1 ||
+			if (u < 0 || bind(u, (struct sockaddr *)&b, sizeof b) != 0 ||
+			    sendto(u, "x", 1, 0, (struct sockaddr *)&a, sizeof a) != 1 ||
 			    recv(u, &c, 1, MSG_DONTWAIT) != -1 || errno != EAGAIN)
 				return 22;
 			close(u);
