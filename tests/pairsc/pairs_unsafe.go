@@ -85,4 +85,6 @@ func Lookup(mem []uint64, client, server netip.AddrPort, v4 bool) int {
 }
 
 // Drop removes the registration slot/word.
-func Drop(mem []uint64, slot int, word uint64) { C.goxio_pair_drop(words(mem), C.int(slot), C.uint64_t(word)) }
+func Drop(mem []uint64, slot int, word uint64) {
+	C.goxio_pair_drop(words(mem), C.int(slot), C.uint64_t(word))
+}
