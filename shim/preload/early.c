@@ -327,6 +327,17 @@ static void early_out(struct goxio_lazy_info *i) {
 		;
 }
 
+/* early_try_hand is a data call's step when the connection may go to the engine (the call is
+ * counted in inflight): 0 when it handed it over (the caller goes on with the engine), 1 when
+ * another call in the kernel kept it (this one goes to the kernel too, counted), -1 when it is no
+ * longer late (look again). */
+static int early_try_hand(int fd, struct goxio_lazy_info *i) {
+	early_out(i);
+	if (early_birth(fd, i))
+		return 0;
+	return early_in(i) ? 1 : -1;
+}
+
 int goxio_early_enter(int fd, int op, int rflags) {
 	(void)rflags;
 	for (;;) {
@@ -349,12 +360,10 @@ int goxio_early_enter(int fd, int op, int rflags) {
 		if (how & GOXIO_LAZY_EARLY_CON) {
 			if (__atomic_add_fetch(&i->early.calls, 1, __ATOMIC_SEQ_CST) < early_after)
 				return 1;
-			early_out(i);
-			if (early_birth(fd, i))
-				return 0;
-			if (!early_in(i))
+			int r = early_try_hand(fd, i);
+			if (r < 0)
 				continue;
-			return 1;
+			return r;
 		}
 		if (!early_key(fd, i))
 			return 1; /* no endpoints (the peer reset it): the kernel says so */
@@ -362,12 +371,10 @@ int goxio_early_enter(int fd, int op, int rflags) {
 		memcpy(k.w, (const void *)i->early.key, sizeof k.w);
 		int st = goxio_pair_lookup(early_pairs, &k);
 		if (st == GOXIO_PAIR_READY) {
-			early_out(i);
-			if (early_birth(fd, i))
-				return 0;
-			if (!early_in(i))
+			int r = early_try_hand(fd, i);
+			if (r < 0)
 				continue;
-			return 1;
+			return r;
 		}
 		if (st == GOXIO_PAIR_NONE &&
 		    (__atomic_load_n(&i->early.krx, __ATOMIC_ACQUIRE) > 0 || now_ns() - i->early.since > early_grace)) {
