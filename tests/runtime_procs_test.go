@@ -49,9 +49,11 @@ func TestRuntimeProcs(t *testing.T) {
 				env = append(env, "GOMAXPROCS="+c.env)
 			}
 			// The engine (and its runtime) loads at the first data call on an inet socket or wait
-			// on one (a send to a port without a goxio socket alone does not load it).
+			// on one (a send to a port without a goxio socket alone does not load it, nor a wait
+			// on a socket that was not bound and only sent so: shim/preload/lazy_ksend.c).
 			prog, args := testutil.Python(t), []string{"-c",
-				"import socket, select; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('127.0.0.1', 9)); select.select([s], [], [], 0)"}
+				"import socket, select; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', 0)); " +
+					"s.sendto(b'x', ('127.0.0.1', 9)); select.select([s], [], [], 0)"}
 			if c.pin {
 				prog, args = taskset, append([]string{"-c", "0", prog}, args...)
 			}
