@@ -241,8 +241,9 @@ struct goxio_host {
 	 * destination of its sends that name none (send, write). */
 	void (*ksend_setup)(const uint64_t *gen, const uint64_t *capture, uint64_t *plain);
 	void (*ksend_put)(const struct sockaddr *dst, socklen_t len, uint64_t gen);
-	/* ksend_put_tcp: no goxio socket listens at dst at generation gen (late.c) */
-	void (*ksend_put_tcp)(const struct sockaddr *dst, socklen_t len, uint64_t gen);
+	/* ksend_put_tcp: no goxio socket listens at dst at generation gen (late.c), or (goxio) one
+	 * does (early.c) */
+	void (*ksend_put_tcp)(const struct sockaddr *dst, socklen_t len, uint64_t gen, int goxio);
 	void (*ksend_fd)(int fd, uint64_t *counters);
 	void (*ksend_drop)(int fd);
 	void (*ksend_peer)(int fd, const struct sockaddr *peer, socklen_t len);
@@ -262,8 +263,6 @@ struct goxio_host {
 	 * may serve it in C (0: not any more). */
 	void (*early_setup)(uint64_t *pairs, uint64_t start, int pair_after, uint64_t grace_ns, uint64_t *closed);
 	void (*early_listener)(int fd, int domain);
-	/* ksend_put_tcp_goxio: a goxio socket listens at dst at generation gen (early.c) */
-	void (*ksend_put_tcp_goxio)(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 };
 
 /* The engine's entry points (filled by goxio_engine_init). */

@@ -29,13 +29,12 @@ void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture, uint64_t *p
 	host->ksend_setup(gen, capture, plain);
 }
 void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen) { host->ksend_put(dst, len, gen); }
-void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen) { host->ksend_put_tcp(dst, len, gen); }
+void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen, int goxio) {
+	host->ksend_put_tcp(dst, len, gen, goxio);
+}
 void goxio_ksend_fd(int fd, uint64_t *counters) { host->ksend_fd(fd, counters); }
 void goxio_ksend_drop(int fd) { host->ksend_drop(fd); }
 void goxio_ksend_peer(int fd, const struct sockaddr *peer, socklen_t len) { host->ksend_peer(fd, peer, len); }
-void goxio_ksend_put_tcp_goxio(const struct sockaddr *dst, socklen_t len, uint64_t gen) {
-	host->ksend_put_tcp_goxio(dst, len, gen);
-}
 void goxio_early_setup(uint64_t *pairs, uint64_t start, int pair_after, uint64_t grace_ns, uint64_t *closed) {
 	host->early_setup(pairs, start, pair_after, grace_ns, closed);
 }

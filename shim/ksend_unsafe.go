@@ -81,14 +81,13 @@ func kernelSends(shm *shmtr.Env, xdp *xdptr.Env, capture, plain *uint64) offload
 // extraAPIUsed reports whether the program was handed VMA's extra API (vma_extra.c).
 func extraAPIUsed() bool { return C.goxio_vma_api_used() != 0 }
 
-// kernelListener tells the C side that no goxio socket listens at dst at generation gen.
-func kernelListener(dst netip.AddrPort, gen uint64) {
-	withSockaddr(dst, func(sa *C.struct_sockaddr, n C.socklen_t) { C.goxio_ksend_put_tcp(sa, n, C.uint64_t(gen)) })
-}
-
-// goxioListener tells the C side that a goxio socket listens at dst at generation gen.
-func goxioListener(dst netip.AddrPort, gen uint64) {
-	withSockaddr(dst, func(sa *C.struct_sockaddr, n C.socklen_t) { C.goxio_ksend_put_tcp_goxio(sa, n, C.uint64_t(gen)) })
+// listenerSeen tells the C side whether a goxio socket listens at dst at generation gen.
+func listenerSeen(dst netip.AddrPort, gen uint64, goxio bool) {
+	g := C.int(0)
+	if goxio {
+		g = 1
+	}
+	withSockaddr(dst, func(sa *C.struct_sockaddr, n C.socklen_t) { C.goxio_ksend_put_tcp(sa, n, C.uint64_t(gen), g) })
 }
 
 // kernelRoute tells the C side that no goxio socket is bound to dst at generation gen.

@@ -55,8 +55,7 @@ func newSHM(p conf.Params, log *zap.Logger, st *stats.Writer) *shmtr.Env {
 		AdoptFD:             func(fd int) int { return offload.AdoptInternal(cTable{}, fd) },
 		ReleaseFD:           func(fd int) { cTable{}.Set(fd, 0) },
 		KernelRoute:         kernelRoute,
-		KernelListener:      kernelListener,
-		GoxioListener:       goxioListener,
+		ListenerSeen:        listenerSeen,
 	}, log)
 	if err != nil {
 		log.Warn("shared-memory transport unavailable: same-host UDP and TCP go through the kernel", zap.Error(err))

@@ -38,7 +38,6 @@
 #include "preload.h"
 #include "trampoline.h"
 
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <string.h>
@@ -87,7 +86,9 @@ static uint64_t now_ns(void) {
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* early_ok: nothing keeps a connection from its early phase in C now. */
+/* early_ok: nothing keeps a connection from its early phase in C now. The engine sets the
+ * pairing table up only after ksend.c's cache (shim/early_unsafe.go), so early_pairs implies
+ * goxio_ksend_ready. */
 static int early_ok(void) {
 	return __atomic_load_n(&early_pairs, __ATOMIC_ACQUIRE) != NULL && goxio_sig_depth == 0 && !goxio_in_vfork() &&
 	       !goxio_ksend_capturing() && !__atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED);
@@ -183,11 +184,17 @@ static void early_forget_listener(int fd) {
 	}
 }
 
+/* early_set_key stores the accepting end's key (readers load keyed first). */
+static void early_set_key(struct goxio_lazy_info *i, const struct goxio_pair_key *k) {
+	memcpy((void *)i->early.key, k->w, sizeof k->w);
+	__atomic_store_n(&i->early.keyed, 1, __ATOMIC_RELEASE);
+}
+
 int goxio_early_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags, int four) {
 	if ((unsigned)fd >= GOXIO_FDT_SIZE)
 		return -2;
 	int domain = __atomic_load_n(&early_lst[fd], __ATOMIC_ACQUIRE);
-	if (domain == 0 || !early_ok() || !goxio_ksend_ready() || !goxio_active())
+	if (domain == 0 || !early_ok() || !goxio_active())
 		return -2;
 	struct sockaddr_storage peer;
 	socklen_t plen = sizeof peer, cap = 0;
@@ -228,10 +235,8 @@ int goxio_early_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags,
 		struct goxio_pair_key k;
 		struct goxio_lazy_info *i = goxio_lazy_info_of(nfd, 0);
 		if (llen != 0 && i != NULL &&
-		    goxio_pair_key_of(&k, (const struct sockaddr *)&peer, plen, (const struct sockaddr *)&local, llen)) {
-			memcpy((void *)i->early.key, k.w, sizeof k.w);
-			__atomic_store_n(&i->early.keyed, 1, __ATOMIC_RELEASE);
-		}
+		    goxio_pair_key_of(&k, (const struct sockaddr *)&peer, plen, (const struct sockaddr *)&local, llen))
+			early_set_key(i, &k);
 	}
 	errno = saved;
 	return nfd;
@@ -283,11 +288,9 @@ static int early_key(int fd, struct goxio_lazy_info *i) {
 		 REAL(getpeername)(fd, (struct sockaddr *)&peer, &pl) == 0 &&
 		 goxio_pair_key_of(&k, (const struct sockaddr *)&peer, pl, (const struct sockaddr *)&local, ll);
 	errno = saved;
-	if (!ok)
-		return 0;
-	memcpy((void *)i->early.key, k.w, sizeof k.w);
-	__atomic_store_n(&i->early.keyed, 1, __ATOMIC_RELEASE);
-	return 1;
+	if (ok)
+		early_set_key(i, &k);
+	return ok;
 }
 
 /* early_birth gives fd to the engine when no other data call is in the kernel: 1 when it did. */
@@ -338,8 +341,7 @@ static int early_try_hand(int fd, struct goxio_lazy_info *i) {
 	return early_in(i) ? 1 : -1;
 }
 
-int goxio_early_enter(int fd, int op, int rflags) {
-	(void)rflags;
+int goxio_early_enter(int fd, int op) {
 	for (;;) {
 		struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
 		if (i == NULL)
@@ -421,19 +423,11 @@ int goxio_early_shutdown(int fd, int how) {
 void goxio_early_hand(int fd, struct goxio_lazy_info *i, uint32_t how, int nopair) {
 	int saved = errno;
 	int acc = (how & GOXIO_LAZY_EARLY_ACC) != 0;
-	int type = (i->ref >> 8) & 0xf;
-	if (how & GOXIO_LAZY_LATE_FL) {
-		int f = REAL(fcntl)(fd, F_GETFL);
-		if (f >= 0 && (f & O_NONBLOCK))
-			type |= SOCK_NONBLOCK;
-	} else if (i->ref & GOXIO_LATE_NONBLOCK) {
-		type |= SOCK_NONBLOCK;
-	}
 	struct goxio_early_handover h = {
 		.how = acc ? GOXIO_LAZY_ACCEPTED : GOXIO_LAZY_CONNECTED,
 		.listener = i->early.listener,
 		.domain = i->ref & 0xff,
-		.type = type,
+		.type = goxio_late_type(fd, i, how),
 		.protocol = (int32_t)((unsigned)i->ref >> 16),
 		.calls = __atomic_load_n(&i->early.calls, __ATOMIC_SEQ_CST),
 		.options = (how & GOXIO_LAZY_LATE_OPTS) != 0,

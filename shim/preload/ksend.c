@@ -138,14 +138,9 @@ void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen) {
 	ks_put(dst != NULL ? ks_key_of(dst, len) : 0, gen);
 }
 
-void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen) {
+void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen, int goxio) {
 	uint64_t key = dst != NULL ? ks_key_of(dst, len) : 0;
-	ks_put(key != 0 ? key ^ KS_TCP : 0, gen);
-}
-
-void goxio_ksend_put_tcp_goxio(const struct sockaddr *dst, socklen_t len, uint64_t gen) {
-	uint64_t key = dst != NULL ? ks_key_of(dst, len) : 0;
-	ks_put(key != 0 ? key ^ KS_TCP_GOXIO : 0, gen);
+	ks_put(key != 0 ? key ^ (goxio ? KS_TCP_GOXIO : KS_TCP) : 0, gen);
 }
 
 int goxio_ksend_ready(void) { return __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE) != NULL; }

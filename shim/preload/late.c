@@ -111,15 +111,7 @@ int goxio_late_birth(int fd) {
 		return 1;
 	}
 	int ref = i->ref, saved = errno;
-	int domain = ref & 0xff, type = (ref >> 8) & 0xf, protocol = (int)((unsigned)ref >> 16);
-	int nonblock = ref & GOXIO_LATE_NONBLOCK;
-	if (how & GOXIO_LAZY_LATE_FL) {
-		int f = REAL(fcntl)(fd, F_GETFL);
-		if (f >= 0)
-			nonblock = f & O_NONBLOCK;
-	}
-	if (nonblock)
-		type |= SOCK_NONBLOCK;
+	int domain = ref & 0xff, type = goxio_late_type(fd, i, how), protocol = (int)((unsigned)ref >> 16);
 	if (goxio_active())
 		goxio_call(GOXIO_OP_SOCKET, fd, (uintptr_t)domain, (uintptr_t)type, (uintptr_t)protocol,
 			   (how & GOXIO_LAZY_LATE_OPTS) ? 1 : 0, 0);
@@ -130,6 +122,16 @@ int goxio_late_birth(int fd) {
 	__atomic_store_n(&i->how, 0, __ATOMIC_RELEASE);
 	errno = saved;
 	return 1;
+}
+
+int goxio_late_type(int fd, const struct goxio_lazy_info *i, uint32_t how) {
+	int type = (i->ref >> 8) & 0xf, nonblock = i->ref & GOXIO_LATE_NONBLOCK;
+	if (how & GOXIO_LAZY_LATE_FL) {
+		int f = REAL(fcntl)(fd, F_GETFL);
+		if (f >= 0)
+			nonblock = f & O_NONBLOCK;
+	}
+	return nonblock ? type | SOCK_NONBLOCK : type;
 }
 
 uint8_t goxio_late_use(int fd, uint8_t fl, int op) {

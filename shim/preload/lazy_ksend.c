@@ -161,7 +161,7 @@ static int nobody_at(const struct sockaddr *dst, socklen_t len, int stream, uint
 	if (entry_at(mem, port, stream))
 		return 0;
 	if (stream)
-		goxio_ksend_put_tcp(dst, len, g);
+		goxio_ksend_put_tcp(dst, len, g, 0);
 	else
 		goxio_ksend_put(dst, len, g);
 	return 1;

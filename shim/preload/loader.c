@@ -369,7 +369,6 @@ static void load(void) {
 		.nofile_cur = nofile_cur,
 		.early_setup = goxio_early_setup,
 		.early_listener = goxio_early_listener,
-		.ksend_put_tcp_goxio = goxio_ksend_put_tcp_goxio,
 	};
 	goxio_eng.size = sizeof goxio_eng;
 	int started;

@@ -192,14 +192,13 @@ GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
 
 GOXIO_HIDDEN void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture, uint64_t *plain);
 GOXIO_HIDDEN void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen);
-/* goxio_ksend_put_tcp: no goxio TCP socket listens at dst at generation gen (late.c reads it:
- * goxio_ksend_no_listener). goxio_ksend_ready: the cache is set up. */
-GOXIO_HIDDEN void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen);
+/* goxio_ksend_put_tcp: no goxio TCP socket listens at dst at generation gen, or (goxio) one does
+ * (late.c reads the first: goxio_ksend_no_listener; early.c the second:
+ * goxio_ksend_goxio_listener). goxio_ksend_ready: the cache is set up. goxio_ksend_capturing:
+ * not set up, or goxio capture may be attached (which records early kernel bytes through the
+ * engine's taps). */
+GOXIO_HIDDEN void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen, int goxio);
 GOXIO_HIDDEN int goxio_ksend_no_listener(const struct sockaddr *dst, socklen_t len);
-/* goxio_ksend_put_tcp_goxio: a goxio TCP socket listens at dst at generation gen (early.c reads
- * it: goxio_ksend_goxio_listener). goxio_ksend_capturing: not set up, or goxio capture may be
- * attached (which records early kernel bytes through the engine's taps). */
-GOXIO_HIDDEN void goxio_ksend_put_tcp_goxio(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 GOXIO_HIDDEN int goxio_ksend_goxio_listener(const struct sockaddr *dst, socklen_t len);
 GOXIO_HIDDEN int goxio_ksend_capturing(void);
 /* goxio_ksend_no_receiver: a send with flags to dst (read only on a page a send of this thread
@@ -370,6 +369,9 @@ GOXIO_HIDDEN uint8_t goxio_late_use(int fd, uint8_t fl, int op);
  * of an accepted connection and the time of its accept. */
 GOXIO_HIDDEN int goxio_late_mark_early(int fd, int domain, int type, int protocol, uint32_t early, int listener,
 				       uint64_t since);
+/* goxio_late_type: late socket fd's type as socket() would give it now (SOCK_NONBLOCK from its
+ * notes, or from the kernel once F_SETFL ran: how's LATE_FL). */
+GOXIO_HIDDEN int goxio_late_type(int fd, const struct goxio_lazy_info *i, uint32_t how);
 /* goxio_late_plain makes a late socket a plain kernel fd (nobody gives it to the engine any
  * more): 1 when it did. */
 GOXIO_HIDDEN int goxio_late_plain(int fd);
@@ -424,9 +426,9 @@ GOXIO_HIDDEN void goxio_early_connected(int fd, const struct sockaddr *addr, soc
 /* goxio_early_enter is called by a data call (op) on a GOXIO_FD_LAZY fd: 0 when fd is not a
  * connection in its early phase, or it was given to the engine now (the caller goes on with the
  * fd's flags); 1 when the call goes to the kernel counted (the caller then calls
- * goxio_early_leave with its result); 2 when it goes to the kernel as a plain fd's. rflags: a
- * receive's flags. */
-GOXIO_HIDDEN int goxio_early_enter(int fd, int op, int rflags);
+ * goxio_early_leave with its result and the receive's flags, rflags); 2 when it goes to the
+ * kernel as a plain fd's. */
+GOXIO_HIDDEN int goxio_early_enter(int fd, int op);
 GOXIO_HIDDEN void goxio_early_leave(int fd, int op, int rflags, long r);
 /* goxio_early_shutdown: 1 when fd is a connection in its early phase: shutdown(how) goes to the
  * kernel, noted for the engine. */

@@ -34,13 +34,13 @@ static inline int goxio_early_rflags(int op, uintptr_t a1, uintptr_t a2) {
  * the kernel, counted (early.c), and returns from the enclosing function. */
 #define EARLY_STEP(fd, op, realcall, a1, a2)                                                               \
 	do {                                                                                               \
-		int rf_ = goxio_early_rflags(op, (uintptr_t)(a1), (uintptr_t)(a2));                         \
-		int e_ = goxio_early_enter(fd, op, rf_);                                                   \
+		int e_ = goxio_early_enter(fd, op);                                                        \
 		if (e_ != 0) {                                                                             \
 			__typeof__(realcall) r_ = realcall;                                                \
 			if (e_ == 1) {                                                                     \
 				int er_ = errno;                                                           \
-				goxio_early_leave(fd, op, rf_, (long)r_);                                  \
+				goxio_early_leave(fd, op, goxio_early_rflags(op, (uintptr_t)(a1), (uintptr_t)(a2)), \
+						  (long)r_);                                               \
 				errno = er_;                                                               \
 			}                                                                                  \
 			return r_;                                                                         \

@@ -33,20 +33,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static unsigned long (*engine_calls)(void);
+#include "progs.h"
 
-static long calls(void) { return engine_calls ? (long)engine_calls() : -1; }
-
-static void die(const char *what) {
-	printf("error %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static struct sockaddr_in lo(int port) {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return a;
-}
 
 static long io_calls(void) {
 	FILE *f = fopen("/proc/self/io", "r");
@@ -187,8 +175,7 @@ static void client(int port, int conns, int msgs, int size, int duplex) {
 }
 
 int main(int argc, char **argv) {
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	engine_calls = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "goxio_thread_engine_calls");
+	progs_init();
 	if (argc >= 4 && atoi(argv[3]) < 3) {
 		fprintf(stderr, "early: CONNS must be at least 3\n");
 		return 2;

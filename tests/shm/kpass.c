@@ -46,20 +46,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static unsigned long (*engine_calls)(void);
+#include "progs.h"
 
-static long calls(void) { return engine_calls ? (long)engine_calls() : -1; }
-
-static void die(const char *what) {
-	printf("error %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static struct sockaddr_in lo(int port) {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return a;
-}
 
 static void send_n(int s, int port, int n) {
 	static struct sockaddr_in to; /* one address, as sockperf keeps it */
@@ -324,12 +312,11 @@ static void tcpchurn(int port, int n) {
 }
 
 int main(int argc, char **argv) {
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 4) {
 		fprintf(stderr, "usage: kpass udp|udp6|tcp PORT N\n");
 		return 2;
 	}
-	engine_calls = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "goxio_thread_engine_calls");
+	progs_init();
 	int port = atoi(argv[2]), n = atoi(argv[3]);
 	if (getenv("KPASS_LOAD") != NULL && engine_calls != NULL)
 		load_engine();

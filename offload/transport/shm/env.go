@@ -50,14 +50,11 @@ type Params struct {
 	// a send to it is the kernel's sendto, unchanged (the library's sending trampoline then
 	// makes it without entering the engine: shim/preload/ksend.c).
 	KernelRoute func(dst netip.AddrPort, gen uint64)
-	// KernelListener, when set, is told of every destination of a connect at which no goxio
-	// process listens, with the directory's generation read before the look-up (the preload
-	// library's connect then makes the next such connections plain kernel ones: late.c).
-	KernelListener func(dst netip.AddrPort, gen uint64)
-	// GoxioListener, when set, is told of every destination of a connect at which a goxio
-	// process listens, with the directory's generation read before the look-up (the preload
-	// library's connect then serves the next such connections' early phase in C: early.c).
-	GoxioListener func(dst netip.AddrPort, gen uint64)
+	// ListenerSeen, when set, is told of every destination of a connect and whether a goxio
+	// process listens there, with the directory's generation read before the look-up (the
+	// preload library's connect then makes the next such connections plain kernel ones, late.c,
+	// or serves their early phase in C, early.c).
+	ListenerSeen func(dst netip.AddrPort, gen uint64, goxio bool)
 }
 
 // Env is the transport's process-wide state: the discovery directory, the outlets this process

@@ -38,11 +38,8 @@ func (e *Env) PublishListener(family int, v6only bool, local netip.AddrPort) (di
 func (e *Env) GoxioListener(remote netip.AddrPort) bool {
 	gen := e.dir.Gen()
 	found := e.dir.LookupListener(remote)
-	switch {
-	case !found && e.p.KernelListener != nil:
-		e.p.KernelListener(remote, gen)
-	case found && e.p.GoxioListener != nil:
-		e.p.GoxioListener(remote, gen)
+	if e.p.ListenerSeen != nil {
+		e.p.ListenerSeen(remote, gen, found)
 	}
 	return found
 }
