@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/internal/procstat"
 )
 
 // The tests re-execute their own binary as a second goxio process: with
@@ -206,6 +208,9 @@ func TestKilledOwnerSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.cmd.Wait()
+	// A kill(2) that found the process stands for procstat.KillTTL (the look-ups of a socket
+	// per request): the death shows after it.
+	time.Sleep(2 * procstat.KillTTL)
 	gen := d.Gen()
 	if got := d.Lookup(ap("127.0.0.1:4300"), ap("127.0.0.1:1"), nil); len(got) != 0 {
 		t.Fatalf("dead process's entry returned: %+v", got)
