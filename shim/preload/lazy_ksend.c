@@ -118,8 +118,7 @@ static int entry_at(volatile uint64_t *mem, uint16_t port, int stream) {
 	return 0;
 }
 
-/* group_or_broadcast reports a destination every joined or bound socket may receive. */
-static int group_or_broadcast(const struct sockaddr *sa) {
+int goxio_dest_group(const struct sockaddr *sa) {
 	if (sa->sa_family == AF_INET) {
 		uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
 		return IN_MULTICAST(a) || a == INADDR_BROADCAST;
@@ -143,7 +142,7 @@ static int nobody_at(const struct sockaddr *dst, socklen_t len, int stream, uint
 	if (at == NULL)
 		at = &unused;
 	*at = 0;
-	if (!stream && group_or_broadcast(dst))
+	if (!stream && goxio_dest_group(dst))
 		return 0;
 	int none;
 	volatile uint64_t *mem = directory(&none);

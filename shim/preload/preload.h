@@ -214,6 +214,9 @@ GOXIO_HIDDEN void goxio_ksend_drop(int fd);
 GOXIO_HIDDEN void goxio_ksend_peer(int fd, const struct sockaddr *peer, socklen_t len);
 /* goxio_ksend_fds counts the fds that may take the shortcut: sendto looks only while it is not 0. */
 GOXIO_HIDDEN extern volatile int goxio_ksend_fds;
+/* goxio_dest_group reports a destination every joined or bound socket may receive: a multicast
+ * or broadcast address (IPv4, IPv4-mapped or IPv6). */
+GOXIO_HIDDEN int goxio_dest_group(const struct sockaddr *sa);
 /* goxio_ksend_counters returns fd's counters when a send to `to` with flags may go straight to the
  * kernel (the engine would only make the same call), NULL when the engine must decide. */
 GOXIO_HIDDEN uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, socklen_t len, int flags);

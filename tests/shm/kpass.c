@@ -5,6 +5,9 @@
  *                       (nobody), then to that port once a socket of its own (under goxio)
  *                       is bound to it, which reads them back; between the first two, 10 + N
  *                       from a socket connected to 127.0.0.1:PORT with send and write.
+ *                       Then "spread": from a new socket, one datagram to a free port, then one
+ *                       to each of min(N, 200) other free ports (a destination new to the
+ *                       sender every time, as a server's answers to a socket per request).
  *   kpass udp6 PORT N   the same two phases to [::1]:PORT (a receiver without goxio).
  *   kpass tcp PORT N    connects to 127.0.0.1:PORT (a listener without goxio), writes 10
  *                       messages of 64 bytes, reads the peer's 1-byte answer, writes N more and
@@ -143,6 +146,37 @@ static int port_of(int s) {
 	return ntohs(a.sin_port);
 }
 
+/* spread sends one datagram to a free port from a new socket, then one to each of min(n, 200)
+ * other free ports, counting the engine calls of the latter. */
+static void spread(int n) {
+	static struct sockaddr_in to;
+	int ports[201];
+	char buf[64];
+	if (n > 200)
+		n = 200;
+	for (int i = 0; i <= n; i++) {
+		int q = bound_udp(0);
+		ports[i] = port_of(q);
+		close(q);
+	}
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	if (s < 0)
+		die("socket");
+	memset(buf, 's', sizeof buf);
+	to = lo(ports[n]);
+	if (sendto(s, buf, sizeof buf, 0, (struct sockaddr *)&to, sizeof to) != sizeof buf)
+		die("sendto");
+	long c0 = calls();
+	for (int i = 0; i < n; i++) {
+		to = lo(ports[i]);
+		if (sendto(s, buf, sizeof buf, 0, (struct sockaddr *)&to, sizeof to) != sizeof buf)
+			die("sendto");
+	}
+	long c1 = calls();
+	printf("spread calls=%ld\n", c0 < 0 ? -1 : c1 - c0);
+	close(s);
+}
+
 static void udp(int port, int n) {
 	int s = socket(AF_INET, SOCK_DGRAM, 0);
 	if (s < 0)
@@ -157,6 +191,7 @@ static void udp(int port, int n) {
 	close(q);
 	phase("nobody", s, free_port, n);
 	printf("before loaded=%d\n", engine_loaded());
+	spread(n);
 	/* A goxio socket binds that port now and receives (the engine loads if it was not, and
 	 * publishes it): the directory changed, every send enters the engine again and reaches it. */
 	int r = bound_udp(free_port);
