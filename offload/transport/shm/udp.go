@@ -56,6 +56,9 @@ type UDP struct {
 	// kernelFirst: the inbox was published after the socket had a port, so goxio peers may have
 	// left older datagrams in the kernel socket: receives take those first (lazy.go).
 	kernelFirst atomic.Bool
+	// lastOS: the last datagram a receive took came from the kernel socket; the next blocking
+	// receive looks there at its first poll (recv.go).
+	lastOS atomic.Bool
 	// bell is the inbox's doorbell fd, made when a thread first sleeps on the socket (ensureBell)
 	// so that sockets nobody sleeps on cost no fd; -1 before.
 	bell   atomic.Int32
