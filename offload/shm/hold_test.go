@@ -204,9 +204,9 @@ func TestHoldDetachedCorrupt(t *testing.T) {
 	}
 	d, h := peekHold(t, in)
 	r := in.rings[0]
-	// The sender scribbles a bad kind on the next record's word.
+	// The sender scribbles an impossible length on the next record's word.
 	w := word64(r.data, int(r.head.Load()&r.mask))
-	atomic.StoreUint64(w, atomic.LoadUint64(w)|3<<30)
+	atomic.StoreUint64(w, atomic.LoadUint64(w)|(1<<24-1))
 	if _, _, err := in.Peek(); err != ErrEmpty || in.CorruptRings() != 1 || len(in.rings) != 0 {
 		t.Fatalf("peek of the corrupt ring: %v, corrupt %d", err, in.CorruptRings())
 	}

@@ -33,13 +33,18 @@ type Inbox struct {
 	wakePending *uint32
 
 	// Consumer state (serialized by the caller).
-	rings     []*ring // attached rings, round-robin order
-	bySlot    []*ring // the ring currently registered in each slot
-	failed    []uint64
-	cur       int
-	peekRing  *ring
-	peekNext  uint64
-	peekIdx   int
+	rings    []*ring // attached rings, round-robin order
+	bySlot   []*ring // the ring currently registered in each slot
+	failed   []uint64
+	cur      int
+	peekRing *ring
+	peekNext uint64
+	peekIdx  int
+	// peekAfter: the record peeked is a kindAfterKernel one not taken yet (TakeAfterKernel);
+	// takenRing and takenPos are the last one taken.
+	peekAfter bool
+	takenRing *ring
+	takenPos  uint64
 	lingering int  // rings waiting to be drained before detaching
 	rescan    bool // an attach failed for want of resources: scan again
 	retired   [][]byte
@@ -159,6 +164,7 @@ func (in *Inbox) Peek() (name, data []byte, err error) {
 // PeekRings is Peek without the records queued in the box (hold_box.go): the next ring record,
 // for Queue.
 func (in *Inbox) PeekRings() (name, data []byte, err error) {
+	in.peekAfter = false
 	in.peekRing = nil
 	in.bx.peeked = false
 	if in.closed.Load() {
@@ -179,6 +185,9 @@ func (in *Inbox) PeekRings() (name, data []byte, err error) {
 			name, data, next, err := r.peek()
 			if err == nil {
 				in.peekRing, in.peekNext, in.peekIdx = r, next, idx
+				if r.after && (in.takenRing != r || in.takenPos != r.head.Load()) {
+					in.peekAfter = true
+				}
 				return name, data, nil
 			}
 			if err == ErrCorrupt {
@@ -210,6 +219,22 @@ func (in *Inbox) Pop() {
 	in.peekRing = nil
 	in.cur = in.peekIdx + 1
 }
+
+// TakeAfterKernel reports, once per record, whether the record the last Peek or PeekRings
+// returned came from a socket that sent to this receiver through the kernel before it
+// (Outlet.SendAfterKernel): the caller then takes its kernel socket's datagrams first, and the
+// next peek of the same record says false.
+func (in *Inbox) TakeAfterKernel() bool {
+	if !in.peekAfter || in.peekRing == nil {
+		return false
+	}
+	in.peekAfter = false
+	in.takenRing, in.takenPos = in.peekRing, in.peekRing.head.Load()
+	return true
+}
+
+// PeekedAfterKernel reports whether TakeAfterKernel would report true now, without taking it.
+func (in *Inbox) PeekedAfterKernel() bool { return in.peekAfter && in.peekRing != nil }
 
 // Pending reports whether Peek may find a datagram: some attached ring has data, or a sender
 // registered or left since the last Refresh (call Refresh, then Peek). Atomic loads only; safe

@@ -529,3 +529,41 @@ func TestInboxSumStats(t *testing.T) {
 		t.Fatalf("SumStats: %.1f allocations", a)
 	}
 }
+
+// TestInboxAfterKernel: a record sent with SendAfterKernel is reported by TakeAfterKernel once,
+// however often it is peeked before it is popped; records sent with Send never are, before it
+// or after it, and the payloads arrive in the order sent.
+func TestInboxAfterKernel(t *testing.T) {
+	dir := testDir(t)
+	in := mustInbox(t, dir, "after", 4)
+	o := mustDial(t, dir, "after", 0)
+	for i, after := range []bool{false, true, false} {
+		send := o.Send
+		if after {
+			send = o.SendAfterKernel
+		}
+		if _, err := send(nil, [][]byte{{byte(i)}}, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in.Refresh()
+	for i, want := range []bool{false, true, false} {
+		_, data, err := in.Peek()
+		if err != nil || len(data) != 1 || data[0] != byte(i) {
+			t.Fatalf("record %d: %v %v", i, data, err)
+		}
+		if got := in.PeekedAfterKernel(); got != want {
+			t.Errorf("record %d: PeekedAfterKernel %v, want %v", i, got, want)
+		}
+		if got := in.TakeAfterKernel(); got != want {
+			t.Errorf("record %d: TakeAfterKernel %v, want %v", i, got, want)
+		}
+		if _, _, err := in.Peek(); err != nil {
+			t.Fatal(err)
+		}
+		if in.PeekedAfterKernel() || in.TakeAfterKernel() {
+			t.Errorf("record %d: reported again at its second peek", i)
+		}
+		in.Pop()
+	}
+}

@@ -20,7 +20,8 @@ const (
 	// MaxSlots bounds the slot table of an inbox (senders at once).
 	MaxSlots = 4096
 
-	layoutVersion = 4
+	// layoutVersion 5: kindAfterKernel records (a reader of version 4 takes them for corruption).
+	layoutVersion = 5
 )
 
 // Inbox segment: one header page, then slots of slotSize bytes.
@@ -104,12 +105,17 @@ const (
 //	bits 24-29: namelen
 //	bits 30-31: kind
 //	bits 32-63: seq: uint32(position / recAlign)
+//
+// A kindAfterKernel record is a data record that the sending socket sent through the kernel to
+// the same receiver before it (Outlet.SendAfterKernel): the receiver takes what its kernel socket
+// holds first (Inbox.TakeAfterKernel).
 const (
-	recHdr     = 48 // header bytes before the payload: the record word and MaxName name bytes
-	recNameOff = 8  // name bytes start
-	recAlign   = 64 // a record's start and size are multiples of it
-	kindData   = 1
-	kindPad    = 2
+	recHdr          = 48 // header bytes before the payload: the record word and MaxName name bytes
+	recNameOff      = 8  // name bytes start
+	recAlign        = 64 // a record's start and size are multiples of it
+	kindData        = 1
+	kindPad         = 2
+	kindAfterKernel = 3
 )
 
 // recSize is the ring space taken by a record with n payload bytes.

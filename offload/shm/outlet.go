@@ -173,6 +173,18 @@ func (o *Outlet) register(inboxName, dir string, slots, pid int, start, id uint6
 // Copying from bufs may fault (they point into the program's memory): the record is published
 // only after the copy, so a panic leaves the ring as it was (and the mutex released).
 func (o *Outlet) Send(name []byte, bufs [][]byte, total int) (wake bool, err error) {
+	return o.send(name, bufs, total, kindData)
+}
+
+// SendAfterKernel is Send for a datagram whose socket sent datagrams to the same receiver through
+// the kernel before (a socket the preload library served until now): the receiver takes what its
+// kernel socket holds before this one (Inbox.TakeAfterKernel), so the socket's datagrams arrive
+// in the order it sent them.
+func (o *Outlet) SendAfterKernel(name []byte, bufs [][]byte, total int) (wake bool, err error) {
+	return o.send(name, bufs, total, kindAfterKernel)
+}
+
+func (o *Outlet) send(name []byte, bufs [][]byte, total int, kind byte) (wake bool, err error) {
 	if total < 0 || total > MaxPayload || len(name) > MaxName {
 		return false, ErrTooBig
 	}
@@ -194,7 +206,7 @@ func (o *Outlet) Send(name []byte, bufs [][]byte, total int) (wake bool, err err
 		atomic.StoreUint64(p.dropsp, p.drops)
 		return false, ErrFull
 	}
-	if err := p.put(name, bufs, total); err != nil {
+	if err := p.put(name, bufs, total, kind); err != nil {
 		return false, err
 	}
 	if needWake(o.spinners, nil, o.wakePending) {

@@ -84,10 +84,10 @@ func (p *producer) fits(total int, limit uint64) bool {
 	return p.tail == h || charge(p.tail-h) <= limit
 }
 
-// put appends one record and publishes it. It returns ErrFull (a drop is counted) when the
+// put appends one record of kind (kindData or kindAfterKernel) and publishes it. It returns ErrFull (a drop is counted) when the
 // record does not fit, ErrCorrupt when the consumer's head is impossible. If copying from bufs
 // panics, nothing is published and the ring stays as it was.
-func (p *producer) put(name []byte, bufs [][]byte, total int) error {
+func (p *producer) put(name []byte, bufs [][]byte, total int, kind byte) error {
 	rec := recSize(total)
 	off := p.tail & p.mask
 	need := rec
@@ -123,7 +123,7 @@ func (p *producer) put(name []byte, bufs [][]byte, total int) error {
 	}
 	copy(p.data[off+recNameOff:off+recNameOff+MaxName], name)
 	// The word last: it publishes the record to a consumer polling it (peek).
-	atomic.StoreUint64(word64(p.data, int(off)), recWord(n, len(name), kindData, p.tail+pad))
+	atomic.StoreUint64(word64(p.data, int(off)), recWord(n, len(name), kind, p.tail+pad))
 	p.tail += pad + recSize(n)
 	// pushed before tail, in the same cache line: one transfer of the line to the receiver,
 	// which polls tail, instead of two (the count may lead the tail by a record in statistics).
@@ -142,6 +142,7 @@ type ring struct {
 	headp     *uint64
 	head      atomic.Uint64 // authoritative head (Pending reads it from other goroutines)
 	empties   uint32        // peeks that found no published record (tailCheck)
+	after     bool          // the record peek returned last is a kindAfterKernel one
 	popped    uint64
 	holds     []heldRec // records the program holds, oldest first (hold.go)
 	holdArr   []heldRec // the array holds lies in, from its start (hold.go)
@@ -206,7 +207,8 @@ func (r *ring) peek() (name, data []byte, next uint64, err error) {
 				return nil, nil, 0, ErrCorrupt
 			}
 			h += skip
-		case kindData:
+		case kindData, kindAfterKernel:
+			r.after = kind == kindAfterKernel
 			rec := recSize(int(length))
 			if length > MaxPayload || namelen > MaxName || off+rec > r.cap {
 				return nil, nil, 0, ErrCorrupt
