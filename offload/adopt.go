@@ -85,14 +85,15 @@ func (e *Engine) Adopt(fd int, l Lazy) {
 	}
 }
 
-// AdoptEarly takes over fd, a TCP connection between goxio processes that the preload library
-// served in its early phase (shim/preload/early.c) while the engine was loaded: accepted on
-// l.Listener, or connected to a goxio listener (whose pairing entry the library registered:
-// the connection's registration takes it over). p is what happened meanwhile.
+// AdoptEarly takes over fd, a TCP connection between goxio processes or a UDP socket that sent to
+// a goxio receiver, that the preload library served in its early phase (shim/preload/early.c)
+// while the engine was loaded: accepted on l.Listener, or connected to a goxio listener (whose
+// pairing entry the library registered: the connection's registration takes it over), or sent
+// to p.KernDst (l.KernelTx counts its sends). p is what happened meanwhile.
 // domain, flags (the type with SOCK_NONBLOCK as it is now) and proto are what the library noted
 // at its socket or accept call.
 func (e *Engine) AdoptEarly(fd, domain, flags, proto int, l Lazy, p transport.EarlyPhase) {
-	if uint(fd) >= FDTableSize || !inetDomain(domain) || flags&0xf != sockStream {
+	if uint(fd) >= FDTableSize || !inetDomain(domain) || flags&0xf != sockStream && flags&0xf != sockDgram {
 		return
 	}
 	adoptMu.Lock()
@@ -102,6 +103,16 @@ func (e *Engine) AdoptEarly(fd, domain, flags, proto int, l Lazy, p transport.Ea
 	}
 	s := e.adoptSocket(fd, domain, flags, proto, l)
 	if s == nil {
+		return
+	}
+	if flags&0xf == sockDgram {
+		// A UDP socket that sent to p.KernDst through the kernel (its port is the kernel's
+		// choice at that send: adoptUDP published it as a bound socket's).
+		if k, ok := s.rings().(transport.KernelFirst); ok && p.KernDst.IsValid() {
+			k.SentThroughKernel(p.KernDst)
+		}
+		s.st.Add(stats.CtrRxOSPackets, p.KernRx)
+		s.st.Add(stats.CtrRxOSBytes, p.KernRxBytes)
 		return
 	}
 	t, ok := s.rings().(transport.Pairing)

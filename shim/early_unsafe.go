@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"net/netip"
 	"unsafe"
 
 	"github.com/goxio/goxio/offload"
@@ -37,4 +38,13 @@ func earlyPhase(tcp *shmtcp.Env, shm *shmtr.Env, ksend offload.KernelSends, clos
 	C.goxio_early_setup((*C.uint64_t)(unsafe.Pointer(&mem[0])), C.uint64_t(start), C.int(after), C.uint64_t(grace.Nanoseconds()),
 		(*C.uint64_t)(unsafe.Pointer(closed)))
 	return func(fd, domain int) { C.goxio_early_listener(C.int(fd), C.int(domain)) }
+}
+
+// earlyDst is the destination a UDP socket's early phase sent to (h.dst, a struct sockaddr_in or
+// sockaddr_in6 the preload library copied from the program's sendto).
+//
+// Invariant: h points to the handover C passed for this call (host.c copies it), alive until it
+// returns; dst is a fixed array inside it.
+func earlyDst(h *C.struct_goxio_early_handover) netip.AddrPort {
+	return sockaddrBytes(unsafe.Slice((*byte)(unsafe.Pointer(&h.dst[0])), len(h.dst)))
 }

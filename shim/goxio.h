@@ -187,7 +187,9 @@ struct goxio_lazy_info {
 	/* the preload library's alone: the last destination (ksend.c's key) a send found without
 	 * a goxio receiver, and the directory generation + 1 it was found at (lazy_ksend.c) */
 	uint64_t vkey, vgen;
-	/* the preload library's alone: a TCP connection in its early phase (shim/preload/early.c) */
+	/* the preload library's alone: a TCP connection or a UDP socket in its early phase
+	 * (shim/preload/early.c); for a UDP socket, key holds its destination (keyed: its length),
+	 * krx and ktx the datagrams and bytes it received, calls its data calls */
 	struct {
 		uint64_t key[5];    /* the connection's pairing key (shim/preload/pairs.h), once keyed */
 		uint64_t word;      /* connecting end: its pairing entry's word 0 as published */
@@ -201,8 +203,8 @@ struct goxio_lazy_info {
 	} early;
 };
 
-/* What the preload library hands the engine with a TCP connection it served in its early phase
- * (goxio_engine.early, shim/preload/early.c). */
+/* What the preload library hands the engine with a TCP connection or a UDP socket it served in its
+ * early phase (goxio_engine.early, shim/preload/early.c). */
 struct goxio_early_handover {
 	int32_t how;      /* GOXIO_LAZY_ACCEPTED (on `listener`) or GOXIO_LAZY_CONNECTED */
 	int32_t listener;
@@ -214,6 +216,11 @@ struct goxio_early_handover {
 	int32_t shut;     /* the program shut it down: 1 for reading, 2 for writing (bits) */
 	uint64_t krx, ktx; /* bytes received and sent through the kernel */
 	uint64_t age_ns;   /* since accept (accepting end) */
+	/* A UDP socket that sent to dst through the kernel in its early phase (how is 0 then). */
+	int32_t udp;
+	uint64_t tx[4];  /* its sends through the kernel: packets, bytes, EAGAIN, other errors */
+	uint64_t rx[2];  /* its receives from the kernel: datagrams, bytes */
+	uint8_t dst[28]; /* its destination: a struct sockaddr_in or sockaddr_in6 */
 };
 
 /* What the preload library gives the engine (goxio_engine_init). Every function is safe to call

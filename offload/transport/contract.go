@@ -197,8 +197,17 @@ type Pairing interface {
 	Early(p EarlyPhase)
 }
 
-// EarlyPhase is what the preload library did on a TCP connection between goxio processes before
-// it handed it to the engine (shim/preload/early.c): the connection's calls went to the kernel.
+// KernelFirst is what a datagram transport that serves sockets beside their kernel socket
+// (shared-memory UDP) offers for a socket the preload library served before the engine took it
+// over (shim/preload/early.c): the socket sent datagrams to dst through the kernel, so its first
+// datagram to dst through the transport must not overtake them at the receiver.
+type KernelFirst interface {
+	SentThroughKernel(dst netip.AddrPort)
+}
+
+// EarlyPhase is what the preload library did on a TCP connection between goxio processes, or on a
+// UDP socket that sent to a goxio receiver, before it handed it to the engine
+// (shim/preload/early.c): the socket's calls went to the kernel.
 type EarlyPhase struct {
 	Calls          int           // data calls, the one that hands it over included (connecting end)
 	KernTx, KernRx uint64        // bytes sent and received through the kernel
@@ -208,6 +217,11 @@ type EarlyPhase struct {
 	NoPair bool
 	// ShutRead, ShutWrite: the program shut the connection down (shutdown(2) on the kernel).
 	ShutRead, ShutWrite bool
+	// KernDst: a UDP socket's destination, which it sent to through the kernel; KernRx and
+	// KernRxBytes count the datagrams it received from the kernel and their bytes. The zero
+	// AddrPort for a TCP connection.
+	KernDst     netip.AddrPort
+	KernRxBytes uint64
 }
 
 // Endpoint is a socket's transport as the engine holds it.

@@ -94,6 +94,13 @@ static int early_ok(void) {
 	       !goxio_ksend_capturing() && !__atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED);
 }
 
+/* early_udp_ok: nothing keeps a UDP socket from its early phase in C now (ksend.c's cache is set
+ * up: the shared-memory UDP transport is on and the AF_XDP one off). */
+static int early_udp_ok(void) {
+	return goxio_ksend_ready() && goxio_sig_depth == 0 && !goxio_in_vfork() && !goxio_ksend_capturing() &&
+	       !__atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED);
+}
+
 /* early_dir: 1 for a receive the early phase serves, 2 for a send, 0 for any other call. */
 static int early_dir(int op) {
 	switch (op) {
@@ -347,7 +354,7 @@ int goxio_early_enter(int fd, int op) {
 		if (i == NULL)
 			return 0;
 		uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
-		if (!(how & (GOXIO_LAZY_EARLY_ACC | GOXIO_LAZY_EARLY_CON)))
+		if (!(how & (GOXIO_LAZY_EARLY_ACC | GOXIO_LAZY_EARLY_CON | GOXIO_LAZY_EARLY_UDP)))
 			return 0;
 		if (how & GOXIO_LAZY_LATE_BIRTH) {
 			/* Another thread hands it over (or tries to): wait for the outcome. */
@@ -355,12 +362,15 @@ int goxio_early_enter(int fd, int op) {
 				sched_yield();
 			continue;
 		}
-		if (!(how & GOXIO_LAZY_LATE) || early_dir(op) == 0 || !early_ok())
+		if (!(how & GOXIO_LAZY_LATE) || early_dir(op) == 0 || !((how & GOXIO_LAZY_EARLY_UDP) ? early_udp_ok() : early_ok()))
 			return 0; /* the caller's birth (late.c) hands it over, or makes it plain */
+		if ((how & GOXIO_LAZY_EARLY_UDP) && op != GOXIO_OP_SENDTO && early_dir(op) != 1)
+			return 0; /* write, writev, sendmsg: the caller's birth hands it over */
 		if (!early_in(i))
 			continue;
-		if (how & GOXIO_LAZY_EARLY_CON) {
-			if (__atomic_add_fetch(&i->early.calls, 1, __ATOMIC_SEQ_CST) < early_after)
+		if (how & (GOXIO_LAZY_EARLY_CON | GOXIO_LAZY_EARLY_UDP)) {
+			int after = (how & GOXIO_LAZY_EARLY_UDP) ? GOXIO_EARLY_UDP_CALLS : early_after;
+			if (__atomic_add_fetch(&i->early.calls, 1, __ATOMIC_SEQ_CST) < after)
 				return 1;
 			int r = early_try_hand(fd, i);
 			if (r < 0)
@@ -392,8 +402,23 @@ int goxio_early_enter(int fd, int op) {
 
 void goxio_early_leave(int fd, int op, int rflags, long r) {
 	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
-	if (i == NULL || !(__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & (GOXIO_LAZY_EARLY_ACC | GOXIO_LAZY_EARLY_CON)))
+	if (i == NULL)
 		return;
+	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
+	if (!(how & (GOXIO_LAZY_EARLY_ACC | GOXIO_LAZY_EARLY_CON | GOXIO_LAZY_EARLY_UDP)))
+		return;
+	if (how & GOXIO_LAZY_EARLY_UDP) {
+		/* datagrams: sends in the counters the engine adds to the socket's statistics
+		 * (tx: packets, bytes, EAGAIN, errors), receives in krx (datagrams) and ktx (bytes) */
+		if (early_dir(op) == 2)
+			goxio_ksend_count(i->tx, r, errno);
+		else if (r >= 0 && !(rflags & MSG_PEEK)) {
+			__atomic_add_fetch(&i->early.krx, 1, __ATOMIC_SEQ_CST);
+			__atomic_add_fetch(&i->early.ktx, (uint64_t)r, __ATOMIC_SEQ_CST);
+		}
+		early_out(i);
+		return;
+	}
 	if (r > 0) {
 		if (early_dir(op) == 2)
 			__atomic_add_fetch(&i->early.ktx, (uint64_t)r, __ATOMIC_SEQ_CST);
@@ -407,7 +432,7 @@ int goxio_early_kernel_op(int fd, int op) {
 	if (op != GOXIO_OP_GETSOCKNAME && op != GOXIO_OP_GETPEERNAME && op != GOXIO_OP_GETSOCKOPT)
 		return 0;
 	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
-	return i != NULL && goxio_early_is(i);
+	return i != NULL && (goxio_early_is(i) || goxio_early_udp_is(i));
 }
 
 int goxio_early_shutdown(int fd, int how) {
@@ -422,9 +447,9 @@ int goxio_early_shutdown(int fd, int how) {
 
 void goxio_early_hand(int fd, struct goxio_lazy_info *i, uint32_t how, int nopair) {
 	int saved = errno;
-	int acc = (how & GOXIO_LAZY_EARLY_ACC) != 0;
+	int acc = (how & GOXIO_LAZY_EARLY_ACC) != 0, udp = (how & GOXIO_LAZY_EARLY_UDP) != 0;
 	struct goxio_early_handover h = {
-		.how = acc ? GOXIO_LAZY_ACCEPTED : GOXIO_LAZY_CONNECTED,
+		.how = udp ? 0 : acc ? GOXIO_LAZY_ACCEPTED : GOXIO_LAZY_CONNECTED,
 		.listener = i->early.listener,
 		.domain = i->ref & 0xff,
 		.type = goxio_late_type(fd, i, how),
@@ -437,6 +462,15 @@ void goxio_early_hand(int fd, struct goxio_lazy_info *i, uint32_t how, int nopai
 		.ktx = __atomic_load_n(&i->early.ktx, __ATOMIC_SEQ_CST),
 		.age_ns = acc ? now_ns() - i->early.since : 0,
 	};
+	if (udp) {
+		h.udp = 1;
+		h.krx = h.ktx = 0;
+		h.rx[0] = __atomic_load_n(&i->early.krx, __ATOMIC_SEQ_CST);
+		h.rx[1] = __atomic_load_n(&i->early.ktx, __ATOMIC_SEQ_CST);
+		for (int k = 0; k < GOXIO_KSEND_COUNTERS; k++)
+			h.tx[k] = __atomic_load_n(&i->tx[k], __ATOMIC_SEQ_CST);
+		memcpy(&h.dst, (const void *)i->early.key, sizeof h.dst);
+	}
 	if (goxio_active() && goxio_eng.early != NULL) {
 		/* The engine's registration must not let other threads in before it is complete (the
 		 * counts are the transport's K): the fd keeps GOXIO_FD_LAZY meanwhile (fdtable.c), so
@@ -459,6 +493,50 @@ void goxio_early_hand(int fd, struct goxio_lazy_info *i, uint32_t how, int nopai
 void goxio_early_closed(const struct goxio_lazy_info *i) {
 	if (goxio_early_is(i))
 		__atomic_add_fetch(early_closed_word, 1, __ATOMIC_RELAXED);
+	else if (goxio_early_udp_is(i))
+		goxio_late_count_plain(); /* a UDP socket served by the kernel alone, as a plain one */
+}
+
+/*
+ * A UDP socket in its early phase. A late UDP socket (made with the engine loaded) whose first
+ * call is a sendto to a destination not known to have no goxio receiver (late.c makes it plain
+ * for good when ksend.c's cache knows) sends through the kernel, which a goxio receiver reads
+ * too, and receives from the kernel: it is in no directory, so nothing reaches it through a
+ * ring. So a socket per request (socket, sendto, recvfrom, close: a resolver, a health check,
+ * an RPC client) to a goxio server never enters the engine, whose socket object, inbox and
+ * directory entry it would pay for at every request (measured on the 2-CPU test machine, both
+ * ends on one CPU: a goxio client's round 1.3x the kernel's with them). At its GOXIO_EARLY_UDP_CALLS-th
+ * data call (a socket that keeps talking: the sendto after a request and its answer), or at
+ * any other use, the engine takes it over (goxio_early_hand: Engine.AdoptEarly) with its sends
+ * counted and its destination, where its first ring datagram is marked so that it does not
+ * overtake the kernel's (offload/transport/shm kernelfirst.go). A send to another destination
+ * hands it over first; so do write, writev and sendmsg. select and poll wait on the kernel
+ * socket (loader.c's goxio_lazy_waits), getsockname, getpeername and getsockopt are the
+ * kernel's. A hand-over while a call of another thread is in the kernel makes the socket plain
+ * for good instead (late.c), as does a fork.
+ */
+int goxio_early_udp_send(int fd, struct goxio_lazy_info *i, const struct sockaddr *to, socklen_t len, int flags) {
+	if ((flags & ~GOXIO_KSEND_FLAGS) != 0 || !early_udp_ok() || len > (socklen_t)sizeof i->early.key ||
+	    !goxio_ksend_readable(to, len) || goxio_ksend_key(to, len) == 0 || goxio_dest_group(to))
+		return 0;
+	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
+	if (how & GOXIO_LAZY_EARLY_UDP) {
+		/* the destination of its early phase: the data trampoline serves it */
+		return (socklen_t)__atomic_load_n(&i->early.keyed, __ATOMIC_ACQUIRE) == len &&
+		       memcmp((const void *)i->early.key, to, len) == 0;
+	}
+	if ((how & (GOXIO_LAZY_EARLY_ACC | GOXIO_LAZY_EARLY_CON | GOXIO_LAZY_LATE_BIRTH)) || !(how & GOXIO_LAZY_LATE))
+		return 0;
+	/* What the engine would have learnt at this send: the next sockets to a destination without
+	 * a goxio receiver are plain from their first send or connect on (late.c). */
+	goxio_ksend_learn(to, len);
+	memset((void *)i->early.key, 0, sizeof i->early.key);
+	memcpy((void *)i->early.key, to, len);
+	i->early.calls = 0;
+	i->early.krx = 0;
+	__atomic_store_n(&i->early.keyed, (uint32_t)len, __ATOMIC_RELEASE);
+	/* A thread's birth meanwhile (it took LATE away) wins: then the engine sends. */
+	return __atomic_compare_exchange_n(&i->how, &how, how | GOXIO_LAZY_EARLY_UDP, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
 void goxio_early_forget(struct goxio_lazy_info *i, uint32_t how) {

@@ -196,6 +196,63 @@ int goxio_ksend_readable(const void *p, socklen_t len) {
 	return 1;
 }
 
+/* A miss of the cache (a destination not sent to since the directory last changed) is answered
+ * here too when no UDP entry of the directory has the destination's port: a server that answers
+ * each request's new socket (a new port per request) would otherwise take a trip into the engine
+ * at every answer, which the engine answers with the same kernel send after a look at its
+ * directory (measured on the 2-CPU test machine, a UDP socket per request to a goxio server, both
+ * on one CPU: the trip and its cold Go path were a third of the server's added cost). The
+ * engine's directory is the mapping ks_dir_gen lies in (discovery.Dir.GenWord: the generation's
+ * word of the segment's header); ks_ports summarizes the ports of its UDP entries (listeners
+ * excluded) for one generation, as discovery.Dir.UDPPortFree does, rebuilt under ks_mu when the
+ * generation moved. An entry being written while the summary is built changes the generation
+ * after it is complete: the next miss builds again; a torn read only adds a port (a trip more).
+ * The summary is coarser than the engine's look (any address with the port counts), never
+ * wrong in the other direction. */
+#define KS_PORT_WORDS (65536u / 64u)
+static uint64_t ks_ports[KS_PORT_WORDS];
+/* ks_ports_gen: the generation + 1 ks_ports holds; 0 for none. Under ks_mu. */
+static uint64_t ks_ports_gen;
+
+/* ks_port_free reports whether no goxio UDP socket of the engine's directory is bound at the
+ * port of `to` (read safely before, key its key), and then caches the answer as the engine would. */
+static int ks_port_free(const struct sockaddr *to, uint64_t key) {
+	if (goxio_dest_group(to))
+		return 0;
+	uint16_t port = ntohs(to->sa_family == AF_INET ? ((const struct sockaddr_in *)to)->sin_port
+						      : ((const struct sockaddr_in6 *)to)->sin6_port);
+	const volatile uint64_t *genw = __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE);
+	const volatile uint64_t *mem = genw - GOXIO_DIR_H_GEN;
+	pthread_mutex_lock(&ks_mu);
+	uint64_t g = __atomic_load_n(genw, __ATOMIC_ACQUIRE);
+	if (ks_ports_gen != g + 1) {
+		memset(ks_ports, 0, sizeof ks_ports);
+		uint64_t hi = __atomic_load_n(&mem[GOXIO_DIR_H_HIGH], __ATOMIC_ACQUIRE);
+		if (hi > GOXIO_DIR_ENTRIES)
+			hi = GOXIO_DIR_ENTRIES;
+		for (uint64_t i = 0; i < hi; i++) {
+			const volatile uint64_t *e = mem + GOXIO_DIR_HEADER_WORDS + i * GOXIO_DIR_ENTRY_WORDS;
+			uint64_t owner = __atomic_load_n(&e[GOXIO_DIR_E_OWNER], __ATOMIC_ACQUIRE);
+			if ((uint32_t)owner == 0 || (owner >> 32 & GOXIO_DIR_F_STREAM) != 0)
+				continue;
+			uint16_t p = (uint16_t)(__atomic_load_n(&e[GOXIO_DIR_E_META], __ATOMIC_ACQUIRE) >> 16);
+			ks_ports[p / 64] |= 1ull << (p % 64);
+		}
+		ks_ports_gen = g + 1;
+	}
+	int free = !(ks_ports[port / 64] & 1ull << (port % 64));
+	if (free)
+		ks_put_locked(key, g);
+	pthread_mutex_unlock(&ks_mu);
+	return free;
+}
+
+void goxio_ksend_learn(const struct sockaddr *dst, socklen_t len) {
+	uint64_t key = ks_key_of(dst, len);
+	if (key != 0 && __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE) != NULL && !ks_cached(key))
+		ks_port_free(dst, key);
+}
+
 int goxio_ksend_no_receiver(const struct sockaddr *dst, socklen_t len, int flags) {
 	uintptr_t a = (uintptr_t)dst;
 	if (dst == NULL || (flags & ~GOXIO_KSEND_FLAGS) != 0 ||
@@ -260,57 +317,6 @@ void goxio_ksend_seen(const struct sockaddr *to, socklen_t len) {
 	if (to != NULL && len >= (socklen_t)sizeof(struct sockaddr_in) && len <= (socklen_t)sizeof(struct sockaddr_in6) &&
 	    a >> 12 == (a + len - 1) >> 12)
 		ks_page = a >> 12;
-}
-
-/* A miss of the cache (a destination not sent to since the directory last changed) is answered
- * here too when no UDP entry of the directory has the destination's port: a server that answers
- * each request's new socket (a new port per request) would otherwise take a trip into the engine
- * at every answer, which the engine answers with the same kernel send after a look at its
- * directory (measured on the 2-CPU test machine, a UDP socket per request to a goxio server, both
- * on one CPU: the trip and its cold Go path were a third of the server's added cost). The
- * engine's directory is the mapping ks_dir_gen lies in (discovery.Dir.GenWord: the generation's
- * word of the segment's header); ks_ports summarizes the ports of its UDP entries (listeners
- * excluded) for one generation, as discovery.Dir.UDPPortFree does, rebuilt under ks_mu when the
- * generation moved. An entry being written while the summary is built changes the generation
- * after it is complete: the next miss builds again; a torn read only adds a port (a trip more).
- * The summary is coarser than the engine's look (any address with the port counts), never
- * wrong in the other direction. */
-#define KS_PORT_WORDS (65536u / 64u)
-static uint64_t ks_ports[KS_PORT_WORDS];
-/* ks_ports_gen: the generation + 1 ks_ports holds; 0 for none. Under ks_mu. */
-static uint64_t ks_ports_gen;
-
-/* ks_port_free reports whether no goxio UDP socket of the engine's directory is bound at the
- * port of `to` (read safely before, key its key), and then caches the answer as the engine would. */
-static int ks_port_free(const struct sockaddr *to, uint64_t key) {
-	if (goxio_dest_group(to))
-		return 0;
-	uint16_t port = ntohs(to->sa_family == AF_INET ? ((const struct sockaddr_in *)to)->sin_port
-						      : ((const struct sockaddr_in6 *)to)->sin6_port);
-	const volatile uint64_t *genw = __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE);
-	const volatile uint64_t *mem = genw - GOXIO_DIR_H_GEN;
-	pthread_mutex_lock(&ks_mu);
-	uint64_t g = __atomic_load_n(genw, __ATOMIC_ACQUIRE);
-	if (ks_ports_gen != g + 1) {
-		memset(ks_ports, 0, sizeof ks_ports);
-		uint64_t hi = __atomic_load_n(&mem[GOXIO_DIR_H_HIGH], __ATOMIC_ACQUIRE);
-		if (hi > GOXIO_DIR_ENTRIES)
-			hi = GOXIO_DIR_ENTRIES;
-		for (uint64_t i = 0; i < hi; i++) {
-			const volatile uint64_t *e = mem + GOXIO_DIR_HEADER_WORDS + i * GOXIO_DIR_ENTRY_WORDS;
-			uint64_t owner = __atomic_load_n(&e[GOXIO_DIR_E_OWNER], __ATOMIC_ACQUIRE);
-			if ((uint32_t)owner == 0 || (owner >> 32 & GOXIO_DIR_F_STREAM) != 0)
-				continue;
-			uint16_t p = (uint16_t)(__atomic_load_n(&e[GOXIO_DIR_E_META], __ATOMIC_ACQUIRE) >> 16);
-			ks_ports[p / 64] |= 1ull << (p % 64);
-		}
-		ks_ports_gen = g + 1;
-	}
-	int free = !(ks_ports[port / 64] & 1ull << (port % 64));
-	if (free)
-		ks_put_locked(key, g);
-	pthread_mutex_unlock(&ks_mu);
-	return free;
 }
 
 uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, socklen_t len, int flags) {

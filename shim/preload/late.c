@@ -110,6 +110,20 @@ int goxio_late_birth(int fd) {
 		goxio_early_hand(fd, i, how, __atomic_load_n(&i->early.inflight, __ATOMIC_SEQ_CST) != 0);
 		return 1;
 	}
+	if (how & GOXIO_LAZY_EARLY_UDP) {
+		/* A UDP socket in its early phase: the engine takes it over with its sends. With a
+		 * call of another thread in the kernel (a receive asleep there would never see a
+		 * ring datagram) it is the kernel's for good instead: it is in no directory, nobody
+		 * sends to it through a ring. */
+		if (__atomic_load_n(&i->early.inflight, __ATOMIC_SEQ_CST) != 0) {
+			__atomic_store_n(&i->how, how, __ATOMIC_SEQ_CST);
+			if (goxio_late_plain(fd))
+				goxio_late_count_plain();
+			return 1;
+		}
+		goxio_early_hand(fd, i, how, 0);
+		return 1;
+	}
 	int ref = i->ref, saved = errno;
 	int domain = ref & 0xff, type = goxio_late_type(fd, i, how), protocol = (int)((unsigned)ref >> 16);
 	if (goxio_active())
@@ -197,12 +211,21 @@ int goxio_late_sendto(int fd, const struct sockaddr *to, socklen_t len, int flag
 	struct goxio_lazy_info *i = late_info(fd);
 	if (i == NULL)
 		return 0;
-	if (late_dgram(i) && goxio_ksend_no_receiver(to, len, flags) && goxio_late_plain(fd)) {
-		goxio_late_count_plain();
-		return 1;
+	/* A UDP socket's early phase, from its first sendto on: the data trampoline serves it
+	 * (early.c). */
+	if (late_dgram(i) && goxio_early_udp_is(i)) {
+		if (goxio_early_udp_send(fd, i, to, len, flags))
+			return 0;
+	} else {
+		if (late_dgram(i) && goxio_ksend_no_receiver(to, len, flags) && goxio_late_plain(fd)) {
+			goxio_late_count_plain();
+			return 1;
+		}
+		if (goxio_early_is(i))
+			return 0; /* the data trampoline serves it (early.c) */
+		if (late_dgram(i) && goxio_early_udp_send(fd, i, to, len, flags))
+			return 0;
 	}
-	if (goxio_early_is(i))
-		return 0; /* the data trampoline serves it (early.c) */
 	goxio_late_birth(fd);
 	return 0;
 }

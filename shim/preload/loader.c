@@ -237,8 +237,8 @@ int goxio_lazy_waits(int fd) {
 	struct goxio_lazy_info *i = info_of(fd, 0);
 	if (i == NULL)
 		return 1;
-	if (goxio_early_is(i))
-		return 0; /* the kernel's readiness is the connection's until it pairs (early.c) */
+	if (goxio_early_is(i) || goxio_early_udp_is(i))
+		return 0; /* the kernel's readiness is the socket's in its early phase (early.c) */
 	if (goxio_lazy_recv_plain(fd, -1))
 		return 0; /* a UDP socket that only sent to the kernel: plain now (lazy_ksend.c) */
 	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_RELAXED);

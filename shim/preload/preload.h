@@ -217,6 +217,10 @@ GOXIO_HIDDEN extern volatile int goxio_ksend_fds;
 /* goxio_dest_group reports a destination every joined or bound socket may receive: a multicast
  * or broadcast address (IPv4, IPv4-mapped or IPv6). */
 GOXIO_HIDDEN int goxio_dest_group(const struct sockaddr *sa);
+/* goxio_ksend_learn caches dst (len bytes, read safely before) as a destination without a goxio
+ * receiver when no UDP entry of the engine's directory has its port (as the engine's look-up at
+ * a send would). */
+GOXIO_HIDDEN void goxio_ksend_learn(const struct sockaddr *dst, socklen_t len);
 /* goxio_ksend_counters returns fd's counters when a send to `to` with flags may go straight to the
  * kernel (the engine would only make the same call), NULL when the engine must decide. */
 GOXIO_HIDDEN uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, socklen_t len, int flags);
@@ -454,6 +458,26 @@ static inline int goxio_early_is(const struct goxio_lazy_info *i) {
 	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
 	return (how & (GOXIO_LAZY_EARLY_ACC | GOXIO_LAZY_EARLY_CON)) && (how & GOXIO_LAZY_LATE);
 }
+
+/* ---- UDP sockets in their early phase (early.c) ---- */
+
+/* GOXIO_LAZY_EARLY_UDP, a C-only bit of goxio_lazy_info.how: a late UDP socket whose first call
+ * was a sendto to a destination not known to have no goxio receiver; the destination is in
+ * early.key (early.keyed: its length), its sends and receives go to the kernel until its
+ * GOXIO_EARLY_UDP_CALLS-th data call. */
+#define GOXIO_LAZY_EARLY_UDP 0x00040000u
+#define GOXIO_EARLY_UDP_CALLS 3
+
+/* goxio_early_udp_is reports whether notes i are those of a late UDP socket in its early phase. */
+static inline int goxio_early_udp_is(const struct goxio_lazy_info *i) {
+	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
+	return (how & GOXIO_LAZY_EARLY_UDP) && (how & GOXIO_LAZY_LATE);
+}
+
+/* goxio_early_udp_send is late.c's step at a sendto (flags, to: len bytes) of the late UDP socket
+ * fd (notes i): 1 when the data trampoline serves it in the kernel (the socket starts or stays in
+ * its early phase), 0 when the caller births it. */
+GOXIO_HIDDEN int goxio_early_udp_send(int fd, struct goxio_lazy_info *i, const struct sockaddr *to, socklen_t len, int flags);
 
 /* goxio_late_counter: where late.c counts the sockets it made plain (the statistics' global
  * counter; NULL: its own). */

@@ -5,7 +5,7 @@
  *                       (nobody), then to that port once a socket of its own (under goxio)
  *                       is bound to it, which reads them back; between the first two, 10 + N
  *                       from a socket connected to 127.0.0.1:PORT with send and write.
- *                       Then "spread": from a new socket, one datagram to a free port, then one
+ *                       Then "spread": from a new socket, three datagrams to a free port, then one
  *                       to each of min(N, 200) other free ports (a destination new to the
  *                       sender every time, as a server's answers to a socket per request).
  *   kpass udp6 PORT N   the same two phases to [::1]:PORT (a receiver without goxio).
@@ -146,7 +146,7 @@ static int port_of(int s) {
 	return ntohs(a.sin_port);
 }
 
-/* spread sends one datagram to a free port from a new socket, then one to each of min(n, 200)
+/* spread sends three datagrams to a free port from a new socket, then one to each of min(n, 200)
  * other free ports, counting the engine calls of the latter. */
 static void spread(int n) {
 	static struct sockaddr_in to;
@@ -163,9 +163,11 @@ static void spread(int n) {
 	if (s < 0)
 		die("socket");
 	memset(buf, 's', sizeof buf);
+	/* three to the first: a late socket's early phase ends at its third data call (early.c) */
 	to = lo(ports[n]);
-	if (sendto(s, buf, sizeof buf, 0, (struct sockaddr *)&to, sizeof to) != sizeof buf)
-		die("sendto");
+	for (int i = 0; i < 3; i++)
+		if (sendto(s, buf, sizeof buf, 0, (struct sockaddr *)&to, sizeof to) != sizeof buf)
+			die("sendto");
 	long c0 = calls();
 	for (int i = 0; i < n; i++) {
 		to = lo(ports[i]);

@@ -426,7 +426,7 @@ func (u *UDP) fanout(r *route, bufs [][]byte, total int) {
 		if t.v6 {
 			name = r.name6[:]
 		}
-		wake, err := t.out.send(name, bufs, total)
+		wake, err := t.out.send(name, bufs, total, false)
 		switch {
 		case err == nil:
 			u.ringTx.Add(1)

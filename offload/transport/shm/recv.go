@@ -103,26 +103,35 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 		Polls: p.RxPoll, Look: u.waitAvg.Long(), Cold: !u.waitAvg.SpinWorth(), Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
 	}, wait.Steps{
 		Try: func(l wait.Look) (int, syscall.Errno, bool) {
-			empty := false // the rings were found empty just now (olderFirst)
-			if u.kernelFirst.Load() {
-				n, errno, done, none := u.olderFirst(c, in)
-				if done {
-					if errno == 0 {
-						u.osRx.Add(1)
-						u.noteSource(true)
+			for {
+				empty := false // the rings were found empty just now (olderFirst)
+				if u.kernelFirst.Load() {
+					n, errno, done, none := u.olderFirst(c, in)
+					if done {
+						if errno == 0 {
+							u.osRx.Add(1)
+							u.noteSource(true)
+						}
+						viaOS = true
+						return n, errno, true
 					}
-					viaOS = true
-					return n, errno, true
+					empty = none
 				}
-				empty = none
-			}
-			if !empty {
-				if n, ok := u.fromRing(in, rc, hold); ok {
+				if empty {
+					break
+				}
+				n, ok, older := u.fromRing(in, rc, hold)
+				if ok {
 					u.rings.Add(1)
 					u.noteSource(false)
 					u.waitAvg.Waited(&w)
 					return n, 0, true
 				}
+				if !older {
+					break
+				}
+				// The ring's next datagram follows its sender's kernel datagrams
+				// (kernelfirst.go): kernelFirst is set, olderFirst looks there first.
 			}
 			// After the rings: what a fork's hand-over took from them is in the spill
 			// region by the time spill.Take looks.
@@ -202,8 +211,10 @@ func (u *UDP) noteSource(kernel bool) {
 
 // fromRing copies the next ring datagram into the call's buffers, or with hold keeps it in the
 // ring for the program (hold gets its address and token). A fault on the program's memory still
-// consumes the datagram (the kernel drops it too) and panics to the caller.
-func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx, hold *transport.Held) (int, bool) {
+// consumes the datagram (the kernel drops it too) and panics to the caller. older: the datagram
+// was not taken because its sender sent through the kernel before it (kernelfirst.go), and
+// kernelFirst is set now.
+func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx, hold *transport.Held) (n int, ok, older bool) {
 	// Rings found empty leave the doorbell as it is: emptying it (and taking back the pending
 	// wake-up) is for a thread about to sleep (settle, rang). Done here, at every gap of a stream, it
 	// let the sender ring again at its next datagram: under sockperf UDP throughput 10,000 to
@@ -211,7 +222,7 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx, hold *transport.Held) (in
 	if !in.Pending() {
 		u.refresh(in)
 		if !in.Pending() {
-			return 0, false
+			return 0, false, false
 		}
 	}
 	u.rxmu.Lock()
@@ -237,11 +248,14 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx, hold *transport.Held) (in
 		name, data, err = in.Peek()
 	}
 	if err != nil {
-		return 0, false
+		return 0, false, false
+	}
+	if u.afterKernel(in) {
+		return 0, false, true
 	}
 	peek := rc.Flags&unix.MSG_PEEK != 0
 	if hold != nil && !peek {
-		return u.holdRing(in, rc, hold, name, full, data), true
+		return u.holdRing(in, rc, hold, name, full, data), true, false
 	}
 	defer func() {
 		if !peek {
@@ -254,7 +268,7 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx, hold *transport.Held) (in
 	if capture.On() && !peek {
 		u.tapRx(full, data, in.PeekSender())
 	}
-	return rc.Deliver(name, data), true
+	return rc.Deliver(name, data), true, false
 }
 
 // readShut reports whether the socket was shut down for reading.

@@ -90,9 +90,14 @@ func (u *UDP) closeRxStats() {
 }
 
 // send puts one datagram into the outlet's ring and counts it: sent, dropped (ErrFull), and the
-// wake-up the receiver needs.
-func (o *outlet) send(name []byte, bufs [][]byte, total int) (wake bool, err error) {
-	wake, err = o.Send(name, bufs, total)
+// wake-up the receiver needs; afterKernel marks it as following datagrams its socket sent to the
+// same receiver through the kernel (kernelfirst.go).
+func (o *outlet) send(name []byte, bufs [][]byte, total int, afterKernel bool) (wake bool, err error) {
+	if afterKernel {
+		wake, err = o.SendAfterKernel(name, bufs, total)
+	} else {
+		wake, err = o.Send(name, bufs, total)
+	}
 	if o.st == nil {
 		return wake, err
 	}

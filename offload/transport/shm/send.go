@@ -85,9 +85,13 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	if r == nil || r.out == nil {
 		return u.kernelSend(c)
 	}
-	wake, err := r.out.send(r.name[:r.nameLen], bufs, total)
+	kd := u.kernelDstFor(dst)
+	wake, err := r.out.send(r.name[:r.nameLen], bufs, total, kd != nil)
 	switch {
 	case err == nil:
+		if kd != nil {
+			u.kernelDst.CompareAndSwap(kd, nil)
+		}
 		u.ringTx.Add(1)
 		if capture.On() {
 			capture.UDP(capture.ShmUDP, capture.Out, c.FD, r.peer, r.src, dst, bufs, total)

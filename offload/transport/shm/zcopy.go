@@ -57,8 +57,11 @@ func (u *UDP) prefetch(fd int, h *transport.Held) {
 	}
 	for h.Queued < transport.MaxQueued {
 		name, data, err := in.PeekRings()
-		if err != nil || len(name) != unix.SizeofSockaddrInet4 && len(name) != unix.SizeofSockaddrInet6 || len(data) == 0 {
-			break // a group's datagram is for fromRing to admit, an empty one for recvfrom
+		if err != nil || len(name) != unix.SizeofSockaddrInet4 && len(name) != unix.SizeofSockaddrInet6 || len(data) == 0 ||
+			in.PeekedAfterKernel() {
+			// a group's datagram is for fromRing to admit, an empty one for recvfrom, one
+			// that follows its sender's kernel datagrams for the receive that orders them
+			break
 		}
 		if !in.Queue(name, data) {
 			break

@@ -1,0 +1,91 @@
+package tests
+
+import (
+	"net"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/goxio/goxio/tests/internal/testutil"
+)
+
+// TestShmUDPEarlyPhase: UDP sockets that talk with a goxio server are served in C until they
+// keep talking (shim/preload/early.c). The program (tests/shm/early_udp.c) makes sockets one
+// after the other against an echo server, each sending requests with sendto and reading the
+// echoes back, compared, then closed; the same run without goxio gives the same output. It
+// prints the calls it made into goxio's engine during the sockets after the first two (the
+// first loads the engine) and the UDP datagrams the kernel sent meanwhile (both ends):
+//   - one request per socket (a socket per request): no call into the engine;
+//   - 20 requests: the sockets move to rings at their third data call, and the kernel sends
+//     fewer than half of the kernel run's datagrams;
+//   - 100 requests sent back to back before the echoes are read: every echo arrives in the
+//     order of the requests, though the first two went through the kernel and the others
+//     through a ring (the first ring datagram is marked, and both ends take the kernel's
+//     datagrams first: offload/transport/shm kernelfirst.go);
+//   - against a server without goxio: no call into the engine (the destination has no goxio
+//     receiver: the socket is plain for good at its first send).
+func TestShmUDPEarlyPhase(t *testing.T) {
+	h := newShmHarness(t)
+	bin := filepath.Join(t.TempDir(), "early_udp")
+	testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "shm", "early_udp.c"), bin, "-O2", "-Wall")
+	kernel := testutil.Env("")
+	goxio := h.env()
+	line := regexp.MustCompile(`(?m)^client socks=(\d+) msgs=(\d+) ok calls=(-?\d+) io=(\d+)$`)
+	type outcome struct{ calls, io int }
+	run := func(t *testing.T, srvEnv, cliEnv []string, args ...string) outcome {
+		t.Helper()
+		port := testutil.FreePort(t, "udp")
+		srv := testutil.Start(t, "early_udp server", srvEnv, bin, "server", strconv.Itoa(port))
+		defer srv.Stop(time.Second)
+		testutil.WaitBound(t, "udp", port, 10*time.Second, srv)
+		res := runClient(t, cliEnv, 60*time.Second, bin, append([]string{"client", strconv.Itoa(port)}, args...)...)
+		// The server ends on "quit" (a killed one would leave its segments for a sweep).
+		if q, err := net.Dial("udp4", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			_, _ = q.Write([]byte("quit"))
+			q.Close()
+		}
+		sres := srv.Wait(30 * time.Second)
+		m := line.FindSubmatch(res.Stdout)
+		if m == nil || res.ExitCode != 0 || sres.ExitCode != 0 {
+			t.Fatalf("client: %s\n%s%s\nserver:\n%s", res, res.Stdout, testutil.Tail(string(res.Stderr), 2000),
+				testutil.Tail(srv.Output(), 2000))
+		}
+		atoi := func(b []byte) int { n, _ := strconv.Atoi(string(b)); return n }
+		return outcome{calls: atoi(m[3]), io: atoi(m[4])}
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"per request", []string{"30", "1"}},
+		{"talking", []string{"30", "20"}},
+		{"stream", []string{"60", "100", "stream"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			k := run(t, kernel, kernel, c.args...)
+			g := run(t, goxio, goxio, c.args...)
+			t.Logf("%s: engine calls %d; kernel datagrams %d (kernel run %d)", c.name, g.calls, g.io, k.io)
+			switch c.name {
+			case "per request":
+				if g.calls != 0 {
+					t.Errorf("sockets per request entered the engine %d times", g.calls)
+				}
+			case "talking", "stream":
+				if g.calls == 0 || g.io*2 > k.io {
+					t.Errorf("the sockets did not move to rings: %d engine calls, %d kernel datagrams against %d",
+						g.calls, g.io, k.io)
+				}
+			}
+		})
+	}
+	t.Run("server without goxio", func(t *testing.T) {
+		for _, msgs := range []string{"1", "20"} {
+			if o := run(t, kernel, goxio, "30", msgs); o.calls != 0 {
+				t.Errorf("%s requests per socket to a server without goxio: %d engine calls", msgs, o.calls)
+			}
+		}
+	})
+	h.requireClean()
+}
