@@ -38,6 +38,10 @@ type Lazy struct {
 	// KernelTx: the sends the preload library made through the kernel itself before the load
 	// (to destinations without a goxio receiver): packets, bytes, EAGAIN, other errors.
 	KernelTx [4]uint64
+	// KernelDst: a UDP socket's early phase sent to it through the kernel, and a goxio receiver
+	// may be there (shim/preload/early.c): its first ring datagram there is marked
+	// (transport.KernelFirst). The zero AddrPort for none.
+	KernelDst netip.AddrPort
 }
 
 // adoptMu serialises adoptions: the loading thread's sweep and a thread whose call met a socket
@@ -80,8 +84,11 @@ func (e *Engine) Adopt(fd int, l Lazy) {
 	if fl, errno := sysc.FcntlInt(fd, unix.F_GETFL, 0); errno == 0 && fl&unix.O_NONBLOCK != 0 {
 		flags |= unix.SOCK_NONBLOCK
 	}
-	if e.adoptSocket(fd, domain, flags, proto, l) != nil {
+	if s := e.adoptSocket(fd, domain, flags, proto, l); s != nil {
 		adoptedIno[ino] = fd
+		if k, ok := s.rings().(transport.KernelFirst); ok && l.KernelDst.IsValid() {
+			k.SentThroughKernel(l.KernelDst)
+		}
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 // loaded (loader.c calls it for each fd flagged lazy), and clears its lazy flags.
 //
 //export goxio_go_adopt
-func goxio_go_adopt(fd C.int, how C.uint32_t, ref C.int, addr C.uint32_t, port C.int, txp, txb, txa, txe C.uint64_t) {
+func goxio_go_adopt(fd C.int, how C.uint32_t, ref C.int, addr C.uint32_t, port C.int, txp, txb, txa, txe C.uint64_t, dst *C.uint8_t) {
 	if e := lib.engine; e != nil {
 		l := offload.Lazy{
 			Accepted:  how&C.GOXIO_LAZY_ACCEPTED != 0,
@@ -29,6 +29,9 @@ func goxio_go_adopt(fd C.int, how C.uint32_t, ref C.int, addr C.uint32_t, port C
 			Child:     how&C.GOXIO_LAZY_CHILD != 0,
 			RcvBuf:    how&C.GOXIO_LAZY_RCVBUF != 0,
 			KernelTx:  [4]uint64{uint64(txp), uint64(txb), uint64(txa), uint64(txe)},
+		}
+		if how&C.GOXIO_LAZY_KERNEL_DST != 0 {
+			l.KernelDst = lazyDst(dst)
 		}
 		if port >= 0 {
 			a := uint32(addr)

@@ -48,3 +48,15 @@ func earlyPhase(tcp *shmtcp.Env, shm *shmtr.Env, ksend offload.KernelSends, clos
 func earlyDst(h *C.struct_goxio_early_handover) netip.AddrPort {
 	return sockaddrBytes(unsafe.Slice((*byte)(unsafe.Pointer(&h.dst[0])), len(h.dst)))
 }
+
+// lazyDst is the destination a UDP socket made before the engine sent to through the kernel in its
+// early phase (dst: 28 bytes, a struct sockaddr_in or sockaddr_in6, host.c's copy).
+//
+// Invariant: dst points to host.c's array on the C stack of the adopting call, alive until it
+// returns.
+func lazyDst(dst *C.uint8_t) netip.AddrPort {
+	if dst == nil {
+		return netip.AddrPort{}
+	}
+	return sockaddrBytes(unsafe.Slice((*byte)(unsafe.Pointer(dst)), 28))
+}

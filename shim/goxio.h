@@ -168,6 +168,9 @@ enum {
 	GOXIO_LAZY_CHILD = 32,    /* ... this process is the child and its parent no longer has it */
 	GOXIO_LAZY_RCVBUF = 64,   /* the program set SO_RCVBUF or SO_RCVBUFFORCE (a value the kernel
 				     reports cannot tell from its default) */
+	GOXIO_LAZY_KERNEL_DST = 128, /* a UDP socket that sent to the destination in early.key
+					(early.keyed bytes, a sockaddr) through the kernel, which may
+					have a goxio receiver (shim/preload/early.c) */
 };
 
 /* GOXIO_KSEND_COUNTERS: the words a ksend_fd counter pointer names (tx packets, tx bytes, tx

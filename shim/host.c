@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <stddef.h>
+#include <string.h>
 
 static const struct goxio_host *host;
 
@@ -49,7 +50,7 @@ extern void goxio_go_prespawn(int all);
 extern void goxio_go_exit(void);
 extern void goxio_go_threads(int n);
 extern void goxio_go_adopt(int fd, uint32_t how, int ref, uint32_t addr, int port, uint64_t txp, uint64_t txb,
-			   uint64_t txa, uint64_t txe);
+			   uint64_t txa, uint64_t txe, uint8_t *dst);
 extern void goxio_go_early(int fd, struct goxio_early_handover *h);
 extern int goxio_go_start(void);
 extern long goxio_go_vma_rule(char *line);
@@ -63,7 +64,10 @@ static void adopt(int fd, const struct goxio_lazy_info *info) {
 	uint64_t tx[GOXIO_KSEND_COUNTERS];
 	for (int i = 0; i < GOXIO_KSEND_COUNTERS; i++)
 		tx[i] = __atomic_load_n(&info->tx[i], __ATOMIC_RELAXED);
-	goxio_go_adopt(fd, info->how, info->ref, ntohl(info->peer.sin_addr.s_addr), port, tx[0], tx[1], tx[2], tx[3]);
+	uint8_t dst[28] = {0};
+	if ((info->how & GOXIO_LAZY_KERNEL_DST) && info->early.keyed <= sizeof dst)
+		memcpy(dst, (const void *)info->early.key, info->early.keyed);
+	goxio_go_adopt(fd, info->how, info->ref, ntohl(info->peer.sin_addr.s_addr), port, tx[0], tx[1], tx[2], tx[3], dst);
 }
 
 static void early(int fd, const struct goxio_early_handover *h) {

@@ -24,6 +24,10 @@
  * (goxio_lazy_info.tx) added to its statistics. No directory file yet: nobody receives through
  * rings on this host; the file is looked for again at most every LOOK_AGAIN_NS.
  *
+ * A sendto to a destination where a goxio receiver may be bound goes to the kernel too, for the
+ * socket's early phase (early.c: goxio_lazy_early_send), until its third data call loads the
+ * engine: a process that makes a socket per request to a goxio server loads none.
+ *
  * A UDP socket whose sends all went to the kernel this way, without an explicit bind, is in no
  * directory, so nothing can reach it through a ring: its first receive, or a wait on it, makes it
  * plain for good instead of loading the engine (goxio_lazy_recv_plain). A socket per request to
@@ -204,7 +208,8 @@ int goxio_lazy_recv_plain(int fd, int op) {
 		return 0;
 	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
 	if ((how & (GOXIO_LAZY_TYPED | GOXIO_LAZY_DGRAM)) != (GOXIO_LAZY_TYPED | GOXIO_LAZY_DGRAM) ||
-	    (how & (GOXIO_LAZY_LATE | GOXIO_LAZY_MCAST | GOXIO_LAZY_BOUND)) || __atomic_load_n(&i->tx[0], __ATOMIC_ACQUIRE) == 0)
+	    (how & (GOXIO_LAZY_LATE | GOXIO_LAZY_MCAST | GOXIO_LAZY_BOUND | GOXIO_LAZY_EARLY_UDP)) ||
+	    __atomic_load_n(&i->tx[0], __ATOMIC_ACQUIRE) == 0)
 		return 0;
 	goxio_lazy_plain(fd);
 	return 1;
@@ -256,6 +261,10 @@ static uint64_t *kernel_path(struct goxio_lazy_info *i, const struct sockaddr *t
 	uint64_t at;
 	int kernel = nobody_at((const struct sockaddr *)&dst, len, 0, &at);
 	errno = saved;
+	if (!kernel && to != NULL && at != 0)
+		/* A goxio receiver may be there: the socket's early phase sends through the kernel
+		 * too, which that receiver reads (early.c). */
+		return goxio_lazy_early_send(i, (const struct sockaddr *)&dst, len) ? i->tx : NULL;
 	if (kernel && at != 0 && to != NULL) {
 		/* The writer clears vgen, stores vkey, then vgen (again() reads vgen around vkey). */
 		__atomic_store_n(&i->vgen, 0, __ATOMIC_RELEASE);

@@ -172,8 +172,16 @@ static struct goxio_lazy_info *info_of(int fd, int make) {
 
 struct goxio_lazy_info *goxio_lazy_info_of(int fd, int make) { return info_of(fd, make); }
 
+static void unlazy(int fd);
+
 static void adopt(int fd) {
 	struct goxio_lazy_info none = {0}, *i = info_of(fd, 0);
+	if (i != NULL && goxio_lazy_early_end(i)) {
+		/* A UDP socket in its early phase with a receive of another thread asleep in the
+		 * kernel socket: the kernel's for good (early.c). */
+		unlazy(fd);
+		return;
+	}
 	GOXIO_ENTER(goxio_eng.adopt(fd, i != NULL ? i : &none));
 	if (i != NULL)
 		memset(i, 0, sizeof *i);
@@ -237,7 +245,7 @@ int goxio_lazy_waits(int fd) {
 	struct goxio_lazy_info *i = info_of(fd, 0);
 	if (i == NULL)
 		return 1;
-	if (goxio_early_is(i) || goxio_early_udp_is(i))
+	if (goxio_early_is(i) || goxio_early_udp_is(i) || goxio_lazy_early_is(i))
 		return 0; /* the kernel's readiness is the socket's in its early phase (early.c) */
 	if (goxio_lazy_recv_plain(fd, -1))
 		return 0; /* a UDP socket that only sent to the kernel: plain now (lazy_ksend.c) */

@@ -467,6 +467,25 @@ static inline int goxio_early_is(const struct goxio_lazy_info *i) {
  * GOXIO_EARLY_UDP_CALLS-th data call. */
 #define GOXIO_LAZY_EARLY_UDP 0x00040000u
 #define GOXIO_EARLY_UDP_CALLS 3
+/* GOXIO_LAZY_EARLY_GONE, C-only: a UDP socket made before the engine loaded (not late) left its
+ * early phase: the engine adopts it (loader.c), its calls no longer go to the kernel counted. */
+#define GOXIO_LAZY_EARLY_GONE 0x00020000u
+
+/* goxio_lazy_early_send is lazy_ksend.c's step at a sendto to `to` (len bytes, read safely; a
+ * destination that may have a goxio receiver) on the lazy UDP socket noted in i, in a process
+ * without its engine: 1 when the send goes to the kernel, counted in i->tx (the socket starts or
+ * stays in its early phase), 0 when the engine must load. */
+GOXIO_HIDDEN int goxio_lazy_early_send(struct goxio_lazy_info *i, const struct sockaddr *to, socklen_t len);
+/* goxio_lazy_early_is reports whether notes i are those of a socket made before the engine loaded
+ * that is in its early phase. */
+static inline int goxio_lazy_early_is(const struct goxio_lazy_info *i) {
+	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
+	return (how & GOXIO_LAZY_EARLY_UDP) && !(how & (GOXIO_LAZY_LATE | GOXIO_LAZY_LATE_BIRTH | GOXIO_LAZY_EARLY_GONE));
+}
+/* goxio_lazy_early_end ends the early phase of the socket noted in i before the engine adopts it:
+ * 0 when it may (nothing of it is in the kernel now), 1 when a call of another thread is (a
+ * receive asleep there would never see a ring datagram): the caller makes it plain instead. */
+GOXIO_HIDDEN int goxio_lazy_early_end(struct goxio_lazy_info *i);
 
 /* goxio_early_udp_is reports whether notes i are those of a late UDP socket in its early phase. */
 static inline int goxio_early_udp_is(const struct goxio_lazy_info *i) {

@@ -9,14 +9,16 @@
  *                               and the request's numbers in it), close. stream: the MSGS
  *                               requests are sent back to back, then the MSGS echoes read,
  *                               each the next in the order sent. Prints "client socks=SOCKS
- *                               msgs=MSGS ok calls=C io=IO".
+ *                               msgs=MSGS ok calls=C io=IO loaded=L".
  *
  * C: the calls the thread made into goxio's engine during every socket but the first two
- * (goxio_thread_engine_calls of libgoxio.so; -1 without it): the first loads the engine, the
- * second is the first made with it loaded. IO: the UDP datagrams the kernel sent in the network
- * namespace during those sockets (/proc/net/snmp OutDatagrams: the client's and the server's):
- * datagrams that moved to shared-memory rings are not among them. SOCKS is at least 3. Any failure prints "error ..." and exits
- * with status 1.
+ * (goxio_thread_engine_calls of libgoxio.so; -1 without it): the first two may load the engine
+ * (a socket that keeps talking does) or teach the library where the server is. IO: the UDP
+ * datagrams the kernel sent in the network namespace during those sockets (/proc/net/snmp
+ * OutDatagrams: the client's and the server's): datagrams that moved to shared-memory rings are
+ * not among them. L: whether libgoxio-engine.so is mapped at the end (a process whose sockets
+ * never left their early phase needs none). SOCKS is at least 3. Any failure prints
+ * "error ..." and exits with status 1.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -123,7 +125,8 @@ static void client(int port, int socks, int msgs, int stream) {
 			die("close");
 	}
 	long c1 = calls(), io1 = io_calls();
-	printf("client socks=%d msgs=%d ok calls=%ld io=%ld\n", socks, msgs, c0 < 0 ? -1 : c1 - c0, io1 - io0);
+	printf("client socks=%d msgs=%d ok calls=%ld io=%ld loaded=%d\n", socks, msgs, c0 < 0 ? -1 : c1 - c0, io1 - io0,
+	       engine_loaded());
 }
 
 int main(int argc, char **argv) {

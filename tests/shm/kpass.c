@@ -72,18 +72,6 @@ static void load_engine(void) {
 	close(u);
 }
 
-/* engine_loaded reports whether libgoxio-engine.so is mapped in this process. */
-static int engine_loaded(void) {
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-	int found = 0;
-	if (f == NULL)
-		die("maps");
-	while (!found && fgets(line, sizeof line, f) != NULL)
-		found = strstr(line, "libgoxio-engine.so") != NULL;
-	fclose(f);
-	return found;
-}
 
 /* phase sends 10 datagrams, then n more counting the engine calls of the n. */
 static void phase(const char *name, int s, int port, int n) {

@@ -1,7 +1,7 @@
 /* progs.h: what the test programs of tests/shm that count goxio's engine calls share: the
  * calling thread's calls into the engine (goxio_thread_engine_calls of libgoxio.so, looked up
- * by progs_init; -1 without the library), a fatal error printed as "error WHAT: REASON" with exit
- * status 1, and 127.0.0.1:PORT. */
+ * by progs_init; -1 without the library), whether the engine is mapped, a fatal error printed as
+ * "error WHAT: REASON" with exit status 1, and 127.0.0.1:PORT. */
 #ifndef GOXIO_TESTS_SHM_PROGS_H
 #define GOXIO_TESTS_SHM_PROGS_H
 
@@ -32,6 +32,19 @@ static struct sockaddr_in lo(int port) {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	return a;
+}
+
+/* engine_loaded reports whether libgoxio-engine.so is mapped in this process. */
+static int engine_loaded(void) {
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int found = 0;
+	if (f == NULL)
+		die("maps");
+	while (!found && fgets(line, sizeof line, f) != NULL)
+		found = strstr(line, "libgoxio-engine.so") != NULL;
+	fclose(f);
+	return found;
 }
 
 #endif
