@@ -38,11 +38,18 @@ type Lazy struct {
 	// KernelTx: the sends the preload library made through the kernel itself before the load
 	// (to destinations without a goxio receiver): packets, bytes, EAGAIN, other errors.
 	KernelTx [4]uint64
+	// KernelRx: the datagrams a UDP socket's early phase received through the kernel, and their
+	// bytes (shim/preload/early.c).
+	KernelRx [2]uint64
 	// KernelDst: a UDP socket's early phase sent to it through the kernel, and a goxio receiver
 	// may be there (shim/preload/early.c): its first ring datagram there is marked
 	// (transport.KernelFirst). The zero AddrPort for none.
 	KernelDst netip.AddrPort
 }
+
+// ParseSockaddr decodes b, a struct sockaddr_in or sockaddr_in6 as the kernel lays it out (the
+// zero AddrPort for anything else), for the cgo layer, which cannot import offload/internal.
+func ParseSockaddr(b []byte) netip.AddrPort { return sysc.ParseSockaddr(b) }
 
 // adoptMu serialises adoptions: the loading thread's sweep and a thread whose call met a socket
 // flagged lazy meanwhile may adopt the same fd.
@@ -84,11 +91,8 @@ func (e *Engine) Adopt(fd int, l Lazy) {
 	if fl, errno := sysc.FcntlInt(fd, unix.F_GETFL, 0); errno == 0 && fl&unix.O_NONBLOCK != 0 {
 		flags |= unix.SOCK_NONBLOCK
 	}
-	if s := e.adoptSocket(fd, domain, flags, proto, l); s != nil {
+	if e.adoptSocket(fd, domain, flags, proto, l) != nil {
 		adoptedIno[ino] = fd
-		if k, ok := s.rings().(transport.KernelFirst); ok && l.KernelDst.IsValid() {
-			k.SentThroughKernel(l.KernelDst)
-		}
 	}
 }
 
@@ -96,7 +100,8 @@ func (e *Engine) Adopt(fd int, l Lazy) {
 // a goxio receiver, that the preload library served in its early phase (shim/preload/early.c)
 // while the engine was loaded: accepted on l.Listener, or connected to a goxio listener (whose
 // pairing entry the library registered: the connection's registration takes it over), or sent
-// to p.KernDst (l.KernelTx counts its sends). p is what happened meanwhile.
+// to l.KernelDst (l.KernelTx and l.KernelRx count its calls). p is what happened meanwhile (a
+// connection's).
 // domain, flags (the type with SOCK_NONBLOCK as it is now) and proto are what the library noted
 // at its socket or accept call.
 func (e *Engine) AdoptEarly(fd, domain, flags, proto int, l Lazy, p transport.EarlyPhase) {
@@ -113,14 +118,7 @@ func (e *Engine) AdoptEarly(fd, domain, flags, proto int, l Lazy, p transport.Ea
 		return
 	}
 	if flags&0xf == sockDgram {
-		// A UDP socket that sent to p.KernDst through the kernel (its port is the kernel's
-		// choice at that send: adoptUDP published it as a bound socket's).
-		if k, ok := s.rings().(transport.KernelFirst); ok && p.KernDst.IsValid() {
-			k.SentThroughKernel(p.KernDst)
-		}
-		s.st.Add(stats.CtrRxOSPackets, p.KernRx)
-		s.st.Add(stats.CtrRxOSBytes, p.KernRxBytes)
-		return
+		return // adoptUDP published it as a bound socket (its port is the kernel's choice at its send)
 	}
 	t, ok := s.rings().(transport.Pairing)
 	if !ok {
@@ -170,7 +168,7 @@ func (e *Engine) adoptSocket(fd, domain, flags, proto int, l Lazy) *Socket {
 		e.adoptTCP(s, fd, l, local, remote)
 	} else {
 		e.adoptUDP(s, fd, l, local, remote)
-		countKernelTx(s, l.KernelTx)
+		earlyKernel(s, l)
 	}
 	if ce := e.log.Check(zap.DebugLevel, "adopted"); ce != nil {
 		ce.Write(zap.Int("fd", fd), zap.String("proto", s.protoName()), zap.Stringer("local", local),
@@ -256,11 +254,17 @@ func (e *Engine) adoptUDP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 	}
 }
 
-// countKernelTx adds the sends made through the kernel before the load to s's statistics (none
-// without a slot: Add takes a nil one).
-func countKernelTx(s *Socket, tx [4]uint64) {
+// earlyKernel adds what a UDP socket did through the kernel before the engine had it (l's counts)
+// to s's statistics (none without a slot: Add takes a nil one), and tells its transport where it
+// sent (l.KernelDst).
+func earlyKernel(s *Socket, l Lazy) {
 	for i, c := range [...]stats.Counter{stats.CtrTxOSPackets, stats.CtrTxOSBytes, stats.CtrTxOSEAGAIN, stats.CtrTxOSErrors} {
-		s.st.Add(c, tx[i])
+		s.st.Add(c, l.KernelTx[i])
+	}
+	s.st.Add(stats.CtrRxOSPackets, l.KernelRx[0])
+	s.st.Add(stats.CtrRxOSBytes, l.KernelRx[1])
+	if k, ok := s.rings().(transport.KernelFirst); ok && l.KernelDst.IsValid() {
+		k.SentThroughKernel(l.KernelDst)
 	}
 }
 

@@ -6,7 +6,6 @@ package main
 import "C"
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"time"
 
@@ -31,7 +30,7 @@ func goxio_go_adopt(fd C.int, how C.uint32_t, ref C.int, addr C.uint32_t, port C
 			KernelTx:  [4]uint64{uint64(txp), uint64(txb), uint64(txa), uint64(txe)},
 		}
 		if how&C.GOXIO_LAZY_KERNEL_DST != 0 {
-			l.KernelDst = lazyDst(dst)
+			l.KernelDst = cSockaddr(dst)
 		}
 		if port >= 0 {
 			a := uint32(addr)
@@ -61,28 +60,9 @@ func goxio_go_early(fd C.int, h *C.struct_goxio_early_handover) {
 			Age: time.Duration(h.age_ns), NoPair: h.nopair != 0, ShutRead: h.shut&1 != 0, ShutWrite: h.shut&2 != 0}
 		if h.udp != 0 {
 			l.KernelTx = [4]uint64{uint64(h.tx[0]), uint64(h.tx[1]), uint64(h.tx[2]), uint64(h.tx[3])}
-			p.KernRx = uint64(h.rx[0])
-			p.KernRxBytes = uint64(h.rx[1])
-			p.KernDst = earlyDst(h)
+			l.KernelRx = [2]uint64{uint64(h.rx[0]), uint64(h.rx[1])}
+			l.KernelDst = cSockaddr(&h.dst[0])
 		}
 		e.AdoptEarly(int(fd), int(h.domain), int(h._type), int(h.protocol), l, p)
 	}
-}
-
-// sockaddrBytes parses b, a struct sockaddr_in or sockaddr_in6 as the kernel lays it out (family
-// in host order, port in network order); the zero AddrPort for anything else.
-func sockaddrBytes(b []byte) netip.AddrPort {
-	if len(b) < 8 {
-		return netip.AddrPort{}
-	}
-	port := binary.BigEndian.Uint16(b[2:4])
-	switch binary.NativeEndian.Uint16(b[0:2]) {
-	case C.AF_INET:
-		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), port)
-	case C.AF_INET6:
-		if len(b) >= 24 {
-			return netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[8:24])), port)
-		}
-	}
-	return netip.AddrPort{}
 }

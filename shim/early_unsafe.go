@@ -40,23 +40,14 @@ func earlyPhase(tcp *shmtcp.Env, shm *shmtr.Env, ksend offload.KernelSends, clos
 	return func(fd, domain int) { C.goxio_early_listener(C.int(fd), C.int(domain)) }
 }
 
-// earlyDst is the destination a UDP socket's early phase sent to (h.dst, a struct sockaddr_in or
-// sockaddr_in6 the preload library copied from the program's sendto).
+// cSockaddr decodes the destination a UDP socket's early phase sent to: 28 bytes at p (a struct
+// sockaddr_in or sockaddr_in6, zero-filled after it), the handover's dst or host.c's copy of it.
 //
-// Invariant: h points to the handover C passed for this call (host.c copies it), alive until it
-// returns; dst is a fixed array inside it.
-func earlyDst(h *C.struct_goxio_early_handover) netip.AddrPort {
-	return sockaddrBytes(unsafe.Slice((*byte)(unsafe.Pointer(&h.dst[0])), len(h.dst)))
-}
-
-// lazyDst is the destination a UDP socket made before the engine sent to through the kernel in its
-// early phase (dst: 28 bytes, a struct sockaddr_in or sockaddr_in6, host.c's copy).
-//
-// Invariant: dst points to host.c's array on the C stack of the adopting call, alive until it
-// returns.
-func lazyDst(dst *C.uint8_t) netip.AddrPort {
-	if dst == nil {
+// Invariant: p points to C memory of at least 28 bytes (a fixed array of the handover host.c
+// copied, or host.c's array on the C stack) that lives until the engine's call returns.
+func cSockaddr(p *C.uint8_t) netip.AddrPort {
+	if p == nil {
 		return netip.AddrPort{}
 	}
-	return sockaddrBytes(unsafe.Slice((*byte)(unsafe.Pointer(dst)), 28))
+	return offload.ParseSockaddr(unsafe.Slice((*byte)(unsafe.Pointer(p)), 28))
 }

@@ -205,9 +205,8 @@ type KernelFirst interface {
 	SentThroughKernel(dst netip.AddrPort)
 }
 
-// EarlyPhase is what the preload library did on a TCP connection between goxio processes, or on a
-// UDP socket that sent to a goxio receiver, before it handed it to the engine
-// (shim/preload/early.c): the socket's calls went to the kernel.
+// EarlyPhase is what the preload library did on a TCP connection between goxio processes before
+// it handed it to the engine (shim/preload/early.c): the connection's calls went to the kernel.
 type EarlyPhase struct {
 	Calls          int           // data calls, the one that hands it over included (connecting end)
 	KernTx, KernRx uint64        // bytes sent and received through the kernel
@@ -217,11 +216,6 @@ type EarlyPhase struct {
 	NoPair bool
 	// ShutRead, ShutWrite: the program shut the connection down (shutdown(2) on the kernel).
 	ShutRead, ShutWrite bool
-	// KernDst: a UDP socket's destination, which it sent to through the kernel; KernRx and
-	// KernRxBytes count the datagrams it received from the kernel and their bytes. The zero
-	// AddrPort for a TCP connection.
-	KernDst     netip.AddrPort
-	KernRxBytes uint64
 }
 
 // Endpoint is a socket's transport as the engine holds it.

@@ -364,26 +364,34 @@ static int lazy_early_enter(struct goxio_lazy_info *i, uint32_t how, int op) {
 	return 1;
 }
 
-int goxio_lazy_early_send(struct goxio_lazy_info *i, const struct sockaddr *to, socklen_t len) {
+/* early_udp_dest reports whether a UDP socket may send to `to` (len bytes, read safely) in its
+ * early phase: a destination the early phase keys (not a group, at most a sockaddr_in6), and, once
+ * it started (how), the one it started with; 0: the engine sends. */
+static int early_udp_dest(struct goxio_lazy_info *i, uint32_t how, const struct sockaddr *to, socklen_t len) {
 	if (len > (socklen_t)sizeof i->early.key || goxio_ksend_key(to, len) == 0 || goxio_dest_group(to))
 		return 0;
+	return !(how & GOXIO_LAZY_EARLY_UDP) || ((socklen_t)__atomic_load_n(&i->early.keyed, __ATOMIC_ACQUIRE) == len &&
+						 memcmp((const void *)i->early.key, to, len) == 0);
+}
+
+/* early_udp_begin starts the early phase of the UDP socket noted in i (how as read) toward `to`:
+ * its destination and fresh counts, then the bits; 0 when another thread changed how meanwhile
+ * (a birth that took LATE away wins: the engine sends). */
+static int early_udp_begin(struct goxio_lazy_info *i, uint32_t how, const struct sockaddr *to, socklen_t len, uint32_t bits) {
+	memset((void *)i->early.key, 0, sizeof i->early.key);
+	memcpy((void *)i->early.key, to, len);
+	i->early.calls = 0;
+	i->early.krx = i->early.ktx = 0;
+	__atomic_store_n(&i->early.keyed, (uint32_t)len, __ATOMIC_RELEASE);
+	return __atomic_compare_exchange_n(&i->how, &how, how | bits, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+int goxio_lazy_early_send(struct goxio_lazy_info *i, const struct sockaddr *to, socklen_t len) {
 	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
-	if (how & (GOXIO_LAZY_LATE | GOXIO_LAZY_LATE_BIRTH | GOXIO_LAZY_EARLY_GONE | GOXIO_LAZY_MCAST))
+	if ((how & (GOXIO_LAZY_LATE | GOXIO_LAZY_LATE_BIRTH | GOXIO_LAZY_EARLY_GONE | GOXIO_LAZY_MCAST)) ||
+	    !early_udp_dest(i, how, to, len) ||
+	    (!(how & GOXIO_LAZY_EARLY_UDP) && !early_udp_begin(i, how, to, len, GOXIO_LAZY_EARLY_UDP | GOXIO_LAZY_KERNEL_DST)))
 		return 0;
-	if (how & GOXIO_LAZY_EARLY_UDP) {
-		if ((socklen_t)__atomic_load_n(&i->early.keyed, __ATOMIC_ACQUIRE) != len ||
-		    memcmp((const void *)i->early.key, to, len) != 0)
-			return 0; /* another destination: the engine sends */
-	} else {
-		memset((void *)i->early.key, 0, sizeof i->early.key);
-		memcpy((void *)i->early.key, to, len);
-		i->early.calls = 0;
-		i->early.krx = i->early.ktx = 0;
-		__atomic_store_n(&i->early.keyed, (uint32_t)len, __ATOMIC_RELEASE);
-		if (!__atomic_compare_exchange_n(&i->how, &how, how | GOXIO_LAZY_EARLY_UDP | GOXIO_LAZY_KERNEL_DST, 0,
-						 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-			return 0;
-	}
 	return __atomic_add_fetch(&i->early.calls, 1, __ATOMIC_SEQ_CST) < GOXIO_EARLY_UDP_CALLS;
 }
 
@@ -513,7 +521,6 @@ void goxio_early_hand(int fd, struct goxio_lazy_info *i, uint32_t how, int nopai
 	};
 	if (udp) {
 		h.udp = 1;
-		h.krx = h.ktx = 0;
 		h.rx[0] = __atomic_load_n(&i->early.krx, __ATOMIC_SEQ_CST);
 		h.rx[1] = __atomic_load_n(&i->early.ktx, __ATOMIC_SEQ_CST);
 		for (int k = 0; k < GOXIO_KSEND_COUNTERS; k++)
@@ -571,28 +578,19 @@ void goxio_early_closed(const struct goxio_lazy_info *i) {
  * goxio server thus loads no engine at all: loaded, its runtime's threads took the pinned CPU
  * from the ping-pong now and then (1.5-1.8x the kernel's p99, 1.2x without).
  */
-int goxio_early_udp_send(int fd, struct goxio_lazy_info *i, const struct sockaddr *to, socklen_t len, int flags) {
-	if ((flags & ~GOXIO_KSEND_FLAGS) != 0 || !early_udp_ok() || len > (socklen_t)sizeof i->early.key ||
-	    !goxio_ksend_readable(to, len) || goxio_ksend_key(to, len) == 0 || goxio_dest_group(to))
-		return 0;
+int goxio_early_udp_send(struct goxio_lazy_info *i, const struct sockaddr *to, socklen_t len, int flags) {
 	uint32_t how = __atomic_load_n(&i->how, __ATOMIC_ACQUIRE);
-	if (how & GOXIO_LAZY_EARLY_UDP) {
-		/* the destination of its early phase: the data trampoline serves it */
-		return (socklen_t)__atomic_load_n(&i->early.keyed, __ATOMIC_ACQUIRE) == len &&
-		       memcmp((const void *)i->early.key, to, len) == 0;
-	}
+	if ((flags & ~GOXIO_KSEND_FLAGS) != 0 || !early_udp_ok() || !goxio_ksend_readable(to, len) ||
+	    !early_udp_dest(i, how, to, len))
+		return 0;
+	if (how & GOXIO_LAZY_EARLY_UDP)
+		return 1; /* the destination of its early phase: the data trampoline serves it */
 	if ((how & (GOXIO_LAZY_EARLY_ACC | GOXIO_LAZY_EARLY_CON | GOXIO_LAZY_LATE_BIRTH)) || !(how & GOXIO_LAZY_LATE))
 		return 0;
 	/* What the engine would have learnt at this send: the next sockets to a destination without
 	 * a goxio receiver are plain from their first send or connect on (late.c). */
 	goxio_ksend_learn(to, len);
-	memset((void *)i->early.key, 0, sizeof i->early.key);
-	memcpy((void *)i->early.key, to, len);
-	i->early.calls = 0;
-	i->early.krx = 0;
-	__atomic_store_n(&i->early.keyed, (uint32_t)len, __ATOMIC_RELEASE);
-	/* A thread's birth meanwhile (it took LATE away) wins: then the engine sends. */
-	return __atomic_compare_exchange_n(&i->how, &how, how | GOXIO_LAZY_EARLY_UDP, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	return early_udp_begin(i, how, to, len, GOXIO_LAZY_EARLY_UDP);
 }
 
 void goxio_early_forget(struct goxio_lazy_info *i, uint32_t how) {

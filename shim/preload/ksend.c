@@ -115,8 +115,11 @@ static uint64_t ks_key_of(const struct sockaddr *sa, socklen_t len) {
 	return KS_V6 | (h >> 1) | 1;
 }
 
-/* ks_put_locked stores key for generation gen; ks_mu held. */
-static void ks_put_locked(uint64_t key, uint64_t gen) {
+/* ks_put stores key for generation gen. */
+static void ks_put(uint64_t key, uint64_t gen) {
+	if (key == 0)
+		return;
+	pthread_mutex_lock(&ks_mu);
 	uint64_t cur = __atomic_load_n(&ks_gen, __ATOMIC_RELAXED);
 	if (gen + 1 > cur) {
 		/* A newer directory: every key goes. Readers that see the new generation see no
@@ -129,14 +132,6 @@ static void ks_put_locked(uint64_t key, uint64_t gen) {
 	}
 	if (gen + 1 == cur)
 		__atomic_store_n(&ks_key[ks_hash(key)], key, __ATOMIC_RELEASE);
-}
-
-/* ks_put stores key for generation gen. */
-static void ks_put(uint64_t key, uint64_t gen) {
-	if (key == 0)
-		return;
-	pthread_mutex_lock(&ks_mu);
-	ks_put_locked(key, gen);
 	pthread_mutex_unlock(&ks_mu);
 }
 
@@ -203,29 +198,22 @@ int goxio_ksend_readable(const void *p, socklen_t len) {
  * directory (measured on the 2-CPU test machine, a UDP socket per request to a goxio server, both
  * on one CPU: the trip and its cold Go path were a third of the server's added cost). The
  * engine's directory is the mapping ks_dir_gen lies in (discovery.Dir.GenWord: the generation's
- * word of the segment's header); ks_ports summarizes the ports of its UDP entries (listeners
- * excluded) for one generation, as discovery.Dir.UDPPortFree does, rebuilt under ks_mu when the
- * generation moved. An entry being written while the summary is built changes the generation
- * after it is complete: the next miss builds again; a torn read only adds a port (a trip more).
- * The summary is coarser than the engine's look (any address with the port counts), never
- * wrong in the other direction. */
+ * word of the segment's header). */
 #define KS_PORT_WORDS (65536u / 64u)
+/* ks_ports summarizes the ports of the UDP entries (listeners excluded) of the directory mapped at
+ * ks_ports_mem for one generation (ks_ports_gen: it + 1, 0 for none), as
+ * discovery.Dir.UDPPortFree does; rebuilt under ks_mu when the mapping or the generation moved.
+ * An entry being written while the summary is built changes the generation after it is complete:
+ * the next look builds again; a torn read only adds a port. The summary is coarser than the
+ * engine's look (any address with the port counts), never wrong in the other direction. */
 static uint64_t ks_ports[KS_PORT_WORDS];
-/* ks_ports_gen: the generation + 1 ks_ports holds; 0 for none. Under ks_mu. */
+static const volatile uint64_t *ks_ports_mem;
 static uint64_t ks_ports_gen;
 
-/* ks_port_free reports whether no goxio UDP socket of the engine's directory is bound at the
- * port of `to` (read safely before, key its key), and then caches the answer as the engine would. */
-static int ks_port_free(const struct sockaddr *to, uint64_t key) {
-	if (goxio_dest_group(to))
-		return 0;
-	uint16_t port = ntohs(to->sa_family == AF_INET ? ((const struct sockaddr_in *)to)->sin_port
-						      : ((const struct sockaddr_in6 *)to)->sin6_port);
-	const volatile uint64_t *genw = __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE);
-	const volatile uint64_t *mem = genw - GOXIO_DIR_H_GEN;
+int goxio_dir_udp_port_used(const volatile uint64_t *mem, uint16_t port, uint64_t *gen) {
 	pthread_mutex_lock(&ks_mu);
-	uint64_t g = __atomic_load_n(genw, __ATOMIC_ACQUIRE);
-	if (ks_ports_gen != g + 1) {
+	uint64_t g = __atomic_load_n(&mem[GOXIO_DIR_H_GEN], __ATOMIC_ACQUIRE);
+	if (ks_ports_mem != mem || ks_ports_gen != g + 1) {
 		memset(ks_ports, 0, sizeof ks_ports);
 		uint64_t hi = __atomic_load_n(&mem[GOXIO_DIR_H_HIGH], __ATOMIC_ACQUIRE);
 		if (hi > GOXIO_DIR_ENTRIES)
@@ -238,13 +226,29 @@ static int ks_port_free(const struct sockaddr *to, uint64_t key) {
 			uint16_t p = (uint16_t)(__atomic_load_n(&e[GOXIO_DIR_E_META], __ATOMIC_ACQUIRE) >> 16);
 			ks_ports[p / 64] |= 1ull << (p % 64);
 		}
+		ks_ports_mem = mem;
 		ks_ports_gen = g + 1;
 	}
-	int free = !(ks_ports[port / 64] & 1ull << (port % 64));
-	if (free)
-		ks_put_locked(key, g);
+	int used = (ks_ports[port / 64] & 1ull << (port % 64)) != 0;
 	pthread_mutex_unlock(&ks_mu);
-	return free;
+	if (gen != NULL)
+		*gen = g;
+	return used;
+}
+
+/* ks_port_free reports whether no goxio UDP socket of the engine's directory is bound at the
+ * port of `to` (read safely before, key its key), and then caches the answer as the engine would. */
+static int ks_port_free(const struct sockaddr *to, uint64_t key) {
+	if (goxio_dest_group(to))
+		return 0;
+	const volatile uint64_t *genw = __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE);
+	uint64_t g;
+	uint16_t port = ntohs(to->sa_family == AF_INET ? ((const struct sockaddr_in *)to)->sin_port
+						      : ((const struct sockaddr_in6 *)to)->sin6_port);
+	if (goxio_dir_udp_port_used(genw - GOXIO_DIR_H_GEN, port, &g))
+		return 0;
+	ks_put(key, g);
+	return 1;
 }
 
 void goxio_ksend_learn(const struct sockaddr *dst, socklen_t len) {

@@ -211,20 +211,17 @@ int goxio_late_sendto(int fd, const struct sockaddr *to, socklen_t len, int flag
 	struct goxio_lazy_info *i = late_info(fd);
 	if (i == NULL)
 		return 0;
-	/* A UDP socket's early phase, from its first sendto on: the data trampoline serves it
-	 * (early.c). */
-	if (late_dgram(i) && goxio_early_udp_is(i)) {
-		if (goxio_early_udp_send(fd, i, to, len, flags))
-			return 0;
-	} else {
-		if (late_dgram(i) && goxio_ksend_no_receiver(to, len, flags) && goxio_late_plain(fd)) {
+	if (late_dgram(i)) {
+		if (!goxio_early_udp_is(i) && goxio_ksend_no_receiver(to, len, flags) && goxio_late_plain(fd)) {
 			goxio_late_count_plain();
 			return 1;
 		}
-		if (goxio_early_is(i))
-			return 0; /* the data trampoline serves it (early.c) */
-		if (late_dgram(i) && goxio_early_udp_send(fd, i, to, len, flags))
+		/* A UDP socket's early phase, from its first sendto on: the data trampoline serves it
+		 * (early.c). */
+		if (goxio_early_udp_send(i, to, len, flags))
 			return 0;
+	} else if (goxio_early_is(i)) {
+		return 0; /* the data trampoline serves it (early.c) */
 	}
 	goxio_late_birth(fd);
 	return 0;

@@ -104,17 +104,17 @@ static volatile uint64_t *directory(int *none) {
 	return m;
 }
 
-/* entry_at reports whether any entry of the directory could receive a datagram sent to port (a
- * bound or joined socket's entry with that port, whatever its address), or with stream, accept a
- * connection there (a listener's); half written entries count (the engine looks closer). */
-static int entry_at(volatile uint64_t *mem, uint16_t port, int stream) {
+/* listener_at reports whether a listener's entry of the directory has port (whatever its
+ * address: the engine looks closer); half written entries count. (A datagram's receivers: ksend.c's
+ * per-generation port summary, goxio_dir_udp_port_used.) */
+static int listener_at(volatile uint64_t *mem, uint16_t port) {
 	uint64_t hi = __atomic_load_n(&mem[GOXIO_DIR_H_HIGH], __ATOMIC_ACQUIRE);
 	if (hi > GOXIO_DIR_ENTRIES)
 		hi = GOXIO_DIR_ENTRIES;
 	for (uint64_t i = 0; i < hi; i++) {
 		volatile uint64_t *s = mem + GOXIO_DIR_HEADER_WORDS + i * GOXIO_DIR_ENTRY_WORDS;
 		uint64_t owner = __atomic_load_n(&s[GOXIO_DIR_E_OWNER], __ATOMIC_ACQUIRE);
-		if ((uint32_t)owner == 0 || ((owner >> 32 & GOXIO_DIR_F_STREAM) != 0) != (stream != 0))
+		if ((uint32_t)owner == 0 || (owner >> 32 & GOXIO_DIR_F_STREAM) == 0)
 			continue;
 		if ((uint16_t)(__atomic_load_n(&s[GOXIO_DIR_E_META], __ATOMIC_ACQUIRE) >> 16) == port)
 			return 1;
@@ -161,7 +161,7 @@ static int nobody_at(const struct sockaddr *dst, socklen_t len, int stream, uint
 		return 1;
 	uint16_t port = ntohs(dst->sa_family == AF_INET ? ((const struct sockaddr_in *)dst)->sin_port
 							: ((const struct sockaddr_in6 *)dst)->sin6_port);
-	if (entry_at(mem, port, stream))
+	if (stream ? listener_at(mem, port) : goxio_dir_udp_port_used(mem, port, NULL))
 		return 0;
 	if (stream)
 		goxio_ksend_put_tcp(dst, len, g, 0);

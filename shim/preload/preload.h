@@ -217,6 +217,10 @@ GOXIO_HIDDEN extern volatile int goxio_ksend_fds;
 /* goxio_dest_group reports a destination every joined or bound socket may receive: a multicast
  * or broadcast address (IPv4, IPv4-mapped or IPv6). */
 GOXIO_HIDDEN int goxio_dest_group(const struct sockaddr *sa);
+/* goxio_dir_udp_port_used reports whether an entry of the discovery directory mapped at mem that
+ * is not a listener's has port (any address; half written entries count), from a summary kept for
+ * the directory's generation (*gen, when not NULL, gets the one it answers for). */
+GOXIO_HIDDEN int goxio_dir_udp_port_used(const volatile uint64_t *mem, uint16_t port, uint64_t *gen);
 /* goxio_ksend_learn caches dst (len bytes, read safely before) as a destination without a goxio
  * receiver when no UDP entry of the engine's directory has its port (as the engine's look-up at
  * a send would). */
@@ -494,9 +498,9 @@ static inline int goxio_early_udp_is(const struct goxio_lazy_info *i) {
 }
 
 /* goxio_early_udp_send is late.c's step at a sendto (flags, to: len bytes) of the late UDP socket
- * fd (notes i): 1 when the data trampoline serves it in the kernel (the socket starts or stays in
+ * noted in i: 1 when the data trampoline serves it in the kernel (the socket starts or stays in
  * its early phase), 0 when the caller births it. */
-GOXIO_HIDDEN int goxio_early_udp_send(int fd, struct goxio_lazy_info *i, const struct sockaddr *to, socklen_t len, int flags);
+GOXIO_HIDDEN int goxio_early_udp_send(struct goxio_lazy_info *i, const struct sockaddr *to, socklen_t len, int flags);
 
 /* goxio_late_counter: where late.c counts the sockets it made plain (the statistics' global
  * counter; NULL: its own). */
