@@ -13,9 +13,11 @@ import "sync/atomic"
 //
 // So the first poll of the next spin after a kernel send gives the CPU away once: a thread woken
 // onto this CPU runs now, and with nothing else runnable there the yield returns at once (one
-// system call). A doorbell does not count: its sleeper is the receive of a ring socket whose peer
-// paces by spinning (sockperf under-load), and a yield to that spinner cost the answering server a
-// time slice (p99.9 about 2x worse in interleaved runs).
+// system call). A doorbell does not count here: its sleeper is the receive of a ring socket whose
+// peer may pace by spinning (sockperf under-load), and an unconditional yield to that spinner cost
+// the answering server a time slice (p99.9 about 2x worse in interleaved runs); a doorbell makes
+// the next spin look at the crowd instead, and yield only when the woken thread has no CPU
+// (crowd.go).
 
 // handoff: a thread of this process sent through the kernel since the last spin began.
 var handoff atomic.Bool

@@ -89,8 +89,9 @@ func (w *Call) Remaining() *unix.Timespec {
 //
 // The policy, the same for every wait of the engine: spin at full speed for sysc.YieldAfter, then
 // give the CPU away (sched_yield) every sysc.YieldEvery polls; no spinning while the machine is
-// crowded (crowd.go: looked at when a spin resumes after a sleep, and at a long spin's yields). A poller
-// answers data that comes within that time at full speed (the ping-pong latencies of the
+// crowded (crowd.go: looked at when a spin resumes after a sleep, and at a long spin's yields),
+// nor for a while after a spin of the process lost its CPU for a time slice (preempted.go). A
+// poller answers data that comes within that time at full speed (the ping-pong latencies of the
 // benchmarks), and one that waits longer lets the other runnable threads of a busy machine (the
 // program's sender, the peer process) run instead of waiting for the end of its time slice.
 //
@@ -114,25 +115,32 @@ type Spin struct {
 	polls  int
 	start  int64
 	eager  bool
-	look   bool // look at the crowd at the next poll
-	hand   bool // yield at the first poll: a kernel send came before this spin (Handoff)
-	shared bool // the CPU is shared (shared.go): yield at every poll, sleep after sysc.YieldAfter
+	look   bool  // look at the crowd at the next poll
+	hand   bool  // yield at the first poll: a kernel send came before this spin (Handoff)
+	shared bool  // the CPU is shared (shared.go): yield at every poll, sleep after sysc.YieldAfter
+	last   int64 // sysc.Nanotime of the spin's last clock read (preempted.go)
+	cold   bool  // a wait of the process was preempted lately: no spinning (preempted.go)
 }
 
 // Begin starts the spinning at now (a sysc.Nanotime read the caller made anyway). A spin that
 // starts does not look at the crowd (a look is a read of /proc/loadavg, a few microseconds: at
 // every spin's start, a ping-pong's round trips paid it one in a hundred, p99.9 0.9 -> 20 us);
 // a spin that lasts looks at its yields, one after a sleep at once (LookAgain).
-func (s *Spin) Begin(now int64) { *s = Spin{start: now, hand: tookHandoff(), shared: Shared(now)} }
+func (s *Spin) Begin(now int64) {
+	*s = Spin{start: now, last: now, look: wokeAny(), hand: tookHandoff(), shared: Shared(now), cold: cold(now)}
+}
 
 // BeginEager starts an eager spin (see Spin).
-func (s *Spin) BeginEager() { *s = Spin{eager: true, hand: tookHandoff(), shared: sharedNow()} }
+func (s *Spin) BeginEager() {
+	*s = Spin{eager: true, look: wokeAny(), hand: tookHandoff(), shared: sharedNow(), cold: coldNow()}
+}
 
 // Shared reports whether the spin treats its CPU as shared (shared.go).
 func (s *Spin) Shared() bool { return s.shared }
 
 // LookAgain makes the next poll look at the crowd (the wait slept: the machine may have filled).
-func (s *Spin) LookAgain() { s.look = true }
+// The time asleep is no preemption (preempted.go): the next clock read starts the gaps anew.
+func (s *Spin) LookAgain() { s.look, s.last = true, 0 }
 
 // Elapsed is how long the spinning has lasted at now.
 func (s *Spin) Elapsed(now int64) int64 { return now - s.start }
@@ -141,6 +149,9 @@ func (s *Spin) Elapsed(now int64) int64 { return now - s.start }
 // on (false: the machine is crowded, the wait sleeps); now is the time of the poll when the
 // caller read the clock anyway (0: Poll reads it when it needs it).
 func (s *Spin) Poll(now int64) bool {
+	if s.cold {
+		return false
+	}
 	s.polls++
 	crowded := crowd.yes.Load() || s.shared
 	if crowded || s.hand {
@@ -156,10 +167,16 @@ func (s *Spin) Poll(now int64) bool {
 	if now == 0 {
 		now = sysc.Nanotime()
 	}
+	if s.preempted(now) {
+		return false
+	}
 	if s.look {
 		s.look = false
 		if Crowded(now) {
 			return false
+		}
+		if tookWoken() {
+			s.shared = timedYield()
 		}
 	}
 	if !turn {
