@@ -17,7 +17,7 @@ import (
 // loaded (loader.c calls it for each fd flagged lazy), and clears its lazy flags.
 //
 //export goxio_go_adopt
-func goxio_go_adopt(fd C.int, how C.uint32_t, ref C.int, addr C.uint32_t, port C.int, txp, txb, txa, txe C.uint64_t, dst *C.uint8_t) {
+func goxio_go_adopt(fd C.int, how C.uint32_t, ref C.int, addr C.uint32_t, port C.int, txp, txb, txa, txe, rxp, rxb C.uint64_t, dst *C.uint8_t) {
 	if e := lib.engine; e != nil {
 		l := offload.Lazy{
 			Accepted:  how&C.GOXIO_LAZY_ACCEPTED != 0,
@@ -31,6 +31,7 @@ func goxio_go_adopt(fd C.int, how C.uint32_t, ref C.int, addr C.uint32_t, port C
 		}
 		if how&C.GOXIO_LAZY_KERNEL_DST != 0 {
 			l.KernelDst = cSockaddr(dst)
+			l.KernelRx = [2]uint64{uint64(rxp), uint64(rxb)}
 		}
 		if port >= 0 {
 			a := uint32(addr)

@@ -50,7 +50,7 @@ extern void goxio_go_prespawn(int all);
 extern void goxio_go_exit(void);
 extern void goxio_go_threads(int n);
 extern void goxio_go_adopt(int fd, uint32_t how, int ref, uint32_t addr, int port, uint64_t txp, uint64_t txb,
-			   uint64_t txa, uint64_t txe, uint8_t *dst);
+			   uint64_t txa, uint64_t txe, uint64_t rxp, uint64_t rxb, uint8_t *dst);
 extern void goxio_go_early(int fd, struct goxio_early_handover *h);
 extern int goxio_go_start(void);
 extern long goxio_go_vma_rule(char *line);
@@ -65,9 +65,16 @@ static void adopt(int fd, const struct goxio_lazy_info *info) {
 	for (int i = 0; i < GOXIO_KSEND_COUNTERS; i++)
 		tx[i] = __atomic_load_n(&info->tx[i], __ATOMIC_RELAXED);
 	uint8_t dst[28] = {0};
-	if ((info->how & GOXIO_LAZY_KERNEL_DST) && info->early.keyed <= sizeof dst)
+	uint64_t rx[2] = {0, 0};
+	if ((info->how & GOXIO_LAZY_KERNEL_DST) && info->early.keyed <= sizeof dst) {
+		/* a UDP socket's early phase before the engine: its destination, and the datagrams
+		 * and bytes it received through the kernel (early.c) */
 		memcpy(dst, (const void *)info->early.key, info->early.keyed);
-	goxio_go_adopt(fd, info->how, info->ref, ntohl(info->peer.sin_addr.s_addr), port, tx[0], tx[1], tx[2], tx[3], dst);
+		rx[0] = __atomic_load_n(&info->early.krx, __ATOMIC_RELAXED);
+		rx[1] = __atomic_load_n(&info->early.ktx, __ATOMIC_RELAXED);
+	}
+	goxio_go_adopt(fd, info->how, info->ref, ntohl(info->peer.sin_addr.s_addr), port, tx[0], tx[1], tx[2], tx[3],
+		       rx[0], rx[1], dst);
 }
 
 static void early(int fd, const struct goxio_early_handover *h) {

@@ -2,12 +2,15 @@ package tests
 
 import (
 	"net"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/goxio/goxio/stats"
 	"github.com/goxio/goxio/tests/internal/testutil"
 )
 
@@ -34,14 +37,19 @@ func TestShmUDPEarlyPhase(t *testing.T) {
 	kernel := testutil.Env("")
 	goxio := h.env()
 	line := regexp.MustCompile(`(?m)^client socks=(\d+) msgs=(\d+) ok calls=(-?\d+) io=(\d+) loaded=(\d)$`)
-	type outcome struct{ calls, io, loaded int }
+	type outcome struct {
+		calls, io, loaded int
+		final             string // the client's VMA_STATS_FILE: each socket's counters at close
+	}
 	run := func(t *testing.T, srvEnv, cliEnv []string, args ...string) outcome {
 		t.Helper()
 		port := testutil.FreePort(t, "udp")
 		srv := testutil.Start(t, "early_udp server", srvEnv, bin, "server", strconv.Itoa(port))
 		defer srv.Stop(time.Second)
 		testutil.WaitBound(t, "udp", port, 10*time.Second, srv)
-		res := runClient(t, cliEnv, 60*time.Second, bin, append([]string{"client", strconv.Itoa(port)}, args...)...)
+		final := filepath.Join(t.TempDir(), "final")
+		res := runClient(t, append(cliEnv[:len(cliEnv):len(cliEnv)], "VMA_STATS_FILE="+final), 60*time.Second, bin,
+			append([]string{"client", strconv.Itoa(port)}, args...)...)
 		// The server ends on "quit" (a killed one would leave its segments for a sweep).
 		if q, err := net.Dial("udp4", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
 			_, _ = q.Write([]byte("quit"))
@@ -54,7 +62,7 @@ func TestShmUDPEarlyPhase(t *testing.T) {
 				testutil.Tail(srv.Output(), 2000))
 		}
 		atoi := func(b []byte) int { n, _ := strconv.Atoi(string(b)); return n }
-		return outcome{calls: atoi(m[3]), io: atoi(m[4]), loaded: atoi(m[5])}
+		return outcome{calls: atoi(m[3]), io: atoi(m[4]), loaded: atoi(m[5]), final: final}
 	}
 	for _, c := range []struct {
 		name string
@@ -79,6 +87,9 @@ func TestShmUDPEarlyPhase(t *testing.T) {
 						g.calls, g.io, k.io)
 				}
 			}
+			if c.name == "talking" {
+				earlyCounted(t, g.final)
+			}
 		})
 	}
 	t.Run("server without goxio", func(t *testing.T) {
@@ -89,4 +100,36 @@ func TestShmUDPEarlyPhase(t *testing.T) {
 		}
 	})
 	h.requireClean()
+}
+
+// earlyCounted checks the statistics of sockets that talked 20 requests each: each sent its first
+// datagrams through the kernel in its early phase and received their echoes there, so every socket
+// counts as many datagrams received through the kernel as it sent there, the first socket (made
+// before the engine loaded, adopted at its third send) as the later ones (handed over by the
+// preload library at their third data call).
+func earlyCounted(t *testing.T, final string) {
+	t.Helper()
+	b, err := os.ReadFile(final)
+	if err != nil {
+		t.Fatalf("VMA_STATS_FILE: %v", err)
+	}
+	osLine := regexp.MustCompile(`(?m)^(Tx|Rx) OS info: \d+ / (\d+) /`)
+	socks := 0
+	for _, blk := range strings.Split(string(b), stats.Separator) {
+		n := map[string]string{"Tx": "0", "Rx": "0"}
+		for _, m := range osLine.FindAllStringSubmatch(blk, -1) {
+			n[m[1]] = m[2]
+		}
+		if n["Tx"] == "0" {
+			continue
+		}
+		socks++
+		if n["Rx"] != n["Tx"] {
+			t.Errorf("a socket sent %s datagrams through the kernel in its early phase and counts %s received there:\n%s",
+				n["Tx"], n["Rx"], blk)
+		}
+	}
+	if socks < 2 {
+		t.Errorf("%d sockets with kernel sends in the final statistics, want every socket's:\n%s", socks, b)
+	}
 }
