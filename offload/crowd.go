@@ -1,6 +1,8 @@
 package offload
 
 import (
+	"sync/atomic"
+
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/internal/wait"
 )
@@ -15,3 +17,8 @@ func WatchCrowd(table FDTable) {
 	}
 	wait.UseLoadavg(AdoptInternal(table, fd))
 }
+
+// KernelSendHandoff gives the engine's waits the preload library's word that its kernel sends set
+// (shim/preload/ksend.c: sends that skip the engine): the next spin yields once, as after the
+// engine's own kernel sends (wait.Handoff).
+func KernelSendHandoff(w *atomic.Uint32) { wait.UseHandoffWord(w) }

@@ -24,7 +24,7 @@ GOXIO_HIDDEN void goxio_set_ready(int ready);
 GOXIO_HIDDEN int goxio_main_is_go(void);
 GOXIO_HIDDEN void goxio_set_quiet_threads(int n);
 GOXIO_HIDDEN int goxio_get_quiet_threads(void);
-GOXIO_HIDDEN void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture, uint64_t *plain);
+GOXIO_HIDDEN uint32_t *goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture, uint64_t *plain);
 GOXIO_HIDDEN void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 GOXIO_HIDDEN void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen, int goxio);
 GOXIO_HIDDEN void goxio_ksend_fd(int fd, uint64_t *counters);

@@ -244,12 +244,14 @@ struct goxio_host {
 	 * the engine for the process's life, and the statistics segment's capture word (not 0 while
 	 * goxio capture may be attached, which records kernel sends too: no shortcut then; NULL:
 	 * none), and the statistics' word that counts the sockets the preload library kept on the
-	 * kernel without the engine (late.c; NULL: none); ksend_put: no goxio socket is bound to dst (a sockaddr_in or sockaddr_in6) at
+	 * kernel without the engine (late.c; NULL: none); it returns the word a kernel send of the
+	 * shortcut sets (not 0: the kernel may have woken a thread onto this CPU, the engine's next
+	 * spin yields once, offload/internal/wait handoff.go); ksend_put: no goxio socket is bound to dst (a sockaddr_in or sockaddr_in6) at
 	 * generation gen; ksend_fd: sendto on fd may take the shortcut, counting into
 	 * counters (its statistics slot's kernel tx packets, bytes, EAGAIN, errors; NULL: none);
 	 * ksend_drop: it may not (any more); ksend_peer: fd's connected peer (NULL: none), the
 	 * destination of its sends that name none (send, write). */
-	void (*ksend_setup)(const uint64_t *gen, const uint64_t *capture, uint64_t *plain);
+	uint32_t *(*ksend_setup)(const uint64_t *gen, const uint64_t *capture, uint64_t *plain);
 	void (*ksend_put)(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 	/* ksend_put_tcp: no goxio socket listens at dst at generation gen (late.c), or (goxio) one
 	 * does (early.c) */

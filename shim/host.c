@@ -26,8 +26,8 @@ void goxio_set_ready(int ready) { host->set_ready(ready); }
 int goxio_main_is_go(void) { return host->main_is_go; }
 void goxio_set_quiet_threads(int n) { __atomic_store_n(host->quiet_threads, n, __ATOMIC_RELAXED); }
 int goxio_get_quiet_threads(void) { return __atomic_load_n(host->quiet_threads, __ATOMIC_RELAXED); }
-void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture, uint64_t *plain) {
-	host->ksend_setup(gen, capture, plain);
+uint32_t *goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture, uint64_t *plain) {
+	return host->ksend_setup(gen, capture, plain);
 }
 void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen) { host->ksend_put(dst, len, gen); }
 void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len, uint64_t gen, int goxio) {

@@ -8,6 +8,7 @@ import "C"
 import (
 	"encoding/binary"
 	"net/netip"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -73,8 +74,11 @@ func kernelSends(shm *shmtr.Env, xdp *xdptr.Env, capture, plain *uint64) offload
 	if gen == nil {
 		return nil
 	}
-	C.goxio_ksend_setup((*C.uint64_t)(unsafe.Pointer(gen)), (*C.uint64_t)(unsafe.Pointer(capture)),
+	h := C.goxio_ksend_setup((*C.uint64_t)(unsafe.Pointer(gen)), (*C.uint64_t)(unsafe.Pointer(capture)),
 		(*C.uint64_t)(unsafe.Pointer(plain)))
+	// h: a uint32_t of the preload library's static memory (ksend.c), aligned, for the process's
+	// life, which the C side writes only with atomic stores.
+	offload.KernelSendHandoff((*atomic.Uint32)(unsafe.Pointer(h)))
 	return cKernelSends{}
 }
 

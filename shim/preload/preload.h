@@ -190,7 +190,7 @@ GOXIO_HIDDEN int goxio_internal_relocate(int fd);
 /* goxio_vma_api_used: not 0 once the program was handed VMA's extra API (vma_extra.c). */
 GOXIO_HIDDEN extern volatile int goxio_vma_api_used;
 
-GOXIO_HIDDEN void goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture, uint64_t *plain);
+GOXIO_HIDDEN uint32_t *goxio_ksend_setup(const uint64_t *gen, const uint64_t *capture, uint64_t *plain);
 GOXIO_HIDDEN void goxio_ksend_put(const struct sockaddr *dst, socklen_t len, uint64_t gen);
 /* goxio_ksend_put_tcp: no goxio TCP socket listens at dst at generation gen, or (goxio) one does
  * (late.c reads the first: goxio_ksend_no_listener; early.c the second:

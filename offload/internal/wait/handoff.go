@@ -11,7 +11,8 @@ import "sync/atomic"
 // socket that has no inbox), both ends on one CPU: 2.5x the kernel's p50 per round, 1.5x with a
 // yield at the first poll of the spin after such a send; unpinned p99 2.6x -> 1.8x.
 //
-// So the first poll of the next spin after a kernel send gives the CPU away once: a thread woken
+// So the first poll of the next spin after a kernel send (the engine's, or one of the preload
+// library's sends that skip the engine: UseHandoffWord) gives the CPU away once: a thread woken
 // onto this CPU runs now, and with nothing else runnable there the yield returns at once (one
 // system call). A doorbell does not count here: its sleeper is the receive of a ring socket whose
 // peer may pace by spinning (sockperf under-load), and an unconditional yield to that spinner cost
@@ -19,8 +20,16 @@ import "sync/atomic"
 // the next spin look at the crowd instead, and yield only when the woken thread has no CPU
 // (crowd.go).
 
-// handoff: a thread of this process sent through the kernel since the last spin began.
-var handoff atomic.Bool
+// handoff: a thread of this process sent through the kernel since the last spin began;
+// handoffWord: the same for the sends that skip the engine (UseHandoffWord), set elsewhere.
+var (
+	handoff     atomic.Bool
+	handoffWord atomic.Pointer[atomic.Uint32]
+)
+
+// UseHandoffWord makes the spins take w too: a word not 0 is a kernel send made without the
+// engine (the preload library's), which they set back to 0.
+func UseHandoffWord(w *atomic.Uint32) { handoffWord.Store(w) }
 
 // Handoff tells that this process just sent a datagram through the kernel, which may have woken a
 // thread onto this CPU: the next spin yields at its first poll.
@@ -32,5 +41,9 @@ func Handoff() {
 
 // tookHandoff reports, and clears, a Handoff since the last spin began.
 func tookHandoff() bool {
-	return handoff.Load() && handoff.Swap(false)
+	took := handoff.Load() && handoff.Swap(false)
+	if w := handoffWord.Load(); w != nil && w.Load() != 0 && w.Swap(0) != 0 {
+		took = true
+	}
+	return took
 }
