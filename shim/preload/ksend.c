@@ -255,9 +255,7 @@ static int ks_port_free(const struct sockaddr *to, uint64_t key) {
 		return 0;
 	const volatile uint64_t *genw = __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE);
 	uint64_t g;
-	uint16_t port = ntohs(to->sa_family == AF_INET ? ((const struct sockaddr_in *)to)->sin_port
-						      : ((const struct sockaddr_in6 *)to)->sin6_port);
-	if (goxio_dir_udp_port_used(genw - GOXIO_DIR_H_GEN, port, &g))
+	if (goxio_dir_udp_port_used(genw - GOXIO_DIR_H_GEN, goxio_sa_port(to), &g))
 		return 0;
 	ks_put(key, g);
 	return 1;

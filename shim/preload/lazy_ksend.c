@@ -159,8 +159,7 @@ static int nobody_at(const struct sockaddr *dst, socklen_t len, int stream, uint
 	*at = g + 1;
 	if (goxio_ksend_known(gen, dst, len, stream))
 		return 1;
-	uint16_t port = ntohs(dst->sa_family == AF_INET ? ((const struct sockaddr_in *)dst)->sin_port
-							: ((const struct sockaddr_in6 *)dst)->sin6_port);
+	uint16_t port = goxio_sa_port(dst);
 	if (stream ? listener_at(mem, port) : goxio_dir_udp_port_used(mem, port, NULL))
 		return 0;
 	if (stream)

@@ -217,6 +217,12 @@ GOXIO_HIDDEN extern volatile int goxio_ksend_fds;
 /* goxio_dest_group reports a destination every joined or bound socket may receive: a multicast
  * or broadcast address (IPv4, IPv4-mapped or IPv6). */
 GOXIO_HIDDEN int goxio_dest_group(const struct sockaddr *sa);
+/* goxio_sa_port is the port of sa, a sockaddr_in or sockaddr_in6 (read safely before), in host
+ * order. */
+static inline uint16_t goxio_sa_port(const struct sockaddr *sa) {
+	return ntohs(sa->sa_family == AF_INET ? ((const struct sockaddr_in *)sa)->sin_port
+					      : ((const struct sockaddr_in6 *)sa)->sin6_port);
+}
 /* goxio_dir_udp_port_used reports whether an entry of the discovery directory mapped at mem that
  * is not a listener's has port (any address; half written entries count), from a summary kept for
  * the directory's generation (*gen, when not NULL, gets the one it answers for). */

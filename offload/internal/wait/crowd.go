@@ -110,10 +110,11 @@ func Crowded(now int64) bool {
 		crowd.reads.Add(1)
 		n, ok = sysc.Runnable()
 	}
+	many := ok && cpus > 0 && n > cpus
 	switch {
-	case ok && cpus > 0 && n > cpus && woke:
+	case many && woke:
 		crowd.woken.Store(true)
-	case ok && cpus > 0 && n > cpus:
+	case many:
 		crowd.yes.Store(crowd.streak.Add(1) >= crowdLooks)
 	default:
 		crowd.streak.Store(0)

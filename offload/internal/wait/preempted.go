@@ -1,10 +1,6 @@
 package wait
 
-import (
-	"sync/atomic"
-
-	"github.com/goxio/goxio/offload/internal/sysc"
-)
+import "sync/atomic"
 
 // A spinner preempted. Two threads that never sleep on one CPU (a goxio receive that spins and
 // a program's own busy loop, sockperf under-load's pacing sender) share it by time slices of a
@@ -47,10 +43,7 @@ var (
 func cold(now int64) bool { return now < coldUntil.Load() }
 
 // coldNow is cold for a caller without a clock read: none is made while no wait was preempted.
-func coldNow() bool {
-	u := coldUntil.Load()
-	return u != 0 && sysc.Nanotime() < u
-}
+func coldNow() bool { return beforeNow(&coldUntil) }
 
 // preempted reports whether the spin lost its CPU for a time slice since its last clock read,
 // and takes now as its last one.

@@ -46,8 +46,12 @@ func Shared(now int64) bool { return now < shared.until.Load() }
 
 // sharedNow is Shared for a caller without a clock read: none is made while the CPU never
 // counted as shared (every process not placed, most placed ones).
-func sharedNow() bool {
-	u := shared.until.Load()
+func sharedNow() bool { return beforeNow(&shared.until) }
+
+// beforeNow reports whether the clock has not reached *until yet, reading it only when *until
+// was ever set (not 0).
+func beforeNow(until *atomic.Int64) bool {
+	u := until.Load()
 	return u != 0 && sysc.Nanotime() < u
 }
 
