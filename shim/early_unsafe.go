@@ -51,3 +51,15 @@ func cSockaddr(p *C.uint8_t) netip.AddrPort {
 	}
 	return offload.ParseSockaddr(unsafe.Slice((*byte)(unsafe.Pointer(p)), 28))
 }
+
+// earlySpin tells the preload library whether a blocking receive of a UDP socket in its early
+// phase polls before it sleeps (shim/preload/early_wait.c): as the engine's receives do, unless
+// VMA_RX_POLL is 0. The library decided from the environment until now; this adds what a
+// parameters file says.
+func earlySpin(on bool) {
+	v := C.int(0)
+	if on {
+		v = 1
+	}
+	C.goxio_early_spin(v)
+}

@@ -32,6 +32,7 @@ GOXIO_HIDDEN void goxio_ksend_drop(int fd);
 GOXIO_HIDDEN void goxio_ksend_peer(int fd, const struct sockaddr *peer, socklen_t len);
 GOXIO_HIDDEN void goxio_early_setup(uint64_t *pairs, uint64_t start, int pair_after, uint64_t grace_ns, uint64_t *closed);
 GOXIO_HIDDEN void goxio_early_listener(int fd, int domain);
+GOXIO_HIDDEN void goxio_early_spin(int on);
 GOXIO_HIDDEN int goxio_vma_api_used(void);
 GOXIO_HIDDEN int64_t goxio_nofile_cur(void);
 

@@ -275,6 +275,9 @@ struct goxio_host {
 	 * may serve it in C (0: not any more). */
 	void (*early_setup)(uint64_t *pairs, uint64_t start, int pair_after, uint64_t grace_ns, uint64_t *closed);
 	void (*early_listener)(int fd, int domain);
+	/* early_spin: a blocking receive of a UDP socket in its early phase polls before it sleeps
+	 * (on: the engine's VMA_RX_POLL is not 0) (shim/preload/early_wait.c). */
+	void (*early_spin)(int on);
 };
 
 /* The engine's entry points (filled by goxio_engine_init). */

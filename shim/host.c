@@ -40,6 +40,7 @@ void goxio_early_setup(uint64_t *pairs, uint64_t start, int pair_after, uint64_t
 	host->early_setup(pairs, start, pair_after, grace_ns, closed);
 }
 void goxio_early_listener(int fd, int domain) { host->early_listener(fd, domain); }
+void goxio_early_spin(int on) { host->early_spin(on); }
 int goxio_vma_api_used(void) { return __atomic_load_n(host->vma_api_used, __ATOMIC_ACQUIRE); }
 int64_t goxio_nofile_cur(void) { return host->nofile_cur; }
 

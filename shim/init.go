@@ -72,6 +72,7 @@ func start() {
 	xdp := newXDP(params, lib.log, lib.stats)
 	shmtcp := newSHMTCP(params, lib.log)
 	ksend := kernelSends(shm, xdp, lib.stats.CaptureWord(), lib.stats.Global().Word(stats.GlobalKernelFromStart))
+	earlySpin(params.RxPoll != 0)
 	lib.engine = offload.New(offload.Config{
 		Rules:         rules,
 		Program:       programName(),

@@ -377,6 +377,7 @@ static void load(void) {
 		.nofile_cur = nofile_cur,
 		.early_setup = goxio_early_setup,
 		.early_listener = goxio_early_listener,
+		.early_spin = goxio_early_spin,
 	};
 	goxio_eng.size = sizeof goxio_eng;
 	int started;

@@ -430,6 +430,12 @@ GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) int goxi
 /* goxio_early_setup and goxio_early_listener: goxio_host's (goxio.h). */
 GOXIO_HIDDEN void goxio_early_setup(uint64_t *pairs, uint64_t start, int pair_after, uint64_t grace_ns, uint64_t *closed);
 GOXIO_HIDDEN void goxio_early_listener(int fd, int domain);
+/* goxio_early_spin: goxio_host's (goxio.h). goxio_early_wait is a blocking receive's step on fd,
+ * a socket in its early phase, before the kernel's call (rflags: the receive's flags): it polls
+ * the kernel socket a while where that pays (early_wait.c); -1 with errno EINTR when a signal
+ * handler that ran meanwhile ends the call as the kernel's would have, else 0. */
+GOXIO_HIDDEN void goxio_early_spin(int on);
+GOXIO_HIDDEN int goxio_early_wait(int fd, int rflags);
 /* goxio_early_unlisten forgets fd's listener mark (its engine flag went). */
 GOXIO_HIDDEN void goxio_early_unlisten(int fd);
 /* goxio_early_accept serves accept on fd, an engine listener marked early, in C: the new fd is
