@@ -103,23 +103,23 @@ static int timed(int fd) {
 }
 
 int goxio_early_wait(int fd, int rflags) {
-	/* The signal counters first: a handler that runs at the return of any system call made
-	 * here (sched_getaffinity, fcntl, poll) must count as one that reached the call. */
+	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
+	if (i == NULL || !(__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_EARLY_UDP) || (rflags & MSG_DONTWAIT) ||
+	    !spin_on() || !many_cpus())
+		return 0;
+	/* The signal counters before the first system call of the wait: a handler that runs at the
+	 * return of fcntl or poll reached the call. (One that ran before, at the affinity's read
+	 * every AFFINITY_NS, is one that came before the call, as one that comes in the program's
+	 * code just before the kernel's receive.) */
 	struct goxio_sig_counters *sc = goxio_sig_counters();
 	unsigned all = __atomic_load_n(&sc->all, __ATOMIC_RELAXED);
 	unsigned intr = __atomic_load_n(&sc->interrupting, __ATOMIC_RELAXED);
-	struct goxio_lazy_info *i = goxio_lazy_info_of(fd, 0);
-	if (i == NULL || !(__atomic_load_n(&i->how, __ATOMIC_ACQUIRE) & GOXIO_LAZY_EARLY_UDP) || (rflags & MSG_DONTWAIT) ||
-	    !spin_on())
-		return 0;
 	int saved = errno, found = 0;
 	int fl = REAL(fcntl)(fd, F_GETFL);
 	if (fl < 0 || (fl & O_NONBLOCK)) {
 		errno = saved;
 		return 0; /* no wait to interrupt */
 	}
-	if (!many_cpus())
-		goto out;
 	uint64_t end = mono_ns(CLOCK_MONOTONIC) + EARLY_SPIN_NS;
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -134,7 +134,6 @@ int goxio_early_wait(int fd, int rflags) {
 			break;
 		sched_yield();
 	}
-out:
 	/* A handler that ran since the call began, with nothing to return yet, ends it where the
 	 * kernel's wait would have been interrupted; one with SA_RESTART on a socket without a
 	 * timeout lets it go on. */
