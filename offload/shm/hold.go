@@ -166,10 +166,10 @@ func (r *ring) releaseAt(i int) bool {
 	}
 	if k == len(r.holds) {
 		r.holds = r.holdArr[:0] // keeps its array: no allocation per held datagram
-		atomic.StoreUint64(r.headp, r.head.Load())
+		r.show(r.head.Load())
 	} else {
 		r.holds = r.holds[k:]
-		atomic.StoreUint64(r.headp, r.holds[0].pos)
+		r.show(r.holds[0].pos)
 	}
 	return true
 }
