@@ -101,23 +101,6 @@ static int early_udp_ok(void) {
 	       !__atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED);
 }
 
-/* early_dir: 1 for a receive the early phase serves, 2 for a send, 0 for any other call. */
-static int early_dir(int op) {
-	switch (op) {
-	case GOXIO_OP_READ:
-	case GOXIO_OP_READV:
-	case GOXIO_OP_RECVFROM:
-	case GOXIO_OP_RECVMSG:
-		return 1;
-	case GOXIO_OP_WRITE:
-	case GOXIO_OP_WRITEV:
-	case GOXIO_OP_SENDTO:
-	case GOXIO_OP_SENDMSG:
-		return 2;
-	}
-	return 0;
-}
-
 /*
  * An accepted connection's key without system calls of its own: the peer's address from accept
  * itself, the local address from the listener's. accept writes the peer into the library's buffer
@@ -352,7 +335,7 @@ static int early_try_hand(int fd, struct goxio_lazy_info *i) {
  * phase (notes i, how): a receive goes to the kernel counted until its GOXIO_EARLY_UDP_CALLS-th
  * data call, which loads the engine (the caller goes on). */
 static int lazy_early_enter(struct goxio_lazy_info *i, uint32_t how, int op) {
-	if (early_dir(op) != 1 || (how & GOXIO_LAZY_EARLY_GONE) || goxio_sig_depth != 0 || goxio_in_vfork() ||
+	if (goxio_early_dir(op) != 1 || (how & GOXIO_LAZY_EARLY_GONE) || goxio_sig_depth != 0 || goxio_in_vfork() ||
 	    !goxio_engine_absent() || __atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED))
 		return 0;
 	__atomic_add_fetch(&i->early.inflight, 1, __ATOMIC_SEQ_CST);
@@ -419,9 +402,9 @@ int goxio_early_enter(int fd, int op) {
 				sched_yield();
 			continue;
 		}
-		if (!(how & GOXIO_LAZY_LATE) || early_dir(op) == 0 || !((how & GOXIO_LAZY_EARLY_UDP) ? early_udp_ok() : early_ok()))
+		if (!(how & GOXIO_LAZY_LATE) || goxio_early_dir(op) == 0 || !((how & GOXIO_LAZY_EARLY_UDP) ? early_udp_ok() : early_ok()))
 			return 0; /* the caller's birth (late.c) hands it over, or makes it plain */
-		if ((how & GOXIO_LAZY_EARLY_UDP) && op != GOXIO_OP_SENDTO && early_dir(op) != 1)
+		if ((how & GOXIO_LAZY_EARLY_UDP) && op != GOXIO_OP_SENDTO && goxio_early_dir(op) != 1)
 			return 0; /* write, writev, sendmsg: the caller's birth hands it over */
 		if (!early_in(i))
 			continue;
@@ -467,7 +450,7 @@ void goxio_early_leave(int fd, int op, int rflags, long r) {
 	if (how & GOXIO_LAZY_EARLY_UDP) {
 		/* datagrams: sends in the counters the engine adds to the socket's statistics
 		 * (tx: packets, bytes, EAGAIN, errors), receives in krx (datagrams) and ktx (bytes) */
-		if (early_dir(op) == 2)
+		if (goxio_early_dir(op) == 2)
 			goxio_ksend_count(i->tx, r, errno);
 		else if (r >= 0 && !(rflags & MSG_PEEK)) {
 			__atomic_add_fetch(&i->early.krx, 1, __ATOMIC_SEQ_CST);
@@ -477,7 +460,7 @@ void goxio_early_leave(int fd, int op, int rflags, long r) {
 		return;
 	}
 	if (r > 0) {
-		if (early_dir(op) == 2)
+		if (goxio_early_dir(op) == 2)
 			__atomic_add_fetch(&i->early.ktx, (uint64_t)r, __ATOMIC_SEQ_CST);
 		else if (!(rflags & (MSG_PEEK | MSG_OOB)))
 			__atomic_add_fetch(&i->early.krx, (uint64_t)r, __ATOMIC_SEQ_CST);

@@ -452,6 +452,22 @@ GOXIO_HIDDEN void goxio_early_connected(int fd, const struct sockaddr *addr, soc
  * goxio_early_leave with its result and the receive's flags, rflags); 2 when it goes to the
  * kernel as a plain fd's. */
 GOXIO_HIDDEN int goxio_early_enter(int fd, int op);
+/* goxio_early_dir: 1 for a receive the early phase serves, 2 for a send, 0 for any other call. */
+static inline int goxio_early_dir(int op) {
+	switch (op) {
+	case GOXIO_OP_READ:
+	case GOXIO_OP_READV:
+	case GOXIO_OP_RECVFROM:
+	case GOXIO_OP_RECVMSG:
+		return 1;
+	case GOXIO_OP_WRITE:
+	case GOXIO_OP_WRITEV:
+	case GOXIO_OP_SENDTO:
+	case GOXIO_OP_SENDMSG:
+		return 2;
+	}
+	return 0;
+}
 GOXIO_HIDDEN void goxio_early_leave(int fd, int op, int rflags, long r);
 /* goxio_early_shutdown: 1 when fd is a connection in its early phase: shutdown(how) goes to the
  * kernel, noted for the engine. */

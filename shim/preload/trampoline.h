@@ -30,21 +30,16 @@ static inline int goxio_early_rflags(int op, uintptr_t a1, uintptr_t a2) {
 	return op == GOXIO_OP_RECVFROM ? (int)a2 : op == GOXIO_OP_RECVMSG ? (int)a1 : 0;
 }
 
-/* goxio_early_recv: op is a receive (a blocking one of a UDP socket in its early phase may poll
- * first: goxio_early_wait). */
-static inline int goxio_early_recv(int op) {
-	return op == GOXIO_OP_RECVFROM || op == GOXIO_OP_RECVMSG || op == GOXIO_OP_READ || op == GOXIO_OP_READV;
-}
-
 /* EARLY_STEP: on a GOXIO_FD_LAZY fd, a connection or UDP socket in its early phase makes the data
- * call in the kernel, counted (early.c), and returns from the enclosing function. */
+ * call in the kernel, counted (early.c), and returns from the enclosing function; a blocking
+ * receive of a UDP socket may poll first (goxio_early_wait). */
 #define EARLY_STEP(fd, op, realcall, a1, a2)                                                               \
 	do {                                                                                               \
 		int e_ = goxio_early_enter(fd, op);                                                        \
 		if (e_ != 0) {                                                                             \
 			int rf_ = goxio_early_rflags(op, (uintptr_t)(a1), (uintptr_t)(a2));                \
 			__typeof__(realcall) r_ = -1;                                                      \
-			if (e_ != 1 || !goxio_early_recv(op) || goxio_early_wait(fd, rf_) == 0)            \
+			if (e_ != 1 || goxio_early_dir(op) != 1 || goxio_early_wait(fd, rf_) == 0)         \
 				r_ = realcall;                                                             \
 			if (e_ == 1) {                                                                     \
 				int er_ = errno;                                                           \
