@@ -51,10 +51,7 @@ func TestShmUDPEarlyPhase(t *testing.T) {
 		res := runClient(t, append(cliEnv[:len(cliEnv):len(cliEnv)], "VMA_STATS_FILE="+final), 60*time.Second, bin,
 			append([]string{"client", strconv.Itoa(port)}, args...)...)
 		// The server ends on "quit" (a killed one would leave its segments for a sweep).
-		if q, err := net.Dial("udp4", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
-			_, _ = q.Write([]byte("quit"))
-			q.Close()
-		}
+		sayQuit(port)
 		sres := srv.Wait(30 * time.Second)
 		m := line.FindSubmatch(res.Stdout)
 		if m == nil || res.ExitCode != 0 || sres.ExitCode != 0 {
@@ -131,5 +128,14 @@ func earlyCounted(t *testing.T, final string) {
 	}
 	if socks < 2 {
 		t.Errorf("%d sockets with kernel sends in the final statistics, want every socket's:\n%s", socks, b)
+	}
+}
+
+// sayQuit sends "quit" to the UDP server of a test program on 127.0.0.1:port, which then ends
+// by itself (a killed one would leave its segments for a sweep).
+func sayQuit(port int) {
+	if q, err := net.Dial("udp4", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+		_, _ = q.Write([]byte("quit"))
+		q.Close()
 	}
 }

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -45,10 +44,7 @@ func TestShmUDPEarlyWait(t *testing.T) {
 		defer srv.Stop(time.Second)
 		testutil.WaitBound(t, "udp", port, 10*time.Second, srv)
 		f(port)
-		if q, err := net.Dial("udp4", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
-			_, _ = q.Write([]byte("quit"))
-			q.Close()
-		}
+		sayQuit(port)
 		if res := srv.Wait(30 * time.Second); res.ExitCode != 0 {
 			t.Errorf("server: %s\n%s", res, testutil.Tail(srv.Output(), 2000))
 		}
