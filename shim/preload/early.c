@@ -41,7 +41,6 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <string.h>
-#include <time.h>
 
 __thread __attribute__((tls_model("initial-exec"))) int goxio_early_handing_fd = -1;
 
@@ -78,12 +77,6 @@ void goxio_early_unlisten(int fd) {
 		__atomic_store_n(&early_lst[fd], 0, __ATOMIC_RELEASE);
 		early_forget_listener(fd);
 	}
-}
-
-static uint64_t now_ns(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* early_ok: nothing keeps a connection from its early phase in C now. The engine sets the
@@ -218,7 +211,7 @@ int goxio_early_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags,
 	goxio_fd_fresh(nfd);
 	/* Not noted (no memory for the notes): a plain kernel connection, never offloaded. */
 	if (goxio_late_mark_early(nfd, domain, SOCK_STREAM | (four ? (flags & SOCK_NONBLOCK) : 0), 0, GOXIO_LAZY_EARLY_ACC, fd,
-				  now_ns()) &&
+				  goxio_clock_ns(CLOCK_MONOTONIC)) &&
 	    own) {
 		struct sockaddr_in6 local;
 		socklen_t llen = early_listener_addr(fd, &local);
@@ -429,7 +422,7 @@ int goxio_early_enter(int fd, int op) {
 			return r;
 		}
 		if (st == GOXIO_PAIR_NONE &&
-		    (__atomic_load_n(&i->early.krx, __ATOMIC_ACQUIRE) > 0 || now_ns() - i->early.since > early_grace)) {
+		    (__atomic_load_n(&i->early.krx, __ATOMIC_ACQUIRE) > 0 || goxio_clock_ns(CLOCK_MONOTONIC) - i->early.since > early_grace)) {
 			/* A goxio peer registers before it sends: this one is not, and never pairs. */
 			early_out(i);
 			if (goxio_late_plain(fd))
@@ -500,7 +493,7 @@ void goxio_early_hand(int fd, struct goxio_lazy_info *i, uint32_t how, int nopai
 		.nopair = nopair,
 		.krx = __atomic_load_n(&i->early.krx, __ATOMIC_SEQ_CST),
 		.ktx = __atomic_load_n(&i->early.ktx, __ATOMIC_SEQ_CST),
-		.age_ns = acc ? now_ns() - i->early.since : 0,
+		.age_ns = acc ? goxio_clock_ns(CLOCK_MONOTONIC) - i->early.since : 0,
 	};
 	if (udp) {
 		h.udp = 1;

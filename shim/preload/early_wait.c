@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #define EARLY_SPIN_NS 50000ull	  /* polling budget of one receive */
 #define AFFINITY_NS 100000000ull /* a thread's affinity is read again after 100 ms */
@@ -45,8 +44,9 @@ void goxio_early_spin(int on) { __atomic_store_n(&early_spin_on, on ? 1 : 0, __A
 
 /* env_rx_poll_off reports whether the environment turns receive polling off as conf would see it:
  * VMA_RX_POLL=0, or without it a VMA_SPEC profile that sets it to 0 (conf/params_spec.go:
- * 29west, wombat_fh, mcd-irq and their numbers). A parameters file (GOXIO_PARAMS_FILE) is read by
- * the engine only: until it loads, such a process polls. */
+ * 29west, wombat_fh, mcd-irq and their numbers; conf's TestEarlyWaitSpecs keeps the list in sync).
+ * A parameters file (GOXIO_PARAMS_FILE) is read by the engine only: until it loads, such a process
+ * polls. */
 static int env_rx_poll_off(void) {
 	const char *v = getenv("VMA_RX_POLL");
 	if (v != NULL && v[0] != 0) {
@@ -64,28 +64,23 @@ static int env_rx_poll_off(void) {
 	return 0;
 }
 
+/* spin_on: receive polling is on; the environment decides while the engine has not
+ * (goxio_early_spin wins a race with that first decision: the failed exchange loads its value). */
 static int spin_on(void) {
 	int on = __atomic_load_n(&early_spin_on, __ATOMIC_ACQUIRE);
 	if (on < 0) {
-		on = !env_rx_poll_off();
-		int none = -1;
-		__atomic_compare_exchange_n(&early_spin_on, &none, on, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-		on = __atomic_load_n(&early_spin_on, __ATOMIC_ACQUIRE);
+		int env = !env_rx_poll_off();
+		if (__atomic_compare_exchange_n(&early_spin_on, &on, env, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			on = env;
 	}
 	return on;
-}
-
-static uint64_t mono_ns(clockid_t c) {
-	struct timespec ts;
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* many_cpus reports whether this thread may run on more than one CPU (cached per thread). */
 static int many_cpus(void) {
 	static __thread __attribute__((tls_model("initial-exec"))) uint64_t read_at;
 	static __thread __attribute__((tls_model("initial-exec"))) int many;
-	uint64_t now = mono_ns(CLOCK_MONOTONIC_COARSE);
+	uint64_t now = goxio_clock_ns(CLOCK_MONOTONIC_COARSE);
 	if (read_at == 0 || now - read_at > AFFINITY_NS) {
 		cpu_set_t set;
 		CPU_ZERO(&set);
@@ -120,7 +115,7 @@ int goxio_early_wait(int fd, int rflags) {
 		errno = saved;
 		return 0; /* no wait to interrupt */
 	}
-	uint64_t end = mono_ns(CLOCK_MONOTONIC) + EARLY_SPIN_NS;
+	uint64_t end = goxio_clock_ns(CLOCK_MONOTONIC) + EARLY_SPIN_NS;
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		int n = REAL(poll)(&p, 1, 0);
@@ -130,7 +125,7 @@ int goxio_early_wait(int fd, int rflags) {
 		}
 		if (__atomic_load_n(&sc->all, __ATOMIC_RELAXED) != all)
 			break;
-		if (mono_ns(CLOCK_MONOTONIC) >= end)
+		if (goxio_clock_ns(CLOCK_MONOTONIC) >= end)
 			break;
 		sched_yield();
 	}

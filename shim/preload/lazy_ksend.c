@@ -52,7 +52,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #define LOOK_AGAIN_NS 10000000ull /* 10 ms */
 
@@ -70,12 +69,6 @@ static int env_allows(void) {
 	return r;
 }
 
-static uint64_t now_coarse(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* the directory's mapping once found; absent_until: no file was there, look again after it */
 static volatile uint64_t *volatile dir_mem;
 static volatile uint64_t absent_until;
@@ -87,7 +80,7 @@ static volatile uint64_t *directory(int *none) {
 	volatile uint64_t *m = __atomic_load_n(&dir_mem, __ATOMIC_ACQUIRE);
 	if (m != NULL)
 		return m;
-	uint64_t t = now_coarse();
+	uint64_t t = goxio_clock_ns(CLOCK_MONOTONIC_COARSE);
 	if (t < __atomic_load_n(&absent_until, __ATOMIC_RELAXED)) {
 		*none = 1;
 		return NULL;

@@ -217,6 +217,13 @@ GOXIO_HIDDEN extern volatile int goxio_ksend_fds;
 /* goxio_dest_group reports a destination every joined or bound socket may receive: a multicast
  * or broadcast address (IPv4, IPv4-mapped or IPv6). */
 GOXIO_HIDDEN int goxio_dest_group(const struct sockaddr *sa);
+/* goxio_clock_ns reads clock c (CLOCK_MONOTONIC, or its _COARSE variant where a tick's precision
+ * does) in nanoseconds. */
+static inline uint64_t goxio_clock_ns(clockid_t c) {
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 /* goxio_sa_port is the port of sa, a sockaddr_in or sockaddr_in6 (read safely before), in host
  * order. */
 static inline uint16_t goxio_sa_port(const struct sockaddr *sa) {
