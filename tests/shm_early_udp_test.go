@@ -43,20 +43,15 @@ func TestShmUDPEarlyPhase(t *testing.T) {
 	}
 	run := func(t *testing.T, srvEnv, cliEnv []string, args ...string) outcome {
 		t.Helper()
-		port := testutil.FreePort(t, "udp")
-		srv := testutil.Start(t, "early_udp server", srvEnv, bin, "server", strconv.Itoa(port))
-		defer srv.Stop(time.Second)
-		testutil.WaitBound(t, "udp", port, 10*time.Second, srv)
 		final := filepath.Join(t.TempDir(), "final")
-		res := runClient(t, append(cliEnv[:len(cliEnv):len(cliEnv)], "VMA_STATS_FILE="+final), 60*time.Second, bin,
-			append([]string{"client", strconv.Itoa(port)}, args...)...)
-		// The server ends on "quit" (a killed one would leave its segments for a sweep).
-		sayQuit(port)
-		sres := srv.Wait(30 * time.Second)
+		var res testutil.Result
+		sres, sout := udpQuitServer(t, srvEnv, bin, func(port int) {
+			res = runClient(t, append(cliEnv[:len(cliEnv):len(cliEnv)], "VMA_STATS_FILE="+final), 60*time.Second, bin,
+				append([]string{"client", strconv.Itoa(port)}, args...)...)
+		})
 		m := line.FindSubmatch(res.Stdout)
 		if m == nil || res.ExitCode != 0 || sres.ExitCode != 0 {
-			t.Fatalf("client: %s\n%s%s\nserver:\n%s", res, res.Stdout, testutil.Tail(string(res.Stderr), 2000),
-				testutil.Tail(srv.Output(), 2000))
+			t.Fatalf("client: %s\n%s%s\nserver:\n%s", res, res.Stdout, testutil.Tail(string(res.Stderr), 2000), sout)
 		}
 		atoi := func(b []byte) int { n, _ := strconv.Atoi(string(b)); return n }
 		return outcome{calls: atoi(m[3]), io: atoi(m[4]), loaded: atoi(m[5]), final: final}
@@ -131,11 +126,21 @@ func earlyCounted(t *testing.T, final string) {
 	}
 }
 
-// sayQuit sends "quit" to the UDP server of a test program on 127.0.0.1:port, which then ends
-// by itself (a killed one would leave its segments for a sweep).
-func sayQuit(port int) {
+// udpQuitServer runs `bin server PORT`, a test program's UDP server on 127.0.0.1:PORT that ends
+// when it receives "quit", under env while f runs with its port; then it sends "quit" (a killed
+// server would leave its segments for a sweep) and returns the server's result and the tail of
+// its output.
+func udpQuitServer(t *testing.T, env []string, bin string, f func(port int)) (testutil.Result, string) {
+	t.Helper()
+	port := testutil.FreePort(t, "udp")
+	srv := testutil.Start(t, filepath.Base(bin)+" server", env, bin, "server", strconv.Itoa(port))
+	defer srv.Stop(time.Second)
+	testutil.WaitBound(t, "udp", port, 10*time.Second, srv)
+	f(port)
 	if q, err := net.Dial("udp4", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
 		_, _ = q.Write([]byte("quit"))
 		q.Close()
 	}
+	res := srv.Wait(30 * time.Second)
+	return res, testutil.Tail(srv.Output(), 2000)
 }

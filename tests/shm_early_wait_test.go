@@ -39,14 +39,8 @@ func TestShmUDPEarlyWait(t *testing.T) {
 	// serve runs a server for f, then stops it with "quit".
 	serve := func(t *testing.T, env []string, f func(port int)) {
 		t.Helper()
-		port := testutil.FreePort(t, "udp")
-		srv := testutil.Start(t, "early_wait server", env, bin, "server", strconv.Itoa(port))
-		defer srv.Stop(time.Second)
-		testutil.WaitBound(t, "udp", port, 10*time.Second, srv)
-		f(port)
-		sayQuit(port)
-		if res := srv.Wait(30 * time.Second); res.ExitCode != 0 {
-			t.Errorf("server: %s\n%s", res, testutil.Tail(srv.Output(), 2000))
+		if res, out := udpQuitServer(t, env, bin, f); res.ExitCode != 0 {
+			t.Errorf("server: %s\n%s", res, out)
 		}
 	}
 	for _, run := range []struct {
