@@ -73,6 +73,11 @@ func TestShmUDPEarlyWait(t *testing.T) {
 			t.Helper()
 			var n int
 			serve(t, goxio, func(port int) {
+				// The server's engine publishes its socket when it loads, at the first
+				// receive, after the kernel's bind that serve waited for: a client that
+				// sent before that found no goxio receiver there (its sockets plain, no
+				// early phase). An answered request means the socket is published.
+				runClient(t, goxio, time.Minute, bin, "client", strconv.Itoa(port), "echo", "1")
 				out := filepath.Join(t.TempDir(), "strace.out")
 				args := []string{"-qq", "-e", "trace=poll", "-o", out}
 				if pin {
