@@ -10,14 +10,17 @@
  *                                connection and message numbers) each written whole and read
  *                                back whole and compared, close. duplex: a second thread reads
  *                                the echoes while the first writes every message. Prints
- *                                "client conns=CONNS msgs=MSGS ok calls=C io=IO".
+ *                                "client conns=CONNS msgs=MSGS ok calls=C io=IO kbytes=KB".
  *
  * C: the calls the serving (or, for the client, writing) thread made into goxio's engine
  * during every connection but the first two (goxio_thread_engine_calls of libgoxio.so; -1
  * without it): the first loads the engine, the second's connect teaches the library where the
  * listener is; the others run with both. IO: the read and write system calls of the process
- * during those connections (/proc/self/io syscr + syscw): a connection that moved to
- * shared-memory rings makes few. CONNS is at least 3. Any failure prints "error ..." and
+ * during those connections (/proc/self/io syscr + syscw, socket calls included): a connection
+ * that moved to shared-memory rings makes few, plus a wake byte each way for each sleep of a
+ * peer. KB: the bytes those connections carried through the kernel, both ways (TCP_INFO's
+ * bytes acked and received, read before close): with rings, the bytes before the switch and
+ * the wake bytes. CONNS is at least 3. Any failure prints "error ..." and
  * exits with status 1.
  */
 #define _GNU_SOURCE
@@ -25,8 +28,10 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
+/* linux/tcp.h, not netinet/tcp.h: glibc's struct tcp_info stops before tcpi_bytes_acked. */
+#include <linux/tcp.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +52,18 @@ static long io_calls(void) {
 			n += v;
 	fclose(f);
 	return n;
+}
+
+/* kernel_bytes: the bytes the kernel's connection carried both ways (TCP_INFO: acked and
+ * received), data and goxio's wake bytes alike. */
+static long kernel_bytes(int fd) {
+	struct tcp_info ti;
+	socklen_t n = sizeof ti;
+	memset(&ti, 0, sizeof ti);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &n) != 0 ||
+	    n < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof ti.tcpi_bytes_received)
+		die("getsockopt TCP_INFO");
+	return (long)(ti.tcpi_bytes_acked + ti.tcpi_bytes_received);
 }
 
 static void write_all(int fd, const char *b, size_t n) {
@@ -141,7 +158,7 @@ static void *read_echoes(void *arg) {
 static void client(int port, int conns, int msgs, int size, int duplex) {
 	struct sockaddr_in a = lo(port);
 	static char b[1 << 17];
-	long c0 = 0, io0 = 0;
+	long c0 = 0, io0 = 0, kbytes = 0;
 	for (int i = 0; i < conns; i++) {
 		if (i == 2)
 			c0 = calls(), io0 = io_calls();
@@ -167,11 +184,14 @@ static void client(int port, int conns, int msgs, int size, int duplex) {
 		char end;
 		if (read(c, &end, 1) != 0)
 			die("read: no EOF after the echoes");
+		if (i >= 2)
+			kbytes += kernel_bytes(c);
 		if (close(c) != 0)
 			die("close");
 	}
 	long c1 = calls(), io1 = io_calls();
-	printf("client conns=%d msgs=%d ok calls=%ld io=%ld\n", conns, msgs, c0 < 0 ? -1 : c1 - c0, io1 - io0);
+	printf("client conns=%d msgs=%d ok calls=%ld io=%ld kbytes=%ld\n", conns, msgs, c0 < 0 ? -1 : c1 - c0, io1 - io0,
+	       kbytes);
 }
 
 int main(int argc, char **argv) {
