@@ -88,8 +88,8 @@ class Runner:
 
     def envs(self, variant):
         """(server env, client env) of a variant."""
-        return {"kernel": (self.plain, self.plain), "goxio-client": (self.plain, self.goxio),
-                "goxio-server": (self.goxio, self.plain)}[variant]
+        return {"kernel": (self.plain, self.plain), "kernel-again": (self.plain, self.plain),
+                "goxio-client": (self.plain, self.goxio), "goxio-server": (self.goxio, self.plain)}[variant]
 
     def sockperf(self, case, variant, rep, place):
         self.port += 1
@@ -180,9 +180,10 @@ def main():
     for place in places:
         for case in ("udp-tp", "udp-pp"):
             if case in cases:
-                plan += [(case, "kernel", place), (case, "goxio-client", place)]
+                plan += [(case, "kernel-again", place), (case, "kernel", place), (case, "goxio-client", place)]
         if "iperf3" in cases:
-            plan += [("iperf3", "kernel", place), ("iperf3", "goxio-client", place), ("iperf3", "goxio-server", place)]
+            plan += [("iperf3", "kernel-again", place), ("iperf3", "kernel", place), ("iperf3", "goxio-client", place),
+                     ("iperf3", "goxio-server", place)]
     for rep in range(1, args.reps + 1):
         for case, variant, place in plan:
             v, status = r.iperf3(variant, rep, place) if case == "iperf3" else r.sockperf(case, variant, rep, place)
@@ -213,15 +214,20 @@ def main():
         runs = f"{len(g or [])} of {args.reps}"
         total += 1
         if kv is None or gv is None:
-            rows.append([label, "", fmt(kv, digits), fmt(gv, digits), "n/a", "**missed** (no figures)", runs])
+            rows.append([label, "", fmt(kv, digits), fmt(gv, digits), "n/a", "**missed** (no figures)", "", runs])
             continue
         # The ratio is the median of each rep's goxio figure over the kernel figure of the same rep,
         # run just before it: this VM's speed drifts by tens of percent between runs, a pair sees
-        # the same drift.
-        pairs = [by_rep[(case, variant, place, i)] / by_rep[(case, "kernel", place, i)]
-                 for i in range(1, args.reps + 1)
-                 if (case, variant, place, i) in by_rep and (case, "kernel", place, i) in by_rep]
+        # the same drift. The same statistic of the kernel run over the kernel run before it (A/A)
+        # shows what the harness reads where there is no difference at all.
+        def paired(num, den):
+            return [by_rep[(case, num, place, i)] / by_rep[(case, den, place, i)]
+                    for i in range(1, args.reps + 1)
+                    if (case, num, place, i) in by_rep and (case, den, place, i) in by_rep]
+        pairs = paired(variant, "kernel")
         ratio = statistics.median(pairs) if pairs else gv / kv
+        aa = paired("kernel", "kernel-again")
+        aa_cell = f"{statistics.median(aa):.3f}x ({min(aa):.2f}-{max(aa):.2f})" if aa else "n/a"
         if better == "higher":
             ok, target = ratio >= goal, f">= {goal:g}x"
         else:
@@ -230,13 +236,18 @@ def main():
         met += ok and not failed
         verdict = "met" if ok and not failed else "**NOT MET**"
         spread = f"kernel {fmt(min(k), digits)}-{fmt(max(k), digits)}, goxio {fmt(min(g), digits)}-{fmt(max(g), digits)}"
-        rows.append([label, target, fmt(kv, digits), fmt(gv, digits), f"{ratio:.3f}x", verdict, f"{runs}; {spread}"])
-    head = ["case", "goal (goxio/kernel)", "kernel", "goxio", "ratio", "verdict", "runs; range"]
+        rows.append([label, target, fmt(kv, digits), fmt(gv, digits), f"{ratio:.3f}x ({min(pairs):.2f}-{max(pairs):.2f})",
+                     verdict, aa_cell, f"{runs}; {spread}"])
+    head = ["case", "goal (goxio/kernel)", "kernel", "goxio", "ratio (rounds' range)", "verdict",
+            "kernel against itself (A/A)", "runs; range"]
     intro = (f"One end under goxio with default parameters (`LD_PRELOAD` only{', ' + args.env if args.env else ''}), "
              f"the other without goxio, against both ends without goxio, interleaved in one run "
              f"({args.reps} rounds of every case, variant and placement, {args.time} s per client run; medians; the "
              "ratio is the median of each round's goxio figure over the kernel figure of the same round, run "
-             "just before it). "
+             "just before it). Each round also runs the kernel case once more before that kernel run: the A/A "
+             "column is the same statistic of the kernel run over that one, what the harness reads with no "
+             "difference at all; a goal closer to 1x than the A/A's spread is at the edge of what "
+             f"{args.reps} rounds on this VM can resolve. "
              "Unpinned, the scheduler puts the two ends on one CPU or on two from one run to the next "
              "(sockperf UDP throughput then moves between two levels ~1.6x apart, for the kernel alone as "
              "much as with goxio, and the median lands on either); split, the server runs on CPU 0 and the "

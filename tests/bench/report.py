@@ -989,7 +989,8 @@ Kernel and goxio runs alternate in one run (A B A B ...), so both see the same m
   `-t {meta['sp_time']}` s per client run, {meta['sp_reps']} runs per test and variant, tests and variants
   interleaved within each round; each cell is the median of the runs' own figures (sockperf's
   percentiles of one run, then the median across runs). Latency is sockperf's half round trip.
-  Under-load: `--mps {meta.get('ul_mps', 'n/a')} --reply-every 10` (latency of every 10th message).
+  Under-load: `--mps {meta.get('ul_mps', 'n/a')} --reply-every 10` (latency of every 10th message),
+  `-t {meta.get('ul_time', meta['sp_time'])}` s per client run.
   "CPU us/msg" is the user+system CPU time of client and server over the whole run (warm-up included)
   per round trip (ping-pong) or per message received (throughput, under-load). Throughput
   "received msg/s" is the server's received-message count over the client's send time.
