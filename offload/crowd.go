@@ -18,6 +18,11 @@ func WatchCrowd(table FDTable) {
 	wait.UseLoadavg(AdoptInternal(table, fd))
 }
 
+// ShareCrowd makes the engine's waits count, and see, the waits that a crowded machine put to
+// sleep in every goxio process of the user (wait.ShareHeld: a table in the segment directory
+// dir). Without it a wait sees only the runnable threads.
+func ShareCrowd(dir string) error { return wait.ShareHeld(dir, sysc.Geteuid()) }
+
 // KernelSendHandoff gives the engine's waits the preload library's word that its kernel sends set
 // (shim/preload/ksend.c: sends that skip the engine): the next spin yields once, as after the
 // engine's own kernel sends (wait.Handoff).

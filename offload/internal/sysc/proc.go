@@ -82,6 +82,13 @@ func Open(path string, flags int) (int, error) {
 // Getppid is the parent process's id.
 func Getppid() int { return unix.Getppid() }
 
+// Getpid is the process's pid (a system call: glibc and Go cache nothing a fork would not
+// change, and the engine runs in forked children).
+func Getpid() int { return unix.Getpid() }
+
+// Geteuid is the process's effective user id.
+func Geteuid() int { return unix.Geteuid() }
+
 // FileLimit is the soft limit on open descriptors (RLIMIT_NOFILE); ok false when unknown.
 func FileLimit() (soft uint64, ok bool) {
 	var rl unix.Rlimit

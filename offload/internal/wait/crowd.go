@@ -110,7 +110,9 @@ func Crowded(now int64) bool {
 		crowd.reads.Add(1)
 		n, ok = sysc.Runnable()
 	}
-	many := ok && cpus > 0 && n > cpus
+	// The held waits (held.go) want a CPU as much as the runnable threads do; the table is read
+	// only when the runnable threads alone leave room.
+	many := ok && cpus > 0 && (n > cpus || n+heldNow(now) > cpus)
 	switch {
 	case many && woke:
 		crowd.woken.Store(true)

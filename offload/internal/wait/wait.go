@@ -120,6 +120,7 @@ type Spin struct {
 	shared bool  // the CPU is shared (shared.go): yield at every poll, sleep after sysc.YieldAfter
 	last   int64 // sysc.Nanotime of the spin's last clock read (preempted.go)
 	cold   bool  // a wait of the process was preempted lately: no spinning (preempted.go)
+	held   bool  // the last Poll ended the spinning because the machine is crowded (held.go)
 }
 
 // Begin starts the spinning at now (a sysc.Nanotime read the caller made anyway). A spin that
@@ -141,6 +142,14 @@ func (s *Spin) Shared() bool { return s.shared }
 // LookAgain makes the next poll look at the crowd (the wait slept: the machine may have filled).
 // The time asleep is no preemption (preempted.go): the next clock read starts the gaps anew.
 func (s *Spin) LookAgain() { s.look, s.last = true, 0 }
+
+// TakeHeld reports, and clears, whether the last Poll ended the spinning because the machine is
+// crowded: the wait's sleep then counts as held (held.go).
+func (s *Spin) TakeHeld() bool {
+	h := s.held
+	s.held = false
+	return h
+}
 
 // Elapsed is how long the spinning has lasted at now.
 func (s *Spin) Elapsed(now int64) int64 { return now - s.start }
@@ -173,6 +182,7 @@ func (s *Spin) Poll(now int64) bool {
 	if s.look {
 		s.look = false
 		if Crowded(now) {
+			s.held = true
 			return false
 		}
 		if tookWoken() {
@@ -193,7 +203,11 @@ func (s *Spin) Poll(now int64) bool {
 		}
 		return true
 	}
-	if Crowded(now) || s.shared {
+	if Crowded(now) {
+		s.held = true
+		return false
+	}
+	if s.shared {
 		return false
 	}
 	if !crowded {

@@ -1,0 +1,179 @@
+package wait
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
+)
+
+// useHeldTable maps a fresh held-wait table in a temporary directory for the rest of the test
+// and returns its path.
+func useHeldTable(t *testing.T) string {
+	t.Helper()
+	mem, slot, pid, at := held.mem.Load(), held.slot.Load(), held.pid.Load(), held.sweptAt.Load()
+	t.Cleanup(func() {
+		held.mem.Store(mem)
+		held.slot.Store(slot)
+		held.pid.Store(pid)
+		held.sweptAt.Store(at)
+	})
+	held.mem.Store(nil)
+	held.slot.Store(0)
+	dir := t.TempDir()
+	if err := ShareHeld(dir, os.Geteuid()); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, HeldFileName(os.Geteuid()))
+}
+
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("/bin/true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestHeldTable: held waits are counted in the shared file; a slot whose owner died is freed
+// (its count with it) at the first look after heldSweepEvery, a live owner's is kept; a second
+// mapping of the file (another process) sees the same count.
+func TestHeldTable(t *testing.T) {
+	path := useHeldTable(t)
+	now := sysc.Nanotime()
+	held.sweptAt.Store(now)
+	if n := heldNow(now); n != 0 {
+		t.Fatalf("new table: %d held", n)
+	}
+	a, b := holdEnter(), holdEnter()
+	if a < 0 || a != b || heldNow(now) != 2 {
+		t.Fatalf("two held waits: slots %d %d, count %d", a, b, heldNow(now))
+	}
+	other, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := (heldHeaderWords + a*heldSlotWords + 2) * 8
+	if c := other[off]; c != 2 {
+		t.Errorf("the file holds %d for this process, want 2", c)
+	}
+	holdLeave(a)
+	holdLeave(b)
+	if n := heldNow(now); n != 0 {
+		t.Fatalf("after both woke: %d held", n)
+	}
+
+	// Slots of other owners: one dead with 3 held waits, one alive (the test's parent) with 2.
+	mem := *held.mem.Load()
+	put := func(i, pid int, count uint64) {
+		atomic.StoreUint64(heldOwner(mem, i), uint64(pid))
+		atomic.StoreUint64(heldCount(mem, i), count)
+		if hi := atomic.LoadUint64(&mem[3]); hi <= uint64(i) {
+			atomic.StoreUint64(&mem[3], uint64(i)+1)
+		}
+	}
+	put(a+1, deadPID(t), 3)
+	put(a+2, os.Getppid(), 2)
+	if n := heldNow(now); n != 5 {
+		t.Errorf("before the owners are checked: %d held, want 5", n)
+	}
+	if n := heldNow(now + heldSweepEvery); n != 2 {
+		t.Errorf("after the owners are checked: %d held, want 2 (the dead owner's 3 freed)", n)
+	}
+	if o := atomic.LoadUint64(heldOwner(mem, a+1)); o != 0 {
+		t.Errorf("the dead owner's slot is not free: %#x", o)
+	}
+	if o := atomic.LoadUint64(heldOwner(mem, a+2)); o != uint64(os.Getppid()) {
+		t.Errorf("the live owner's slot changed: %#x", o)
+	}
+}
+
+// TestHeldCrowd: the held waits count toward the crowd: two runnable threads on two CPUs are no
+// crowd, the same with one held wait is.
+func TestHeldCrowd(t *testing.T) {
+	useHeldTable(t)
+	held.sweptAt.Store(sysc.Nanotime())
+	f, err := os.CreateTemp(t.TempDir(), "loadavg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("0.50 0.40 0.30 2/300 12345\n"); err != nil {
+		t.Fatal(err)
+	}
+	wasFD, wasCPUs := loadavg.Load(), onlineCPUs
+	at, yes, streak := crowd.at.Load(), crowd.yes.Load(), crowd.streak.Load()
+	t.Cleanup(func() {
+		loadavg.Store(wasFD)
+		onlineCPUs = wasCPUs
+		crowd.at.Store(at)
+		crowd.yes.Store(yes)
+		crowd.streak.Store(streak)
+		f.Close()
+	})
+	UseLoadavg(int(f.Fd()))
+	onlineCPUs = func() int { return 2 }
+	crowd.streak.Store(0)
+	crowd.yes.Store(false)
+	look := func() bool {
+		crowd.at.Store(1) // the last look is long past
+		return Crowded(sysc.Nanotime())
+	}
+	for range 2 {
+		if look() {
+			t.Fatal("2 runnable threads on 2 CPUs: crowded")
+		}
+	}
+	i := holdEnter()
+	defer holdLeave(i)
+	look()
+	if !look() {
+		t.Error("2 runnable threads and a held wait on 2 CPUs: not crowded after two looks")
+	}
+}
+
+// TestLoopCountsHeldSleep: an endless wait whose spinning a crowd ended counts as held while it
+// sleeps (and no longer once it woke); a wait that sleeps because its budget ran out does not
+// count, nor one with a budget that a crowd ended.
+func TestLoopCountsHeldSleep(t *testing.T) {
+	useHeldTable(t)
+	held.sweptAt.Store(sysc.Nanotime())
+	for _, c := range []struct {
+		name    string
+		crowded bool
+		p       Policy
+		want    int
+	}{
+		{"crowded", true, Policy{Polls: -1}, 1},
+		{"budget spent", false, Policy{Polls: 2}, 0},
+		{"crowded, with a budget", true, Policy{Polls: 1 << 30}, 0},
+		{"crowded, endless select", true, Policy{Timed: true, Budget: -1}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			setCrowd(t, c.crowded)
+			var w Call
+			seen := -1
+			sleeps := 0
+			n, _ := Loop(&w, c.p, Steps{
+				Try: func(Look) (int, syscall.Errno, bool) { return 7, 0, sleeps == 2 },
+				Sleep: func() (int, syscall.Errno, bool) {
+					sleeps++
+					if sleeps == 2 {
+						seen = heldNow(sysc.Nanotime())
+					}
+					return 0, 0, false
+				},
+			})
+			if n != 7 || seen != c.want {
+				t.Errorf("held waits during the second sleep: %d, want %d", seen, c.want)
+			}
+			if after := heldNow(sysc.Nanotime()); after != 0 {
+				t.Errorf("after the call: %d held", after)
+			}
+		})
+	}
+}
