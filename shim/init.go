@@ -90,6 +90,11 @@ func start() {
 		ExtraAPI:      extraAPIUsed,
 	})
 	offload.WatchCrowd(cTable{})
+	if params.SHMDir != "" {
+		if err := offload.ShareCrowd(params.SHMDir); err != nil {
+			lib.log.Debug("waits count the runnable threads only", zap.Error(err))
+		}
+	}
 	C.goxio_set_ready(1)
 }
 

@@ -351,9 +351,9 @@ func processSockets(d statsDoc, pid int) []stats.SocketSnapshot {
 	return out
 }
 
-// discoveryFile matches the per-user, per-namespace files that outlive processes: the
-// discovery directory and the TCP pairing table.
-var discoveryFile = regexp.MustCompile(`^goxio\.\d+\.\d+\.(dir|pairs\d+)$`)
+// discoveryFile matches the per-user files that outlive processes: per namespace, the discovery
+// directory and the TCP pairing table; per machine, the held-wait table (offload/internal/wait).
+var discoveryFile = regexp.MustCompile(`^goxio\.\d+\.(\d+\.(dir|pairs\d+)|held\d+)$`)
 
 // segments lists the files of the segment directory other than discovery files.
 func (h *shmHarness) segments() []string {

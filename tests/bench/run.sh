@@ -576,9 +576,11 @@ stop_server() {
 # shm_leftovers prints how many segment files (goxio.* of UDP, goxio-tcp-* of TCP) are in the
 # private shm folder (none should be once both ends have exited) and removes them; the names go to
 # $RAW/shm-leftovers.txt. The namespace's discovery directory (goxio.*.dir) and TCP pairing table
-# (goxio.*.pairs<version>) are shared by every process of the namespace and stay by design.
+# (goxio.*.pairs<version>), and the user's held-wait table (goxio.*.held<version>), are shared by
+# every process of the namespace or the machine and stay by design.
 shm_leftovers() {
-	local n segs=(find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' ! -name '*.pairs[0-9]*')
+	local n segs=(find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' ! -name '*.pairs[0-9]*'
+		! -name '*.held[0-9]*')
 	n=$("${segs[@]}" | wc -l)
 	if ((n > 0)); then
 		{
@@ -873,7 +875,7 @@ if section programs; then
 fi
 
 # The discovery directory and the pairing table stay by design; anything else is a leftover.
-find "$SHM_DIR" -mindepth 1 -maxdepth 1 ! -name 'goxio.*.dir' ! -name 'goxio.*.pairs[0-9]*' -printf 'at the end: %f\n' >>"$RAW/shm-leftovers.txt"
+find "$SHM_DIR" -mindepth 1 -maxdepth 1 ! -name 'goxio.*.dir' ! -name 'goxio.*.pairs[0-9]*' ! -name 'goxio.*.held[0-9]*' -printf 'at the end: %f\n' >>"$RAW/shm-leftovers.txt"
 rm -rf "$SHM_DIR"
 SHM_DIR=
 
