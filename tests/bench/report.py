@@ -628,14 +628,17 @@ UL_POLL_NOTE = """Under-load with `VMA_SPEC=latency` (information, not a goal): 
 has two threads, one that sends and paces its sends by spinning, one that receives the replies (one
 every 200 us). `VMA_RX_POLL=-1` (which `VMA_SPEC=latency` sets; `VMA_SELECT_POLL=-1` alone costs
 nothing here, measured apart) makes that receiving thread poll without end as well, so three
-threads spin (with the server's receive) on the machine's two CPUs. The waits see the crowd
-(`/proc/loadavg`, more runnable threads than CPUs) and sleep instead of spinning, but only from
-their next look on; a spinner preempted meanwhile waits for a scheduler time slice, milliseconds:
-the median stays near the kernel's while about one reply in ten waits a millisecond (p90 above).
-With default parameters that receiving thread does not spin (its waits are longer than the
-100 us a spin is worth, `offload/internal/wait/avg.go`), and the two spinners left have a CPU
-each. Polling without end is what `VMA_RX_POLL=-1` asks for; it pays only with a CPU per spinning
-thread."""
+threads want to spin (with the server's receive) on the machine's two CPUs. The waits see the crowd
+(`/proc/loadavg`, more runnable threads than CPUs) and sleep instead of spinning; a wait that polls
+without end and that the crowd put to sleep keeps counting toward the crowd while it sleeps (a
+table of such held waits shared by the user's goxio processes, `offload/internal/wait/held.go`),
+so both goxio waits sleep while the pacing sender spins, as the kernel's receivers do, and each
+wakes to an idle CPU. Before that table they took turns being the sleeper, each woke to find both
+CPUs held by spinners, and about one reply in seven waited a scheduler time slice (average 0.10x the
+kernel's in the report before it). What polling without end costs on a machine with fewer CPUs
+than spinning threads is then what the kernel's sleeping receives cost: the figures above. With
+default parameters that receiving thread does not spin (its waits are longer than the 100 us a spin
+is worth, `offload/internal/wait/avg.go`), and the two spinners left have a CPU each."""
 
 
 # Goals of issue 6 (AF_XDP UDP transport) across the veth pair, goxio on both ends: average
