@@ -113,8 +113,15 @@ func ownSlot(mem []uint64) int {
 	if err != nil {
 		return -1
 	}
+	// First a free slot below the high-water mark; then, after freeing the slots of dead owners
+	// (a process that ended leaves its slot claimed), any: the mark, which bounds the readers'
+	// sums, stays near the count of processes that hold waits at once.
 	for pass := range 2 {
-		for i := range heldSlots {
+		limit := heldSlots
+		if pass == 0 {
+			limit = min(int(atomic.LoadUint64(&mem[3])), heldSlots)
+		}
+		for i := range limit {
 			// Claimed marked (heldReclaim), so that no sweeper judges the owner by the start
 			// time of the slot's last owner before this one's is written.
 			o := heldOwner(mem, i)

@@ -72,6 +72,7 @@ func TestHeldTable(t *testing.T) {
 	mem := *held.mem.Load()
 	put := func(i, pid int, count uint64) {
 		atomic.StoreUint64(heldOwner(mem, i), uint64(pid))
+		atomic.StoreUint64(&mem[heldHeaderWords+i*heldSlotWords+1], 0) // start time unknown: the pid decides
 		atomic.StoreUint64(heldCount(mem, i), count)
 		if hi := atomic.LoadUint64(&mem[3]); hi <= uint64(i) {
 			atomic.StoreUint64(&mem[3], uint64(i)+1)
@@ -90,6 +91,22 @@ func TestHeldTable(t *testing.T) {
 	}
 	if o := atomic.LoadUint64(heldOwner(mem, a+2)); o != uint64(os.Getppid()) {
 		t.Errorf("the live owner's slot changed: %#x", o)
+	}
+
+	// A new process (this one, as if forked) takes the slot a dead process left, without a
+	// count, below the high-water mark, instead of raising the mark.
+	put(a+3, deadPID(t), 0)
+	hi := atomic.LoadUint64(&mem[3])
+	for i := range int(hi) {
+		if i != a+2 && i != a+3 {
+			put(i, os.Getppid(), 0)
+		}
+	}
+	held.pid.Store(0)
+	if i := holdEnter(); i != a+3 || atomic.LoadUint64(&mem[3]) != hi {
+		t.Errorf("claim with a dead owner's slot below the mark %d: took %d, mark now %d", hi, i, atomic.LoadUint64(&mem[3]))
+	} else {
+		holdLeave(i)
 	}
 }
 

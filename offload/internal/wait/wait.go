@@ -144,7 +144,7 @@ func (s *Spin) Shared() bool { return s.shared }
 func (s *Spin) LookAgain() { s.look, s.last = true, 0 }
 
 // TakeHeld reports, and clears, whether the last Poll ended the spinning because the machine is
-// crowded: the wait's sleep then counts as held (held.go).
+// crowded (each Poll clears it first): the wait's sleep then counts as held (held.go).
 func (s *Spin) TakeHeld() bool {
 	h := s.held
 	s.held = false
@@ -158,6 +158,7 @@ func (s *Spin) Elapsed(now int64) int64 { return now - s.start }
 // on (false: the machine is crowded, the wait sleeps); now is the time of the poll when the
 // caller read the clock anyway (0: Poll reads it when it needs it).
 func (s *Spin) Poll(now int64) bool {
+	s.held = false
 	if s.cold {
 		return false
 	}
