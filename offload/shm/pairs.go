@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goxio/goxio/internal/shmseg"
 )
 
@@ -99,31 +97,14 @@ func OpenPairs(dir string, uid int, netns uint64) (*Pairs, error) {
 	}
 	path := shmseg.Join(dir, PairsFileName(uid, netns))
 	size := (pairsHeaderWords + PairSlots*pairWords) * 8
-	for range 4 {
-		b, err := shmseg.Open(path, size, size)
-		if err == nil {
-			mem := shmseg.Words(b)
-			if atomic.LoadUint64(&mem[0]) != pairsMagic || atomic.LoadUint64(&mem[1]) != pairsVersion ||
-				atomic.LoadUint64(&mem[2]) != PairSlots {
-				_ = shmseg.Unmap(b)
-				return nil, fmt.Errorf("open pairing table %s: %w", path, ErrCorrupt)
-			}
-			return &Pairs{mem: mem, pid: uint64(pid), start: start}, nil
-		}
-		if !errors.Is(err, unix.ENOENT) {
-			return nil, fmt.Errorf("open pairing table: %w", err)
-		}
-		err = shmseg.CreateLinked(dir, path, size, true, func(b []byte) {
-			m := shmseg.Words(b)
-			atomic.StoreUint64(&m[1], pairsVersion)
-			atomic.StoreUint64(&m[2], PairSlots)
-			atomic.StoreUint64(&m[0], pairsMagic)
-		})
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return nil, fmt.Errorf("open pairing table: %w", err)
-		}
+	mem, err := shmseg.OpenTable(dir, path, size, []uint64{pairsMagic, pairsVersion, PairSlots})
+	if errors.Is(err, shmseg.ErrHeader) {
+		return nil, fmt.Errorf("open pairing table %s: %w", path, ErrCorrupt)
 	}
-	return nil, fmt.Errorf("open pairing table %s: created and removed repeatedly", path)
+	if err != nil {
+		return nil, fmt.Errorf("open pairing table: %w", err)
+	}
+	return &Pairs{mem: mem, pid: uint64(pid), start: start}, nil
 }
 
 // pairKey is a connection's entry key: both endpoints, canonical (conn_name.go).

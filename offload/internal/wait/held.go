@@ -1,12 +1,9 @@
 package wait
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/internal/procstat"
 	"github.com/goxio/goxio/internal/shmseg"
@@ -68,32 +65,12 @@ var held struct {
 func ShareHeld(dir string, uid int) error {
 	path := shmseg.Join(dir, HeldFileName(uid))
 	size := (heldHeaderWords + heldSlots*heldSlotWords) * 8
-	for range 4 {
-		b, err := shmseg.Open(path, size, size)
-		if err == nil {
-			mem := shmseg.Words(b)
-			if atomic.LoadUint64(&mem[0]) != heldMagic || atomic.LoadUint64(&mem[1]) != heldVersion ||
-				atomic.LoadUint64(&mem[2]) != heldSlots {
-				_ = shmseg.Unmap(b)
-				return fmt.Errorf("open held-wait table %s: not a table of this version", path)
-			}
-			held.mem.Store(&mem)
-			return nil
-		}
-		if !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("open held-wait table: %w", err)
-		}
-		err = shmseg.CreateLinked(dir, path, size, true, func(b []byte) {
-			m := shmseg.Words(b)
-			atomic.StoreUint64(&m[1], heldVersion)
-			atomic.StoreUint64(&m[2], heldSlots)
-			atomic.StoreUint64(&m[0], heldMagic)
-		})
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("open held-wait table: %w", err)
-		}
+	mem, err := shmseg.OpenTable(dir, path, size, []uint64{heldMagic, heldVersion, heldSlots})
+	if err != nil {
+		return fmt.Errorf("open held-wait table: %w", err)
 	}
-	return fmt.Errorf("open held-wait table %s: created and removed repeatedly", path)
+	held.mem.Store(&mem)
+	return nil
 }
 
 // heldCount is the word of slot i's count.
