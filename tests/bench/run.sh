@@ -874,7 +874,7 @@ if section programs; then
 	PROG_TMP=
 fi
 
-# The discovery directory and the pairing table stay by design; anything else is a leftover.
+# The discovery directory, the pairing table and the held-wait table stay by design; anything else is a leftover.
 find "$SHM_DIR" -mindepth 1 -maxdepth 1 ! -name 'goxio.*.dir' ! -name 'goxio.*.pairs[0-9]*' ! -name 'goxio.*.held[0-9]*' -printf 'at the end: %f\n' >>"$RAW/shm-leftovers.txt"
 rm -rf "$SHM_DIR"
 SHM_DIR=
