@@ -577,10 +577,11 @@ stop_server() {
 # private shm folder (none should be once both ends have exited) and removes them; the names go to
 # $RAW/shm-leftovers.txt. The namespace's discovery directory (goxio.*.dir) and TCP pairing table
 # (goxio.*.pairs<version>), and the user's held-wait table (goxio.*.held<version>), are shared by
-# every process of the namespace or the machine and stay by design.
+# every process of the namespace or the machine and stay by design (SHM_KEEP: find's tests that
+# leave them out, here and at the end of the run).
+SHM_KEEP=(! -name 'goxio.*.dir' ! -name 'goxio.*.pairs[0-9]*' ! -name 'goxio.*.held[0-9]*')
 shm_leftovers() {
-	local n segs=(find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' ! -name '*.dir' ! -name '*.pairs[0-9]*'
-		! -name '*.held[0-9]*')
+	local n segs=(find "$SHM_DIR" -mindepth 1 -maxdepth 1 -name 'goxio*' "${SHM_KEEP[@]}")
 	n=$("${segs[@]}" | wc -l)
 	if ((n > 0)); then
 		{
@@ -875,7 +876,7 @@ if section programs; then
 fi
 
 # The discovery directory, the pairing table and the held-wait table stay by design; anything else is a leftover.
-find "$SHM_DIR" -mindepth 1 -maxdepth 1 ! -name 'goxio.*.dir' ! -name 'goxio.*.pairs[0-9]*' ! -name 'goxio.*.held[0-9]*' -printf 'at the end: %f\n' >>"$RAW/shm-leftovers.txt"
+find "$SHM_DIR" -mindepth 1 -maxdepth 1 "${SHM_KEEP[@]}" -printf 'at the end: %f\n' >>"$RAW/shm-leftovers.txt"
 rm -rf "$SHM_DIR"
 SHM_DIR=
 

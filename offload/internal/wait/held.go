@@ -31,7 +31,7 @@ import (
 // heldSlots slots of 4 words, one per process that held a wait: owner pid, owner start time,
 // held waits, a spare word. A process claims a slot at its first held wait (compare-and-swap of
 // the pid word from 0, marked until its start time is written) and changes only its own count;
-// a reader sums the counts of the slots below the high-water mark (header word 3). A process
+// a reader sums the counts of the slots below the high-water mark (heldMark). A process
 // that dies with waits held leaves its count: the readers check the owners of slots with a
 // count at most every heldSweepEvery (a kill(2) each) and free the dead ones' slots
 // (compare-and-swap of the pid word to heldReclaim, count to 0, pid word to 0).
@@ -40,14 +40,15 @@ const (
 	heldMagic       = 0x444c4548_4f49584f // "OXIOHELD" read as a little-endian word
 	heldVersion     = 1
 	heldSlots       = 1024
-	heldHeaderWords = 8 // magic, version, slots, high-water mark
+	heldHeaderWords = 8 // magic, version, slots, high-water mark (heldMark)
+	heldMark        = 3 // header word: slots at or above it were never claimed
 	heldSlotWords   = 4
 	heldReclaim     = 1 << 63 // pid word of a dead owner's slot being freed
 	heldSweepEvery  = 100e6   // ns between checks of the owners of slots with a count
 )
 
-// HeldFileName is the table's file name for a user; the layout version is part of it.
-func HeldFileName(uid int) string {
+// heldFileName is the table's file name for a user; the layout version is part of it.
+func heldFileName(uid int) string {
 	return "goxio." + strconv.Itoa(uid) + ".held" + strconv.Itoa(heldVersion)
 }
 
@@ -63,7 +64,7 @@ var held struct {
 // engine calls it once; without it (an error, no segment directory) the waits count only the
 // runnable threads, as before.
 func ShareHeld(dir string, uid int) error {
-	path := shmseg.Join(dir, HeldFileName(uid))
+	path := shmseg.Join(dir, heldFileName(uid))
 	size := (heldHeaderWords + heldSlots*heldSlotWords) * 8
 	mem, err := shmseg.OpenTable(dir, path, size, []uint64{heldMagic, heldVersion, heldSlots})
 	if err != nil {
@@ -73,11 +74,18 @@ func ShareHeld(dir string, uid int) error {
 	return nil
 }
 
-// heldCount is the word of slot i's count.
-func heldCount(mem []uint64, i int) *uint64 { return &mem[heldHeaderWords+i*heldSlotWords+2] }
+// Words of a slot.
+const (
+	heldOwner = iota // owner pid (heldReclaim set while claimed or freed)
+	heldStart        // owner start time (procstat)
+	heldCount        // held waits
+)
 
-// heldOwner is the word of slot i's owner pid.
-func heldOwner(mem []uint64, i int) *uint64 { return &mem[heldHeaderWords+i*heldSlotWords] }
+// heldSlot is slot i's words.
+func heldSlot(mem []uint64, i int) []uint64 {
+	j := heldHeaderWords + i*heldSlotWords
+	return mem[j : j+heldSlotWords : j+heldSlotWords]
+}
 
 // ownSlot returns this process's slot, claimed at its first call (-1: no table, or no free
 // slot: the process's held waits are not counted).
@@ -96,21 +104,22 @@ func ownSlot(mem []uint64) int {
 	for pass := range 2 {
 		limit := heldSlots
 		if pass == 0 {
-			limit = min(int(atomic.LoadUint64(&mem[3])), heldSlots)
+			limit = min(int(atomic.LoadUint64(&mem[heldMark])), heldSlots)
 		}
 		for i := range limit {
 			// Claimed marked (heldReclaim), so that no sweeper judges the owner by the start
 			// time of the slot's last owner before this one's is written.
-			o := heldOwner(mem, i)
-			if atomic.LoadUint64(o) != 0 || !atomic.CompareAndSwapUint64(o, 0, heldReclaim|uint64(pid)) {
+			sl := heldSlot(mem, i)
+			if atomic.LoadUint64(&sl[heldOwner]) != 0 ||
+				!atomic.CompareAndSwapUint64(&sl[heldOwner], 0, heldReclaim|uint64(pid)) {
 				continue
 			}
-			atomic.StoreUint64(&mem[heldHeaderWords+i*heldSlotWords+1], start)
-			atomic.StoreUint64(heldCount(mem, i), 0)
-			atomic.StoreUint64(o, uint64(pid))
+			atomic.StoreUint64(&sl[heldStart], start)
+			atomic.StoreUint64(&sl[heldCount], 0)
+			atomic.StoreUint64(&sl[heldOwner], uint64(pid))
 			for {
-				hi := atomic.LoadUint64(&mem[3])
-				if uint64(i) < hi || atomic.CompareAndSwapUint64(&mem[3], hi, uint64(i)+1) {
+				hi := atomic.LoadUint64(&mem[heldMark])
+				if uint64(i) < hi || atomic.CompareAndSwapUint64(&mem[heldMark], hi, uint64(i)+1) {
 					break
 				}
 			}
@@ -134,16 +143,20 @@ func holdEnter() int {
 	}
 	i := ownSlot(*p)
 	if i >= 0 {
-		atomic.AddUint64(heldCount(*p, i), 1)
+		atomic.AddUint64(&heldSlot(*p, i)[heldCount], 1)
 	}
 	return i
 }
 
 // holdLeave uncounts a held wait that woke (i from holdEnter); not when the slot is no longer
-// this process's (freed by a reader that found it dead: never, unless /proc lied).
+// this process's (freed by a reader that found it dead: never, unless /proc lied). held.pid is
+// this process's: the wait that entered is the one that leaves, and a fork in between would
+// leave the child without it.
 func holdLeave(i int) {
-	if p := held.mem.Load(); p != nil && i >= 0 && atomic.LoadUint64(heldOwner(*p, i)) == uint64(sysc.Getpid()) {
-		atomic.AddUint64(heldCount(*p, i), ^uint64(0))
+	if p := held.mem.Load(); p != nil && i >= 0 {
+		if sl := heldSlot(*p, i); atomic.LoadUint64(&sl[heldOwner]) == uint64(held.pid.Load()) {
+			atomic.AddUint64(&sl[heldCount], ^uint64(0))
+		}
 	}
 }
 
@@ -155,46 +168,40 @@ func heldNow(now int64) int {
 		return 0
 	}
 	mem := *p
-	hi := min(int(atomic.LoadUint64(&mem[3])), heldSlots)
-	n, dead := 0, false
-	for i := range hi {
-		if c := int64(atomic.LoadUint64(heldCount(mem, i))); c > 0 {
+	n := 0
+	for i := range min(int(atomic.LoadUint64(&mem[heldMark])), heldSlots) {
+		if c := int64(atomic.LoadUint64(&heldSlot(mem, i)[heldCount])); c > 0 {
 			n += int(c)
-			dead = dead || now-held.sweptAt.Load() >= heldSweepEvery
 		}
 	}
-	if dead && held.sweep.CompareAndSwap(false, true) {
+	if n > 0 && now-held.sweptAt.Load() >= heldSweepEvery && held.sweep.CompareAndSwap(false, true) {
 		held.sweptAt.Store(now)
-		if sweepHeld(mem, false) {
-			n = heldNow(now)
-		}
+		n -= sweepHeld(mem, false)
 		held.sweep.Store(false)
 	}
 	return n
 }
 
 // sweepHeld frees the slots of dead owners: those with a count (all: the slots without a count
-// too, for a claim that found none free); it reports whether it freed a slot with a count.
-func sweepHeld(mem []uint64, all bool) bool {
-	freed := false
-	hi := min(int(atomic.LoadUint64(&mem[3])), heldSlots)
+// too, for a claim that found none free); it returns the held waits it freed with them.
+func sweepHeld(mem []uint64, all bool) int {
+	freed := 0
 	self := uint64(sysc.Getpid())
-	for i := range hi {
-		o := heldOwner(mem, i)
-		pid := atomic.LoadUint64(o)
-		c := atomic.LoadUint64(heldCount(mem, i))
-		if pid == 0 || pid&heldReclaim != 0 || pid == self || c == 0 && !all {
+	for i := range min(int(atomic.LoadUint64(&mem[heldMark])), heldSlots) {
+		sl := heldSlot(mem, i)
+		pid := atomic.LoadUint64(&sl[heldOwner])
+		if pid == 0 || pid&heldReclaim != 0 || pid == self || atomic.LoadUint64(&sl[heldCount]) == 0 && !all {
 			continue
 		}
-		if procstat.Alive(int(pid), atomic.LoadUint64(&mem[heldHeaderWords+i*heldSlotWords+1])) {
+		if procstat.Alive(int(pid), atomic.LoadUint64(&sl[heldStart])) ||
+			!atomic.CompareAndSwapUint64(&sl[heldOwner], pid, heldReclaim|pid) {
 			continue
 		}
-		if !atomic.CompareAndSwapUint64(o, pid, heldReclaim|pid) {
-			continue
+		if c := int64(atomic.LoadUint64(&sl[heldCount])); c > 0 {
+			freed += int(c)
 		}
-		freed = freed || atomic.LoadUint64(heldCount(mem, i)) != 0
-		atomic.StoreUint64(heldCount(mem, i), 0)
-		atomic.StoreUint64(o, 0)
+		atomic.StoreUint64(&sl[heldCount], 0)
+		atomic.StoreUint64(&sl[heldOwner], 0)
 	}
 	return freed
 }

@@ -28,7 +28,7 @@ func useHeldTable(t *testing.T) string {
 	if err := ShareHeld(dir, os.Geteuid()); err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(dir, HeldFileName(os.Geteuid()))
+	return filepath.Join(dir, heldFileName(os.Geteuid()))
 }
 
 func deadPID(t *testing.T) int {
@@ -58,7 +58,7 @@ func TestHeldTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := (heldHeaderWords + a*heldSlotWords + 2) * 8
+	off := (heldHeaderWords + a*heldSlotWords + heldCount) * 8
 	if c := other[off]; c != 2 {
 		t.Errorf("the file holds %d for this process, want 2", c)
 	}
@@ -71,11 +71,12 @@ func TestHeldTable(t *testing.T) {
 	// Slots of other owners: one dead with 3 held waits, one alive (the test's parent) with 2.
 	mem := *held.mem.Load()
 	put := func(i, pid int, count uint64) {
-		atomic.StoreUint64(heldOwner(mem, i), uint64(pid))
-		atomic.StoreUint64(&mem[heldHeaderWords+i*heldSlotWords+1], 0) // start time unknown: the pid decides
-		atomic.StoreUint64(heldCount(mem, i), count)
-		if hi := atomic.LoadUint64(&mem[3]); hi <= uint64(i) {
-			atomic.StoreUint64(&mem[3], uint64(i)+1)
+		sl := heldSlot(mem, i)
+		atomic.StoreUint64(&sl[heldOwner], uint64(pid))
+		atomic.StoreUint64(&sl[heldStart], 0) // start time unknown: the pid decides
+		atomic.StoreUint64(&sl[heldCount], count)
+		if hi := atomic.LoadUint64(&mem[heldMark]); hi <= uint64(i) {
+			atomic.StoreUint64(&mem[heldMark], uint64(i)+1)
 		}
 	}
 	put(a+1, deadPID(t), 3)
@@ -86,25 +87,25 @@ func TestHeldTable(t *testing.T) {
 	if n := heldNow(now + heldSweepEvery); n != 2 {
 		t.Errorf("after the owners are checked: %d held, want 2 (the dead owner's 3 freed)", n)
 	}
-	if o := atomic.LoadUint64(heldOwner(mem, a+1)); o != 0 {
+	if o := atomic.LoadUint64(&heldSlot(mem, a+1)[heldOwner]); o != 0 {
 		t.Errorf("the dead owner's slot is not free: %#x", o)
 	}
-	if o := atomic.LoadUint64(heldOwner(mem, a+2)); o != uint64(os.Getppid()) {
+	if o := atomic.LoadUint64(&heldSlot(mem, a+2)[heldOwner]); o != uint64(os.Getppid()) {
 		t.Errorf("the live owner's slot changed: %#x", o)
 	}
 
 	// A new process (this one, as if forked) takes the slot a dead process left, without a
 	// count, below the high-water mark, instead of raising the mark.
 	put(a+3, deadPID(t), 0)
-	hi := atomic.LoadUint64(&mem[3])
+	hi := atomic.LoadUint64(&mem[heldMark])
 	for i := range int(hi) {
 		if i != a+2 && i != a+3 {
 			put(i, os.Getppid(), 0)
 		}
 	}
 	held.pid.Store(0)
-	if i := holdEnter(); i != a+3 || atomic.LoadUint64(&mem[3]) != hi {
-		t.Errorf("claim with a dead owner's slot below the mark %d: took %d, mark now %d", hi, i, atomic.LoadUint64(&mem[3]))
+	if i := holdEnter(); i != a+3 || atomic.LoadUint64(&mem[heldMark]) != hi {
+		t.Errorf("claim with a dead owner's slot below the mark %d: took %d, mark now %d", hi, i, atomic.LoadUint64(&mem[heldMark]))
 	} else {
 		holdLeave(i)
 	}
