@@ -124,6 +124,9 @@ func (e *Engine) offloadUDPLocked(s *Socket) {
 	st := s.st
 	u.OnDrop = func() { st.CountTxDrop() }
 	u.Domain = s.domain
+	if w := st.TxKernelWords(); w != nil {
+		u.KernelTx = &w[0]
+	}
 	s.setTransportLocked(u, transport.KindSHM)
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"sync/atomic"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -41,6 +42,9 @@ type route struct {
 	hostOnly bool             // they reach only this namespace's sockets
 	host     hostState        // whether every kernel receiver of them is a ring member
 	peer     int              // the receiving process (capture records name it)
+	// seen is the socket's kernel count + 1 when a datagram through the route was last marked
+	// (order.go); 0 for none.
+	seen atomic.Uint64
 }
 
 // sendFlags are the send flags the rings honour; any other flag sends through the kernel.
@@ -86,11 +90,15 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 		return u.kernelSend(c)
 	}
 	kd := u.kernelDstFor(dst)
-	wake, err := r.out.send(r.name[:r.nameLen], bufs, total, kd != nil)
+	seen, mark := u.markFor(r)
+	wake, err := r.out.send(r.name[:r.nameLen], bufs, total, mark || kd != nil)
 	switch {
 	case err == nil:
 		if kd != nil {
 			u.kernelDst.CompareAndSwap(kd, nil)
+		}
+		if mark {
+			u.ordered(r, seen)
 		}
 		u.ringTx.Add(1)
 		if capture.On() {

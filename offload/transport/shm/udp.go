@@ -32,6 +32,11 @@ type UDP struct {
 	// Domain, when set (AF_INET or AF_INET6), is the kernel socket's family, which the engine
 	// knows from socket(): the transport then does not ask the kernel.
 	Domain int
+	// KernelTx, when set, is the statistics slot's count of the socket's sends the kernel
+	// served, to which the library's sending trampoline adds its own (shim/preload/ksend.c): a
+	// ring datagram that follows any of them is marked (order.go). Memory that stays mapped for
+	// the process's life (stats.Socket.TxKernelWords).
+	KernelTx *uint64
 
 	mu    sync.Mutex // guards the fields below and changes of inbox
 	local netip.AddrPort
@@ -78,6 +83,7 @@ type UDP struct {
 	// senderCache remembers the last multicast ring sender lookup (multicast.go); guarded by rxmu.
 	senderCache senderCache
 	route       atomic.Pointer[route]  // the last destination and how to reach it
+	order       sendOrder              // the kernel sends a ring datagram follows (order.go)
 	egress      atomic.Pointer[egress] // the last IPv6 group's route (multicast.go)
 
 	kernelOnly atomic.Bool  // GiveUp happened: every call goes to the kernel socket
@@ -153,8 +159,8 @@ func (u *UDP) TransferVia(c transport.Call) (int, syscall.Errno, bool) {
 	var viaOS bool
 	if c.Op.Receive() {
 		n, errno, viaOS = u.recv(&c, nil)
-	} else {
-		n, errno, viaOS = u.send(&c)
+	} else if n, errno, viaOS = u.send(&c); viaOS && errno == 0 {
+		u.kernelSent()
 	}
 	if viaOS && errno == 0 && capture.On() {
 		c.FD = fd
