@@ -3,11 +3,12 @@
     churn.py --churn BIN/churn --lib LIBGOXIO [--env "VAR=value ..."] [--rounds N] [--reps R]
              [--port P] [--out FILE.md]
 
-Each case runs the client (tests/bench/churn.c) under the kernel and under goxio, interleaved
-(A B A B ...), R times, against a server that runs under goxio ("goxio peer") or without it
+Each case runs the client (tests/bench/churn.c) under the kernel, under goxio and under the kernel
+again, interleaved (A B A' A B A' ...), R times, against a server that runs under goxio ("goxio peer") or without it
 ("peer without goxio"); the kernel rows run both ends without the library. Both servers stay up for
 the case. Printed (and written to --out): p50, p99 and average per round, medians over the
-repetitions, and the median of the per-pair ratios goxio/kernel.
+repetitions, the median of the per-pair ratios goxio/kernel, and of kernel-again/kernel (A/A: the
+spread of the kernel against itself).
 Standard library only; every run is bounded in time.
 """
 
@@ -57,7 +58,7 @@ def run_case(args, proto, peer, port, pin):
     # decides a round more than anything (a kernel client against two such servers measured 20 us
     # against one and 119 us against the other, in the same second), so each would be a placement
     # of its own.
-    res = {"kernel": [], "goxio": []}
+    res = {"kernel": [], "goxio": [], "again": []}
     try:
         time.sleep(0.3)
         # one warm-up run each: the goxio server loads its engine at its first request
@@ -66,13 +67,16 @@ def run_case(args, proto, peer, port, pin):
         for _ in range(args.reps):
             res["kernel"].append(run_client(args, proto, "", port, pin, args.rounds))
             res["goxio"].append(run_client(args, proto, args.lib, gport, pin, args.rounds))
+            # the kernel once more: kernel against kernel is the case's own noise (A/A)
+            res["again"].append(run_client(args, proto, "", port, pin, args.rounds))
     finally:
         for srv in servers:
             srv.kill()
             srv.communicate(timeout=10)
     med = {v: {k: statistics.median(r[k] for r in res[v]) for k in ("p50", "p99", "avg")} for v in res}
     ratio = {k: statistics.median(g[k] / kr[k] for kr, g in zip(res["kernel"], res["goxio"])) for k in ("p50", "p99")}
-    return med, ratio
+    aa = {k: statistics.median(a[k] / kr[k] for kr, a in zip(res["kernel"], res["again"])) for k in ("p50", "p99")}
+    return med, ratio, aa
 
 
 def main():
@@ -92,22 +96,24 @@ def main():
         for proto in ("tcp", "udp"):
             for peer in ("goxio peer", "peer without goxio"):
                 port += 2
-                med, ratio = run_case(args, proto, peer, port, pin)
-                rows.append((pin, proto, peer, med, ratio))
+                med, ratio, aa = run_case(args, proto, peer, port, pin)
+                rows.append((pin, proto, peer, med, ratio, aa))
 
-    lines = ["| case | peer | placement | kernel p50 / p99 / avg (us) | goxio p50 / p99 / avg (us) | ratio p50 | ratio p99 |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    for pin, proto, peer, med, ratio in rows:
+    lines = ["| case | peer | placement | kernel p50 / p99 / avg (us) | goxio p50 / p99 / avg (us) | ratio p50 | ratio p99 "
+             "| A/A p50 / p99 |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for pin, proto, peer, med, ratio, aa in rows:
         k, g = med["kernel"], med["goxio"]
         name = "TCP connection per request" if proto == "tcp" else "UDP socket per request"
-        lines.append("| %s | %s | %s | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f | %.2fx | %.2fx |" % (
+        lines.append("| %s | %s | %s | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f | %.2fx | %.2fx | %.2fx / %.2fx |" % (
             name, peer, "both on CPU 0" if pin else "unpinned", k["p50"], k["p99"], k["avg"], g["p50"], g["p99"],
-            g["avg"], ratio["p50"], ratio["p99"]))
+            g["avg"], ratio["p50"], ratio["p99"], aa["p50"], aa["p99"]))
     text = "\n".join(lines) + "\n\nRatios are goxio/kernel per round (lower is better; goal <= 1.10x): the median " \
         "over %d pairs of runs of %d rounds each (after 10%% warm-up) of a goxio run's figure over the kernel run " \
         "made just before it, the servers up for the whole case (one for both clients when the peer is without " \
         "goxio; the VM's speed drifts by tens of percent " \
-        "within seconds: a pair sees the same drift); the latencies are the runs' medians. Both ends on CPU 0 " \
+        "within seconds: a pair sees the same drift); the latencies are the runs' medians. A/A: the same for a second kernel run made right after " \
+        "the goxio one, against the first: the spread a ratio shows with no library at all. Both ends on CPU 0 " \
         "(`taskset -c 0`) measure what each end costs; unpinned, the scheduler puts client and server on " \
         "one CPU or on two from one run to the next (a wake-up across the VM's CPUs costs ~50 us, on one " \
         "~6 us), for the kernel alone as much as with goxio, and that decides the figure.\n" % (args.reps, args.rounds)
