@@ -23,6 +23,10 @@ func WatchCrowd(table FDTable) {
 // dir). Without it a wait sees only the runnable threads.
 func ShareCrowd(dir string) error { return wait.ShareHeld(dir, sysc.Geteuid()) }
 
+// CountCrowdSleeps makes the engine's waits count, in word (the statistics' GlobalCrowdSleeps),
+// each spin they ended because the machine was crowded; nil stops it.
+func CountCrowdSleeps(word *uint64) { wait.CountCrowdSleeps(word) }
+
 // KernelSendHandoff gives the engine's waits the preload library's word that its kernel sends set
 // (shim/preload/ksend.c: sends that skip the engine): the next spin yields once, as after the
 // engine's own kernel sends (wait.Handoff).

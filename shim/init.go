@@ -90,6 +90,7 @@ func start() {
 		ExtraAPI:      extraAPIUsed,
 	})
 	offload.WatchCrowd(cTable{})
+	offload.CountCrowdSleeps(lib.stats.Global().Word(stats.GlobalCrowdSleeps))
 	if params.SHMDir != "" {
 		if err := offload.ShareCrowd(params.SHMDir); err != nil {
 			lib.log.Debug("waits count the runnable threads only", zap.Error(err))

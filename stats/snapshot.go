@@ -349,6 +349,7 @@ type GlobalSnapshot struct {
 	TCPSegAllocFailures uint64 `json:"tcp_seg_alloc_failures"`
 	KernelFromStart     uint64 `json:"kernel_from_start"`
 	EarlyClosed         uint64 `json:"early_closed"`
+	CrowdSleeps         uint64 `json:"crowd_sleeps"`
 	SocketsCurrent      uint64 `json:"sockets_current"` // gauge
 	SocketsMax          uint64 `json:"sockets_max"`     // gauge
 }
@@ -357,7 +358,7 @@ func (g *GlobalSnapshot) counterFields() []*uint64 {
 	return []*uint64{&g.SocketsOpened, &g.SlotsExhausted, &g.RingsExhausted, &g.PoolsExhausted,
 		&g.EpollsExhausted, &g.GroupsExhausted, &g.FinalFileErrors, &g.CommandsApplied,
 		&g.Offloaded, &g.Fallbacks, &g.Forks, &g.TCPSegAllocFailures, &g.KernelFromStart,
-		&g.EarlyClosed}
+		&g.EarlyClosed, &g.CrowdSleeps}
 }
 
 // Delta returns g minus prev for the counters.

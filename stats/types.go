@@ -216,6 +216,7 @@ const (
 	GlobalTCPSegAllocFailures                      // the user-space TCP stack could not allocate a segment
 	GlobalKernelFromStart                          // sockets the preload library kept on the kernel without the engine (late.c): a connect or first send to a destination without goxio
 	GlobalEarlyClosed                              // TCP connections between goxio processes closed in their early phase, served by the preload library alone (early.c)
+	GlobalCrowdSleeps                              // spins the engine ended because the machine had more runnable threads than CPUs: the waits slept instead (offload/internal/wait/crowd.go)
 	numGlobalCounters
 )
 

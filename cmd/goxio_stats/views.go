@@ -224,6 +224,10 @@ func (p *textPrinter) printFull(snap *stats.Snapshot) {
 		// TCP connections between goxio processes that ended before they had a reason to pair
 		p.printf("%-28s %d%s\n", "TCP closed before pairing:", g.EarlyClosed, sfx)
 	}
+	if g.CrowdSleeps != 0 {
+		// polling waits that slept because more threads were runnable than the machine has CPUs
+		p.printf("%-28s %d%s\n", "Polls slept, CPUs crowded:", g.CrowdSleeps, sfx)
+	}
 	for _, l := range []struct {
 		name string
 		v    uint64

@@ -136,3 +136,18 @@ func tookWoken() bool { return crowd.woken.Load() && crowd.woken.Swap(false) }
 // wokeAny reports whether a wake-up (Woke) came since the last look: the spin that begins looks
 // at its first poll.
 func wokeAny() bool { return crowd.at.Load() < 0 }
+
+// crowdSleeps is the statistics word that counts the spins a crowd ended (CountCrowdSleeps); nil:
+// none.
+var crowdSleeps atomic.Pointer[uint64]
+
+// CountCrowdSleeps makes the waits add one to word for each spin a crowd ended (the wait slept
+// instead); nil stops it. word is shared memory a reader (goxio_stats) reads atomically.
+func CountCrowdSleeps(word *uint64) { crowdSleeps.Store(word) }
+
+// countCrowdSleep counts one spin a crowd ended (Spin.TakeHeld).
+func countCrowdSleep() {
+	if p := crowdSleeps.Load(); p != nil {
+		atomic.AddUint64(p, 1)
+	}
+}

@@ -173,6 +173,9 @@ func TestLoopCountsHeldSleep(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			setCrowd(t, c.crowded)
+			var word uint64 // the statistics' GlobalCrowdSleeps
+			CountCrowdSleeps(&word)
+			t.Cleanup(func() { CountCrowdSleeps(nil) })
 			var w Call
 			seen := -1
 			sleeps := 0
@@ -191,6 +194,9 @@ func TestLoopCountsHeldSleep(t *testing.T) {
 			}
 			if after := heldNow(sysc.Nanotime()); after != 0 {
 				t.Errorf("after the call: %d held", after)
+			}
+			if got := atomic.LoadUint64(&word); (got != 0) != c.crowded {
+				t.Errorf("spins a crowd ended, counted: %d (crowded: %v)", got, c.crowded)
 			}
 		})
 	}

@@ -117,8 +117,11 @@ func Loop(w *Call, p Policy, s Steps) (int, syscall.Errno) {
 			}
 		}
 		slot := -1
-		if spin.TakeHeld() && p.endless() {
-			slot = holdEnter()
+		if spin.TakeHeld() {
+			countCrowdSleep()
+			if p.endless() {
+				slot = holdEnter()
+			}
 		}
 		n, errno, done := s.Sleep()
 		holdLeave(slot)
