@@ -225,8 +225,8 @@ func (p *textPrinter) printFull(snap *stats.Snapshot) {
 		p.printf("%-28s %d%s\n", "TCP closed before pairing:", g.EarlyClosed, sfx)
 	}
 	if g.CrowdSleeps != 0 {
-		// polling waits that slept because more threads were runnable than the machine has CPUs
-		p.printf("%-28s %d%s\n", "Polls slept, CPUs crowded:", g.CrowdSleeps, sfx)
+		// spinning waits ended (to sleep unless data came) because more threads were runnable than CPUs
+		p.printf("%-28s %d%s\n", "Spins ended, CPUs crowded:", g.CrowdSleeps, sfx)
 	}
 	for _, l := range []struct {
 		name string
