@@ -4,8 +4,8 @@
              [--port P] [--out FILE.md]
 
 Each case runs the client (tests/bench/churn.c) under the kernel, under goxio and under the kernel
-again, interleaved (A B A' A B A' ...), R times, against a server that runs under goxio ("goxio peer") or without it
-("peer without goxio"); the kernel rows run both ends without the library. Both servers stay up for
+again, interleaved (A B A' A B A' ...), R times, against a server that runs under goxio ("goxio
+peer") or without it ("peer without goxio"); the kernel rows run both ends without the library. Both servers stay up for
 the case. Printed (and written to --out): p50, p99 and average per round, medians over the
 repetitions, the median of the per-pair ratios goxio/kernel, and of kernel-again/kernel (A/A: the
 spread of the kernel against itself).
@@ -112,8 +112,9 @@ def main():
         "over %d pairs of runs of %d rounds each (after 10%% warm-up) of a goxio run's figure over the kernel run " \
         "made just before it, the servers up for the whole case (one for both clients when the peer is without " \
         "goxio; the VM's speed drifts by tens of percent " \
-        "within seconds: a pair sees the same drift); the latencies are the runs' medians. A/A: the same for a second kernel run made right after " \
-        "the goxio one, against the first: the spread a ratio shows with no library at all. Both ends on CPU 0 " \
+        "within seconds: a pair sees the same drift); the latencies are the runs' medians. A/A: the same for " \
+        "a second kernel run made right after the goxio one, against the first: the spread a ratio shows with " \
+        "no library at all. Both ends on CPU 0 " \
         "(`taskset -c 0`) measure what each end costs; unpinned, the scheduler puts client and server on " \
         "one CPU or on two from one run to the next (a wake-up across the VM's CPUs costs ~50 us, on one " \
         "~6 us), for the kernel alone as much as with goxio, and that decides the figure.\n" % (args.reps, args.rounds)
