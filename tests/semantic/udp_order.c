@@ -1,6 +1,7 @@
 /* One UDP socket's datagrams to one receiver arrive in the order it sent them, whichever way each
  * went: sends before the receiver had a ring (its process loaded nothing yet), sends with ancillary
- * data (through the kernel), then plain ones, and four threads sharing a socket while other sockets come and go (each
+ * data the kernel sends (IP_PKTINFO), then plain ones, datagrams marked with IP_TOS or IP_TTL among
+ * plain ones, and four threads sharing a socket while other sockets come and go (each
  * changes the directory that tells senders where rings are). */
 #include "common.h"
 #include <sys/wait.h>
@@ -34,6 +35,26 @@ static void put(unsigned char *m, int id, int seq)
 	m[1] = (unsigned char)seq;
 	m[2] = (unsigned char)(seq >> 8);
 	m[3] = 0x55;
+}
+
+/* send_ctl sends m (4 bytes) to port with one control message (level, type, data of dlen bytes). */
+static long send_ctl(int s, int port, const unsigned char *m, int level, int type, const void *data, size_t dlen)
+{
+	struct sockaddr_in to = lo_addr(port);
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	struct iovec iov = { (void *)m, 4 };
+	struct msghdr mh = { .msg_name = &to, .msg_namelen = sizeof to, .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = u.buf, .msg_controllen = CMSG_SPACE(dlen) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	c->cmsg_len = CMSG_LEN(dlen);
+	memcpy(CMSG_DATA(c), data, dlen);
+	return sendmsg(s, &mh, 0);
 }
 
 static int g_rport, g_sock;
@@ -127,26 +148,13 @@ int main(void)
 			udp_send_to(s, m, 4, port);
 		}
 		int got = drain(r, next, &inorder, 50);
-		struct sockaddr_in to = lo_addr(port);
+		/* IP_PKTINFO choosing the source address: the kernel sends these */
+		struct in_pktinfo pi = { .ipi_ifindex = 0 };
+		pi.ipi_spec_dst.s_addr = htonl(INADDR_LOOPBACK);
 		for (int round = 0; round < 5; round++) {
 			for (int i = 0; i < 6; i++) {
-				int seq = 4 + round * 12 + i;
-				put(m, 1, seq);
-				union {
-					char buf[CMSG_SPACE(sizeof(int))];
-					struct cmsghdr align;
-				} u;
-				memset(&u, 0, sizeof u);
-				struct iovec iov = { m, 4 };
-				struct msghdr mh = { .msg_name = &to, .msg_namelen = sizeof to, .msg_iov = &iov, .msg_iovlen = 1,
-						     .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-				struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-				c->cmsg_level = IPPROTO_IP;
-				c->cmsg_type = IP_TTL;
-				c->cmsg_len = CMSG_LEN(sizeof(int));
-				int ttl = 9;
-				memcpy(CMSG_DATA(c), &ttl, sizeof ttl);
-				if (sendmsg(s, &mh, 0) != 4)
+				put(m, 1, 4 + round * 12 + i);
+				if (send_ctl(s, port, m, IPPROTO_IP, IP_PKTINFO, &pi, sizeof pi) != 4)
 					die("sendmsg: %s\n", ename(errno));
 			}
 			for (int i = 6; i < 12; i++) {
@@ -181,6 +189,46 @@ int main(void)
 		out("received %d of %d, each sender's datagrams in order: %s\n", got, NS * PER, yesno(inorder));
 		close(r);
 		close(g_sock);
+	}
+	out("-- datagrams marked with IP_TOS or IP_TTL among plain ones, read after\n");
+	{
+		int r = udp_bound(0), s = udp_bound(0);
+		setsockopt(r, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+		int port = port_of(r), next[NS] = { 0 }, inorder = 1;
+		unsigned char m[8];
+		put(m, 2, 0);
+		udp_send_to(s, m, 4, port);
+		int got = drain(r, next, &inorder, 50);
+		int tos = 0xb8, ttl = 7;
+		unsigned char tos8 = 0x10;
+		for (int i = 1; i < 61; i++) {
+			put(m, 2, i);
+			long n;
+			switch (i % 4) {
+			case 0:
+				n = send_ctl(s, port, m, IPPROTO_IP, IP_TOS, &tos, sizeof tos);
+				break;
+			case 1:
+				n = send_ctl(s, port, m, IPPROTO_IP, IP_TTL, &ttl, sizeof ttl);
+				break;
+			case 2:
+				n = send_ctl(s, port, m, IPPROTO_IP, IP_TOS, &tos8, sizeof tos8);
+				break;
+			default:
+				n = udp_send_to(s, m, 4, port);
+			}
+			if (n != 4)
+				die("send %d: %s\n", i, ename(errno));
+		}
+		got += drain(r, next, &inorder, 200);
+		out("received %d of 61, in order: %s\n", got, yesno(inorder));
+		int bad = 0, big_tos = 300;
+		E("sendmsg IP_TTL 0", send_ctl(s, port, m, IPPROTO_IP, IP_TTL, &bad, sizeof bad), -1, EINVAL);
+		E("sendmsg IP_TOS 300", send_ctl(s, port, m, IPPROTO_IP, IP_TOS, &big_tos, sizeof big_tos), -1, EINVAL);
+		E("sendmsg IP_TTL as a byte", send_ctl(s, port, m, IPPROTO_IP, IP_TTL, &tos8, sizeof tos8), -1, EINVAL);
+		CHECK("nothing more arrived", drain(r, next, &inorder, 50) == 0);
+		close(r);
+		close(s);
 	}
 	return finish();
 }

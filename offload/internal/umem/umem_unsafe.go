@@ -123,6 +123,11 @@ func MsgName(m *unix.Msghdr) (uintptr, uint32) {
 	return uintptr(unsafe.Pointer(m.Name)), m.Namelen
 }
 
+// MsgControl returns the address and length of a msghdr's control buffer.
+func MsgControl(m *unix.Msghdr) (uintptr, uint64) {
+	return uintptr(unsafe.Pointer(m.Control)), m.Controllen
+}
+
 // Int32 returns a pointer to the program's C int at p.
 func Int32(p uintptr) *int32 { return (*int32)(cptr(p)) }
 

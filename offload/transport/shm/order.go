@@ -28,7 +28,9 @@ import (
 //
 // Not covered: a ring datagram followed by a kernel datagram of the same socket (the receiver
 // may take the kernel one first when it looks there while the ring one waits); the kernel's
-// datagrams carry no mark.
+// datagrams carry no mark. Ancillary data that only sets TTL, TOS, hop limit or traffic class
+// does not send a datagram to the kernel (udpcall.Tx.CtlDroppable), so DSCP or ECN marks on some
+// datagrams keep them in order with the others.
 
 // orderSlots is the size of a socket's table of the destinations it marked a datagram to: a
 // collision only costs one more mark.

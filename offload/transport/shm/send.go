@@ -82,7 +82,8 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 		n, errno, os := u.sendMulticast(c, dst, bufs, total, !ctl && flags&^sendFlags == 0)
 		return n, syscall.Errno(errno), os
 	}
-	if ctl || flags&^sendFlags != 0 || total < 0 || total > maxUDPPayload {
+	if ctl && !tx.CtlDroppable() || flags&^sendFlags != 0 || total < 0 || total > maxUDPPayload {
+		// (TTL, TOS and the like go with the others: the ring receiver never sees them)
 		return u.kernel(c)
 	}
 	r := u.routeTo(c.FD, dst)

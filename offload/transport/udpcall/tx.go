@@ -21,6 +21,8 @@ type Tx struct {
 	Ctl     bool
 	name    uintptr
 	nameLen uint32
+	ctl     uintptr // sendmsg's msg_control, ctlLen bytes
+	ctlLen  uint64
 }
 
 // ParseTx reads a send call's arguments from the program's memory (under the caller's fault
@@ -47,6 +49,7 @@ func ParseTx(c *transport.Call, bufs [][]byte) (Tx, bool) {
 			return t, false
 		}
 		t.Ctl = m.Controllen != 0
+		t.ctl, t.ctlLen = umem.MsgControl(m)
 		t.Bufs, t.Total = umem.Iovecs(bufs, iov, iovlen)
 		t.Flags = int(c.A[1])
 		t.name, t.nameLen = umem.MsgName(m)

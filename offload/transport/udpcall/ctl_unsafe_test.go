@@ -1,0 +1,75 @@
+package udpcall
+
+import (
+	"encoding/binary"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// cmsg builds one control message as a program lays it out: the header, data, padding to 8.
+func cmsg(level, typ int32, data []byte) []byte {
+	b := make([]byte, unix.CmsgSpace(len(data)))
+	binary.NativeEndian.PutUint64(b, uint64(unix.CmsgLen(len(data))))
+	binary.NativeEndian.PutUint32(b[8:], uint32(level))
+	binary.NativeEndian.PutUint32(b[12:], uint32(typ))
+	copy(b[unix.SizeofCmsghdr:], data)
+	return b
+}
+
+func intData(v int32) []byte { return binary.NativeEndian.AppendUint32(nil, uint32(v)) }
+
+// TestCtlDroppable checks which sendmsg control data a ring may leave out: only TTL, TOS, hop
+// limit and traffic class with values the kernel accepts; everything else is the kernel's.
+func TestCtlDroppable(t *testing.T) {
+	join := func(parts ...[]byte) []byte {
+		var b []byte
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		return b
+	}
+	ttl := cmsg(unix.IPPROTO_IP, unix.IP_TTL, intData(9))
+	tos := cmsg(unix.IPPROTO_IP, unix.IP_TOS, intData(0xb8))
+	for _, c := range []struct {
+		name string
+		ctl  []byte
+		want bool
+	}{
+		{"IP_TTL 9", ttl, true},
+		{"IP_TTL 9, exact length (no padding)", ttl[:unix.CmsgLen(4)], true},
+		{"IP_TOS int", tos, true},
+		{"IP_TOS byte", cmsg(unix.IPPROTO_IP, unix.IP_TOS, []byte{0x10}), true},
+		{"IP_TTL and IP_TOS", join(ttl, tos), true},
+		{"IPV6_TCLASS -1", cmsg(unix.IPPROTO_IPV6, unix.IPV6_TCLASS, intData(-1)), true},
+		{"IPV6_HOPLIMIT 255", cmsg(unix.IPPROTO_IPV6, unix.IPV6_HOPLIMIT, intData(255)), true},
+		{"a trailing partial header is ignored", join(ttl, make([]byte, 8)), true},
+		{"IP_TTL 0 (EINVAL)", cmsg(unix.IPPROTO_IP, unix.IP_TTL, intData(0)), false},
+		{"IP_TTL 256 (EINVAL)", cmsg(unix.IPPROTO_IP, unix.IP_TTL, intData(256)), false},
+		{"IP_TTL as a byte (EINVAL)", cmsg(unix.IPPROTO_IP, unix.IP_TTL, []byte{9}), false},
+		{"IP_TOS 256 (EINVAL)", cmsg(unix.IPPROTO_IP, unix.IP_TOS, intData(256)), false},
+		{"IPV6_HOPLIMIT -2 (EINVAL)", cmsg(unix.IPPROTO_IPV6, unix.IPV6_HOPLIMIT, intData(-2)), false},
+		{"IP_PKTINFO", cmsg(unix.IPPROTO_IP, unix.IP_PKTINFO, make([]byte, 12)), false},
+		{"UDP_SEGMENT", cmsg(unix.IPPROTO_UDP, 103, []byte{0, 4}), false},
+		{"SO_MARK", cmsg(unix.SOL_SOCKET, unix.SO_MARK, intData(1)), false},
+		{"IP_TTL then IP_PKTINFO", join(ttl, cmsg(unix.IPPROTO_IP, unix.IP_PKTINFO, make([]byte, 12))), false},
+		{"a length past the buffer", ttl[:unix.CmsgLen(4)-1], false},
+		{"a length below the header", func() []byte {
+			b := append([]byte(nil), ttl...)
+			binary.NativeEndian.PutUint64(b, 8)
+			return b
+		}(), false},
+		{"too much control data", join(ttl, ttl, ttl, ttl, ttl, ttl, ttl, ttl, ttl, ttl, ttl), false},
+	} {
+		tx := Tx{Ctl: true, ctl: uintptr(unsafe.Pointer(&c.ctl[0])), ctlLen: uint64(len(c.ctl))}
+		if got := tx.CtlDroppable(); got != c.want {
+			t.Errorf("%s: droppable %v, want %v", c.name, got, c.want)
+		}
+		runtime.KeepAlive(c.ctl)
+	}
+	if (&Tx{Ctl: true, ctlLen: 24}).CtlDroppable() {
+		t.Error("a NULL control buffer with a length is droppable (the kernel answers EFAULT)")
+	}
+}
