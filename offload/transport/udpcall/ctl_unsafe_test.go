@@ -73,3 +73,50 @@ func TestCtlDroppable(t *testing.T) {
 		t.Error("a NULL control buffer with a length is droppable (the kernel answers EFAULT)")
 	}
 }
+
+// FuzzCtlDroppable checks CtlDroppable against the kernel: control data it calls droppable must
+// be control data the kernel's sendmsg accepts (a datagram to a loopback socket of the test's
+// own), and it must never read past the buffer.
+func FuzzCtlDroppable(f *testing.F) {
+	f.Add(cmsg(unix.IPPROTO_IP, unix.IP_TTL, intData(9)))
+	f.Add(cmsg(unix.IPPROTO_IP, unix.IP_TOS, []byte{0x10}))
+	f.Add(append(cmsg(unix.IPPROTO_IPV6, unix.IPV6_TCLASS, intData(-1)), cmsg(unix.IPPROTO_IP, unix.IP_TTL, intData(0))...))
+	f.Add(cmsg(unix.IPPROTO_IP, unix.IP_TTL, intData(9))[:unix.CmsgLen(4)])
+	r, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer unix.Close(r)
+	lo := &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}
+	if err := unix.Bind(r, lo); err != nil {
+		f.Fatal(err)
+	}
+	sa, _ := unix.Getsockname(r)
+	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer unix.Close(s)
+	buf := make([]byte, 16)
+	f.Fuzz(func(t *testing.T, ctl []byte) {
+		if len(ctl) == 0 {
+			return
+		}
+		// a copy of its own length: a read past it is a read past the program's buffer
+		b := append(make([]byte, 0, len(ctl)), ctl...)
+		tx := Tx{Ctl: true, ctl: uintptr(unsafe.Pointer(&b[0])), ctlLen: uint64(len(b))}
+		drop := tx.CtlDroppable()
+		runtime.KeepAlive(b)
+		if !drop {
+			return
+		}
+		if _, err := unix.SendmsgN(s, []byte("ping"), b, sa, 0); err != nil && err != unix.EAGAIN {
+			t.Fatalf("droppable control data %x: the kernel's sendmsg says %v", b, err)
+		}
+		for { // keep the receiver's queue short
+			if _, _, err := unix.Recvfrom(r, buf, unix.MSG_DONTWAIT); err != nil {
+				break
+			}
+		}
+	})
+}
