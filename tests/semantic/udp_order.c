@@ -57,6 +57,17 @@ static long send_ctl(int s, int port, const unsigned char *m, int level, int typ
 	return sendmsg(s, &mh, 0);
 }
 
+/* pair opens a receiver (with a 4 MiB SO_RCVBUF) and a sender, both bound; returns the receiver's
+ * port. */
+static int pair(int *r, int *s)
+{
+	int big = 4 << 20;
+	*r = udp_bound(0);
+	*s = udp_bound(0);
+	setsockopt(*r, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+	return port_of(*r);
+}
+
 static int g_rport, g_sock;
 static volatile int g_stop;
 
@@ -138,9 +149,7 @@ int main(void)
 
 	out("-- sends with ancillary data, then plain ones\n");
 	{
-		int r = udp_bound(0), s = udp_bound(0);
-		setsockopt(r, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-		int port = port_of(r), next[NS] = { 0 }, inorder = 1;
+		int r, s, port = pair(&r, &s), next[NS] = { 0 }, inorder = 1;
 		unsigned char m[8];
 		/* a few plain ones first: both sockets are in use when the rest go */
 		for (int i = 0; i < 4; i++) {
@@ -190,11 +199,10 @@ int main(void)
 		close(r);
 		close(g_sock);
 	}
+
 	out("-- datagrams marked with IP_TOS or IP_TTL among plain ones, read after\n");
 	{
-		int r = udp_bound(0), s = udp_bound(0);
-		setsockopt(r, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-		int port = port_of(r), next[NS] = { 0 }, inorder = 1;
+		int r, s, port = pair(&r, &s), next[NS] = { 0 }, inorder = 1;
 		unsigned char m[8];
 		put(m, 2, 0);
 		udp_send_to(s, m, 4, port);
