@@ -18,25 +18,20 @@ const maxDroppableCtl = 256
 // (offload/udp.go, kernelOnlyOptions). A program that marks some of its datagrams (DSCP, ECN)
 // keeps them on the ring with the others, and in order with them. Any other message, a length or
 // value the kernel refuses (EINVAL), or control data over maxDroppableCtl bytes: false, and the
-// kernel answers. The messages are walked as the kernel walks them (a header's worth of bytes
-// left starts one; its length must fit; the next starts at the length rounded up to 8 bytes).
-// Reads the program's memory under the caller's fault protection.
+// kernel answers. Reads the program's memory under the caller's fault protection.
 func (t *Tx) CtlDroppable() bool {
 	if t.ctl == 0 || t.ctlLen > maxDroppableCtl {
 		return false
 	}
-	b := umem.Bytes(t.ctl, int(t.ctlLen))
-	for off := 0; len(b)-off >= unix.SizeofCmsghdr; {
-		n := binary.NativeEndian.Uint64(b[off:])
-		if n < unix.SizeofCmsghdr || n > uint64(len(b)-off) {
+	// x/sys's parser walks as the kernel does (a message starts where a header's worth of bytes
+	// is left; its length must fit; the next starts at it rounded up to 8) and reads a header only
+	// where one fits, which the loop's test ensures.
+	for b := umem.Bytes(t.ctl, int(t.ctlLen)); len(b) >= unix.SizeofCmsghdr; {
+		h, data, rest, err := unix.ParseOneSocketControlMessage(b)
+		if err != nil || !droppableCmsg(h.Level, h.Type, data) {
 			return false
 		}
-		level := int32(binary.NativeEndian.Uint32(b[off+8:]))
-		typ := int32(binary.NativeEndian.Uint32(b[off+12:]))
-		if !droppableCmsg(level, typ, b[off+unix.SizeofCmsghdr:off+int(n)]) {
-			return false
-		}
-		off += (int(n) + 7) &^ 7
+		b = rest
 	}
 	return true
 }
