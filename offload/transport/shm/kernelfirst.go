@@ -10,29 +10,19 @@ import (
 // that sent to a goxio receiver through the kernel, as a socket per request does) may send to
 // the same receiver through a ring once the engine has it. The receiver reads its rings first
 // and its kernel socket every so often, so a ring datagram could overtake the socket's last
-// kernel datagrams, which the kernel would have delivered in order. The socket's first ring
-// datagram to that destination is marked (offload/shm kindAfterKernel); a receive that meets the
-// mark takes the kernel socket's datagrams first (kernelFirst, olderFirst in lazy.go), as after
-// an inbox published late, and the mark counts once.
+// kernel datagrams, which the kernel would have delivered in order. Those sends count as the
+// socket's kernel sends (order.go): its first ring datagram to each destination after them is
+// marked (offload/shm kindAfterKernel), and a receive that meets the mark takes the kernel
+// socket's datagrams first (kernelFirst, olderFirst in lazy.go), as after an inbox published late.
 
-// SentThroughKernel records that the socket sent to dst through the kernel before the engine
-// took it over (transport.KernelFirst). Its peers answered through the kernel too (it was in no
-// directory): its receives take the kernel socket's datagrams first, as those of an inbox
-// published late (lazy.go).
-func (u *UDP) SentThroughKernel(dst netip.AddrPort) {
-	d := netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port())
-	u.kernelDst.Store(&d)
+// SentThroughKernel records that the socket sent through the kernel before the engine took it
+// over (transport.KernelFirst), to dst; which destination does not matter here: the first ring
+// datagram to every destination after it is marked. Its peers answered through the kernel too
+// (it was in no directory): its receives take the kernel socket's datagrams first, as those of an
+// inbox published late (lazy.go).
+func (u *UDP) SentThroughKernel(netip.AddrPort) {
+	u.kernelSent()
 	u.kernelFirst.Store(true)
-}
-
-// kernelDstFor returns the marked destination when it is dst (its first ring datagram there is
-// to be marked), nil otherwise; one atomic load for every socket without one.
-func (u *UDP) kernelDstFor(dst netip.AddrPort) *netip.AddrPort {
-	kd := u.kernelDst.Load()
-	if kd == nil || *kd != netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port()) {
-		return nil
-	}
-	return kd
 }
 
 // afterKernel reports whether the datagram the inbox's last peek returned follows kernel

@@ -17,7 +17,8 @@ import (
 // kernel socket's datagrams first (kernelFirst, olderFirst in lazy.go).
 //
 // Which ring datagrams follow kernel ones: the socket counts the sends the kernel served (its
-// own, and the trampoline's into the statistics slot, KernelTx). A ring datagram to a
+// own, the trampoline's into the statistics slot, KernelTx, and the early phase's before the
+// engine had the socket, kernelfirst.go). A ring datagram to a
 // destination is marked when the count moved since the last ring datagram to that destination
 // was marked (or none was). The count is read before the send and recorded after it: a kernel
 // send that completed before the read is in the receiver's kernel socket before the marked

@@ -90,14 +90,10 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	if r == nil || r.out == nil {
 		return u.kernelSend(c)
 	}
-	kd := u.kernelDstFor(dst)
 	seen, mark := u.markFor(r)
-	wake, err := r.out.send(r.name[:r.nameLen], bufs, total, mark || kd != nil)
+	wake, err := r.out.send(r.name[:r.nameLen], bufs, total, mark)
 	switch {
 	case err == nil:
-		if kd != nil {
-			u.kernelDst.CompareAndSwap(kd, nil)
-		}
 		if mark {
 			u.ordered(r, seen)
 		}

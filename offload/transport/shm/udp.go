@@ -61,9 +61,6 @@ type UDP struct {
 	// kernelFirst: the inbox was published after the socket had a port, so goxio peers may have
 	// left older datagrams in the kernel socket: receives take those first (lazy.go).
 	kernelFirst atomic.Bool
-	// kernelDst: a destination this socket sent to through the kernel before the engine took it
-	// over (SentThroughKernel); its first ring datagram there is marked (send.go). nil: none.
-	kernelDst atomic.Pointer[netip.AddrPort]
 	// lastOS: the last datagram a receive took came from the kernel socket; the next blocking
 	// receive looks there at its first poll (recv.go).
 	lastOS atomic.Bool
