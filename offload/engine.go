@@ -99,6 +99,9 @@ func (e *Engine) Call(c *transport.Call) int64 {
 		return e.mux.EpollWait(c)
 	}
 	s := e.reg.get(c.FD)
+	if c.Op == transport.OpZcopyRecv && zcopyAt(c.A[0]).op != 0 {
+		return e.boxRecv(s, c, zcopyAt(c.A[0])) // a plain receive (shim/preload/box.c)
+	}
 	if s == nil && (c.Op == transport.OpZcopyRecv || c.Op == transport.OpZcopyFree) {
 		return -int64(unix.EOPNOTSUPP) // no socket of ours: the preload library copies
 	}

@@ -82,3 +82,50 @@ func (e *Engine) zcopyFree(s *Socket, c *transport.Call) int64 {
 	}
 	return 0
 }
+
+// boxRecv serves a plain receive (read or recvfrom) that the preload library made through
+// OpZcopyRecv (z.op; shim/preload/box.c): the receive as the program made it, then, on a
+// transport that queues in boxes, the datagrams that wait after it queued in the fd's box, where
+// the library's next receives take them without entering the engine. The advice tells the library
+// to stop asking (a stream socket) or to make the fd's box.
+func (e *Engine) boxRecv(s *Socket, c *transport.Call, z *zcopyArgs) int64 {
+	rc := transport.Call{Op: transport.Op(z.op), FD: c.FD}
+	switch rc.Op {
+	case transport.OpRead:
+		rc.A = [5]uintptr{z.buf, z.len}
+	case transport.OpRecvfrom:
+		rc.A = [5]uintptr{z.buf, z.len, uintptr(uint32(z.flags)), z.from, z.fromlen}
+	default:
+		return -int64(unix.EINVAL)
+	}
+	if s == nil {
+		// A stale table flag, as in Call: the kernel answers.
+		e.cfg.Table.Set(c.FD, 0)
+		return result(kernelDo(&rc))
+	}
+	if s.typ != sockDgram {
+		z.advice = adviceNoBox
+		return e.transfer(s, &rc)
+	}
+	r := e.transfer(s, &rc)
+	h, ok := s.transport().(transport.Holder)
+	if !ok || r < 0 {
+		return r
+	}
+	held := heldPool.Get().(*transport.Held)
+	defer heldPool.Put(held)
+	*held = transport.Held{Box: z.box}
+	if !h.Prefetch(c.FD, held) {
+		return r
+	}
+	if z.box == 0 {
+		z.advice = adviceBox
+		return r
+	}
+	z.epoch, z.queued = held.Epoch, uint32(held.Queued)
+	// The datagrams queued in the box count as received now, as each would at its own call.
+	for _, l := range held.QueuedLen[:held.Queued] {
+		e.countOne(s, true, false, int(l))
+	}
+	return r
+}

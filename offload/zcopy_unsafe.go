@@ -8,7 +8,7 @@ type zcopyArgs struct {
 	buf     uintptr
 	len     uintptr
 	flags   int32
-	_       int32
+	op      int32 // 0: recvfrom_zcopy; OpRead or OpRecvfrom: that plain receive (boxRecv)
 	from    uintptr
 	fromlen uintptr
 	data    uintptr // out
@@ -16,7 +16,15 @@ type zcopyArgs struct {
 	box     uintptr // struct goxio_zbox*
 	epoch   uint32  // out
 	queued  uint32  // out
+	advice  uint32  // out, for a plain receive: adviceNoBox or adviceBox
+	_       uint32
 }
+
+// Advice of a plain receive (GOXIO_ZCOPY_* in shim/goxio.h).
+const (
+	adviceNoBox uint32 = 1 // the socket never queues in a box: its plain receives need not ask
+	adviceBox   uint32 = 2 // it would queue in one: the library makes the fd's box
+)
 
 // tokensAt returns the n tokens at p.
 //

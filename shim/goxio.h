@@ -99,7 +99,9 @@ struct goxio_zcopy {
 	void *buf;
 	size_t len;
 	int flags;
-	int pad_;
+	int op; /* 0: recvfrom_zcopy; GOXIO_OP_READ or GOXIO_OP_RECVFROM: that plain receive (buf, len,
+		   flags, from, fromlen its arguments), which copies the datagram and may queue the
+		   ones after it in box (shim/preload/box.c); data and token stay 0 */
 	struct sockaddr *from;
 	socklen_t *fromlen;
 	void *data;     /* out */
@@ -107,7 +109,14 @@ struct goxio_zcopy {
 	struct goxio_zbox *box; /* in: the socket's box (below), or NULL */
 	uint32_t epoch;         /* out: the box's epoch when the engine uses it for this socket, else 0 */
 	uint32_t queued;        /* out: records the call queued in the box */
+	uint32_t advice;        /* out, for a plain receive: GOXIO_ZCOPY_* */
+	uint32_t pad_;
 };
+
+/* Advice of a plain receive (goxio_zcopy.op): the socket never queues in a box (a stream socket:
+ * its plain receives need not ask again), or it would with one (make the fd's box). */
+#define GOXIO_ZCOPY_NOBOX 1u
+#define GOXIO_ZCOPY_BOX 2u
 
 /* A box: zero-copy receive without entering the engine for each datagram (vma_records.c,
  * offload/shm/hold_box.go). The preload library keeps one per fd (memory it owns, never freed);

@@ -2,11 +2,12 @@ package shm
 
 import "sync/atomic"
 
-// The box: VMA's recvfrom_zcopy and free_packets without entering the engine per datagram
-// (struct goxio_zbox in shim/goxio.h, the preload library's side in vma_records.c).
+// The box: VMA's recvfrom_zcopy and free_packets, and the plain receives (read, recv, recvfrom),
+// without entering the engine per datagram (struct goxio_zbox in shim/goxio.h, the preload
+// library's side in box.c and vma_records.c).
 //
-// The preload library owns one box per fd and hands it to the engine with a zero-copy receive;
-// UseBox attaches it to the inbox. Queue then holds datagrams that wait in the rings after the one
+// The preload library owns one box per fd and hands it to the engine with a zero-copy or a plain
+// receive; UseBox attaches it to the inbox. Queue then holds datagrams that wait in the rings after the one
 // the receive hands over, as Hold does, and puts them in the box, where the library takes them
 // (oldest first) without entering the engine. They are held like any handed-over record: the
 // producer sees their space taken (back-pressure) and the ring stays mapped.
@@ -16,7 +17,9 @@ import "sync/atomic"
 // records are queued (Pending). The record Peek returned from the box (the front) is out of the
 // box while the engine has it, and the box's front word keeps the library from taking a younger
 // one meanwhile. When the fd stops naming the socket (Unbox) the queued records stay with the
-// inbox, served by Peek before the rings; Close forgets them with every held record.
+// inbox, served by Peek before the rings; Close detaches the box first, under its lock (a plain
+// receive of the library copies a queued record out of its ring under that lock: it is done
+// before the ring is unmapped), and forgets the queued records with every held record.
 //
 // free_packets leaves the tokens of freed ring records in the box's freed array; Fold releases
 // them at the inbox's next Peek or Release. Deferred frees keep ring space from the producer

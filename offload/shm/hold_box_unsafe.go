@@ -39,8 +39,8 @@ type boxMem struct {
 
 // boxAt returns the box at p.
 //
-// Invariant: p is the address of a struct goxio_zbox the preload library allocated with malloc
-// (vma_records.c) for the lifetime of the process: it is never freed, so a pointer to it stays
+// Invariant: p is the address of a struct goxio_zbox the preload library allocated with calloc
+// (box.c) for the lifetime of the process: it is never freed, so a pointer to it stays
 // valid however long the inbox keeps it; it is not Go memory, and the C side touches its fields
 // only under lock (urgent and count excepted, which both sides access atomically).
 func boxAt(p uintptr) *boxMem {

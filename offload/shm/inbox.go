@@ -517,6 +517,9 @@ func (in *Inbox) Close() error {
 	for in.readers.Load() != 0 {
 		runtime.Gosched()
 	}
+	// The box goes first, under its lock: a receive of the preload library copying a queued
+	// record out of a ring holds that lock, and is done before the ring is unmapped.
+	in.closeBox()
 	var first error
 	keep := func(err error) {
 		if err != nil && first == nil {

@@ -152,6 +152,11 @@ type Holder interface {
 	// box, and returns how many of tokens it freed (a token that names no record held now is
 	// skipped) and how many records are held after it.
 	Release(tokens []uint64) (freed, held int)
+	// Prefetch queues in h.Box, after a receive on fd that copied its datagram, the datagrams
+	// that wait now, as ReceiveHeld queues those after the one it hands over (Epoch, Queued and
+	// QueuedLen say what it did). It reports whether the transport queues in boxes at all (with
+	// h.Box 0 it only answers that).
+	Prefetch(fd int, h *Held) bool
 	// Unbox detaches the box of fd (Held.Box) when fd stops naming the socket.
 	Unbox(fd int)
 }

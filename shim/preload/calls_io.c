@@ -4,6 +4,7 @@
  */
 #include "preload.h"
 #include "trampoline.h"
+#include "box.h"
 
 #include <sys/sendfile.h>
 
@@ -44,6 +45,20 @@ GOXIO_HIDDEN int goxio_vma_cb_recv(int fd, const struct iovec *iov, size_t iovcn
 		}                                                                                          \
 	} while (0)
 
+/* BOX_RECV serves a plain receive on a ring socket of the engine from the records queued in its
+ * box, or through the engine, which queues the ones after it there (box.c). One byte load on any
+ * other fd. */
+#define BOX_RECV(fd, op, buf, n, flags, name, namelen)                                                     \
+	do {                                                                                               \
+		if (GOXIO_UNLIKELY((goxio_fd_flags(fd) & (GOXIO_FD_ENGINE | GOXIO_FD_RING | GOXIO_FD_SPILL |  \
+							   GOXIO_FD_LAZY | GOXIO_FD_INTERNAL)) ==            \
+				   (GOXIO_FD_ENGINE | GOXIO_FD_RING))) {                                    \
+			long r_;                                                                           \
+			if (goxio_box_recv(fd, op, buf, n, flags, name, namelen, &r_))                     \
+				return r_;                                                                 \
+		}                                                                                          \
+	} while (0)
+
 /* CHK_TRAMPOLINE is TRAMPOLINE for glibc's fortified variants: on the engine path the buffer
  * check that the real __*_chk function would make is made here (n > buflen aborts the program). */
 #define CHK_TRAMPOLINE(fd, n, buflen, op, realcall, a0, a1, a2, a3, a4)                                   \
@@ -72,6 +87,7 @@ GOXIO_HIDDEN int goxio_vma_cb_recv(int fd, const struct iovec *iov, size_t iovcn
 
 ssize_t read(int fd, void *buf, size_t n) {
 	SPILL1(fd, buf, n, 0, NULL, NULL);
+	BOX_RECV(fd, GOXIO_OP_READ, buf, n, 0, NULL, NULL);
 	DATA_TRAMPOLINE(fd, GOXIO_OP_READ, REAL(read)(fd, buf, n), buf, n, 0, 0, 0);
 }
 
@@ -79,6 +95,7 @@ ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
 	if (n > buflen)
 		__chk_fail();
 	SPILL1(fd, buf, n, 0, NULL, NULL);
+	BOX_RECV(fd, GOXIO_OP_READ, buf, n, 0, NULL, NULL);
 	CHK_TRAMPOLINE(fd, n, buflen, GOXIO_OP_READ, REAL(__read_chk)(fd, buf, n, buflen), buf, n, 0, 0, 0);
 }
 
@@ -90,6 +107,7 @@ ssize_t readv(int fd, const struct iovec *iov, int cnt) {
 
 ssize_t recv(int fd, void *buf, size_t n, int flags) {
 	SPILL1(fd, buf, n, flags, NULL, NULL);
+	BOX_RECV(fd, GOXIO_OP_RECVFROM, buf, n, flags, NULL, NULL);
 	DATA_TRAMPOLINE(fd, GOXIO_OP_RECVFROM, REAL(recv)(fd, buf, n, flags), buf, n, flags, 0, 0);
 }
 
@@ -97,11 +115,13 @@ ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags) {
 	if (n > buflen)
 		__chk_fail();
 	SPILL1(fd, buf, n, flags, NULL, NULL);
+	BOX_RECV(fd, GOXIO_OP_RECVFROM, buf, n, flags, NULL, NULL);
 	CHK_TRAMPOLINE(fd, n, buflen, GOXIO_OP_RECVFROM, REAL(__recv_chk)(fd, buf, n, buflen, flags), buf, n, flags, 0, 0);
 }
 
 ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen) {
 	SPILL1(fd, buf, n, flags, addr, alen);
+	BOX_RECV(fd, GOXIO_OP_RECVFROM, buf, n, flags, addr, alen);
 	DATA_TRAMPOLINE(fd, GOXIO_OP_RECVFROM, REAL(recvfrom)(fd, buf, n, flags, addr, alen), buf, n, flags, addr, alen);
 }
 
@@ -110,6 +130,7 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, st
 	if (n > buflen)
 		__chk_fail();
 	SPILL1(fd, buf, n, flags, addr, alen);
+	BOX_RECV(fd, GOXIO_OP_RECVFROM, buf, n, flags, addr, alen);
 	CHK_TRAMPOLINE(fd, n, buflen, GOXIO_OP_RECVFROM, REAL(__recvfrom_chk)(fd, buf, n, buflen, flags, addr, alen), buf,
 		       n, flags, addr, alen);
 }

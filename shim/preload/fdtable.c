@@ -7,6 +7,7 @@
  * only send a call to the slow path, which re-checks under the engine's lock.
  */
 #include "preload.h"
+#include "box.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -40,6 +41,8 @@ void goxio_fdt_set(int fd, int flags) {
 		__atomic_add_fetch(&goxio_lazy_fds, (flags & GOXIO_FD_LAZY) ? 1 : -1, __ATOMIC_RELAXED);
 	if ((old & GOXIO_FD_ENGINE) && !(flags & GOXIO_FD_ENGINE))
 		goxio_early_unlisten(fd); /* a listener mark goes with the engine's socket (early.c) */
+	if (!(old & GOXIO_FD_ENGINE) && (flags & GOXIO_FD_ENGINE))
+		goxio_box_fd_new(fd); /* a new socket of the engine: its plain receives ask again (box.c) */
 	if (flags != 0) {
 		int high = __atomic_load_n(&fdt_high, __ATOMIC_RELAXED);
 		while (fd > high && !__atomic_compare_exchange_n(&fdt_high, &high, fd, 1, __ATOMIC_RELAXED,

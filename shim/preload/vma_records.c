@@ -16,94 +16,24 @@
  * hold records the same way.
  *
  * Entering the engine costs more than copying a small datagram, so on a ring socket neither call
- * enters it for each datagram: each fd has a box (struct goxio_zbox, shim/goxio.h) where the
- * engine, at a zero-copy receive, queues the datagrams that wait in the rings after the one it
- * hands over (held in place like it), and recvfrom_zcopy takes them from there; free_packets
- * leaves the tokens of freed ring records in the box, and the engine folds them in at its next
- * look at the socket's rings, unless the box's urgent word says a sender needs the space now.
+ * enters it for each datagram: each fd has a box (box.c) where the engine, at a zero-copy
+ * receive, queues the datagrams that wait in the rings after the one it hands over (held in place
+ * like it), and recvfrom_zcopy takes them from there; free_packets leaves the tokens of freed ring
+ * records in the box, and the engine folds them in at its next look at the socket's rings, unless
+ * the box's urgent word says a sender needs the space now.
  */
 #include "vma.h"
+#include "box.h"
 
-#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 _Static_assert(sizeof(struct vma_packet_t) == 16 && sizeof(struct vma_packets_t) == 8, "VMA packet layout");
-_Static_assert(sizeof(struct goxio_zcopy) == 72, "struct goxio_zcopy as offload/zcopy_unsafe.go reads it");
+_Static_assert(sizeof(struct goxio_zcopy) == 80, "struct goxio_zcopy as offload/zcopy_unsafe.go reads it");
 _Static_assert(sizeof(struct goxio_zent) == 56 && offsetof(struct goxio_zbox, freed) == 32 &&
 		       offsetof(struct goxio_zbox, ent) == 32 + 8 * GOXIO_ZBOX_FREES,
 	       "struct goxio_zbox as offload/shm/hold_box_unsafe.go reads it");
-
-/* ---- boxes ---- */
-
-/* Boxes by fd: a table of BOX_CHUNK pointers per chunk, chunks made on demand; a box is made at the
- * fd's first zero-copy receive and kept for the fd number (the engine detaches it from a socket
- * before the number can name another one). */
-#define BOX_CHUNK 1024
-GOXIO_COLD static struct goxio_zbox **box_chunks[GOXIO_FDT_SIZE / BOX_CHUNK];
-static pthread_mutex_t box_mu = PTHREAD_MUTEX_INITIALIZER;
-
-/* box_of returns fd's box, making it with make (NULL when there is none, or no memory). */
-static struct goxio_zbox *box_of(int fd, int make) {
-	if ((unsigned)fd >= GOXIO_FDT_SIZE)
-		return NULL;
-	struct goxio_zbox **chunk = __atomic_load_n(&box_chunks[fd / BOX_CHUNK], __ATOMIC_ACQUIRE);
-	struct goxio_zbox *b = chunk ? __atomic_load_n(&chunk[fd % BOX_CHUNK], __ATOMIC_ACQUIRE) : NULL;
-	if (b != NULL || !make)
-		return b;
-	pthread_mutex_lock(&box_mu);
-	chunk = box_chunks[fd / BOX_CHUNK];
-	if (chunk == NULL && (chunk = calloc(BOX_CHUNK, sizeof *chunk)) != NULL)
-		__atomic_store_n(&box_chunks[fd / BOX_CHUNK], chunk, __ATOMIC_RELEASE);
-	if (chunk != NULL && (b = chunk[fd % BOX_CHUNK]) == NULL && (b = calloc(1, sizeof *b)) != NULL)
-		__atomic_store_n(&chunk[fd % BOX_CHUNK], b, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&box_mu);
-	return b;
-}
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
-/* spin_lock takes a spin lock held for a few loads and stores; a holder that lost its CPU gets
- * it back through sched_yield. */
-static void spin_lock(uint32_t *l) {
-	for (int i = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE); i++)
-		while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
-			if (++i > 100)
-				sched_yield();
-			else
-				cpu_relax();
-		}
-}
-
-/* The box's spin lock, shared with the engine (which holds it for a few loads and stores too). The
- * release is sequentially consistent: free_packets reads urgent after it (box_defer). */
-static void box_lock(struct goxio_zbox *b) { spin_lock(&b->lock); }
-
-static void box_unlock(struct goxio_zbox *b) { __atomic_store_n(&b->lock, 0, __ATOMIC_SEQ_CST); }
-
-/* box_take takes the oldest record queued in fd's box into *e: 1, with *epoch the box's; 0 when
- * there is none to take (none queued, or the engine has the front: it serves the next receive). */
-static int box_take(struct goxio_zbox *b, struct goxio_zent *e, uint32_t *epoch) {
-	if (b == NULL || __atomic_load_n(&b->count, __ATOMIC_ACQUIRE) == 0)
-		return 0;
-	box_lock(b);
-	int ok = b->attached && !b->front && b->count > 0 && b->head < GOXIO_ZBOX_ENTRIES;
-	if (ok) {
-		*e = b->ent[b->head];
-		b->head = (b->head + 1) % GOXIO_ZBOX_ENTRIES;
-		__atomic_store_n(&b->count, b->count - 1, __ATOMIC_RELEASE);
-		*epoch = b->epoch;
-	}
-	box_unlock(b);
-	return ok;
-}
 
 /* ---- held records ---- */
 
@@ -360,26 +290,6 @@ int vma_recvfrom_zcopy(int s, void *buf, size_t len, int *flags, struct sockaddr
  * engine's maxFreeBatch, offload/zcopy_unsafe.go): a program that frees several packets in one
  * call enters the engine once. */
 #define FREE_BATCH 64
-
-/* box_defer leaves token, a record of s's box at epoch, in the box for the engine to fold in: 1,
- * or 0 when the box is gone or full (the token goes to the engine now). *urgent is set when the
- * engine wants the frees at once. */
-static int box_defer(struct goxio_zbox *b, uint64_t token, uint32_t epoch, int *urgent) {
-	if (b == NULL || epoch == 0 || !goxio_active())
-		return 0; /* a forked child's engine is its parent's: the engine call answers it */
-	box_lock(b);
-	int ok = b->attached && b->epoch == epoch && b->nfree < GOXIO_ZBOX_FREES;
-	if (ok) {
-		b->freed[b->nfree] = token;
-		__atomic_store_n(&b->nfree, b->nfree + 1, __ATOMIC_RELEASE);
-		if (b->nfree >= GOXIO_ZBOX_FREES * 3 / 4)
-			*urgent = 1; /* fold them in before the box fills */
-	}
-	box_unlock(b); /* sequentially consistent: the engine's urgent store and fold pair with it */
-	if (ok && __atomic_load_n(&b->urgent, __ATOMIC_SEQ_CST))
-		*urgent = 1;
-	return ok;
-}
 
 int vma_free_packets(int s, struct vma_packet_t *pkts, size_t count) {
 	if (count > 0 && pkts == NULL) {

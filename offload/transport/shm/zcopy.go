@@ -40,14 +40,25 @@ func (u *UDP) ReceiveHeld(c transport.Call, h *transport.Held) (int, syscall.Err
 	return n, errno, viaOS
 }
 
+// Prefetch queues in h.Box the datagrams waiting in the rings now, after a plain receive on fd
+// (prefetch).
+func (u *UDP) Prefetch(fd int, h *transport.Held) bool {
+	if h.Box == 0 || !u.enter() {
+		return true
+	}
+	defer u.exit()
+	u.prefetch(fd, h)
+	return true
+}
+
 // prefetch attaches the call's box to the inbox and queues there the datagrams waiting in the
 // rings now (offload/shm hold_box.go): the program's next receives take them without entering the
 // engine. Not while kernel datagrams may be older than the rings' (their order is decided per
-// receive), while multicast loopback copies are to be told from ring datagrams, or while a
-// capture runs.
+// receive), while multicast loopback copies are to be told from ring datagrams, while a capture
+// runs, or once the socket is going back to the kernel.
 func (u *UDP) prefetch(fd int, h *transport.Held) {
 	in := u.inbox.Load()
-	if in == nil || u.kernelFirst.Load() || u.joinSnap.Load() != nil || capture.On() {
+	if in == nil || u.kernelOnly.Load() || u.spill.Left() || u.kernelFirst.Load() || u.joinSnap.Load() != nil || capture.On() {
 		return
 	}
 	u.rxmu.Lock()

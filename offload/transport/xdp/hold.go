@@ -98,6 +98,9 @@ func (u *UDP) ReceiveHeld(c transport.Call, h *transport.Held) (int, syscall.Err
 	return u.recv(&c, h)
 }
 
+// Prefetch queues nothing: AF_XDP frames are not queued in boxes.
+func (u *UDP) Prefetch(int, *transport.Held) bool { return false }
+
 // Release gives the frames of tokens back to the fill ring; tokens that name none held now are
 // skipped. It returns how many it freed and how many frames are held after it.
 func (u *UDP) Release(tokens []uint64) (freed, held int) {

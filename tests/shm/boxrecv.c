@@ -1,0 +1,102 @@
+/* boxrecv: plain receives on a ring socket take the datagrams queued in the socket's box without
+ * entering goxio's engine for each (shim/preload/box.c).
+ *
+ *   boxrecv ROUNDS BURST
+ *
+ * One process, two UDP sockets on 127.0.0.1 (the receiver with a 4 MiB SO_RCVBUF): after a few
+ * datagrams each way (each finds the other's ring), ROUNDS rounds of BURST datagrams of 64 bytes
+ * (a sequence number, the round, a pattern), each round received with one kind of plain receive in
+ * turn: recvfrom with an address, recv, read. It prints, per kind, "KIND got=G calls=C bad=B":
+ * G datagrams received, C the calls this thread made into the engine during those receives
+ * (goxio_thread_engine_calls; -1 without the library), B the ones that were not the next expected
+ * datagram whole (or, for recvfrom, not from the sender's address). Any failure: "error ..." and
+ * exit status 1. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "progs.h"
+
+static void fill(unsigned char *m, int seq, int round) {
+	memcpy(m, &seq, sizeof seq);
+	memcpy(m + 4, &round, sizeof round);
+	for (int i = 8; i < 64; i++)
+		m[i] = (unsigned char)(seq * 7 + i);
+}
+
+static int bound(void) {
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = lo(0);
+	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0)
+		die("socket");
+	return s;
+}
+
+static int port(int s) {
+	struct sockaddr_in a;
+	socklen_t l = sizeof a;
+	if (getsockname(s, (struct sockaddr *)&a, &l) < 0)
+		die("getsockname");
+	return ntohs(a.sin_port);
+}
+
+int main(int argc, char **argv) {
+	progs_init();
+	if (argc != 3)
+		return 2;
+	int rounds = atoi(argv[1]), burst = atoi(argv[2]);
+	int r = bound(), s = bound(), big = 4 << 20;
+	setsockopt(r, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+	struct sockaddr_in to = lo(port(r)), back = lo(port(s));
+	for (int i = 0; i < 4; i++) {
+		char b[8];
+		if (sendto(s, "w", 1, 0, (struct sockaddr *)&to, sizeof to) != 1 || recv(r, b, sizeof b, 0) != 1 ||
+		    sendto(r, "w", 1, 0, (struct sockaddr *)&back, sizeof back) != 1 || recv(s, b, sizeof b, 0) != 1)
+			die("warm-up");
+	}
+	const char *kinds[3] = {"recvfrom", "recv", "read"};
+	long got[3] = {0}, calls_in[3] = {0}, bad[3] = {0};
+	int seq = 0;
+	for (int round = 0; round < rounds; round++) {
+		int k = round % 3;
+		for (int i = 0; i < burst; i++) {
+			unsigned char m[64];
+			fill(m, seq + i, round);
+			if (sendto(s, m, sizeof m, 0, (struct sockaddr *)&to, sizeof to) != sizeof m)
+				die("sendto");
+		}
+		long before = calls();
+		for (int i = 0; i < burst; i++, seq++) {
+			unsigned char m[128], want[64];
+			struct sockaddr_in from;
+			socklen_t fl = sizeof from;
+			long n;
+			memset(&from, 0, sizeof from);
+			if (k == 0)
+				n = recvfrom(r, m, sizeof m, 0, (struct sockaddr *)&from, &fl);
+			else if (k == 1)
+				n = recv(r, m, sizeof m, 0);
+			else
+				n = read(r, m, sizeof m);
+			if (n < 0)
+				die(kinds[k]);
+			fill(want, seq, round);
+			got[k]++;
+			if (n != 64 || memcmp(m, want, 64) != 0 ||
+			    (k == 0 && (fl != sizeof from || from.sin_port != back.sin_port)))
+				bad[k]++;
+		}
+		calls_in[k] += calls() - before;
+	}
+	for (int k = 0; k < 3; k++)
+		printf("%s got=%ld\n%s calls=%ld\n%s bad=%ld\n", kinds[k], got[k], kinds[k], engine_calls ? calls_in[k] : -1,
+		       kinds[k], bad[k]);
+	return 0;
+}
