@@ -109,14 +109,20 @@ int box_defer(struct goxio_zbox *b, uint64_t token, uint32_t epoch, int *urgent)
 
 /* ---- plain receives ---- */
 
-/* rx_nobox[fd] is 1 when the engine said the socket of fd never queues in a box (a stream
- * socket): its plain receives take the trampoline's way. Forgotten when the number names a new
- * socket of the engine (goxio_box_fd_new). */
-GOXIO_COLD static volatile uint8_t rx_nobox[GOXIO_FDT_SIZE];
+/* rx_wait[fd]: 0 while the plain receives on fd ask the engine to queue in its box; RX_NEVER once
+ * the engine said the socket never does (a stream socket); otherwise how many plain receives take
+ * the trampoline's way (an ordinary engine call) before one asks again. A receive that asked and
+ * found nothing to queue sets RX_BACKOFF: a request-response exchange, where a datagram never
+ * waits behind another, pays the queueing's look (~50 ns) at one receive in RX_BACKOFF + 1.
+ * Forgotten when the number names a new socket of the engine (goxio_box_fd_new); threads update
+ * it without a lock (a lost update changes only which receive asks next). */
+GOXIO_COLD static volatile uint8_t rx_wait[GOXIO_FDT_SIZE];
+#define RX_NEVER 255
+#define RX_BACKOFF 16
 
 void goxio_box_fd_new(int fd) {
-	if ((unsigned)fd < GOXIO_FDT_SIZE && rx_nobox[fd])
-		rx_nobox[fd] = 0;
+	if ((unsigned)fd < GOXIO_FDT_SIZE && rx_wait[fd])
+		rx_wait[fd] = 0;
 }
 
 /* rx_pages: the pages of program memory (number + 1; 0: none) that the engine wrote for this
@@ -216,13 +222,19 @@ static int box_copy(int fd, struct goxio_zbox *b, void *buf, size_t n, int flags
 int goxio_box_recv(int fd, int op, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *fromlen,
 		   long *ret) {
 	if ((unsigned)fd >= GOXIO_FDT_SIZE || (flags & (MSG_PEEK | MSG_ERRQUEUE | MSG_OOB)) != 0 ||
-	    (op == GOXIO_OP_READ && n == 0) ||
-	    __atomic_load_n(&rx_nobox[fd], __ATOMIC_RELAXED) || __atomic_load_n(&goxio_vma_cbs, __ATOMIC_RELAXED) != 0 ||
+	    (op == GOXIO_OP_READ && n == 0) || __atomic_load_n(&goxio_vma_cbs, __ATOMIC_RELAXED) != 0 ||
 	    goxio_sig_depth != 0 || !goxio_active())
+		return 0;
+	uint8_t wait = __atomic_load_n(&rx_wait[fd], __ATOMIC_RELAXED);
+	if (wait == RX_NEVER)
 		return 0;
 	struct goxio_zbox *b = box_of(fd, 0);
 	if (b != NULL && box_copy(fd, b, buf, n, flags, from, fromlen, ret))
 		return 1;
+	if (wait != 0) {
+		__atomic_store_n(&rx_wait[fd], wait - 1, __ATOMIC_RELAXED);
+		return 0;
+	}
 	int named = from != NULL && fromlen != NULL;
 	socklen_t old = 0; /* the address room the engine may write, when it can be read here */
 	if (named && rx_ok(fromlen, sizeof *fromlen))
@@ -231,9 +243,11 @@ int goxio_box_recv(int fd, int op, void *buf, size_t n, int flags, struct sockad
 	long r = goxio_call(GOXIO_OP_ZCOPY_RECV, fd, (uintptr_t)&z, 0, 0, 0, 0);
 	int saved = errno;
 	if (z.advice & GOXIO_ZCOPY_NOBOX)
-		rx_nobox[fd] = 1;
+		__atomic_store_n(&rx_wait[fd], RX_NEVER, __ATOMIC_RELAXED);
 	else if ((z.advice & GOXIO_ZCOPY_BOX) && b == NULL)
 		box_of(fd, 1);
+	else if (r >= 0 && z.queued == 0)
+		__atomic_store_n(&rx_wait[fd], RX_BACKOFF, __ATOMIC_RELAXED);
 	if (r >= 0) {
 		rx_note(buf, (size_t)r < n ? (size_t)r : n);
 		if (named) {

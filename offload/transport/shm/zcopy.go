@@ -47,7 +47,11 @@ func (u *UDP) Prefetch(fd int, h *transport.Held) bool {
 		return true
 	}
 	defer u.exit()
-	u.prefetch(fd, h)
+	// Most receives of a request-response exchange find nothing after their datagram: a look at
+	// the record words (loads only) spares them the receive lock and the rings' walk.
+	if in := u.inbox.Load(); in != nil && in.Pending() {
+		u.prefetch(fd, h)
+	}
 	return true
 }
 
