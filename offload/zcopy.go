@@ -83,7 +83,7 @@ func (e *Engine) zcopyFree(s *Socket, c *transport.Call) int64 {
 	return 0
 }
 
-// boxRecv serves a plain receive (read or recvfrom) that the preload library made through
+// boxRecv serves a plain receive (read, recvfrom or recvmsg) that the preload library made through
 // OpZcopyRecv (z.op; shim/preload/box.c): the receive as the program made it, then, on a
 // transport that queues in boxes, the datagrams that wait after it queued in the fd's box, where
 // the library's next receives take them without entering the engine. The advice tells the library
@@ -95,6 +95,8 @@ func (e *Engine) boxRecv(s *Socket, c *transport.Call, z *zcopyArgs) int64 {
 		rc.A = [5]uintptr{z.buf, z.len}
 	case transport.OpRecvfrom:
 		rc.A = [5]uintptr{z.buf, z.len, uintptr(uint32(z.flags)), z.from, z.fromlen}
+	case transport.OpRecvmsg:
+		rc.A = [5]uintptr{z.buf, uintptr(uint32(z.flags))} // z.buf: the msghdr
 	default:
 		return -int64(unix.EINVAL)
 	}

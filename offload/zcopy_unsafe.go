@@ -8,7 +8,7 @@ type zcopyArgs struct {
 	buf     uintptr
 	len     uintptr
 	flags   int32
-	op      int32 // 0: recvfrom_zcopy; OpRead or OpRecvfrom: that plain receive (boxRecv)
+	op      int32 // 0: recvfrom_zcopy; OpRead, OpRecvfrom or OpRecvmsg: that plain receive (boxRecv)
 	from    uintptr
 	fromlen uintptr
 	data    uintptr // out

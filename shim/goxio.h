@@ -100,8 +100,9 @@ struct goxio_zcopy {
 	size_t len;
 	int flags;
 	int op; /* 0: recvfrom_zcopy; GOXIO_OP_READ or GOXIO_OP_RECVFROM: that plain receive (buf, len,
-		   flags, from, fromlen its arguments), which copies the datagram and may queue the
-		   ones after it in box (shim/preload/box.c); data and token stay 0 */
+		   flags, from, fromlen its arguments), GOXIO_OP_RECVMSG: recvmsg (buf the msghdr,
+		   flags), which copies the datagram and may queue the ones after it in box
+		   (shim/preload/box.c); data and token stay 0 */
 	struct sockaddr *from;
 	socklen_t *fromlen;
 	void *data;     /* out */

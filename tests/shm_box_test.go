@@ -11,7 +11,7 @@ import (
 	"github.com/goxio/goxio/tests/internal/testutil"
 )
 
-// TestShmBoxRecv: plain receives (recvfrom, recv, read) of a burst on a ring socket take the
+// TestShmBoxRecv: plain receives (recvfrom, recv, read, recvmsg) of a burst on a ring socket take the
 // datagrams the engine queued in the socket's box without entering the engine for each
 // (shim/preload/box.c): tests/shm/boxrecv.c counts its calls into the engine around its
 // receives, and checks that every datagram comes whole, in order, from the sender's address.
@@ -19,7 +19,7 @@ func TestShmBoxRecv(t *testing.T) {
 	h := newShmHarness(t)
 	bin := filepath.Join(t.TempDir(), "boxrecv")
 	testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "shm", "boxrecv.c"), bin, "-O2", "-Wall", "-ldl")
-	const rounds, burst = 60, 200
+	const rounds, burst = 80, 200
 	cmd := exec.Command(bin, strconv.Itoa(rounds), strconv.Itoa(burst))
 	cmd.Env = h.env()
 	res := testutil.Run(cmd, 60*time.Second)
@@ -32,10 +32,10 @@ func TestShmBoxRecv(t *testing.T) {
 		out[m[1]+" "+m[2]] = n
 	}
 	t.Logf("boxrecv: %v", out)
-	for _, k := range []string{"recvfrom", "recv", "read"} {
+	for _, k := range []string{"recvfrom", "recv", "read", "recvmsg"} {
 		got, calls := out[k+" got"], out[k+" calls"]
-		if got != rounds/3*burst || out[k+" bad"] != 0 {
-			t.Errorf("%s: %d datagrams, %d not the next one whole; want %d, 0", k, got, out[k+" bad"], rounds/3*burst)
+		if got != rounds/4*burst || out[k+" bad"] != 0 {
+			t.Errorf("%s: %d datagrams, %d not the next one whole; want %d, 0", k, got, out[k+" bad"], rounds/4*burst)
 		}
 		if calls < 0 {
 			t.Fatal("goxio_thread_engine_calls not found in the library")

@@ -7,7 +7,7 @@
  * receive enters the engine, the engine also queues in the box the datagrams that wait in the
  * rings after the one it returns (held in their records: the senders see them as unread), and the
  * next receives take them from here. VMA's recvfrom_zcopy hands them over in place
- * (vma_records.c); the plain receives (read, recv, recvfrom: goxio_box_recv) copy them out as the
+ * (vma_records.c); the plain receives (read, recv, recvfrom, recvmsg: goxio_box_recv) copy them out as the
  * engine would, and leave the freed record's token in the box, which the engine folds in at its
  * next look at the socket's rings. The engine's own receives, polls and epoll waits take queued
  * records first (offload/shm/hold_box.go): order and readiness are as if they were still in the
@@ -131,7 +131,7 @@ void goxio_box_fd_new(int fd) {
  * A page the program unmaps or protects after the engine wrote it is the one case where a copy
  * here faults where the kernel would answer EFAULT: the program then passed memory it had given
  * up (ksend.c reads destination addresses under the same rule). */
-#define RX_PAGES 4
+#define RX_PAGES 8
 #define RX_PAGE_SHIFT 12 /* the smallest page: a larger one is validated 4 KiB at a time */
 static __thread __attribute__((tls_model("initial-exec"))) uintptr_t rx_pages[RX_PAGES];
 static __thread __attribute__((tls_model("initial-exec"))) unsigned rx_next;
@@ -168,17 +168,51 @@ static void rx_note(const void *p, size_t len) {
 			rx_pages[rx_next++ % RX_PAGES] = pg + 1;
 }
 
-/* box_copy takes the oldest record queued in b and delivers it as the engine's recvfrom does
- * (offload/transport/udpcall rx.go, Deliver): the payload truncated to n (the result its full
- * length with MSG_TRUNC), the source address to what *fromlen allows and its full length in
- * *fromlen (both only when from and fromlen are given). 0 when it cannot (nothing queued, the engine has the front, memory not known writable):
- * the engine serves the call. */
-static int box_copy(int fd, struct goxio_zbox *b, void *buf, size_t n, int flags, struct sockaddr *from,
-		    socklen_t *fromlen, long *ret) {
+/* rx_call is a plain receive as the box path sees it: where the payload goes (iov: the program's
+ * buffer for read, recv and recvfrom, the msghdr's array for recvmsg, at most RX_IOVS of them),
+ * where the source address goes (from and *fromlen; fromlen NULL: nowhere), and for recvmsg its
+ * msghdr (msg_flags and msg_controllen written). */
+#define RX_IOVS 8
+struct rx_call {
+	const struct iovec *iov;
+	size_t iovcnt;
+	struct sockaddr *from;
+	socklen_t *fromlen;
+	struct msghdr *msg;
+	int flags;
+};
+
+/* rx_fits reports whether the first c bytes scattered over the call's buffers land in memory known
+ * writable (a NULL buffer never is: the engine answers EFAULT). */
+static int rx_fits(const struct rx_call *rc, size_t c) {
+	for (size_t i = 0; i < rc->iovcnt && c > 0; i++) {
+		size_t part = rc->iov[i].iov_len < c ? rc->iov[i].iov_len : c;
+		if (!rx_ok(rc->iov[i].iov_base, part))
+			return 0;
+		c -= part;
+	}
+	return 1;
+}
+
+/* rx_room is the room the call's buffers give. */
+static size_t rx_room(const struct rx_call *rc) {
+	size_t room = 0;
+	for (size_t i = 0; i < rc->iovcnt; i++)
+		room += rc->iov[i].iov_len;
+	return room;
+}
+
+/* box_copy takes the oldest record queued in b and delivers it as the engine's receive does
+ * (offload/transport/udpcall rx.go, Deliver): the payload scattered over the buffers and truncated
+ * to them (the result its full length with MSG_TRUNC; recvmsg's msg_flags MSG_TRUNC when cut, its
+ * msg_controllen 0), the source address to what *fromlen allows and its full length in *fromlen.
+ * 0 when it cannot (nothing queued, the engine has the front, memory not known writable): the
+ * engine serves the call. */
+static int box_copy(int fd, struct goxio_zbox *b, const struct rx_call *rc, long *ret) {
 	if (__atomic_load_n(&b->count, __ATOMIC_ACQUIRE) == 0)
 		return 0;
-	int named = from != NULL && fromlen != NULL;
-	if (named && !rx_ok(fromlen, sizeof *fromlen))
+	int named = rc->from != NULL && rc->fromlen != NULL;
+	if (named && !rx_ok(rc->fromlen, sizeof *rc->fromlen))
 		return 0;
 	uint64_t token = 0;
 	uint32_t epoch = 0;
@@ -188,15 +222,26 @@ static int box_copy(int fd, struct goxio_zbox *b, void *buf, size_t n, int flags
 	if (ok) {
 		const struct goxio_zent *e = &b->ent[b->head];
 		size_t nl = e->namelen <= sizeof e->name ? e->namelen : sizeof e->name;
-		size_t l = named && *fromlen < nl ? *fromlen : nl;
+		size_t l = named && *rc->fromlen < nl ? *rc->fromlen : nl;
+		size_t room = rx_room(rc);
 		len = e->len;
-		c = len < n ? len : n;
-		ok = rx_ok(buf, c) && (!named || rx_ok(from, l));
+		c = len < room ? len : room;
+		ok = rx_fits(rc, c) && (!named || rx_ok(rc->from, l));
 		if (ok) {
-			memcpy(buf, e->data, c);
+			const char *src = e->data;
+			for (size_t i = 0, left = c; i < rc->iovcnt && left > 0; i++) {
+				size_t part = rc->iov[i].iov_len < left ? rc->iov[i].iov_len : left;
+				memcpy(rc->iov[i].iov_base, src, part);
+				src += part;
+				left -= part;
+			}
 			if (named) {
-				memcpy(from, e->name, l);
-				*fromlen = (socklen_t)nl;
+				memcpy(rc->from, e->name, l);
+				*rc->fromlen = (socklen_t)nl;
+			}
+			if (rc->msg != NULL) {
+				rc->msg->msg_flags = c < len ? MSG_TRUNC : 0;
+				rc->msg->msg_controllen = 0;
 			}
 			token = e->token;
 			epoch = b->epoch;
@@ -215,47 +260,95 @@ static int box_copy(int fd, struct goxio_zbox *b, void *buf, size_t n, int flags
 		goxio_call(GOXIO_OP_ZCOPY_FREE, fd, (uintptr_t)&token, deferred ? 0 : 1, 0, 0, 0);
 		errno = saved;
 	}
-	*ret = (long)((flags & MSG_TRUNC) ? len : c);
+	*ret = (long)((rc->flags & MSG_TRUNC) ? len : c);
 	return 1;
 }
 
-int goxio_box_recv(int fd, int op, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *fromlen,
-		   long *ret) {
-	if ((unsigned)fd >= GOXIO_FDT_SIZE || (flags & (MSG_PEEK | MSG_ERRQUEUE | MSG_OOB)) != 0 ||
-	    (op == GOXIO_OP_READ && n == 0) || __atomic_load_n(&goxio_vma_cbs, __ATOMIC_RELAXED) != 0 ||
-	    goxio_sig_depth != 0 || !goxio_active())
+/* rx_serve serves rc (op, and z's arguments for the engine) from fd's box or through the engine;
+ * see goxio_box_recv. */
+static int rx_serve(int fd, int op, const struct rx_call *rc, struct goxio_zcopy *z, long *ret) {
+	if ((unsigned)fd >= GOXIO_FDT_SIZE || (rc->flags & (MSG_PEEK | MSG_ERRQUEUE | MSG_OOB)) != 0 ||
+	    __atomic_load_n(&goxio_vma_cbs, __ATOMIC_RELAXED) != 0 || goxio_sig_depth != 0 || !goxio_active())
 		return 0;
 	uint8_t wait = __atomic_load_n(&rx_wait[fd], __ATOMIC_RELAXED);
 	if (wait == RX_NEVER)
 		return 0;
 	struct goxio_zbox *b = box_of(fd, 0);
-	if (b != NULL && box_copy(fd, b, buf, n, flags, from, fromlen, ret))
+	if (b != NULL && rc->iovcnt <= RX_IOVS && box_copy(fd, b, rc, ret))
 		return 1;
 	if (wait != 0) {
 		__atomic_store_n(&rx_wait[fd], wait - 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	int named = from != NULL && fromlen != NULL;
+	int named = rc->from != NULL && rc->fromlen != NULL;
 	socklen_t old = 0; /* the address room the engine may write, when it can be read here */
-	if (named && rx_ok(fromlen, sizeof *fromlen))
-		old = *fromlen;
-	struct goxio_zcopy z = {.buf = buf, .len = n, .flags = flags, .op = op, .from = from, .fromlen = fromlen, .box = b};
-	long r = goxio_call(GOXIO_OP_ZCOPY_RECV, fd, (uintptr_t)&z, 0, 0, 0, 0);
+	if (named && rx_ok(rc->fromlen, sizeof *rc->fromlen))
+		old = *rc->fromlen;
+	z->op = op;
+	z->box = b;
+	long r = goxio_call(GOXIO_OP_ZCOPY_RECV, fd, (uintptr_t)z, 0, 0, 0, 0);
 	int saved = errno;
-	if (z.advice & GOXIO_ZCOPY_NOBOX)
+	if (z->advice & GOXIO_ZCOPY_NOBOX)
 		__atomic_store_n(&rx_wait[fd], RX_NEVER, __ATOMIC_RELAXED);
-	else if ((z.advice & GOXIO_ZCOPY_BOX) && b == NULL)
+	else if ((z->advice & GOXIO_ZCOPY_BOX) && b == NULL)
 		box_of(fd, 1);
-	else if (r >= 0 && z.queued == 0)
+	else if (r >= 0 && z->queued == 0)
 		__atomic_store_n(&rx_wait[fd], RX_BACKOFF, __ATOMIC_RELAXED);
 	if (r >= 0) {
-		rx_note(buf, (size_t)r < n ? (size_t)r : n);
-		if (named) {
-			rx_note(fromlen, sizeof *fromlen);
-			rx_note(from, old < *fromlen ? old : *fromlen);
+		/* what the engine wrote: the payload, the address and its length, recvmsg's msghdr (whose
+		 * buffer array the engine has just read: it is there to read) */
+		const struct iovec *iov = rc->iov;
+		size_t iovcnt = rc->iovcnt, left = (size_t)r;
+		if (iov == NULL && rc->msg != NULL) {
+			iov = rc->msg->msg_iov;
+			iovcnt = rc->msg->msg_iovlen;
 		}
+		for (size_t i = 0; iov != NULL && i < iovcnt && i < RX_IOVS && left > 0; i++) {
+			size_t part = iov[i].iov_len < left ? iov[i].iov_len : left;
+			rx_note(iov[i].iov_base, part);
+			left -= part;
+		}
+		if (named) {
+			rx_note(rc->fromlen, sizeof *rc->fromlen);
+			rx_note(rc->from, old < *rc->fromlen ? old : *rc->fromlen);
+		}
+		if (rc->msg != NULL)
+			rx_note(rc->msg, sizeof *rc->msg);
 	}
 	errno = saved;
 	*ret = r;
 	return 1;
+}
+
+int goxio_box_recv(int fd, int op, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *fromlen,
+		   long *ret) {
+	if (op == GOXIO_OP_READ && n == 0)
+		return 0; /* a read of nothing takes no datagram (the kernel's socket read) */
+	struct iovec v = {buf, n};
+	struct rx_call rc = {.iov = &v, .iovcnt = 1, .from = from, .fromlen = from != NULL ? fromlen : NULL, .flags = flags};
+	struct goxio_zcopy z = {.buf = buf, .len = n, .flags = flags, .from = from, .fromlen = fromlen};
+	return rx_serve(fd, op, &rc, &z, ret);
+}
+
+int goxio_box_recvmsg(int fd, struct msghdr *msg, int flags, long *ret) {
+	struct rx_call rc = {.msg = msg, .flags = flags};
+	/* The msghdr is read here only where the engine wrote it before (after a receive through it):
+	 * anything else, a control buffer (the engine's receive answers with its length 0 and
+	 * MSG_CTRUNC as the kernel does) or more buffers than a box copy scatters over, makes an
+	 * ordinary engine call (which notes the msghdr's page for the next one). */
+	if (msg != NULL && rx_ok(msg, sizeof *msg)) {
+		if (msg->msg_controllen != 0 || msg->msg_iovlen > RX_IOVS ||
+		    !rx_ok(msg->msg_iov, msg->msg_iovlen * sizeof *msg->msg_iov))
+			return 0;
+		rc.iov = msg->msg_iov;
+		rc.iovcnt = msg->msg_iovlen;
+		rc.from = msg->msg_name;
+		rc.fromlen = msg->msg_name != NULL ? &msg->msg_namelen : NULL;
+	} else if (msg != NULL) {
+		rc.iovcnt = RX_IOVS + 1; /* nothing known of it: no box copy, the engine's receive */
+	} else {
+		return 0;
+	}
+	struct goxio_zcopy z = {.buf = msg, .flags = flags};
+	return rx_serve(fd, GOXIO_OP_RECVMSG, &rc, &z, ret);
 }

@@ -1,6 +1,6 @@
 /*
  * box.h: the per-fd boxes of ring records (box.c), shared by VMA's recvfrom_zcopy and free_packets
- * (vma_records.c) and the plain receives (read, recv, recvfrom: calls_io.c).
+ * (vma_records.c) and the plain receives (read, recv, recvfrom, recvmsg: calls_io.c).
  */
 #ifndef GOXIO_BOX_H
 #define GOXIO_BOX_H
@@ -31,6 +31,10 @@ GOXIO_HIDDEN void spin_lock(uint32_t *l);
  * UDP reads them: MSG_TRUNC gives the datagram's length, the rest change nothing here. */
 GOXIO_HIDDEN int goxio_box_recv(int fd, int op, void *buf, size_t n, int flags, struct sockaddr *from,
 				socklen_t *fromlen, long *ret);
+
+/* goxio_box_recvmsg is goxio_box_recv for recvmsg (GOXIO_OP_RECVMSG): a copy from the box only
+ * through a msghdr without a control buffer and with at most 8 buffers. */
+GOXIO_HIDDEN int goxio_box_recvmsg(int fd, struct msghdr *msg, int flags, long *ret);
 
 /* goxio_box_fd_new forgets what the plain receives learned of fd (box.c): the number names a new
  * socket of the engine. */

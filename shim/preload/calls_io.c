@@ -156,6 +156,12 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
 			return r_;
 		}
 	}
+	if (GOXIO_UNLIKELY((goxio_fd_flags(fd) & (GOXIO_FD_ENGINE | GOXIO_FD_RING | GOXIO_FD_SPILL | GOXIO_FD_LAZY |
+					      GOXIO_FD_INTERNAL)) == (GOXIO_FD_ENGINE | GOXIO_FD_RING))) {
+		long r_;
+		if (goxio_box_recvmsg(fd, msg, flags, &r_))
+			return r_; /* from the socket's box, or the engine's receive that fills it (box.c) */
+	}
 	DATA_TRAMPOLINE(fd, GOXIO_OP_RECVMSG, REAL(recvmsg)(fd, msg, flags), msg, flags, 0, 0, 0);
 }
 

@@ -1,6 +1,6 @@
 /* A burst of datagrams received one call at a time, through every plain receive and what may
  * come between them: recvfrom with a full, a short and no address buffer, recv with MSG_TRUNC,
- * read into a short buffer, a peek, recvmsg, FIONREAD, poll and edge-triggered epoll, a bad
+ * read into a short buffer, recvmsg through msghdrs of every shape, a peek, FIONREAD, poll and edge-triggered epoll, a bad
  * buffer, a second descriptor of the socket (dup), a fork, two threads, and a close by another
  * thread while one receives. Under goxio the engine queues the datagrams after the one a receive
  * takes in a box the preload library serves the next receives from (shim/preload/box.c): every
@@ -131,6 +131,62 @@ static void calls(int r, int s)
 	E("recv the empty one", recv(r, m, sizeof m, 0), 0, 0);
 	expect("recv", r, 22);
 	expect("recv", r, 23);
+}
+
+/* msgs: recvmsg through every shape of msghdr: two buffers (the datagram scattered), a short one
+ * (MSG_TRUNC in msg_flags), no name, a short name, a control buffer (nothing in it for a plain
+ * datagram), no buffers at all. */
+static void msgs(int r, int s)
+{
+	burst(s, port_of(r), 30, 16);
+	wait_readable(r, 2000);
+	unsigned char a[10], b[64], m[64];
+	struct sockaddr_in from;
+	union {
+		char buf[64];
+		struct cmsghdr align;
+	} ctl;
+	for (int i = 30; i < 46; i++) {
+		struct iovec iov[2] = { { a, sizeof a }, { b, sizeof b } };
+		struct msghdr mh = { .msg_name = &from, .msg_namelen = sizeof from, .msg_iov = iov, .msg_iovlen = 2 };
+		const char *shape = "two buffers";
+		switch (i % 6) {
+		case 1:
+			iov[0].iov_len = 5;
+			mh.msg_iovlen = 1;
+			shape = "5-byte buffer";
+			break;
+		case 2:
+			mh.msg_name = NULL;
+			mh.msg_namelen = 0;
+			shape = "no name";
+			break;
+		case 3:
+			mh.msg_namelen = 2;
+			shape = "2-byte name";
+			break;
+		case 4:
+			mh.msg_control = ctl.buf;
+			mh.msg_controllen = sizeof ctl.buf;
+			shape = "control buffer";
+			break;
+		case 5:
+			mh.msg_iovlen = 0;
+			shape = "no buffers";
+			break;
+		}
+		memset(a, 0, sizeof a);
+		memset(b, 0, sizeof b);
+		mh.msg_flags = -1;
+		long n = recvmsg(r, &mh, i % 6 == 5 ? MSG_TRUNC : 0);
+		size_t got = n < 0 ? 0 : (size_t)n < sizeof a ? (size_t)n : sizeof a;
+		memcpy(m, a, got);
+		if (n > (long)sizeof a && mh.msg_iovlen == 2)
+			memcpy(m + sizeof a, b, (size_t)n - sizeof a);
+		int intact = i % 6 == 5 || check(m, i % 6 == 1 ? (size_t)(n < 5 ? n : 5) : (size_t)n, i);
+		out("recvmsg %d (%s): %ld, intact %s, namelen %u, flags %d, controllen %zu\n", i, shape, n, yesno(intact),
+		    mh.msg_namelen, mh.msg_flags, (size_t)mh.msg_controllen);
+	}
 }
 
 /* badbuf: a receive into memory the program cannot write fails with EFAULT and the datagram is
@@ -305,6 +361,7 @@ int main(void)
 	int r = udp_bound(0), s = udp_bound(0);
 	warm(r, s);
 	calls(r, s);
+	msgs(r, s);
 	badbuf(r, s);
 	dups(r, s);
 	edge(r, s);

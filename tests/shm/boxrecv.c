@@ -6,7 +6,7 @@
  * One process, two UDP sockets on 127.0.0.1 (the receiver with a 4 MiB SO_RCVBUF): after a few
  * datagrams each way (each finds the other's ring), ROUNDS rounds of BURST datagrams of 64 bytes
  * (a sequence number, the round, a pattern), each round received with one kind of plain receive in
- * turn: recvfrom with an address, recv, read. It prints, per kind, "KIND got=G calls=C bad=B":
+ * turn: recvfrom with an address, recv, read, recvmsg with an address. It prints, per kind, "KIND got=G calls=C bad=B":
  * G datagrams received, C the calls this thread made into the engine during those receives
  * (goxio_thread_engine_calls; -1 without the library), B the ones that were not the next expected
  * datagram whole (or, for recvfrom, not from the sender's address). Any failure: "error ..." and
@@ -61,11 +61,11 @@ int main(int argc, char **argv) {
 		    sendto(r, "w", 1, 0, (struct sockaddr *)&back, sizeof back) != 1 || recv(s, b, sizeof b, 0) != 1)
 			die("warm-up");
 	}
-	const char *kinds[3] = {"recvfrom", "recv", "read"};
-	long got[3] = {0}, calls_in[3] = {0}, bad[3] = {0};
+	const char *kinds[4] = {"recvfrom", "recv", "read", "recvmsg"};
+	long got[4] = {0}, calls_in[4] = {0}, bad[4] = {0};
 	int seq = 0;
 	for (int round = 0; round < rounds; round++) {
-		int k = round % 3;
+		int k = round % 4;
 		for (int i = 0; i < burst; i++) {
 			unsigned char m[64];
 			fill(m, seq + i, round);
@@ -83,19 +83,25 @@ int main(int argc, char **argv) {
 				n = recvfrom(r, m, sizeof m, 0, (struct sockaddr *)&from, &fl);
 			else if (k == 1)
 				n = recv(r, m, sizeof m, 0);
-			else
+			else if (k == 2)
 				n = read(r, m, sizeof m);
+			else {
+				struct iovec iov = {m, sizeof m};
+				struct msghdr mh = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov, .msg_iovlen = 1};
+				n = recvmsg(r, &mh, 0);
+				fl = mh.msg_namelen;
+			}
 			if (n < 0)
 				die(kinds[k]);
 			fill(want, seq, round);
 			got[k]++;
 			if (n != 64 || memcmp(m, want, 64) != 0 ||
-			    (k == 0 && (fl != sizeof from || from.sin_port != back.sin_port)))
+			    ((k == 0 || k == 3) && (fl != sizeof from || from.sin_port != back.sin_port)))
 				bad[k]++;
 		}
 		calls_in[k] += calls() - before;
 	}
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 4; k++)
 		printf("%s got=%ld\n%s calls=%ld\n%s bad=%ld\n", kinds[k], got[k], kinds[k], engine_calls ? calls_in[k] : -1,
 		       kinds[k], bad[k]);
 	return 0;
