@@ -28,20 +28,28 @@ import (
 // kpassRun runs kpass under env and returns its "phase key=value" lines.
 func kpassRun(t *testing.T, h *shmHarness, env []string, args ...string) map[string]int {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kpass")
-	testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "shm", "kpass.c"), bin, "-O2", "-Wall", "-ldl")
+	return shmProgRun(t, "kpass", env, args...)
+}
+
+// shmProgRun compiles tests/shm/NAME.c (one of the programs that count their engine calls,
+// progs.h), runs it under env with args, and returns its "phase key=value" lines as "phase key"
+// -> value; a failed run fails the test.
+func shmProgRun(t *testing.T, name string, env []string, args ...string) map[string]int {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	testutil.CompileC(t, filepath.Join(testutil.RepoRoot(), "tests", "shm", name+".c"), bin, "-O2", "-Wall", "-ldl")
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	res := testutil.Run(cmd, 60*time.Second)
 	if res.ExitCode != 0 {
-		t.Fatalf("kpass %v: %v\nstdout:\n%s\nstderr:\n%s", args, res, res.Stdout, res.Stderr)
+		t.Fatalf("%s %v: %v\nstdout:\n%s\nstderr:\n%s", name, args, res, res.Stdout, res.Stderr)
 	}
 	out := map[string]int{}
 	for _, m := range regexp.MustCompile(`(?m)^(\w+) (\w+)=(-?\d+)$`).FindAllStringSubmatch(string(res.Stdout), -1) {
 		n, _ := strconv.Atoi(m[3])
 		out[m[1]+" "+m[2]] = n
 	}
-	t.Logf("kpass %v: %v", args, out)
+	t.Logf("%s %v: %v", name, args, out)
 	return out
 }
 
