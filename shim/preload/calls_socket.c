@@ -28,7 +28,10 @@ int socket(int domain, int type, int protocol) {
 				goxio_call(GOXIO_OP_SOCKET, fd, (uintptr_t)domain, (uintptr_t)type, (uintptr_t)protocol, 0, 0);
 		}
 		else if (!goxio_is_forked_child())
-			goxio_lazy_mark(fd, 0, -1, NULL, 0); /* the engine adopts it when it loads */
+			/* the engine adopts it when it loads; its type is noted now (lazy_ksend.c
+			 * would ask the kernel at its first send: a system call per socket per request) */
+			goxio_lazy_mark(fd, GOXIO_LAZY_TYPED | ((type & 0xf) == SOCK_DGRAM ? GOXIO_LAZY_DGRAM : 0), -1, NULL,
+					0);
 		errno = saved;
 	}
 	return fd;

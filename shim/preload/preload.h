@@ -374,8 +374,9 @@ GOXIO_HIDDEN struct goxio_lazy_info *goxio_lazy_info_of(int fd, int make);
 #define GOXIO_LAZY_LATE_OPTS 0x10000000u
 #define GOXIO_LAZY_LATE_FL 0x08000000u
 #define GOXIO_LAZY_LATE_BIRTH 0x04000000u
-/* C-only bits of goxio_lazy_info.how for lazy_ksend.c: TYPED the socket's type was asked of the
- * kernel, DGRAM it is a UDP socket (else TCP). */
+/* C-only bits of goxio_lazy_info.how for lazy_ksend.c: TYPED the socket's type is known (noted
+ * by socket(), or asked of the kernel for a lazy fd made otherwise), DGRAM it is a UDP socket
+ * (else TCP). */
 #define GOXIO_LAZY_TYPED 0x02000000u
 #define GOXIO_LAZY_DGRAM 0x01000000u
 
