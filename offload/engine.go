@@ -99,8 +99,10 @@ func (e *Engine) Call(c *transport.Call) int64 {
 		return e.mux.EpollWait(c)
 	}
 	s := e.reg.get(c.FD)
-	if c.Op == transport.OpZcopyRecv && zcopyAt(c.A[0]).op != 0 {
-		return e.boxRecv(s, c, zcopyAt(c.A[0])) // a plain receive (shim/preload/box.c)
+	if c.Op == transport.OpZcopyRecv {
+		if z := zcopyAt(c.A[0]); z.op != 0 {
+			return e.boxRecv(s, c.FD, z) // a plain receive (shim/preload/box.c)
+		}
 	}
 	if s == nil && (c.Op == transport.OpZcopyRecv || c.Op == transport.OpZcopyFree) {
 		return -int64(unix.EOPNOTSUPP) // no socket of ours: the preload library copies
@@ -109,9 +111,7 @@ func (e *Engine) Call(c *transport.Call) int64 {
 		return 0 // the copy of an fd the engine does not know (the kernel made it already)
 	}
 	if s == nil {
-		// The table sent us an fd we do not know (a stale flag): the kernel answers.
-		e.cfg.Table.Set(c.FD, 0)
-		return result(kernelDo(c))
+		return e.stale(c)
 	}
 	switch {
 	case c.Op.Receive() || c.Op.Send():
@@ -127,6 +127,13 @@ func (e *Engine) Call(c *transport.Call) int64 {
 		return 0
 	}
 	return e.control(s, c)
+}
+
+// stale answers a call on an fd the engine does not know (the table sent it on a stale flag): the
+// flag goes, and the kernel answers.
+func (e *Engine) stale(c *transport.Call) int64 {
+	e.cfg.Table.Set(c.FD, 0)
+	return result(kernelDo(c))
 }
 
 // open registers a new AF_INET or AF_INET6 socket: one the program just created (born), or one

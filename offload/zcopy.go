@@ -25,8 +25,7 @@ func (e *Engine) zcopyRecv(s *Socket, c *transport.Call) int64 {
 	if !ok || s.typ != sockDgram {
 		return -int64(unix.EOPNOTSUPP)
 	}
-	rc := transport.Call{Op: transport.OpRecvfrom, FD: c.FD,
-		A: [5]uintptr{z.buf, z.len, uintptr(uint32(z.flags)), z.from, z.fromlen}}
+	rc := z.call(transport.OpRecvfrom, c.FD)
 	if e.udpRings() {
 		if errno := e.udpWaitInbox(s, &rc); errno != 0 {
 			e.count(s, &rc, -1, errno, true)
@@ -46,13 +45,35 @@ func (e *Engine) zcopyRecv(s *Socket, c *transport.Call) int64 {
 	if errno == 0 && held.Addr != 0 {
 		z.data, z.token = held.Addr, held.Token
 		s.st.CountZcopy(held.Now)
-		// The datagrams queued in the box count as received now, as each would at its own call.
-		for _, l := range held.QueuedLen[:held.Queued] {
-			e.countOne(s, true, false, int(l))
+		e.countQueued(s, held, true)
+	}
+	return result(n, errno)
+}
+
+// countQueued counts the datagrams a receive queued in the box as received now, as each would be
+// at its own call (zcopy: as handed over in place too).
+func (e *Engine) countQueued(s *Socket, held *transport.Held, zcopy bool) {
+	for _, l := range held.QueuedLen[:held.Queued] {
+		e.countOne(s, true, false, int(l))
+		if zcopy {
 			s.st.CountZcopy(held.Now)
 		}
 	}
-	return result(n, errno)
+}
+
+// call is the receive the arguments describe, as op (OpRead, OpRecvfrom, OpRecvmsg: buf is the
+// msghdr) on fd.
+func (z *zcopyArgs) call(op transport.Op, fd int) transport.Call {
+	c := transport.Call{Op: op, FD: fd}
+	switch op {
+	case transport.OpRead:
+		c.A = [5]uintptr{z.buf, z.len}
+	case transport.OpRecvfrom:
+		c.A = [5]uintptr{z.buf, z.len, uintptr(uint32(z.flags)), z.from, z.fromlen}
+	case transport.OpRecvmsg:
+		c.A = [5]uintptr{z.buf, uintptr(uint32(z.flags))}
+	}
+	return c
 }
 
 // unbox detaches the preload library's box of fd from s (fd no longer names s, which lives on
@@ -88,28 +109,20 @@ func (e *Engine) zcopyFree(s *Socket, c *transport.Call) int64 {
 // transport that queues in boxes, the datagrams that wait after it queued in the fd's box, where
 // the library's next receives take them without entering the engine. The advice tells the library
 // to stop asking (a stream socket) or to make the fd's box.
-func (e *Engine) boxRecv(s *Socket, c *transport.Call, z *zcopyArgs) int64 {
-	rc := transport.Call{Op: transport.Op(z.op), FD: c.FD}
-	switch rc.Op {
-	case transport.OpRead:
-		rc.A = [5]uintptr{z.buf, z.len}
-	case transport.OpRecvfrom:
-		rc.A = [5]uintptr{z.buf, z.len, uintptr(uint32(z.flags)), z.from, z.fromlen}
-	case transport.OpRecvmsg:
-		rc.A = [5]uintptr{z.buf, uintptr(uint32(z.flags))} // z.buf: the msghdr
-	default:
+func (e *Engine) boxRecv(s *Socket, fd int, z *zcopyArgs) int64 {
+	op := transport.Op(z.op)
+	if op != transport.OpRead && op != transport.OpRecvfrom && op != transport.OpRecvmsg {
 		return -int64(unix.EINVAL)
 	}
+	rc := z.call(op, fd)
 	if s == nil {
-		// A stale table flag, as in Call: the kernel answers.
-		e.cfg.Table.Set(c.FD, 0)
-		return result(kernelDo(&rc))
-	}
-	if s.typ != sockDgram {
-		z.advice = adviceNoBox
-		return e.transfer(s, &rc)
+		return e.stale(&rc)
 	}
 	r := e.transfer(s, &rc)
+	if s.typ != sockDgram {
+		z.advice = adviceNoBox
+		return r
+	}
 	h, ok := s.transport().(transport.Holder)
 	if !ok || r < 0 {
 		return r
@@ -117,17 +130,13 @@ func (e *Engine) boxRecv(s *Socket, c *transport.Call, z *zcopyArgs) int64 {
 	held := heldPool.Get().(*transport.Held)
 	defer heldPool.Put(held)
 	*held = transport.Held{Box: z.box}
-	if !h.Prefetch(c.FD, held) {
-		return r
-	}
-	if z.box == 0 {
+	switch {
+	case !h.Prefetch(fd, held):
+	case z.box == 0:
 		z.advice = adviceBox
-		return r
-	}
-	z.epoch, z.queued = held.Epoch, uint32(held.Queued)
-	// The datagrams queued in the box count as received now, as each would at its own call.
-	for _, l := range held.QueuedLen[:held.Queued] {
-		e.countOne(s, true, false, int(l))
+	default:
+		z.epoch, z.queued = held.Epoch, uint32(held.Queued)
+		e.countQueued(s, held, false)
 	}
 	return r
 }
