@@ -9,6 +9,7 @@ import (
 
 	"github.com/goxio/goxio/offload/internal/sysc"
 	ring "github.com/goxio/goxio/offload/shm"
+	"github.com/goxio/goxio/offload/transport/transporttest"
 )
 
 // TestMcRecord: the names of multicast ring records, both forms, fit a ring record and split
@@ -67,14 +68,7 @@ func TestMcRecord(t *testing.T) {
 // TestPktinfoDst reads the destination of IP_PKTINFO and IPV6_PKTINFO messages (an IPv4 one
 // mapped in the latter, as the kernel reports an IPv4 datagram to an AF_INET6 socket).
 func TestPktinfoDst(t *testing.T) {
-	msg := func(level, typ int, data []byte) []byte {
-		b := make([]byte, unix.CmsgSpace(len(data)))
-		binary.NativeEndian.PutUint64(b, uint64(unix.CmsgLen(len(data))))
-		binary.NativeEndian.PutUint32(b[8:], uint32(level))
-		binary.NativeEndian.PutUint32(b[12:], uint32(typ))
-		copy(b[unix.SizeofCmsghdr:], data)
-		return b
-	}
+	msg := transporttest.Cmsg
 	in4 := make([]byte, unix.SizeofInet4Pktinfo)
 	copy(in4[8:], []byte{239, 1, 2, 3})
 	in6 := make([]byte, unix.SizeofInet6Pktinfo)

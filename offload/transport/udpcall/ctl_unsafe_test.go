@@ -7,17 +7,12 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goxio/goxio/offload/transport/transporttest"
 )
 
-// cmsg builds one control message as a program lays it out: the header, data, padding to 8.
-func cmsg(level, typ int32, data []byte) []byte {
-	b := make([]byte, unix.CmsgSpace(len(data)))
-	binary.NativeEndian.PutUint64(b, uint64(unix.CmsgLen(len(data))))
-	binary.NativeEndian.PutUint32(b[8:], uint32(level))
-	binary.NativeEndian.PutUint32(b[12:], uint32(typ))
-	copy(b[unix.SizeofCmsghdr:], data)
-	return b
-}
+// cmsg builds one control message as a program lays it out.
+var cmsg = transporttest.Cmsg
 
 func intData(v int32) []byte { return binary.NativeEndian.AppendUint32(nil, uint32(v)) }
 
