@@ -70,7 +70,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	if !ok {
 		return u.kernel(c)
 	}
-	bufs, total, flags, ctl := tx.Bufs, tx.Total, tx.Flags, tx.Ctl
+	bufs, total, flags, ctl := tx.Bufs, tx.Total, tx.Flags, tx.Ctl()
 	dst, ok := tx.Dest(u.Peer)
 	if !ok {
 		return u.kernel(c) // EINVAL, another family, no destination: the kernel's answer

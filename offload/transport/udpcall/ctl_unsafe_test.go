@@ -58,13 +58,13 @@ func TestCtlDroppable(t *testing.T) {
 		}(), false},
 		{"too much control data", join(ttl, ttl, ttl, ttl, ttl, ttl, ttl, ttl, ttl, ttl, ttl), false},
 	} {
-		tx := Tx{Ctl: true, ctl: uintptr(unsafe.Pointer(&c.ctl[0])), ctlLen: uint64(len(c.ctl))}
+		tx := Tx{ctl: uintptr(unsafe.Pointer(&c.ctl[0])), ctlLen: uint64(len(c.ctl))}
 		if got := tx.CtlDroppable(); got != c.want {
 			t.Errorf("%s: droppable %v, want %v", c.name, got, c.want)
 		}
 		runtime.KeepAlive(c.ctl)
 	}
-	if (&Tx{Ctl: true, ctlLen: 24}).CtlDroppable() {
+	if (&Tx{ctlLen: 24}).CtlDroppable() {
 		t.Error("a NULL control buffer with a length is droppable (the kernel answers EFAULT)")
 	}
 }
@@ -99,7 +99,7 @@ func FuzzCtlDroppable(f *testing.F) {
 		}
 		// a copy of its own length: a read past it is a read past the program's buffer
 		b := append(make([]byte, 0, len(ctl)), ctl...)
-		tx := Tx{Ctl: true, ctl: uintptr(unsafe.Pointer(&b[0])), ctlLen: uint64(len(b))}
+		tx := Tx{ctl: uintptr(unsafe.Pointer(&b[0])), ctlLen: uint64(len(b))}
 		drop := tx.CtlDroppable()
 		runtime.KeepAlive(b)
 		if !drop {

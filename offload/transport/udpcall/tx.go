@@ -12,18 +12,20 @@ import (
 )
 
 // Tx is one send call of a UDP socket (write, writev, sendto, sendmsg), parsed: the program's
-// buffers (aliasing its memory), their total length, the flags, whether sendmsg carries control
-// data, and the address the call names, if any.
+// buffers (aliasing its memory), their total length, the flags, sendmsg's control data, and the
+// address the call names, if any.
 type Tx struct {
 	Bufs    [][]byte
 	Total   int
 	Flags   int
-	Ctl     bool
 	name    uintptr
 	nameLen uint32
 	ctl     uintptr // sendmsg's msg_control, ctlLen bytes
 	ctlLen  uint64
 }
+
+// Ctl reports whether the call carries control data (sendmsg with a msg_controllen).
+func (t *Tx) Ctl() bool { return t.ctlLen != 0 }
 
 // ParseTx reads a send call's arguments from the program's memory (under the caller's fault
 // protection) into bufs, the caller's storage; false when only the kernel can serve the call (a
@@ -48,7 +50,6 @@ func ParseTx(c *transport.Call, bufs [][]byte) (Tx, bool) {
 		if iovlen < 0 || iovlen > umem.MaxIov {
 			return t, false
 		}
-		t.Ctl = m.Controllen != 0
 		t.ctl, t.ctlLen = umem.MsgControl(m)
 		t.Bufs, t.Total = umem.Iovecs(bufs, iov, iovlen)
 		t.Flags = int(c.A[1])

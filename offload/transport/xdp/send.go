@@ -95,7 +95,7 @@ func (u *UDP) sendOne(c *transport.Call, batch bool) (n int, errno syscall.Errno
 		return u.kernelSend(c, WhyUnsupported)
 	}
 	bufs, total, flags := tx.Bufs, tx.Total, tx.Flags
-	if tx.Ctl || flags&^sendFlags != 0 || total < 0 || total > packet.MaxPayload {
+	if tx.Ctl() || flags&^sendFlags != 0 || total < 0 || total > packet.MaxPayload {
 		return u.kernelSend(c, WhyUnsupported)
 	}
 	dst, ok := tx.Dest(u.peerAddr)
