@@ -75,35 +75,63 @@ static void box_lock(struct goxio_zbox *b) { spin_lock(&b->lock); }
 
 static void box_unlock(struct goxio_zbox *b) { __atomic_store_n(&b->lock, 0, __ATOMIC_SEQ_CST); }
 
+/* box_oldest returns the oldest record queued in b for the library to take, or NULL (none
+ * queued, the box detached, or the engine has the front: it serves the next receive). b's lock
+ * is held. */
+static const struct goxio_zent *box_oldest(const struct goxio_zbox *b) {
+	if (!b->attached || b->front || b->count == 0 || b->head >= GOXIO_ZBOX_ENTRIES)
+		return NULL;
+	return &b->ent[b->head];
+}
+
+/* box_pop takes the record box_oldest returned out of b. b's lock is held. */
+static void box_pop(struct goxio_zbox *b) {
+	b->head = (b->head + 1) % GOXIO_ZBOX_ENTRIES;
+	__atomic_store_n(&b->count, b->count - 1, __ATOMIC_RELEASE);
+}
+
 int box_take(struct goxio_zbox *b, struct goxio_zent *e, uint32_t *epoch) {
 	if (b == NULL || __atomic_load_n(&b->count, __ATOMIC_ACQUIRE) == 0)
 		return 0;
 	box_lock(b);
-	int ok = b->attached && !b->front && b->count > 0 && b->head < GOXIO_ZBOX_ENTRIES;
-	if (ok) {
-		*e = b->ent[b->head];
-		b->head = (b->head + 1) % GOXIO_ZBOX_ENTRIES;
-		__atomic_store_n(&b->count, b->count - 1, __ATOMIC_RELEASE);
+	const struct goxio_zent *o = box_oldest(b);
+	if (o != NULL) {
+		*e = *o;
 		*epoch = b->epoch;
+		box_pop(b);
 	}
 	box_unlock(b);
-	return ok;
+	return o != NULL;
+}
+
+/* box_free_locked leaves token in b's freed array: 1, or 0 when it is full. *urgent is set when
+ * the array nears full. b's lock is held; the caller reads the urgent word after its release
+ * (box_urgent). */
+static int box_free_locked(struct goxio_zbox *b, uint64_t token, int *urgent) {
+	if (b->nfree >= GOXIO_ZBOX_FREES)
+		return 0;
+	b->freed[b->nfree] = token;
+	__atomic_store_n(&b->nfree, b->nfree + 1, __ATOMIC_RELEASE);
+	if (b->nfree >= GOXIO_ZBOX_FREES * 3 / 4)
+		*urgent = 1; /* fold them in before the box fills */
+	return 1;
+}
+
+/* box_urgent sets *urgent when the engine wants deferred frees at once; read after the release of
+ * b's lock, which is sequentially consistent: the engine's urgent store and fold pair with it. */
+static void box_urgent(const struct goxio_zbox *b, int *urgent) {
+	if (__atomic_load_n(&b->urgent, __ATOMIC_SEQ_CST))
+		*urgent = 1;
 }
 
 int box_defer(struct goxio_zbox *b, uint64_t token, uint32_t epoch, int *urgent) {
 	if (b == NULL || epoch == 0 || !goxio_active())
 		return 0; /* a forked child's engine is its parent's: the engine call answers it */
 	box_lock(b);
-	int ok = b->attached && b->epoch == epoch && b->nfree < GOXIO_ZBOX_FREES;
-	if (ok) {
-		b->freed[b->nfree] = token;
-		__atomic_store_n(&b->nfree, b->nfree + 1, __ATOMIC_RELEASE);
-		if (b->nfree >= GOXIO_ZBOX_FREES * 3 / 4)
-			*urgent = 1; /* fold them in before the box fills */
-	}
-	box_unlock(b); /* sequentially consistent: the engine's urgent store and fold pair with it */
-	if (ok && __atomic_load_n(&b->urgent, __ATOMIC_SEQ_CST))
-		*urgent = 1;
+	int ok = b->attached && b->epoch == epoch && box_free_locked(b, token, urgent);
+	box_unlock(b);
+	if (ok)
+		box_urgent(b, urgent);
 	return ok;
 }
 
@@ -215,12 +243,12 @@ static int box_copy(int fd, struct goxio_zbox *b, const struct rx_call *rc, long
 	if (named && !rx_ok(rc->fromlen, sizeof *rc->fromlen))
 		return 0;
 	uint64_t token = 0;
-	uint32_t epoch = 0;
 	size_t c = 0, len = 0;
+	int deferred = 0, urgent = 0;
 	box_lock(b);
-	int ok = b->attached && !b->front && b->count > 0 && b->head < GOXIO_ZBOX_ENTRIES;
+	const struct goxio_zent *e = box_oldest(b);
+	int ok = e != NULL;
 	if (ok) {
-		const struct goxio_zent *e = &b->ent[b->head];
 		size_t nl = e->namelen <= sizeof e->name ? e->namelen : sizeof e->name;
 		size_t l = named && *rc->fromlen < nl ? *rc->fromlen : nl;
 		size_t room = rx_room(rc);
@@ -244,18 +272,19 @@ static int box_copy(int fd, struct goxio_zbox *b, const struct rx_call *rc, long
 				rc->msg->msg_controllen = 0;
 			}
 			token = e->token;
-			epoch = b->epoch;
-			b->head = (b->head + 1) % GOXIO_ZBOX_ENTRIES;
-			__atomic_store_n(&b->count, b->count - 1, __ATOMIC_RELEASE);
+			box_pop(b);
+			/* its free in the same hold of the lock (box_defer's, for a record of the box's
+			 * epoch, in a process whose engine is active) */
+			deferred = box_free_locked(b, token, &urgent);
 		}
 	}
 	box_unlock(b);
 	if (!ok)
 		return 0;
-	int urgent = 0;
-	int deferred = box_defer(b, token, epoch, &urgent);
+	if (deferred)
+		box_urgent(b, &urgent);
 	if (!deferred || urgent) {
-		/* the record goes back now (a refusal: the socket let its records go already) */
+		/* the record goes back now: the freed array is full, or the engine wants its frees */
 		int saved = errno;
 		goxio_call(GOXIO_OP_ZCOPY_FREE, fd, (uintptr_t)&token, deferred ? 0 : 1, 0, 0, 0);
 		errno = saved;

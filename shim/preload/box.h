@@ -22,6 +22,13 @@ GOXIO_HIDDEN int box_defer(struct goxio_zbox *b, uint64_t token, uint32_t epoch,
 /* spin_lock takes a spin lock held for a few loads and stores. */
 GOXIO_HIDDEN void spin_lock(uint32_t *l);
 
+/* goxio_box_fd reports whether fd's plain receives go through goxio_box_recv: a ring socket of
+ * the engine (no spilled datagrams, not lazy). One byte load. */
+static inline int goxio_box_fd(int fd) {
+	return (goxio_fd_flags(fd) & (GOXIO_FD_ENGINE | GOXIO_FD_RING | GOXIO_FD_SPILL | GOXIO_FD_LAZY |
+				      GOXIO_FD_INTERNAL)) == (GOXIO_FD_ENGINE | GOXIO_FD_RING);
+}
+
 /* goxio_box_recv serves a plain receive (op GOXIO_OP_READ or GOXIO_OP_RECVFROM, with recvfrom's
  * arguments; read's flags 0, no address) on fd, a ring socket of the engine: from the records
  * queued in its box when there are, else through the engine, which copies the datagram and queues

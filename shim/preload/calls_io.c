@@ -50,9 +50,7 @@ GOXIO_HIDDEN int goxio_vma_cb_recv(int fd, const struct iovec *iov, size_t iovcn
  * other fd. */
 #define BOX_RECV(fd, op, buf, n, flags, name, namelen)                                                     \
 	do {                                                                                               \
-		if (GOXIO_UNLIKELY((goxio_fd_flags(fd) & (GOXIO_FD_ENGINE | GOXIO_FD_RING | GOXIO_FD_SPILL |  \
-							   GOXIO_FD_LAZY | GOXIO_FD_INTERNAL)) ==            \
-				   (GOXIO_FD_ENGINE | GOXIO_FD_RING))) {                                    \
+		if (GOXIO_UNLIKELY(goxio_box_fd(fd))) {                                                    \
 			long r_;                                                                           \
 			if (goxio_box_recv(fd, op, buf, n, flags, name, namelen, &r_))                     \
 				return r_;                                                                 \
@@ -156,8 +154,7 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
 			return r_;
 		}
 	}
-	if (GOXIO_UNLIKELY((goxio_fd_flags(fd) & (GOXIO_FD_ENGINE | GOXIO_FD_RING | GOXIO_FD_SPILL | GOXIO_FD_LAZY |
-					      GOXIO_FD_INTERNAL)) == (GOXIO_FD_ENGINE | GOXIO_FD_RING))) {
+	if (GOXIO_UNLIKELY(goxio_box_fd(fd))) {
 		long r_;
 		if (goxio_box_recvmsg(fd, msg, flags, &r_))
 			return r_; /* from the socket's box, or the engine's receive that fills it (box.c) */
