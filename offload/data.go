@@ -125,14 +125,29 @@ func (e *Engine) count(s *Socket, c *transport.Call, n int, errno syscall.Errno,
 	rx := c.Op.Receive()
 	if c.Op == transport.OpRecvmmsg || c.Op == transport.OpSendmmsg {
 		for i := 0; i < n; i++ {
-			e.countOne(s, rx, os, sysc.MmsgLen(c.A[0], i))
+			if !rx || !e.precounted(s, os) {
+				e.countOne(s, rx, os, sysc.MmsgLen(c.A[0], i))
+			}
 		}
 		return
 	}
 	if n == 0 && s.typ == sockStream {
 		return // end of stream, or nothing written
 	}
+	if rx && e.precounted(s, os) {
+		return
+	}
 	e.countOne(s, rx, os, n)
+}
+
+// precounted reports whether a datagram a receive took was counted already, when its transport
+// queued it in a box (transport.Precounter); a kernel datagram (os) never was.
+func (e *Engine) precounted(s *Socket, os bool) bool {
+	if os || s.typ != sockDgram {
+		return false
+	}
+	p, ok := s.transport().(transport.Precounter)
+	return ok && p.TakePrecounted()
 }
 
 // countOne counts one datagram or one stream call that moved bytes.

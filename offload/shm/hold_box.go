@@ -113,6 +113,10 @@ func (in *Inbox) Queue(name, data []byte) bool {
 	return true
 }
 
+// PeekedQueued reports whether the record the last Peek returned is one Queue put in the box
+// (counted as received when it was queued). A consumer method.
+func (in *Inbox) PeekedQueued() bool { return in.bx.peeked }
+
 // BoxQueued reports whether records wait in the box or with the inbox (safe from any goroutine).
 func (in *Inbox) BoxQueued() bool {
 	b := &in.bx

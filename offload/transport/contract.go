@@ -161,6 +161,14 @@ type Holder interface {
 	Unbox(fd int)
 }
 
+// Precounter is what a transport that counts datagrams as received before a receive takes them
+// (those it queues in a box, counted at Prefetch or ReceiveHeld) offers: TakePrecounted reports,
+// once per such datagram a receive of the engine took after all, that the engine must not count
+// it again.
+type Precounter interface {
+	TakePrecounted() bool
+}
+
 // Held is a datagram ReceiveHeld handed over in place: the address of its payload in the
 // process's memory (valid and unchanged until Release), its token, and how many records the
 // socket holds with it. With Box (the preload library's struct goxio_zbox for the call's fd),

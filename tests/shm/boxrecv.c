@@ -9,8 +9,9 @@
  * turn: recvfrom with an address, recv, read, recvmsg with an address. It prints, per kind, "KIND got=G calls=C bad=B":
  * G datagrams received, C the calls this thread made into the engine during those receives
  * (goxio_thread_engine_calls; -1 without the library), B the ones that were not the next expected
- * datagram whole (or, for recvfrom, not from the sender's address). Any failure: "error ..." and
- * exit status 1. */
+ * datagram whole (or, for recvfrom, not from the sender's address). Then a burst taken by one
+ * recvfrom and recvmmsg for the rest ("mixed got=G"): the engine serves the datagrams the first
+ * queued in the box. Any failure: "error ..." and exit status 1. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -104,5 +105,35 @@ int main(int argc, char **argv) {
 	for (int k = 0; k < 4; k++)
 		printf("%s got=%ld\n%s calls=%ld\n%s bad=%ld\n", kinds[k], got[k], kinds[k], engine_calls ? calls_in[k] : -1,
 		       kinds[k], bad[k]);
+	/* mixed: one recvfrom (which queues the rest of the burst in the box), then recvmmsg, which
+	 * the engine serves, the box's datagrams first */
+	for (int i = 0; i < burst; i++) {
+		unsigned char m[64];
+		fill(m, seq + i, rounds);
+		if (sendto(s, m, sizeof m, 0, (struct sockaddr *)&to, sizeof to) != sizeof m)
+			die("sendto");
+	}
+	long mixed = 0;
+	unsigned char first[64];
+	if (recvfrom(r, first, sizeof first, 0, NULL, NULL) == sizeof first)
+		mixed++;
+	while (mixed < burst) {
+		struct mmsghdr v[16];
+		unsigned char bufs[16][64];
+		struct iovec iov[16];
+		memset(v, 0, sizeof v);
+		for (int i = 0; i < 16; i++) {
+			iov[i] = (struct iovec){bufs[i], sizeof bufs[i]};
+			v[i].msg_hdr.msg_iov = &iov[i];
+			v[i].msg_hdr.msg_iovlen = 1;
+		}
+		int n = recvmmsg(r, v, 16, MSG_WAITFORONE, NULL);
+		if (n <= 0)
+			die("recvmmsg");
+		mixed += n;
+	}
+	printf("mixed got=%ld\n", mixed);
+	close(r); /* VMA_STATS_FILE gets each socket's counters at its close */
+	close(s);
 	return 0;
 }

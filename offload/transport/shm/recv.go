@@ -263,7 +263,7 @@ func (u *UDP) fromRing(in *ring.Inbox, rc *udpcall.Rx, hold *transport.Held) (n 
 		}
 	}()
 	if !peek {
-		u.countRingRx(in, len(data))
+		u.countTaken(in, len(data))
 	}
 	if capture.On() && !peek {
 		u.tapRx(full, data, in.PeekSender())

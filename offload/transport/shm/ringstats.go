@@ -40,6 +40,31 @@ func (u *UDP) openRxStats(in *ring.Inbox, fd int) {
 	u.rx.st = u.env.p.Stats.OpenRing(stats.TransportSHM, "rx "+in.Name()+" fd "+strconv.Itoa(fd))
 }
 
+// countTaken counts the datagram the last Peek returned, which a receive takes: in the ring's
+// statistics, unless it came from the box, where it was counted when queued (prefetch); the
+// engine then leaves it out of the socket's (TakePrecounted). The caller holds rxmu.
+func (u *UDP) countTaken(in *ring.Inbox, bytes int) {
+	if in.PeekedQueued() {
+		u.precounted.Add(1)
+		return
+	}
+	u.countRingRx(in, bytes)
+}
+
+// TakePrecounted reports, once per datagram a receive took from the box, that the datagram was
+// counted when it was queued (transport.Precounter).
+func (u *UDP) TakePrecounted() bool {
+	for {
+		v := u.precounted.Load()
+		if v <= 0 {
+			return false
+		}
+		if u.precounted.CompareAndSwap(v, v-1) {
+			return true
+		}
+	}
+}
+
 // countRingRx counts one datagram taken from a ring; the caller holds rxmu.
 func (u *UDP) countRingRx(in *ring.Inbox, bytes int) {
 	if u.rx.st == nil {

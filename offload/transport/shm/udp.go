@@ -64,6 +64,9 @@ type UDP struct {
 	// lastOS: the last datagram a receive took came from the kernel socket; the next blocking
 	// receive looks there at its first poll (recv.go).
 	lastOS atomic.Bool
+	// precounted: datagrams receives took from the box, counted when queued, that the engine has
+	// not left out of the socket's counters yet (TakePrecounted).
+	precounted atomic.Int64
 	// bell is the inbox's doorbell fd, made when a thread first sleeps on the socket (ensureBell)
 	// so that sockets nobody sleeps on cost no fd; -1 before.
 	bell   atomic.Int32

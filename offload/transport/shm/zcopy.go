@@ -106,7 +106,7 @@ func (u *UDP) holdRing(in *ring.Inbox, rc *udpcall.Rx, h *transport.Held, name, 
 	if capture.On() {
 		u.tapRx(full, data, in.PeekSender())
 	}
-	u.countRingRx(in, len(data))
+	u.countTaken(in, len(data))
 	if len(data) == 0 {
 		in.Pop() // nothing to hand over: an empty datagram is received as recvfrom does
 	} else if tok, err := in.Hold(); err == nil { // Hold cannot fail after a successful Peek
