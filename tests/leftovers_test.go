@@ -194,7 +194,7 @@ func TestNamespaceFilesSwept(t *testing.T) {
 		}
 		for _, e := range ents {
 			n := e.Name()
-			if (strings.HasSuffix(n, ".dir") || strings.HasSuffix(n, ".pairs1")) && !strings.HasPrefix(n, ownPrefix) {
+			if (strings.HasSuffix(n, ".dir") || strings.HasSuffix(n, ".pairs2")) && !strings.HasPrefix(n, ownPrefix) {
 				names = append(names, n)
 			}
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 // Files of network namespaces that are gone. The directory segment (goxio.<uid>.<netns>.dir) and
-// the TCP pairing table (goxio.<uid>.<netns>.pairs1) are shared by every goxio process of a user
+// the TCP pairing table (goxio.<uid>.<netns>.pairs2) are shared by every goxio process of a user
 // in one network namespace and outlive them all, so that the next process finds them. A namespace
 // that goes away (a container, a test's `ip netns`, `unshare -n`) leaves its files, 1.5 MiB of
 // memory in /dev/shm each time, for good: a host that runs many short-lived namespaces fills

@@ -20,7 +20,7 @@ func TestSweepNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	pairs := func(uid int, netns uint64) string {
-		return "goxio." + strconv.Itoa(uid) + "." + strconv.FormatUint(netns, 10) + ".pairs1"
+		return "goxio." + strconv.Itoa(uid) + "." + strconv.FormatUint(netns, 10) + ".pairs2"
 	}
 	const gone = 1234567      // no namespace has this inode
 	files := map[string]bool{ // name: must stay

@@ -22,7 +22,7 @@ import (
 // An accepting end that receives a byte from a peer that has no entry knows the peer is not one
 // of ours (a goxio peer registers before it sends).
 //
-// One file per user and network namespace (goxio.<uid>.<netns>.pairs1 in the segment directory, 512 KiB):
+// One file per user and network namespace (goxio.<uid>.<netns>.pairs2 in the segment directory, 512 KiB):
 // a header page, then PairSlots entries of 8 words, open addressing with linear probing over at
 // most pairProbe slots from the endpoints' hash. Entry words:
 //
@@ -32,7 +32,8 @@ import (
 //	         connection the same way)
 //	words 4-5  accepting end's address
 //	word 6   connecting port (bits 0-15) | accepting port (16-31)
-//	word 7   reserved, zero
+//	word 7   not the entry's: how many registrations have this slot as their home, wherever they
+//	         lie (a look-up of a key whose home counts none is over without a probe)
 //
 // The preload library reads and writes the table too (shim/preload/pairs.c, layout in
 // pairs_layout.h, checked by TestPairsCLayout): a connection in its early phase is registered and
@@ -41,7 +42,13 @@ import (
 // An entry is written by its owner only: claimed with a compare-and-swap of word 0 to busy, its
 // key written, then published (registered) with a store of word 0; readers read word 0, the
 // key, and word 0 again, and trust a key only when word 0 did not change. Removal leaves a
-// tombstone (gone) that a later registration reuses; a probe stops at a never-used slot.
+// tombstone (gone) that a later registration reuses; a probe stops at a never-used slot. After
+// enough connections every slot is a tombstone, so a look-up of a key that is not there would
+// read the whole probe window (64 cache lines, at each early data call of a connection from a
+// peer without goxio); the home's count (word 7) says first whether any registration can be
+// there. It is raised before an entry is claimed and lowered after its removal, so it never
+// says none while a registration is visible; an owner that dies registered leaves it raised
+// (a look-up of that home probes, as before).
 
 // PairSlots is the number of entries: connections registered at once in one network
 // namespace by one user's goxio processes (an entry lives from connect until pairing or close).
@@ -49,8 +56,8 @@ const PairSlots = 8192
 
 const (
 	pairsMagic       = 0x5352504f49584f47 // "GOXIOPRS" read as a little-endian word
-	pairsVersion     = 1
-	pairsHeaderWords = 512 // one 4 KiB page: magic, version, slots
+	pairsVersion     = 2                  // 2: word 7 counts the registrations homed at the slot
+	pairsHeaderWords = 512                // one 4 KiB page: magic, version, slots
 	pairWords        = 8
 	pairProbe        = 64
 
@@ -162,6 +169,9 @@ func (p *Pairs) Register(client, server netip.AddrPort) (PairEntry, bool) {
 	k := makePairKey(client, server)
 	h := k.home()
 	for range 4 {
+		// No registration homed here: none of this connection to take over either, so the
+		// first reusable slot will do.
+		none := p.homeCount(h) == 0
 		free, freeW := -1, uint64(0)
 	probe:
 		for j := range pairProbe {
@@ -178,10 +188,14 @@ func (p *Pairs) Register(client, server netip.AddrPort) (PairEntry, bool) {
 				if free < 0 {
 					free, freeW = i, w
 				}
+				if none {
+					break probe
+				}
 			case pairReg, pairReady:
 				if keyIs(e, w, &k) && (w>>32 == p.pid || !processAlive(int(w>>32), atomic.LoadUint64(&e[1]))) {
-					// The same connection's entry, left by this process or a dead one.
-					if pe, ok := p.claim(e, w, &k); ok {
+					// The same connection's entry, left by this process or a dead one: its
+					// registration is already counted at the home.
+					if pe, ok := p.claim(e, w, &k, -1); ok {
 						return pe, true
 					}
 					continue
@@ -194,7 +208,7 @@ func (p *Pairs) Register(client, server netip.AddrPort) (PairEntry, bool) {
 		if free < 0 {
 			return PairEntry{}, false
 		}
-		if pe, ok := p.claim(p.entry(free), freeW, &k); ok {
+		if pe, ok := p.claim(p.entry(free), freeW, &k, h); ok {
 			return pe, true
 		}
 	}
@@ -215,25 +229,38 @@ func (p *Pairs) reclaim(h int) (int, uint64) {
 	return -1, 0
 }
 
-// claim takes entry e (word 0 was w) for key k and publishes it registered.
-func (p *Pairs) claim(e []uint64, w uint64, k *pairKey) (PairEntry, bool) {
+// claim takes entry e (word 0 was w) for key k and publishes it registered; home, unless -1,
+// is k's home, whose count the new registration raises (a dead owner's registration taken over
+// by reclaim stays counted at its own home: a look-up there probes).
+func (p *Pairs) claim(e []uint64, w uint64, k *pairKey, home int) (PairEntry, bool) {
 	if pairState(w) == pairBusy {
 		return PairEntry{}, false
+	}
+	if home >= 0 {
+		p.countHome(home, 1)
 	}
 	gen := (w>>8 + 1) & 0xffffff
 	busy := p.pid<<32 | gen<<8 | pairBusy
 	if !atomic.CompareAndSwapUint64(&e[0], w, busy) {
+		if home >= 0 {
+			p.countHome(home, -1)
+		}
 		return PairEntry{}, false
 	}
 	atomic.StoreUint64(&e[1], p.start)
 	for j := range k {
 		atomic.StoreUint64(&e[2+j], k[j])
 	}
-	atomic.StoreUint64(&e[7], 0)
 	reg := busy&^0xff | pairReg
 	atomic.StoreUint64(&e[0], reg)
 	return PairEntry{p: p, e: e, w: reg}, true
 }
+
+// homeCount is how many registrations have slot h as their home (word 7 of its entry).
+func (p *Pairs) homeCount(h int) uint64 { return atomic.LoadUint64(&p.entry(h)[7]) }
+
+// countHome adds d (1 or -1) to slot h's count of registrations homed there.
+func (p *Pairs) countHome(h int, d int64) { atomic.AddUint64(&p.entry(h)[7], uint64(d)) }
 
 // Registered reports whether the entry is a registration.
 func (pe PairEntry) Registered() bool { return pe.p != nil }
@@ -248,9 +275,15 @@ func (pe PairEntry) Drop() {
 	if pe.p == nil {
 		return
 	}
+	// The key is ours until the removal: read its home before, another may claim the slot after.
+	var k pairKey
+	for j := range k {
+		k[j] = atomic.LoadUint64(&pe.e[2+j])
+	}
 	gone := pe.w&^0xff | pairGone
-	if !atomic.CompareAndSwapUint64(&pe.e[0], pe.w, gone) {
-		atomic.CompareAndSwapUint64(&pe.e[0], pe.w&^0xff|pairReady, gone)
+	if atomic.CompareAndSwapUint64(&pe.e[0], pe.w, gone) ||
+		atomic.CompareAndSwapUint64(&pe.e[0], pe.w&^0xff|pairReady, gone) {
+		pe.p.countHome(k.home(), -1)
 	}
 }
 
@@ -259,6 +292,9 @@ func (pe PairEntry) Drop() {
 func (p *Pairs) Lookup(client, server netip.AddrPort) PairState {
 	k := makePairKey(client, server)
 	h := k.home()
+	if p.homeCount(h) == 0 {
+		return PairNone
+	}
 	for j := range pairProbe {
 		e := p.entry((h + j) % PairSlots)
 		w := atomic.LoadUint64(&e[0])

@@ -124,3 +124,80 @@ func TestPairsFullWindow(t *testing.T) {
 		t.Fatalf("the new connection: %v, want known", st)
 	}
 }
+
+// countedHomes is the sum of every slot's count of registrations homed there.
+func countedHomes(p *Pairs) uint64 {
+	var n uint64
+	for i := range PairSlots {
+		n += p.homeCount(i)
+	}
+	return n
+}
+
+// After many connections every slot is a tombstone; the homes' counts still say exactly how
+// many registrations live (taken-over ones counted once), so a look-up of a key that is not
+// there is over without a probe, and one that is there is still found.
+func TestPairsHomeCount(t *testing.T) {
+	p, _ := openTestPairs(t)
+	srv := netip.MustParseAddrPort("10.0.0.1:80")
+	var live []PairEntry
+	for i := range 3 * PairSlots {
+		cli := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 2, byte(i >> 8), byte(i)}), uint16(1000+i%50000))
+		pe, ok := p.Register(cli, srv)
+		if !ok {
+			t.Fatalf("Register %d failed", i)
+		}
+		if i%1000 == 0 {
+			live = append(live, pe) // kept registered
+			continue
+		}
+		if i%7 == 0 {
+			pe.Ready()
+		}
+		pe.Drop()
+		if st := p.Lookup(cli, srv); st != PairNone {
+			t.Fatalf("%v dropped: %v", cli, st)
+		}
+	}
+	if got := countedHomes(p); got != uint64(len(live)) {
+		t.Fatalf("counted registrations %d, live %d", got, len(live))
+	}
+	gone := 0
+	for i := range PairSlots {
+		if pairState(atomic.LoadUint64(&p.entry(i)[0])) == pairGone {
+			gone++
+		}
+	}
+	if gone < PairSlots/2 {
+		t.Fatalf("only %d tombstones: the test did not churn the table", gone)
+	}
+	// The same connection registered again by this process takes its entry over: counted once.
+	cli := netip.MustParseAddrPort("10.3.0.1:5000")
+	a, _ := p.Register(cli, srv)
+	b, ok := p.Register(cli, srv)
+	if !ok || countedHomes(p) != uint64(len(live))+1 {
+		t.Fatalf("take-over: ok %v, counted %d for %d live", ok, countedHomes(p), len(live)+1)
+	}
+	a.Drop() // stale: the take-over changed the entry's word
+	if st := p.Lookup(cli, srv); st != PairKnown {
+		t.Fatalf("stale drop removed the taken-over entry: %v", st)
+	}
+	b.Drop()
+	for _, pe := range live {
+		pe.Drop()
+	}
+	if got := countedHomes(p); got != 0 {
+		t.Fatalf("all dropped: %d still counted", got)
+	}
+	// A key whose home counts none is not probed for: an entry of it written without its count
+	// (which no writer does) is not found.
+	k := makePairKey(cli, srv)
+	e := p.entry(k.home())
+	for j := range k {
+		atomic.StoreUint64(&e[2+j], k[j])
+	}
+	atomic.StoreUint64(&e[0], p.pid<<32|1<<8|pairReg)
+	if st := p.Lookup(cli, srv); st != PairNone {
+		t.Fatalf("uncounted home probed: %v", st)
+	}
+}

@@ -66,6 +66,12 @@ static unsigned pair_home(const struct goxio_pair_key *k) {
 
 static unsigned pair_state(uint64_t w) { return (unsigned)(w & 0xff); }
 
+/* home_count is word 7 of slot h: how many registrations have h as their home (pairs.go's
+ * homeCount; raised before a claim, lowered after a removal, so 0 means none can be found). */
+static volatile uint64_t *home_count(const volatile uint64_t *mem, unsigned h) {
+	return pair_entry((volatile uint64_t *)mem, h) + 7;
+}
+
 /* key_is reports whether entry e holds k, read between two equal loads of word 0 (w). */
 static int key_is(const volatile uint64_t *e, uint64_t w, const struct goxio_pair_key *k) {
 	for (int j = 0; j < 5; j++)
@@ -76,6 +82,8 @@ static int key_is(const volatile uint64_t *e, uint64_t w, const struct goxio_pai
 
 int goxio_pair_lookup(const volatile uint64_t *mem, const struct goxio_pair_key *k) {
 	unsigned h = pair_home(k);
+	if (__atomic_load_n(home_count(mem, h), __ATOMIC_SEQ_CST) == 0)
+		return GOXIO_PAIR_NONE; /* no registration homed here: no probe through tombstones */
 	for (unsigned j = 0; j < GOXIO_PAIRS_PROBE; j++) {
 		const volatile uint64_t *e = pair_entry((volatile uint64_t *)mem, h + j);
 		uint64_t w = __atomic_load_n(&e[0], __ATOMIC_ACQUIRE);
@@ -100,6 +108,8 @@ again:
 		return -1;
 	int free = -1;
 	uint64_t free_w = 0;
+	/* no registration homed here: none of this key either, the first reusable slot will do */
+	int none = __atomic_load_n(home_count(mem, h), __ATOMIC_SEQ_CST) == 0;
 	for (unsigned j = 0; j < GOXIO_PAIRS_PROBE; j++) {
 		unsigned slot = (h + j) % GOXIO_PAIRS_SLOTS;
 		volatile uint64_t *e = pair_entry(mem, slot);
@@ -108,7 +118,7 @@ again:
 		if (st == GOXIO_PAIRS_FREE || st == GOXIO_PAIRS_GONE) {
 			if (free < 0)
 				free = (int)slot, free_w = w;
-			if (st == GOXIO_PAIRS_FREE)
+			if (st == GOXIO_PAIRS_FREE || none)
 				break; /* nothing is registered beyond a never-used slot */
 		} else if ((st == GOXIO_PAIRS_REG || st == GOXIO_PAIRS_READY) && key_is(e, w, k)) {
 			return -1; /* an entry of the same connection: the engine's to take over */
@@ -119,12 +129,14 @@ again:
 	volatile uint64_t *e = pair_entry(mem, (unsigned)free);
 	uint64_t gen = ((free_w >> 8) + 1) & 0xffffff;
 	uint64_t busy = (uint64_t)pid << 32 | gen << 8 | GOXIO_PAIRS_BUSY;
-	if (!__atomic_compare_exchange_n(&e[0], &free_w, busy, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+	__atomic_fetch_add(home_count(mem, h), 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_compare_exchange_n(&e[0], &free_w, busy, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+		__atomic_fetch_sub(home_count(mem, h), 1, __ATOMIC_SEQ_CST);
 		goto again; /* another writer took it: probe again */
+	}
 	__atomic_store_n(&e[1], start, __ATOMIC_SEQ_CST);
 	for (int j = 0; j < 5; j++)
 		__atomic_store_n(&e[2 + j], k->w[j], __ATOMIC_SEQ_CST);
-	__atomic_store_n(&e[7], 0, __ATOMIC_SEQ_CST);
 	uint64_t reg = (busy & ~0xffull) | GOXIO_PAIRS_REG;
 	__atomic_store_n(&e[0], reg, __ATOMIC_SEQ_CST);
 	*word = reg;
@@ -135,9 +147,16 @@ void goxio_pair_drop(volatile uint64_t *mem, int slot, uint64_t word) {
 	if (slot < 0)
 		return;
 	volatile uint64_t *e = pair_entry(mem, (unsigned)slot);
+	/* the key is ours until the removal: its home is read before, another may claim the slot after */
+	struct goxio_pair_key k;
+	for (int j = 0; j < 5; j++)
+		k.w[j] = __atomic_load_n(&e[2 + j], __ATOMIC_SEQ_CST);
 	uint64_t gone = (word & ~0xffull) | GOXIO_PAIRS_GONE, w = word;
-	if (!__atomic_compare_exchange_n(&e[0], &w, gone, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+	int done = __atomic_compare_exchange_n(&e[0], &w, gone, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+	if (!done) {
 		w = (word & ~0xffull) | GOXIO_PAIRS_READY;
-		__atomic_compare_exchange_n(&e[0], &w, gone, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+		done = __atomic_compare_exchange_n(&e[0], &w, gone, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 	}
+	if (done)
+		__atomic_fetch_sub(home_count(mem, pair_home(&k)), 1, __ATOMIC_SEQ_CST);
 }

@@ -3,18 +3,19 @@
  * (pairs.c). The Go package offload/shm (pairs.go) is the reference; its test TestPairsCLayout
  * reads this file and compares every value, so the two cannot drift.
  *
- * The segment `<dir>/goxio.<euid>.<netns>.pairs1`: a header of GOXIO_PAIRS_HEADER_WORDS 64-bit
+ * The segment `<dir>/goxio.<euid>.<netns>.pairs2`: a header of GOXIO_PAIRS_HEADER_WORDS 64-bit
  * words, then GOXIO_PAIRS_SLOTS entries of GOXIO_PAIRS_WORDS words, open addressing with linear
  * probing over at most GOXIO_PAIRS_PROBE slots from a key's home. Entry words: 0 state (bits
  * 0-7) | generation (8-31) | owner pid (32-63); 1 owner start time; 2-3 connecting end's address
  * (16 bytes, IPv4 as v4-mapped); 4-5 accepting end's address; 6 connecting port (bits 0-15) |
- * accepting port (16-31), ports in host order; 7 zero.
+ * accepting port (16-31), ports in host order; 7 not the entry's: how many registrations have
+ * this slot as their home.
  */
 #ifndef GOXIO_PAIRS_LAYOUT_H
 #define GOXIO_PAIRS_LAYOUT_H
 
 #define GOXIO_PAIRS_MAGIC 0x5352504f49584f47ULL /* "GOXIOPRS" read as a little-endian word */
-#define GOXIO_PAIRS_VERSION 1
+#define GOXIO_PAIRS_VERSION 2
 #define GOXIO_PAIRS_HEADER_WORDS 512
 #define GOXIO_PAIRS_SLOTS 8192
 #define GOXIO_PAIRS_WORDS 8

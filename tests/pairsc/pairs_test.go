@@ -142,3 +142,63 @@ func TestManyRegistrations(t *testing.T) {
 		}
 	}
 }
+
+// counted is the sum of every slot's word 7: the registrations counted at their homes.
+func counted(mem []uint64) uint64 {
+	var n uint64
+	for i := range shm.PairSlots {
+		n += mem[512+i*8+7]
+	}
+	return n
+}
+
+// TestHomeCounts: the library and the engine keep the homes' counts together: each live
+// registration counted once (one taken over by the engine too), none after every drop, over
+// a table churned into tombstones; and a drop that finds its entry taken over counts nothing.
+func TestHomeCounts(t *testing.T) {
+	p, mem, start := openTable(t)
+	pid := uint32(os.Getpid())
+	live := 0
+	for i := range 20000 {
+		cli := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 9, byte(i >> 8), byte(i)}), uint16(20000+i%30000))
+		if i%2 == 0 {
+			slot, w := Register(mem, cli, srv4, true, pid, start)
+			if slot < 0 {
+				t.Fatalf("C registration %d failed", i)
+			}
+			if i%500 == 0 {
+				// registered from C, taken over by the engine, then the library's stale drop
+				pe, ok := p.Register(cli, srv4)
+				if !ok {
+					t.Fatalf("Go take-over %d failed", i)
+				}
+				Drop(mem, slot, w)
+				if got := counted(mem); got != uint64(live+1) {
+					t.Fatalf("after a take-over and a stale drop: counted %d, live %d", got, live+1)
+				}
+				pe.Drop()
+				continue
+			}
+			Drop(mem, slot, w)
+		} else {
+			pe, ok := p.Register(cli, srv4)
+			if !ok {
+				t.Fatalf("Go registration %d failed", i)
+			}
+			if i%1001 == 0 {
+				live++ // stays registered
+				if Lookup(mem, cli, srv4, true) != Known {
+					t.Fatalf("%v: the library does not find the engine's registration", cli)
+				}
+				continue
+			}
+			pe.Drop()
+		}
+		if Lookup(mem, cli, srv4, true) != None || p.Lookup(cli, srv4) != shm.PairNone {
+			t.Fatalf("%v: found after its drop", cli)
+		}
+	}
+	if got := counted(mem); got != uint64(live) {
+		t.Fatalf("counted %d registrations, %d live", got, live)
+	}
+}
