@@ -46,6 +46,9 @@ __thread __attribute__((tls_model("initial-exec"))) int goxio_early_handing_fd =
 
 static volatile uint64_t *early_pairs;
 static uint64_t early_start;
+/* early_pid: this process's pid when the engine set the early phase up (a registration's owner;
+ * getpid is a system call per connection), for as long as no fork made a child of it */
+static uint32_t early_pid;
 static int early_after = 4;
 static uint64_t early_grace;
 
@@ -60,6 +63,7 @@ static uint64_t *volatile early_closed_word = &early_closed_own;
 void goxio_early_setup(uint64_t *pairs, uint64_t start, int pair_after, uint64_t grace_ns, uint64_t *closed) {
 	early_closed_word = closed != NULL ? closed : &early_closed_own;
 	early_start = start;
+	early_pid = (uint32_t)getpid();
 	early_after = pair_after > 0 ? pair_after : 1;
 	early_grace = grace_ns;
 	__atomic_store_n(&early_pairs, pairs, __ATOMIC_RELEASE);
@@ -242,7 +246,7 @@ void goxio_early_connected(int fd, const struct sockaddr *addr, socklen_t len, i
 	uint64_t word = 0;
 	if (i != NULL && pairs != NULL && REAL(getsockname)(fd, (struct sockaddr *)&local, &llen) == 0 &&
 	    goxio_pair_key_of(&k, (const struct sockaddr *)&local, llen, addr, len))
-		slot = goxio_pair_register(pairs, &k, (uint32_t)getpid(), early_start, &word);
+		slot = goxio_pair_register(pairs, &k, goxio_alive_lost() ? (uint32_t)getpid() : early_pid, early_start, &word);
 	if (i == NULL) {
 		goxio_late_birth(fd);
 		errno = saved;

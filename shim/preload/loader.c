@@ -46,7 +46,6 @@ static struct goxio_lazy_info *lazy_info;
 
 extern int goxio_quiet_threads;
 GOXIO_HIDDEN void goxio_alive_arm(void);
-GOXIO_HIDDEN int goxio_alive_lost(void);
 
 /* ---- reasons, said once ---- */
 

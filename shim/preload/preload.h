@@ -333,6 +333,9 @@ GOXIO_HIDDEN int goxio_engine_need(void);
 
 /* goxio_engine_loaded reports whether this process ever started loading the engine. */
 GOXIO_HIDDEN int goxio_engine_loaded(void);
+/* goxio_alive_lost reports a forked child of a process that started loading the engine (a memory
+ * read: lifecycle.c). */
+GOXIO_HIDDEN int goxio_alive_lost(void);
 
 /* goxio_lazy_fd is called by a data call or a wait on a GOXIO_FD_LAZY fd (or GOXIO_FD_LAZY_EPOLL
  * epoll fd): it loads the engine, which adopts the fd; the caller then reads the fd's flags again. */
