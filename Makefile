@@ -41,9 +41,10 @@ lib: $(LIB) engine
 # preloaded library 83); the cost is that the library's ~23 KB of headers and read-only data are
 # mapped executable with its code.
 # RELRO stays (the GOT is read-only after relocation).
-$(LIB): $(PRELOAD_SRC) $(PRELOAD_HDR) Makefile
+$(LIB): $(PRELOAD_SRC) $(PRELOAD_HDR) shim/preload/libgoxio.map Makefile
 	@mkdir -p $(BUILD)
-	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-soname,libgoxio.so -Wl,-z,noseparate-code -o $@ $(PRELOAD_SRC) -ldl -lpthread
+	$(CC) $(PRELOAD_CFLAGS) -shared -Wl,-soname,libgoxio.so -Wl,-z,noseparate-code \
+		-Wl,--version-script=shim/preload/libgoxio.map -o $@ $(PRELOAD_SRC) -ldl -lpthread
 
 engine:
 	@mkdir -p $(BUILD)

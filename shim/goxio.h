@@ -42,11 +42,13 @@ enum {
 				      loads the engine, which adopts the set */
 };
 
-/* Per-thread counts of the program's signal handlers that ran on the thread: all of them, and
- * those without SA_RESTART. */
+/* Per-thread counts of the program's signal handlers that ran on the thread: all of them, those
+ * without SA_RESTART, and those deferred because the signal came while the thread ran the
+ * engine's code (they run when the call is back in C: shim/preload/signal.c). */
 struct goxio_sig_counters {
 	unsigned int all;
 	unsigned int interrupting;
+	unsigned int deferred;
 };
 
 /* Operation codes passed to the engine's single entry point. Kept in sync with offload/op.go

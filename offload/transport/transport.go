@@ -7,7 +7,10 @@
 // fds beyond the kernel fd of each socket it serves.
 package transport
 
-import "strconv"
+import (
+	"strconv"
+	"syscall"
+)
 
 // Op is an intercepted call, numbered as in shim/goxio.h (enum goxio_op); a test keeps both in
 // step.
@@ -145,10 +148,21 @@ const (
 //go:generate go tool stringer -type=Reason -linecomment
 
 // SigCounters are the per-thread counts of the program's signal handlers that ran on a thread
-// (shim/signal.c's struct goxio_sig_counters): all of them, and those without SA_RESTART. Code
+// (shim/preload/signal.c's struct goxio_sig_counters): all of them, and those without SA_RESTART. Code
 // that polls in user space, where no system call can be interrupted, watches them to return
-// EINTR as a blocking system call would. Read them with sync/atomic.
+// EINTR as a blocking system call would. Deferred counts the signals that came while the thread
+// ran the engine's code: their handlers run when the call is back in C (a handler must not enter
+// the engine on a thread that is inside it), so a wait they would not end (SA_RESTART) ends with
+// ErrRestart, and the preload library runs them and makes the call again. Read them with
+// sync/atomic.
 type SigCounters struct {
 	All          uint32
 	Interrupting uint32
+	Deferred     uint32
 }
+
+// ErrRestart ends a wait that deferred signal handlers interrupted where the kernel would restart
+// the call (SA_RESTART): the preload library runs the handlers, then calls again
+// (GOXIO_ERR_RESTART in shim/preload/boundary.c). A call that made progress returns it instead,
+// as after EINTR.
+const ErrRestart = syscall.Errno(0x20000)

@@ -15,6 +15,9 @@
 #include <stdatomic.h>
 
 #define GOXIO_ERR_SIGPIPE 0x10000
+/* GOXIO_ERR_RESTART: the engine's transport.ErrRestart, a wait interrupted by handlers deferred
+ * until the call is back in C (signal.c) that the kernel would restart. */
+#define GOXIO_ERR_RESTART 0x20000
 
 static void sigpipe_again(void) {
 	struct sigaction cur;
@@ -69,11 +72,16 @@ static inline long call_result(long r, int saved) {
 
 long goxio_call(int op, int fd, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4) {
 	int saved = errno;
-	if (GOXIO_UNLIKELY(!thread_seen)) {
-		long r;
-		GOXIO_ENTER(count_thread(); engine_calls++; r = goxio_eng.call(op, fd, a0, a1, a2, a3, a4));
-		return call_result(r, saved);
-	}
-	engine_calls++;
-	return call_result(goxio_eng.call(op, fd, a0, a1, a2, a3, a4), saved);
+	long r;
+	do {
+		if (GOXIO_UNLIKELY(!thread_seen)) {
+			GOXIO_ENTER(count_thread(); engine_calls++; r = goxio_eng.call(op, fd, a0, a1, a2, a3, a4));
+		} else {
+			engine_calls++;
+			GOXIO_GO(r = goxio_eng.call(op, fd, a0, a1, a2, a3, a4));
+		}
+		/* Deferred handlers interrupted a wait the kernel restarts (SA_RESTART): they ran
+		 * (GOXIO_GO), the call is made again. */
+	} while (GOXIO_UNLIKELY(r == -GOXIO_ERR_RESTART));
+	return call_result(r, saved);
 }

@@ -71,9 +71,15 @@ void spin_lock(uint32_t *l) {
 
 /* The box's spin lock, shared with the engine (which holds it for a few loads and stores too). The
  * release is sequentially consistent: a free reads urgent after it (box_defer). */
-static void box_lock(struct goxio_zbox *b) { spin_lock(&b->lock); }
+static void box_lock(struct goxio_zbox *b) {
+	goxio_sig_defer++; /* a handler's receive would wait for this lock: it runs after (signal.c) */
+	spin_lock(&b->lock);
+}
 
-static void box_unlock(struct goxio_zbox *b) { __atomic_store_n(&b->lock, 0, __ATOMIC_SEQ_CST); }
+static void box_unlock(struct goxio_zbox *b) {
+	__atomic_store_n(&b->lock, 0, __ATOMIC_SEQ_CST);
+	goxio_sig_undefer();
+}
 
 /* box_oldest returns the oldest record queued in b for the library to take, or NULL (none
  * queued, the box detached, or the engine has the front: it serves the next receive). b's lock

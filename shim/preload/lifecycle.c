@@ -144,6 +144,6 @@ void goxio_mark_child(void) {
 __attribute__((destructor)) static void goxio_fini(void) {
 	int saved = errno;
 	if (goxio_active() && goxio_eng.exit != NULL)
-		goxio_eng.exit();
+		GOXIO_GO(goxio_eng.exit()); /* a handler's socket call meanwhile must not enter it again */
 	errno = saved;
 }

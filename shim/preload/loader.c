@@ -71,6 +71,11 @@ static void say(int why, const char *what, const char *detail) {
 
 /* ---- engine address range (its signal handlers) ---- */
 
+int goxio_in_engine_loaded(uintptr_t h) {
+	uintptr_t hi = __atomic_load_n(&eng_hi, __ATOMIC_ACQUIRE);
+	return hi != 0 && h >= eng_lo && h < hi;
+}
+
 int goxio_in_engine(uintptr_t h) {
 	if (eng_hi != 0)
 		return h >= eng_lo && h < eng_hi;

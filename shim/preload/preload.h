@@ -15,6 +15,7 @@
 #endif
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -106,6 +107,7 @@ struct goxio_real {
 	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 	sighandler_t (*signal)(int, sighandler_t);
 	long (*syscall)(long, ...);
+	int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
 };
 
 /* GOXIO_COLD places a large, rarely written zero-initialized array after every other variable of
@@ -292,6 +294,46 @@ GOXIO_HIDDEN struct goxio_sig_counters *goxio_sig_counters(void);
 GOXIO_HIDDEN int goxio_is_sig_tramp(uintptr_t handler);
 GOXIO_HIDDEN void goxio_block_async_signals(void);
 
+/* goxio_sig_defer counts what the thread is in that a program's signal handler must not run on
+ * top of: calls into the engine (GOXIO_GO) and a box's lock (box.c). A socket call in the handler
+ * would enter the engine again on the same thread, which Go does not allow, or wait for the lock
+ * its own thread holds: a timer or SIGIO handler that receives from a ring socket crashed the
+ * process ("exitsyscall: syscall frame is no longer valid") or hung it. Such a handler is deferred
+ * (signal.c): goxio_sig_deferred_n is how many wait, goxio_sig_undefer ends one hold and runs
+ * them after the last, as the kernel would have (the handler's mask, SA_SIGINFO's
+ * information). */
+/* goxio_sig_depth counts the program's signal handlers running on this thread (signal.c). */
+GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) int goxio_sig_depth;
+GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) int goxio_sig_defer;
+GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) int goxio_sig_deferred_n;
+GOXIO_HIDDEN void goxio_sig_run_deferred(void);
+
+static inline void goxio_sig_undefer(void) {
+	if (--goxio_sig_defer == 0 && GOXIO_UNLIKELY(goxio_sig_deferred_n != 0) && goxio_sig_depth == 0)
+		goxio_sig_run_deferred();
+}
+
+/* goxio_sig_keep_mask and goxio_sig_put_mask bracket a call into the engine from a program's
+ * handler: the Go runtime sets the thread's signal mask when a call from C enters it, which
+ * unblocked what the kernel blocks while the handler runs (its own signal, sa_mask). */
+GOXIO_HIDDEN void goxio_sig_keep_mask(sigset_t *old);
+GOXIO_HIDDEN void goxio_sig_put_mask(const sigset_t *old);
+
+/* GOXIO_GO(stmt) runs stmt, a call into the engine, with the program's handlers deferred (and,
+ * inside a handler, the thread's signal mask kept). */
+#define GOXIO_GO(stmt)                                                                                     \
+	do {                                                                                               \
+		sigset_t gm_;                                                                              \
+		int gh_ = goxio_sig_depth > 0;                                                             \
+		if (GOXIO_UNLIKELY(gh_))                                                                   \
+			goxio_sig_keep_mask(&gm_);                                                         \
+		goxio_sig_defer++;                                                                         \
+		stmt;                                                                                      \
+		if (GOXIO_UNLIKELY(gh_))                                                                   \
+			goxio_sig_put_mask(&gm_);                                                          \
+		goxio_sig_undefer();                                                                       \
+	} while (0)
+
 /* ---- the boundary into Go (calls.c) ---- */
 
 /* goxio_call enters the engine and turns its result into the C convention: a negative result is
@@ -311,7 +353,7 @@ GOXIO_HIDDEN void goxio_altstack_end(int before);
 #define GOXIO_ENTER(stmt)                                                                                  \
 	do {                                                                                               \
 		int ab_ = goxio_altstack_begin();                                                          \
-		stmt;                                                                                      \
+		GOXIO_GO(stmt);                                                                            \
 		goxio_altstack_end(ab_);                                                                   \
 	} while (0)
 
@@ -573,9 +615,10 @@ GOXIO_HIDDEN extern volatile int goxio_lazy_fds;
 
 /* goxio_in_engine reports whether address h lies in the engine's code (its signal handlers). */
 GOXIO_HIDDEN int goxio_in_engine(uintptr_t h);
+/* goxio_in_engine_loaded is goxio_in_engine once the load has ended (no dladdr: the loader's lock
+ * may be held by the thread that loads it), 0 before. */
+GOXIO_HIDDEN int goxio_in_engine_loaded(uintptr_t h);
 
-/* goxio_sig_depth counts the program's signal handlers running on this thread (signal.c). */
-GOXIO_HIDDEN extern __thread int goxio_sig_depth;
 
 /* goxio_self_name is the name the loader loaded this library under (loader.c); NULL: unknown. */
 GOXIO_HIDDEN const char *goxio_self_name(void);

@@ -103,6 +103,7 @@ static void resolve_all(void) {
 	RESOLVE(sigaction);
 	RESOLVE(signal);
 	RESOLVE(syscall);
+	RESOLVE(pthread_getattr_np);
 }
 
 void goxio_real_init(void) { pthread_once(&real_once, resolve_all); }

@@ -19,6 +19,7 @@
 #include "preload.h"
 
 #include <string.h>
+#include <ucontext.h>
 
 
 static int is_function(const struct sigaction *act) {
@@ -36,8 +37,42 @@ static volatile int app_set[NSIG];
 
 static __thread struct goxio_sig_counters sig_counters;
 __thread __attribute__((tls_model("initial-exec"))) int goxio_sig_depth;
+__thread __attribute__((tls_model("initial-exec"))) int goxio_sig_defer;
+__thread __attribute__((tls_model("initial-exec"))) int goxio_sig_deferred_n;
+
+/* Signals deferred on this thread while it ran the engine's code, oldest first. */
+#define DEFER_MAX 32
+static __thread struct {
+	int sig;
+	siginfo_t info;
+} deferred[DEFER_MAX];
 
 struct goxio_sig_counters *goxio_sig_counters(void) { return &sig_counters; }
+
+/* run_app runs the program's handler for sig on this thread. Signals deferred while it ran
+ * (its calls into the engine) run after it, as the kernel would deliver them once its mask is
+ * lifted. */
+static void run_app(int sig, siginfo_t *info, void *ctx) {
+	const struct sigaction *a = &app_act[sig];
+	goxio_sig_depth++;
+	if (a->sa_flags & SA_SIGINFO)
+		a->sa_sigaction(sig, info, ctx);
+	else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN)
+		a->sa_handler(sig);
+	goxio_sig_depth--;
+	if (goxio_sig_depth == 0 && goxio_sig_defer == 0 && goxio_sig_deferred_n != 0)
+		goxio_sig_run_deferred();
+}
+
+void goxio_sig_keep_mask(sigset_t *old) { pthread_sigmask(SIG_SETMASK, NULL, old); }
+
+void goxio_sig_put_mask(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, old, NULL); }
+
+/* fault_signal reports a signal the kernel sends for the instruction the thread executes (the Go
+ * runtime's own business inside the engine's code): never deferred. */
+static int fault_signal(int sig) {
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP || sig == SIGSYS;
+}
 
 void goxio_sig_tramp(int sig, siginfo_t *info, void *ctx) {
 	__atomic_add_fetch(&sig_counters.all, 1, __ATOMIC_RELAXED);
@@ -46,12 +81,52 @@ void goxio_sig_tramp(int sig, siginfo_t *info, void *ctx) {
 	const struct sigaction *a = &app_act[sig];
 	if (!(a->sa_flags & SA_RESTART))
 		__atomic_add_fetch(&sig_counters.interrupting, 1, __ATOMIC_RELAXED);
-	goxio_sig_depth++;
-	if (a->sa_flags & SA_SIGINFO)
-		a->sa_sigaction(sig, info, ctx);
-	else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN)
-		a->sa_handler(sig);
-	goxio_sig_depth--;
+	if (goxio_sig_defer > 0 && !fault_signal(sig)) {
+		/* Inside the engine or a lock it takes: the handler runs when the thread is out
+		 * (goxio_sig_undefer), and a wait of the engine ends for it
+		 * (transport.SigCounters.Deferred). Meanwhile the signal is as if blocked: a standard
+		 * signal already waiting is not queued twice, as the kernel keeps one pending. */
+		int n = goxio_sig_deferred_n;
+		for (int i = 0; i < n; i++)
+			if (deferred[i].sig == sig && sig < SIGRTMIN)
+				return;
+		if (n == DEFER_MAX)
+			return; /* a real-time signal beyond the queue: lost (running it here could not be safe) */
+		deferred[n].sig = sig;
+		if (info != NULL)
+			deferred[n].info = *info;
+		else
+			memset(&deferred[n].info, 0, sizeof deferred[n].info);
+		goxio_sig_deferred_n = n + 1;
+		__atomic_add_fetch(&sig_counters.deferred, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	run_app(sig, info, ctx);
+}
+
+void goxio_sig_run_deferred(void) {
+	int saved = errno;
+	while (goxio_sig_deferred_n > 0) {
+		int sig = deferred[0].sig;
+		siginfo_t info = deferred[0].info;
+		for (int i = 1; i < goxio_sig_deferred_n; i++)
+			deferred[i - 1] = deferred[i];
+		goxio_sig_deferred_n--;
+		if (!app_set[sig])
+			continue;
+		/* As the kernel runs a handler: its mask (and the signal itself, unless SA_NODEFER)
+		 * blocked meanwhile, and a context to read, this thread's now. */
+		const struct sigaction *a = &app_act[sig];
+		sigset_t mask = a->sa_mask, old;
+		if (!(a->sa_flags & SA_NODEFER))
+			sigaddset(&mask, sig);
+		pthread_sigmask(SIG_BLOCK, &mask, &old);
+		ucontext_t uc;
+		getcontext(&uc);
+		run_app(sig, &info, &uc);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	errno = saved;
 }
 
 /* app_view turns what the kernel holds into what the program installed. */

@@ -194,11 +194,11 @@ type SelectArgs struct {
 
 // SigCounters is the thread's struct goxio_sig_counters at p (shim/signal.c), laid out as
 // transport.SigCounters; nil for 0. The counters live in the calling thread's TLS for the call.
-func SigCounters(p uintptr) *[2]uint32 {
+func SigCounters(p uintptr) *[3]uint32 {
 	if p == 0 {
 		return nil
 	}
-	return (*[2]uint32)(cptr(p))
+	return (*[3]uint32)(cptr(p))
 }
 
 // SelectArgsAt reads the struct goxio_select_args the select trampoline passed.

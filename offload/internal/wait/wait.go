@@ -27,6 +27,7 @@ type Call struct {
 	sig      *transport.SigCounters
 	all      uint32
 	intr     uint32
+	deferred uint32
 }
 
 // Start begins the wait of a receive: timeout is SO_RCVTIMEO in nanoseconds (0: none), signals
@@ -49,6 +50,7 @@ func (w *Call) StartWith(timeout int64, sig *transport.SigCounters) {
 	if sig != nil {
 		w.sig = sig
 		w.all, w.intr = atomic.LoadUint32(&sig.All), atomic.LoadUint32(&sig.Interrupting)
+		w.deferred = atomic.LoadUint32(&sig.Deferred)
 	}
 }
 
@@ -62,6 +64,9 @@ func (w *Call) Check() syscall.Errno {
 		}
 		if w.Deadline != 0 && atomic.LoadUint32(&w.sig.All) != w.all {
 			return unix.EINTR // with a receive timeout, even SA_RESTART does not restart
+		}
+		if atomic.LoadUint32(&w.sig.Deferred) != w.deferred {
+			return transport.ErrRestart // SA_RESTART handlers to run in C, then the call again
 		}
 	}
 	if w.Deadline != 0 && sysc.Nanotime() >= w.Deadline {

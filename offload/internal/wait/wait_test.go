@@ -40,6 +40,29 @@ func TestCheckSignals(t *testing.T) {
 	}
 }
 
+// A handler deferred while the thread ran the engine's code (shim/preload/signal.c) ends a wait
+// the kernel would restart with ErrRestart (it runs in C, then the call again), and one the kernel
+// would end with EINTR still ends it so.
+func TestCheckDeferred(t *testing.T) {
+	var sig transport.SigCounters
+	signals := func() *transport.SigCounters { return &sig }
+	var w Call
+	w.Start(0, signals)
+	atomic.AddUint32(&sig.All, 1)
+	atomic.AddUint32(&sig.Deferred, 1) // an SA_RESTART handler, deferred
+	if e := w.Check(); e != transport.ErrRestart {
+		t.Fatalf("after a deferred SA_RESTART handler: %v, want ErrRestart", e)
+	}
+	var x Call
+	x.Start(0, signals)
+	atomic.AddUint32(&sig.All, 1)
+	atomic.AddUint32(&sig.Interrupting, 1)
+	atomic.AddUint32(&sig.Deferred, 1) // a handler without SA_RESTART, deferred
+	if e := x.Check(); e != unix.EINTR {
+		t.Fatalf("after a deferred handler without SA_RESTART: %v, want EINTR", e)
+	}
+}
+
 func TestDeadline(t *testing.T) {
 	var w Call
 	w.Start(int64(20*time.Millisecond), nil)
