@@ -294,16 +294,17 @@ GOXIO_HIDDEN struct goxio_sig_counters *goxio_sig_counters(void);
 GOXIO_HIDDEN int goxio_is_sig_tramp(uintptr_t handler);
 GOXIO_HIDDEN void goxio_block_async_signals(void);
 
-/* goxio_sig_defer counts what the thread is in that a program's signal handler must not run on
- * top of: calls into the engine (GOXIO_GO) and a box's lock (box.c). A socket call in the handler
- * would enter the engine again on the same thread, which Go does not allow, or wait for the lock
- * its own thread holds: a timer or SIGIO handler that receives from a ring socket crashed the
- * process ("exitsyscall: syscall frame is no longer valid") or hung it. Such a handler is deferred
- * (signal.c): goxio_sig_deferred_n is how many wait, goxio_sig_undefer ends one hold and runs
- * them after the last, as the kernel would have (the handler's mask, SA_SIGINFO's
- * information). */
 /* goxio_sig_depth counts the program's signal handlers running on this thread (signal.c). */
 GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) int goxio_sig_depth;
+
+/* goxio_sig_defer counts what the thread is in that a program's signal handler must not run on
+ * top of: calls into the engine (GOXIO_GO), a box's lock (box.c) and the VMA records' lock
+ * (vma_records.c). A socket call in the handler would enter the engine again on the same thread,
+ * which Go does not allow, or wait for the lock its own thread holds: a timer or SIGIO handler
+ * that receives from a ring socket crashed the process ("exitsyscall: syscall frame is no longer
+ * valid") or hung it. Such a handler is deferred (signal.c): goxio_sig_deferred_n is how many
+ * wait, goxio_sig_undefer ends one hold and runs them after the last, as the kernel would have
+ * (the handler's mask, SA_SIGINFO's information). */
 GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) int goxio_sig_defer;
 GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) int goxio_sig_deferred_n;
 GOXIO_HIDDEN void goxio_sig_run_deferred(void);
@@ -618,7 +619,6 @@ GOXIO_HIDDEN int goxio_in_engine(uintptr_t h);
 /* goxio_in_engine_loaded is goxio_in_engine once the load has ended (no dladdr: the loader's lock
  * may be held by the thread that loads it), 0 before. */
 GOXIO_HIDDEN int goxio_in_engine_loaded(uintptr_t h);
-
 
 /* goxio_self_name is the name the loader loaded this library under (loader.c); NULL: unknown. */
 GOXIO_HIDDEN const char *goxio_self_name(void);
