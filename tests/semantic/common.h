@@ -223,6 +223,21 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* udp_warm makes the UDP sockets r and s exchange a few datagrams both ways, so that each has
+ * found the other's ring (under goxio) before the test proper. */
+static void udp_warm(int r, int s)
+{
+	for (int i = 0; i < 4; i++) {
+		char b[8];
+		udp_send_to(s, "w", 1, port_of(r));
+		if (recv(r, b, sizeof b, 0) != 1)
+			die("warm recv");
+		udp_send_to(r, "w", 1, port_of(s));
+		if (recv(s, b, sizeof b, 0) != 1)
+			die("warm recv back");
+	}
+}
+
 /* wait_readable polls fd for POLLIN up to ms milliseconds; returns 1 when readable. */
 static int wait_readable(int fd, int ms)
 {

@@ -46,21 +46,6 @@ static void burst(int s, int port, int first, int count)
 	}
 }
 
-/* warm makes the pair exchange a few datagrams both ways, so that each has found the other's
- * ring (under goxio) before the test proper. */
-static void warm(int r, int s)
-{
-	for (int i = 0; i < 4; i++) {
-		char b[8];
-		udp_send_to(s, "w", 1, port_of(r));
-		if (recv(r, b, sizeof b, 0) != 1)
-			die("warm recv");
-		udp_send_to(r, "w", 1, port_of(s));
-		if (recv(s, b, sizeof b, 0) != 1)
-			die("warm recv back");
-	}
-}
-
 /* expect receives one datagram with recv into a full buffer and checks it is seq. */
 static void expect(const char *label, int fd, int seq)
 {
@@ -343,7 +328,7 @@ static void *closer_rx(void *arg)
 static void closed(void)
 {
 	int r = udp_bound(0), s = udp_bound(0);
-	warm(r, s);
+	udp_warm(r, s);
 	pthread_t t;
 	pthread_create(&t, NULL, closer_rx, (void *)(intptr_t)r);
 	for (int k = 0; k < 50; k++)
@@ -359,7 +344,7 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	int r = udp_bound(0), s = udp_bound(0);
-	warm(r, s);
+	udp_warm(r, s);
 	calls(r, s);
 	msgs(r, s);
 	badbuf(r, s);

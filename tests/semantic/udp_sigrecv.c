@@ -62,15 +62,7 @@ int main(void)
 {
 	int r = udp_bound(0), s = udp_bound(0);
 	g_r = r;
-	for (int i = 0; i < 4; i++) {
-		char b[8];
-		udp_send_to(s, "w", 1, port_of(r));
-		if (recv(r, b, sizeof b, 0) != 1)
-			die("warm recv");
-		udp_send_to(r, "w", 1, port_of(s));
-		if (recv(s, b, sizeof b, 0) != 1)
-			die("warm recv back");
-	}
+	udp_warm(r, s);
 	struct sigaction sa = { .sa_handler = on_timer, .sa_flags = SA_RESTART };
 	sigemptyset(&sa.sa_mask);
 	OK("sigaction", sigaction(SIGALRM, &sa, NULL));
