@@ -58,8 +58,10 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* A holder that lost its CPU gets it back through sched_yield. */
+/* A holder that lost its CPU gets it back through sched_yield. The program's signal handlers wait
+ * while the thread holds one (signal.c): a handler's socket or VMA call may need the same lock. */
 void spin_lock(uint32_t *l) {
+	goxio_sig_defer++;
 	for (int i = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE); i++)
 		while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
 			if (++i > 100)
@@ -69,17 +71,16 @@ void spin_lock(uint32_t *l) {
 		}
 }
 
-/* The box's spin lock, shared with the engine (which holds it for a few loads and stores too). The
- * release is sequentially consistent: a free reads urgent after it (box_defer). */
-static void box_lock(struct goxio_zbox *b) {
-	goxio_sig_defer++; /* a handler's receive would wait for this lock: it runs after (signal.c) */
-	spin_lock(&b->lock);
-}
-
-static void box_unlock(struct goxio_zbox *b) {
-	__atomic_store_n(&b->lock, 0, __ATOMIC_SEQ_CST);
+/* The release is sequentially consistent: a free reads urgent after it (box_defer). */
+void spin_unlock(uint32_t *l) {
+	__atomic_store_n(l, 0, __ATOMIC_SEQ_CST);
 	goxio_sig_undefer();
 }
+
+/* The box's spin lock, shared with the engine (which holds it for a few loads and stores too). */
+static void box_lock(struct goxio_zbox *b) { spin_lock(&b->lock); }
+
+static void box_unlock(struct goxio_zbox *b) { spin_unlock(&b->lock); }
 
 /* box_oldest returns the oldest record queued in b for the library to take, or NULL (none
  * queued, the box detached, or the engine has the front: it serves the next receive). b's lock

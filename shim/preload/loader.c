@@ -78,7 +78,7 @@ int goxio_in_engine_loaded(uintptr_t h) {
 
 int goxio_in_engine(uintptr_t h) {
 	if (eng_hi != 0)
-		return h >= eng_lo && h < eng_hi;
+		return goxio_in_engine_loaded(h);
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != ENG_LOADING || eng_path[0] == 0)
 		return 0;
 	/* During the load (the runtime installs its handlers from its own thread): by file name. */

@@ -309,9 +309,16 @@ GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) int goxi
 GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) int goxio_sig_deferred_n;
 GOXIO_HIDDEN void goxio_sig_run_deferred(void);
 
-static inline void goxio_sig_undefer(void) {
-	if (--goxio_sig_defer == 0 && GOXIO_UNLIKELY(goxio_sig_deferred_n != 0) && goxio_sig_depth == 0)
+/* goxio_sig_flush runs the deferred handlers when nothing holds them: no reason left, and no handler
+ * running (they run after it, as the kernel delivers a signal once the handler's mask is lifted). */
+static inline void goxio_sig_flush(void) {
+	if (GOXIO_UNLIKELY(goxio_sig_deferred_n != 0) && goxio_sig_defer == 0 && goxio_sig_depth == 0)
 		goxio_sig_run_deferred();
+}
+
+static inline void goxio_sig_undefer(void) {
+	goxio_sig_defer--;
+	goxio_sig_flush();
 }
 
 /* goxio_sig_keep_mask and goxio_sig_put_mask bracket a call into the engine from a program's

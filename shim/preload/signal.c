@@ -60,8 +60,7 @@ static void run_app(int sig, siginfo_t *info, void *ctx) {
 	else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN)
 		a->sa_handler(sig);
 	goxio_sig_depth--;
-	if (goxio_sig_depth == 0 && goxio_sig_defer == 0 && goxio_sig_deferred_n != 0)
-		goxio_sig_run_deferred();
+	goxio_sig_flush();
 }
 
 void goxio_sig_keep_mask(sigset_t *old) { pthread_sigmask(SIG_SETMASK, NULL, old); }

@@ -51,15 +51,9 @@ struct record {
  * malloc when the table grows), cheaper than a mutex for the two takes of each datagram. */
 static uint32_t rec_mu;
 
-static void rec_lock(void) {
-	goxio_sig_defer++; /* a handler's VMA call would wait for this lock: it runs after (signal.c) */
-	spin_lock(&rec_mu);
-}
+static void rec_lock(void) { spin_lock(&rec_mu); }
 
-static void rec_unlock(void) {
-	__atomic_store_n(&rec_mu, 0, __ATOMIC_RELEASE);
-	goxio_sig_undefer();
-}
+static void rec_unlock(void) { spin_unlock(&rec_mu); }
 static struct record *recs;
 static int nrecs, free_head = -1;
 
