@@ -44,11 +44,20 @@ enum {
 
 /* Per-thread counts of the program's signal handlers that ran on the thread: all of them, those
  * without SA_RESTART, and those deferred because the signal came while the thread ran the
- * engine's code (they run when the call is back in C: shim/preload/signal.c). */
+ * engine's code (they run when the call is back in C: shim/preload/signal.c); the same three as
+ * they were when the thread's current call entered the engine (GOXIO_GO), which the engine's
+ * waits compare with; and the timeout of the engine's next sleep in the kernel, which a deferral
+ * zeroes (a signal that comes after the wait's last look and before its sleep ends the sleep at
+ * once instead of never). */
 struct goxio_sig_counters {
 	unsigned int all;
 	unsigned int interrupting;
 	unsigned int deferred;
+	unsigned int entry_all;
+	unsigned int entry_interrupting;
+	unsigned int entry_deferred;
+	long long wake_sec;
+	long long wake_nsec;
 };
 
 /* Operation codes passed to the engine's single entry point. Kept in sync with offload/op.go

@@ -329,9 +329,12 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 			return -int64(errno)
 		}
 		for {
-			n, errno := sysc.EpollWait(c.FD, c.A[0], max, w.remaining(), c.A[3])
+			n, errno := sysc.EpollWait(c.FD, c.A[0], max, w.arm(w.remaining()), c.A[3])
 			if errno == unix.EINTR && !w.interrupted() {
 				continue // the Go runtime's own signal, not the program's
+			}
+			if n == 0 && errno == 0 && w.interrupted() {
+				errno = unix.EINTR // a handler came just before the sleep (waiter.arm)
 			}
 			return result(n, errno)
 		}
@@ -409,7 +412,7 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 				return n, 0, true
 			}
 			sleep, bounded := boundSleep(w.remaining(), w.tcps)
-			k, errno := set.kernelEvents(c.A[0], out, 0, max, sleep, c.A[3], &w)
+			k, errno := set.kernelEvents(c.A[0], out, 0, max, w.arm(sleep), c.A[3], &w)
 			w.sleep(false)
 			hold()
 			if errno == unix.EINTR && !w.interrupted() {

@@ -60,9 +60,12 @@ func (e *Mux) poll(c *transport.Call) (r int64) {
 	if !e.anyRing(fds) {
 		// No ring socket: the kernel's poll on the program's own array.
 		for {
-			k, errno := sysc.Ppoll(c.A[0], n, w.remaining(), c.A[3])
+			k, errno := sysc.Ppoll(c.A[0], n, w.arm(w.remaining()), c.A[3])
 			if errno == unix.EINTR && !w.interrupted() {
 				continue // the Go runtime's own signal, not the program's
+			}
+			if k == 0 && errno == 0 && w.interrupted() {
+				errno = unix.EINTR // a handler came just before the sleep (waiter.arm)
 			}
 			return result(k, errno)
 		}
@@ -229,7 +232,7 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 			}
 			kernelEvents()
 			sleep, bounded := boundSleep(w.remaining(), w.tcps)
-			k, errno := sysc.PpollFds(all, sleep, mask)
+			k, errno := sysc.PpollFds(all, w.arm(sleep), mask)
 			w.sleep(false)
 			if errno == unix.EINTR && !w.interrupted() {
 				return 0, 0, false // the Go runtime's own signal (preemption), not the program's: wait on
@@ -239,6 +242,9 @@ func (w *waiter) pollLoop(fds []unix.PollFd, mask uintptr) int64 {
 			}
 			if k == 0 && bounded {
 				return 0, 0, false // marks of others on our connections: look at the rings again
+			}
+			if k == 0 && w.interrupted() {
+				return 0, 0, false // a handler came just before the sleep (waiter.arm): the loop ends the call
 			}
 			if k == 0 {
 				return 0, 0, true

@@ -151,7 +151,22 @@ func (e *Mux) kernelSelect(c *transport.Call, args *umem.SelectArgs) int64 {
 	var n int
 	var errno syscall.Errno
 	for {
-		n, errno = sysc.Pselect6(int(int32(c.A[0])), c.A[1], c.A[2], c.A[3], ts, args.Mask)
+		var deadline int64
+		if ts != nil {
+			deadline = sysc.Nanotime() + ts.Nano()
+		}
+		armed := w.Arm(ts) // the kernel writes the time left into it
+		n, errno = sysc.Pselect6(int(int32(c.A[0])), c.A[1], c.A[2], c.A[3], armed, args.Mask)
+		if ts != nil && armed != ts {
+			*ts = *armed
+		}
+		if n == 0 && errno == 0 && w.Started && w.Interrupted() {
+			// A handler came just before the sleep (wait.Call.Arm zeroed its timeout).
+			errno = unix.EINTR
+			if ts != nil {
+				*ts = unix.NsecToTimespec(max(deadline-sysc.Nanotime(), 0))
+			}
+		}
 		if errno != unix.EINTR || !w.Started || w.Interrupted() {
 			break
 		}

@@ -3,11 +3,19 @@ package iomux
 import (
 	"unsafe"
 
+	"github.com/goxio/goxio/offload/internal/umem"
 	"github.com/goxio/goxio/offload/transport"
 )
 
 // sigCounters views the thread's counters umem.SigCounters found as transport.SigCounters
-// (same layout: three uint32, see umem.SigCounters); nil for nil.
-func sigCounters(c *[3]uint32) *transport.SigCounters {
+// (same layout and size, see umem.SigWords; the sizes are compared at compile time below); nil for nil. The words are
+// 8-byte aligned (the C struct holds long longs), as the struct's Wake needs.
+func sigCounters(c *[umem.SigWords]uint32) *transport.SigCounters {
 	return (*transport.SigCounters)(unsafe.Pointer(c))
 }
+
+// Either difference overflows a uintptr constant, which does not compile, when the sizes differ.
+const (
+	_ = uintptr(umem.SigWords*4 - unsafe.Sizeof(transport.SigCounters{}))
+	_ = uintptr(unsafe.Sizeof(transport.SigCounters{}) - umem.SigWords*4)
+)

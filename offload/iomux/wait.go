@@ -70,6 +70,10 @@ func (w *waiter) policy() wait.Policy {
 // poll and epoll_wait then end with EINTR.
 func (w *waiter) interrupted() bool { return w.call.Interrupted() }
 
+// arm is the timeout to give the waiter's next sleep in the kernel for ts (wait.Call.Arm): a
+// sleep that returns nothing early looks whether a signal ended it (interrupted).
+func (w *waiter) arm(ts *unix.Timespec) *unix.Timespec { return w.call.Arm(ts) }
+
 // spin marks the waiter's sockets as polled (senders skip wake datagrams) or not.
 func (w *waiter) spin(on bool) {
 	if w.spinning == on {

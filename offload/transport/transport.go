@@ -9,7 +9,10 @@ package transport
 
 import (
 	"strconv"
+	"sync/atomic"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Op is an intercepted call, numbered as in shim/goxio.h (enum goxio_op); a test keeps both in
@@ -153,12 +156,24 @@ const (
 // EINTR as a blocking system call would. Deferred counts the signals that came while the thread
 // ran the engine's code: their handlers run when the call is back in C (a handler must not enter
 // the engine on a thread that is inside it), so a wait they would not end (SA_RESTART) ends with
-// ErrRestart, and the preload library runs them and makes the call again. Read them with
-// sync/atomic.
+// ErrRestart, and the preload library runs them and makes the call again. Entry holds the three
+// as they were when the call entered the engine (a handler after that came during the call, even
+// before its wait started), and Wake is the timeout of the wait's next sleep, which a deferral
+// zeroes (wait.Call.Arm). Read and write them with sync/atomic.
 type SigCounters struct {
 	All          uint32
 	Interrupting uint32
 	Deferred     uint32
+	Entry        [3]uint32 // All, Interrupting, Deferred at the call's entry (goxio_sig_enter)
+	Wake         unix.Timespec
+}
+
+// Enter notes the counters as a call entering the engine does (shim/preload/preload.h's
+// goxio_sig_enter); for tests, which play the preload library's part.
+func (c *SigCounters) Enter() {
+	atomic.StoreUint32(&c.Entry[0], atomic.LoadUint32(&c.All))
+	atomic.StoreUint32(&c.Entry[1], atomic.LoadUint32(&c.Interrupting))
+	atomic.StoreUint32(&c.Entry[2], atomic.LoadUint32(&c.Deferred))
 }
 
 // ErrRestart ends a wait that deferred signal handlers interrupted where the kernel would restart

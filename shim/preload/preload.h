@@ -294,6 +294,9 @@ GOXIO_HIDDEN struct goxio_sig_counters *goxio_sig_counters(void);
 GOXIO_HIDDEN int goxio_is_sig_tramp(uintptr_t handler);
 GOXIO_HIDDEN void goxio_block_async_signals(void);
 
+/* goxio_sig_tls is this thread's struct goxio_sig_counters (signal.c). */
+GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) struct goxio_sig_counters goxio_sig_tls;
+
 /* goxio_sig_depth counts the program's signal handlers running on this thread (signal.c). */
 GOXIO_HIDDEN extern __thread __attribute__((tls_model("initial-exec"))) int goxio_sig_depth;
 
@@ -327,6 +330,16 @@ static inline void goxio_sig_undefer(void) {
 GOXIO_HIDDEN void goxio_sig_keep_mask(sigset_t *old);
 GOXIO_HIDDEN void goxio_sig_put_mask(const sigset_t *old);
 
+/* goxio_sig_enter notes the thread's signal counters as the call enters the engine, before the
+ * deferral starts: a handler that runs after this (at once, or deferred) came during the call,
+ * and ends its wait as the kernel's would (wait.Call). */
+static inline void goxio_sig_enter(void) {
+	goxio_sig_tls.entry_all = goxio_sig_tls.all;
+	goxio_sig_tls.entry_interrupting = goxio_sig_tls.interrupting;
+	goxio_sig_tls.entry_deferred = goxio_sig_tls.deferred;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the handlers that read and write them run on this thread */
+}
+
 /* GOXIO_GO(stmt) runs stmt, a call into the engine, with the program's handlers deferred (and,
  * inside a handler, the thread's signal mask kept). */
 #define GOXIO_GO(stmt)                                                                                     \
@@ -335,6 +348,7 @@ GOXIO_HIDDEN void goxio_sig_put_mask(const sigset_t *old);
 		int gh_ = goxio_sig_depth > 0;                                                             \
 		if (GOXIO_UNLIKELY(gh_))                                                                   \
 			goxio_sig_keep_mask(&gm_);                                                         \
+		goxio_sig_enter();                                                                         \
 		goxio_sig_defer++;                                                                         \
 		stmt;                                                                                      \
 		if (GOXIO_UNLIKELY(gh_))                                                                   \

@@ -35,7 +35,7 @@ static uintptr_t handler_of(const struct sigaction *act) {
 GOXIO_COLD static struct sigaction app_act[NSIG];
 static volatile int app_set[NSIG];
 
-static __thread struct goxio_sig_counters sig_counters;
+__thread __attribute__((tls_model("initial-exec"))) struct goxio_sig_counters goxio_sig_tls;
 __thread __attribute__((tls_model("initial-exec"))) int goxio_sig_depth;
 __thread __attribute__((tls_model("initial-exec"))) int goxio_sig_defer;
 __thread __attribute__((tls_model("initial-exec"))) int goxio_sig_deferred_n;
@@ -47,7 +47,7 @@ static __thread struct {
 	siginfo_t info;
 } deferred[DEFER_MAX];
 
-struct goxio_sig_counters *goxio_sig_counters(void) { return &sig_counters; }
+struct goxio_sig_counters *goxio_sig_counters(void) { return &goxio_sig_tls; }
 
 /* run_app runs the program's handler for sig on this thread. Signals deferred while it ran
  * (its calls into the engine) run after it, as the kernel would deliver them once its mask is
@@ -74,12 +74,12 @@ static int fault_signal(int sig) {
 }
 
 void goxio_sig_tramp(int sig, siginfo_t *info, void *ctx) {
-	__atomic_add_fetch(&sig_counters.all, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&goxio_sig_tls.all, 1, __ATOMIC_RELAXED);
 	if (sig <= 0 || sig >= NSIG || !app_set[sig])
 		return;
 	const struct sigaction *a = &app_act[sig];
 	if (!(a->sa_flags & SA_RESTART))
-		__atomic_add_fetch(&sig_counters.interrupting, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&goxio_sig_tls.interrupting, 1, __ATOMIC_RELAXED);
 	if (goxio_sig_defer > 0 && !fault_signal(sig)) {
 		/* Inside the engine or a lock it takes: the handler runs when the thread is out
 		 * (goxio_sig_undefer), and a wait of the engine ends for it
@@ -97,7 +97,11 @@ void goxio_sig_tramp(int sig, siginfo_t *info, void *ctx) {
 		else
 			memset(&deferred[n].info, 0, sizeof deferred[n].info);
 		goxio_sig_deferred_n = n + 1;
-		__atomic_add_fetch(&sig_counters.deferred, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&goxio_sig_tls.deferred, 1, __ATOMIC_RELAXED);
+		/* The engine may be between its wait's last look and its sleep: the sleep's timeout
+		 * is read from here (wait.Call.Arm), so it returns at once and the wait ends. */
+		__atomic_store_n(&goxio_sig_tls.wake_sec, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&goxio_sig_tls.wake_nsec, 0, __ATOMIC_RELAXED);
 		return;
 	}
 	run_app(sig, info, ctx);

@@ -192,13 +192,17 @@ type SelectArgs struct {
 	Sig  uintptr // the thread's struct goxio_sig_counters
 }
 
+// SigWords is the size of struct goxio_sig_counters (shim/goxio.h) in 32-bit words: six counters
+// and a struct timespec.
+const SigWords = 10
+
 // SigCounters is the thread's struct goxio_sig_counters at p (shim/signal.c), laid out as
 // transport.SigCounters; nil for 0. The counters live in the calling thread's TLS for the call.
-func SigCounters(p uintptr) *[3]uint32 {
+func SigCounters(p uintptr) *[SigWords]uint32 {
 	if p == 0 {
 		return nil
 	}
-	return (*[3]uint32)(cptr(p))
+	return (*[SigWords]uint32)(cptr(p))
 }
 
 // SelectArgsAt reads the struct goxio_select_args the select trampoline passed.

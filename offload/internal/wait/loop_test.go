@@ -201,6 +201,7 @@ func TestLoopEndsAsTheSignalsSay(t *testing.T) {
 	}
 	sleeps = 0
 	var m Call
+	sig.Enter() // a new call
 	m.StartWith(0, &sig)
 	if n, errno := Loop(&m, Policy{Timed: true, AnySignal: true}, s); n != -1 || errno != unix.EINTR || sleeps != 1 {
 		t.Fatalf("select: %d %v after %d sleeps, want EINTR after 1", n, errno, sleeps)
@@ -316,6 +317,7 @@ func TestLoopLastLook(t *testing.T) {
 	}
 	lasts = 0
 	var m Call
+	sig.Enter() // a new call
 	m.StartWith(0, &sig)
 	if n, errno := Loop(&m, Policy{Timed: true, AnySignal: true}, s); n != 6 || errno != 0 || lasts != 1 {
 		t.Fatalf("select: %d %v after %d last looks, want 6 after 1", n, errno, lasts)

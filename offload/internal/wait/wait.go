@@ -48,10 +48,45 @@ func (w *Call) StartWith(timeout int64, sig *transport.SigCounters) {
 		w.Deadline = w.Begin + timeout
 	}
 	if sig != nil {
+		// The counters as the call entered the engine, not as they are now: a handler deferred
+		// between the entry and this start (the receive's first look) came during the call
+		// too, and the wait must end for it (it cannot run before the call is back in C).
 		w.sig = sig
-		w.all, w.intr = atomic.LoadUint32(&sig.All), atomic.LoadUint32(&sig.Interrupting)
-		w.deferred = atomic.LoadUint32(&sig.Deferred)
+		w.all, w.intr = atomic.LoadUint32(&sig.Entry[0]), atomic.LoadUint32(&sig.Entry[1])
+		w.deferred = atomic.LoadUint32(&sig.Entry[2])
 	}
+}
+
+// farAway is the timeout Arm gives a sleep that has none (about 34 years): a deferral must find
+// a timeout to zero.
+const farAway = 1 << 30 // seconds
+
+// Arm is the timeout to pass to the wait's next sleep in the kernel, for ts (nil: none): the
+// thread's SigCounters.Wake when the wait watches signal handlers, ts itself otherwise. The
+// kernel ends a sleep with EINTR for a signal that comes during it; one that comes between the
+// wait's last look and the sleep has its handler deferred (the thread is in the engine), and the
+// sleep would never see it. The deferral zeroes Wake (shim/preload/signal.c), so such a sleep
+// returns at once with nothing, and the wait's next look ends the call. A sleep that gets the
+// result of Arm must take an early return with nothing for "look again", never for its timeout:
+// the wait's deadline says when that expired (Check).
+func (w *Call) Arm(ts *unix.Timespec) *unix.Timespec {
+	if w.sig == nil {
+		return ts
+	}
+	sec, nsec := int64(farAway), int64(0)
+	if ts != nil {
+		sec, nsec = ts.Sec, ts.Nsec
+	}
+	wake := &w.sig.Wake
+	atomic.StoreInt64(&wake.Sec, sec)
+	atomic.StoreInt64(&wake.Nsec, nsec)
+	// A deferral before the stores above left its zeroes overwritten: look after them (the
+	// handler runs on this thread, so program order is enough; the atomics keep the compiler's).
+	if atomic.LoadUint32(&w.sig.Deferred) != w.deferred {
+		atomic.StoreInt64(&wake.Sec, 0)
+		atomic.StoreInt64(&wake.Nsec, 0)
+	}
+	return wake
 }
 
 // Check is a receive's verdict: EINTR when a handler ended the wait (one without SA_RESTART, or
@@ -59,13 +94,18 @@ func (w *Call) StartWith(timeout int64, sig *transport.SigCounters) {
 // expired, 0 to wait on.
 func (w *Call) Check() syscall.Errno {
 	if w.sig != nil {
+		// Deferred first: the trampoline counts a handler in Interrupting and All before it
+		// counts its deferral, and may run between these loads; read the other way round, a
+		// handler without SA_RESTART that came between them looked like one with it (the call
+		// restarted instead of ending with EINTR, and waited for the next signal).
+		deferred := atomic.LoadUint32(&w.sig.Deferred)
 		if atomic.LoadUint32(&w.sig.Interrupting) != w.intr {
 			return unix.EINTR
 		}
 		if w.Deadline != 0 && atomic.LoadUint32(&w.sig.All) != w.all {
 			return unix.EINTR // with a receive timeout, even SA_RESTART does not restart
 		}
-		if atomic.LoadUint32(&w.sig.Deferred) != w.deferred {
+		if deferred != w.deferred {
 			return transport.ErrRestart // SA_RESTART handlers to run in C, then the call again
 		}
 	}

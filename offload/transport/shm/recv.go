@@ -180,7 +180,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 			}
 			own.Take(&u.own, c, u.env.adopt)
 			u.sleeping(in)
-			r0, r1, errno := ppoll2(c.FD, bell, w.Remaining())
+			r0, r1, errno := ppoll2(c.FD, bell, w.Arm(w.Remaining()))
 			u.sleepers.Add(-1)
 			if errno == unix.EINTR {
 				return 0, 0, false // the signal counters decide: EINTR or, with SA_RESTART, wait on
@@ -189,7 +189,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 				return -1, errno, true
 			}
 			if r0 == 0 && r1 == 0 {
-				return -1, unix.EAGAIN, true // SO_RCVTIMEO expired
+				return 0, 0, false // SO_RCVTIMEO expired (Check says EAGAIN), or a signal came (wait.Call.Arm)
 			}
 			if r1 != 0 {
 				u.rang(in)

@@ -147,6 +147,7 @@ func TestEINTR(t *testing.T) {
 			return func() { close(done) }
 		}
 		stop := later(func() { atomic.AddUint32(&sig.Interrupting, 1); atomic.AddUint32(&sig.All, 1) })
+		sig.Enter() // each receive is a new call into the engine
 		_, _, _, errno, _ := s.recvfrom(a, 100, 0)
 		stop()
 		if errno != unix.EINTR {
@@ -157,6 +158,7 @@ func TestEINTR(t *testing.T) {
 			time.Sleep(30 * time.Millisecond)
 			unix.Sendto(b, []byte("after"), 0, sa4(local))
 		})
+		sig.Enter()
 		got, _, _, errno, _ := s.recvfrom(a, 100, 0)
 		stop()
 		if errno != 0 || string(got) != "after" {
@@ -166,6 +168,7 @@ func TestEINTR(t *testing.T) {
 		unix.SetsockoptTimeval(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 		s.u.OptionSet(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO)
 		stop = later(func() { atomic.AddUint32(&sig.All, 1) })
+		sig.Enter()
 		_, _, _, errno, _ = s.recvfrom(a, 100, 0)
 		stop()
 		if errno != unix.EINTR {

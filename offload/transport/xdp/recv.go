@@ -177,7 +177,7 @@ func (u *UDP) sleep(fd int, w *wait.Call) (int16, syscall.Errno) {
 	if u.q.depth.Load() > 0 || u.spill.Left() {
 		return 0, 0
 	}
-	errno := ppoll(fds[:n], ts)
+	errno := ppoll(fds[:n], w.Arm(ts))
 	if bell >= 0 && fds[1].Revents != 0 {
 		u.drainBell()
 	}
