@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 /* ALT_SIZE: the library's stack, as large as the Go runtime's own signal stacks. */
@@ -100,3 +101,88 @@ int sigaltstack(const stack_t *ss, stack_t *old) {
 	}
 	return 0;
 }
+
+/*
+ * A program's handler off the alternate stack.
+ *
+ * The library installs every handler of the program with SA_ONSTACK (signal.c: the signal may
+ * come while the thread runs Go code), so the kernel runs it on the thread's alternate stack, the
+ * Go runtime's signal stack once the thread has called into the engine. A handler that calls into
+ * the engine (a timer or SIGIO handler that receives from a ring socket) then runs Go code off
+ * that stack, and a signal that comes meanwhile (the runtime's own preemption signal, or the
+ * program's timer again) is delivered at the top of the alternate stack, since the thread is not
+ * on it: over the frames of the handler still running there, the kernel's record of the
+ * interrupted context among them. The process crashed (garbage return addresses in the runtime's
+ * signal handler; tests/semantic/udp_sigrecv.c with a timer every 20 us: 7 runs of 15).
+ *
+ * So a handler the program did not ask to run on an alternate stack runs where the kernel would
+ * have run it without SA_ONSTACK, on the interrupted stack (below its red zone), and meanwhile the
+ * thread's alternate stack is the part of it below the frames in use, as the kernel's
+ * SS_AUTODISARM would leave it free: a nested signal lands there, the runtime still finds its own
+ * stack. The alternate stack is changed from the interrupted stack (the kernel refuses a change
+ * on the stack it replaces), given back the same way, and the kernel's return from the signal
+ * restores it too.
+ */
+
+/* ALT_KEEP: the bytes below the trampoline's frame left out of the shrunk alternate stack. */
+#define ALT_KEEP 1024
+/* RED_ZONE: the x86-64 ABI's area below the stack pointer that the interrupted code may use. */
+#define RED_ZONE 128
+
+#if defined(__x86_64__)
+/* goxio_on_stack(top, fn, arg) calls fn(arg) with the stack pointer at top (16-byte aligned). */
+__asm__(".text\n"
+	".p2align 4\n"
+	".type goxio_on_stack, @function\n"
+	"goxio_on_stack:\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	mov %rdi, %rsp\n"
+	"	mov %rdx, %rdi\n"
+	"	call *%rsi\n"
+	"	mov %rbp, %rsp\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size goxio_on_stack, .-goxio_on_stack\n");
+void goxio_on_stack(uintptr_t top, void (*fn)(void *), void *arg) __attribute__((visibility("hidden")));
+
+struct off_call {
+	void (*fn)(void *);
+	void *arg;
+	stack_t whole; /* the alternate stack as the signal found it */
+	stack_t lower; /* its part below the trampoline's frames */
+};
+
+static void off_run(void *p) {
+	struct off_call *c = p;
+	int moved = raw_sigaltstack(&c->lower, NULL) == 0;
+	c->fn(c->arg);
+	if (moved)
+		raw_sigaltstack(&c->whole, NULL);
+}
+
+void goxio_sig_off_altstack(void (*fn)(void *), void *arg, const void *ctx) {
+	stack_t cur;
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	if (ctx == NULL || raw_sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_ONSTACK)) {
+		fn(arg);
+		return;
+	}
+	uintptr_t lo = (uintptr_t)cur.ss_sp, hi = lo + cur.ss_size;
+	uintptr_t isp = (uintptr_t)((const ucontext_t *)ctx)->uc_mcontext.gregs[REG_RSP];
+	if ((isp >= lo && isp <= hi) || here < lo + ALT_KEEP + 4096 || here > hi) {
+		fn(arg); /* interrupted on the alternate stack itself, or too little of it left */
+		return;
+	}
+	struct off_call c = {.fn = fn, .arg = arg, .whole = {.ss_sp = cur.ss_sp, .ss_size = cur.ss_size, .ss_flags = 0}};
+	c.lower.ss_sp = cur.ss_sp;
+	c.lower.ss_size = here - ALT_KEEP - lo;
+	c.lower.ss_flags = 0;
+	goxio_on_stack((isp - RED_ZONE - 64) & ~(uintptr_t)15, off_run, &c);
+}
+#else
+void goxio_sig_off_altstack(void (*fn)(void *), void *arg, const void *ctx) {
+	(void)ctx;
+	fn(arg); /* elsewhere the handler stays on the alternate stack (no stack switch written) */
+}
+#endif

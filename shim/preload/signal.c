@@ -3,7 +3,9 @@
  * starts, before Go code can run, and a signal handler must never wait for Go).
  *
  * - A program's handler gets SA_ONSTACK added, because it may run on a thread that is executing
- *   Go code and Go requires alternate signal stacks there.
+ *   Go code and Go requires alternate signal stacks there; one the program did not ask to run
+ *   there runs where the kernel would have run it (altstack.c: goxio_sig_off_altstack), and
+ *   sigaction reports the program's own flags.
  * - The engine's Go runtime installs its handlers when it loads (loader.c), through this
  *   wrapper: its calls (made from the engine's code) go to the kernel unchanged. Where it
  *   replaced a handler of the program's (it forwards to it), sigaction still reports the
@@ -63,6 +65,17 @@ static void run_app(int sig, siginfo_t *info, void *ctx) {
 	goxio_sig_flush();
 }
 
+struct app_call {
+	int sig;
+	siginfo_t *info;
+	void *ctx;
+};
+
+static void run_app_call(void *p) {
+	struct app_call *c = p;
+	run_app(c->sig, c->info, c->ctx);
+}
+
 void goxio_sig_keep_mask(sigset_t *old) { pthread_sigmask(SIG_SETMASK, NULL, old); }
 
 void goxio_sig_put_mask(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, old, NULL); }
@@ -104,7 +117,13 @@ void goxio_sig_tramp(int sig, siginfo_t *info, void *ctx) {
 		__atomic_store_n(&goxio_sig_tls.wake_nsec, 0, __ATOMIC_RELAXED);
 		return;
 	}
-	run_app(sig, info, ctx);
+	if ((a->sa_flags & SA_ONSTACK) || fault_signal(sig)) {
+		run_app(sig, info, ctx);
+		return;
+	}
+	/* Where the kernel would run it without the library's SA_ONSTACK (altstack.c). */
+	struct app_call c = {sig, info, ctx};
+	goxio_sig_off_altstack(run_app_call, &c, ctx);
 }
 
 void goxio_sig_run_deferred(void) {
@@ -132,6 +151,23 @@ void goxio_sig_run_deferred(void) {
 	errno = saved;
 }
 
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000 /* the kernel's; glibc sets it with its own restorer on x86-64 */
+#endif
+
+/* report_app writes into old, the kernel's record of the trampoline, the program's handler app as
+ * the kernel would report it had the program installed it: its flags (without the SA_ONSTACK and
+ * SA_SIGINFO the library adds) and the restorer libc gave the record. */
+static void report_app(struct sigaction *old, const struct sigaction *app) {
+	int restorer = old->sa_flags & SA_RESTORER;
+	void (*fn)(void) = old->sa_restorer;
+	memcpy(old, app, sizeof(*old));
+	if (restorer) {
+		old->sa_flags |= SA_RESTORER;
+		old->sa_restorer = fn;
+	}
+}
+
 /* app_view turns what the kernel holds into what the program installed. */
 static void app_view(int sig, struct sigaction *old) {
 	if (old == NULL || sig <= 0 || sig >= NSIG)
@@ -139,7 +175,7 @@ static void app_view(int sig, struct sigaction *old) {
 	if (!app_set[sig])
 		return;
 	if (((old->sa_flags & SA_SIGINFO) && old->sa_sigaction == goxio_sig_tramp) || goxio_in_engine(handler_of(old)))
-		memcpy(old, &app_act[sig], sizeof(*old));
+		report_app(old, &app_act[sig]);
 }
 
 int goxio_is_sig_tramp(uintptr_t h) { return h == (uintptr_t)goxio_sig_tramp; }
@@ -181,7 +217,6 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
 	copy.sa_sigaction = goxio_sig_tramp;
 	/* Publish the program's handler before the kernel can call the trampoline for it. */
 	memcpy(&app_act[sig], act, sizeof(*act));
-	app_act[sig].sa_flags |= SA_ONSTACK;
 	__atomic_store_n(&app_set[sig], 1, __ATOMIC_RELEASE);
 	r = REAL(sigaction)(sig, &copy, old);
 	if (r != 0) {
@@ -192,7 +227,7 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
 		return r;
 	}
 	if (old != NULL && had && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction == goxio_sig_tramp)
-		memcpy(old, &prev_app, sizeof(*old));
+		report_app(old, &prev_app);
 	return 0;
 }
 
