@@ -371,10 +371,10 @@ unsigned long goxio_thread_engine_calls(void);
 /* goxio_altstack_begin and goxio_altstack_end bracket every call into the engine (GOXIO_ENTER):
  * at a thread's first, they note the alternate signal stack the Go runtime installs (altstack.c). */
 GOXIO_HIDDEN int goxio_altstack_begin(void);
+GOXIO_HIDDEN void goxio_altstack_end(int before);
 /* goxio_sig_off_altstack runs fn(arg), a program's signal handler for the signal whose context is
  * ctx, off the thread's alternate signal stack when the signal put it there (altstack.c). */
 GOXIO_HIDDEN void goxio_sig_off_altstack(void (*fn)(void *), void *arg, const void *ctx);
-GOXIO_HIDDEN void goxio_altstack_end(int before);
 #define GOXIO_ENTER(stmt)                                                                                  \
 	do {                                                                                               \
 		int ab_ = goxio_altstack_begin();                                                          \
