@@ -153,12 +153,30 @@ struct off_call {
 	stack_t lower; /* its part below the trampoline's frames */
 };
 
+/* alt_whole: the alternate stack the outermost handler run off it shrank (alt_shrunk), which a
+ * jump out of the handler (signal.c) gives back. */
+static __thread __attribute__((tls_model("initial-exec"))) stack_t alt_whole;
+static __thread __attribute__((tls_model("initial-exec"))) char alt_shrunk;
+
 static void off_run(void *p) {
 	struct off_call *c = p;
-	int moved = raw_sigaltstack(&c->lower, NULL) == 0;
+	int moved = raw_sigaltstack(&c->lower, NULL) == 0, outer = moved && !alt_shrunk;
+	if (outer) {
+		alt_whole = c->whole;
+		alt_shrunk = 1;
+	}
 	c->fn(c->arg);
 	if (moved)
 		raw_sigaltstack(&c->whole, NULL);
+	if (outer)
+		alt_shrunk = 0;
+}
+
+void goxio_altstack_whole(void) {
+	if (alt_shrunk) {
+		raw_sigaltstack(&alt_whole, NULL);
+		alt_shrunk = 0;
+	}
 }
 
 void goxio_sig_off_altstack(void (*fn)(void *), void *arg, const void *ctx) {
@@ -185,4 +203,6 @@ void goxio_sig_off_altstack(void (*fn)(void *), void *arg, const void *ctx) {
 	(void)ctx;
 	fn(arg); /* elsewhere the handler stays on the alternate stack (no stack switch written) */
 }
+
+void goxio_altstack_whole(void) {}
 #endif

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -108,6 +109,10 @@ struct goxio_real {
 	sighandler_t (*signal)(int, sighandler_t);
 	long (*syscall)(long, ...);
 	int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
+	void (*siglongjmp)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
+	void (*longjmp)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
+	void (*_longjmp)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
+	void (*__longjmp_chk)(struct __jmp_buf_tag *, int) __attribute__((noreturn));
 };
 
 /* GOXIO_COLD places a large, rarely written zero-initialized array after every other variable of
@@ -372,6 +377,9 @@ unsigned long goxio_thread_engine_calls(void);
  * at a thread's first, they note the alternate signal stack the Go runtime installs (altstack.c). */
 GOXIO_HIDDEN int goxio_altstack_begin(void);
 GOXIO_HIDDEN void goxio_altstack_end(int before);
+/* goxio_altstack_whole gives the thread back the whole alternate stack a handler that ran off it
+ * had shrunk, when the handler was left by a jump (altstack.c). */
+GOXIO_HIDDEN void goxio_altstack_whole(void);
 /* goxio_sig_off_altstack runs fn(arg), a program's signal handler for the signal whose context is
  * ctx, off the thread's alternate signal stack when the signal put it there (altstack.c). */
 GOXIO_HIDDEN void goxio_sig_off_altstack(void (*fn)(void *), void *arg, const void *ctx);

@@ -104,6 +104,10 @@ static void resolve_all(void) {
 	RESOLVE(signal);
 	RESOLVE(syscall);
 	RESOLVE(pthread_getattr_np);
+	RESOLVE(siglongjmp);
+	RESOLVE(longjmp);
+	RESOLVE(_longjmp);
+	RESOLVE(__longjmp_chk);
 }
 
 void goxio_real_init(void) { pthread_once(&real_once, resolve_all); }

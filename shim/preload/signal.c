@@ -51,11 +51,18 @@ static __thread struct {
 
 struct goxio_sig_counters *goxio_sig_counters(void) { return &goxio_sig_tls; }
 
+/* handler_frame[d]: the frame the handler at depth d was called from (run_app's); the handler's
+ * own frames lie below it. */
+#define HANDLER_FRAMES 16
+static __thread __attribute__((tls_model("initial-exec"))) uintptr_t handler_frame[HANDLER_FRAMES];
+
 /* run_app runs the program's handler for sig on this thread. Signals deferred while it ran
  * (its calls into the engine) run after it, as the kernel would deliver them once its mask is
  * lifted. */
 static void run_app(int sig, siginfo_t *info, void *ctx) {
 	const struct sigaction *a = &app_act[sig];
+	if (goxio_sig_depth < HANDLER_FRAMES)
+		handler_frame[goxio_sig_depth] = (uintptr_t)__builtin_frame_address(0);
 	goxio_sig_depth++;
 	if (a->sa_flags & SA_SIGINFO)
 		a->sa_sigaction(sig, info, ctx);
@@ -263,4 +270,56 @@ void goxio_block_async_signals(void) {
 	sigdelset(&set, SIGABRT);
 	sigdelset(&set, SIGSYS);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/*
+ * Jumps out of a handler.
+ *
+ * A program may leave its handler with siglongjmp (or longjmp) instead of returning: the classic
+ * timeout around a blocking call (alarm, then siglongjmp back to the sigsetjmp before the call).
+ * The kernel keeps no state for a running handler; the library does (goxio_sig_depth, by which it
+ * runs deferred handlers only once no handler runs, and keeps the mask across engine calls), and a
+ * handler that never returned left it raised for good: every later handler that came while the
+ * thread was in the engine was deferred and never ran (the second timeout of such a program never
+ * fired; its receive returned EINTR instead, tests/semantic/sigjump.c). So the jumps are
+ * interposed: a jump to a buffer that does not lie in a handler's own frames (set up before the
+ * handler ran: in the interrupted code's frames, or in static or heap memory) leaves that handler,
+ * and every handler it ran inside of while the same holds; one set up inside the handler stays in
+ * it. A handler run off the alternate stack gets the whole stack back (altstack.c).
+ */
+static void sig_jump(const void *env) {
+	uintptr_t e = (uintptr_t)env, here = (uintptr_t)__builtin_frame_address(0);
+	while (goxio_sig_depth > 0) {
+		int d = goxio_sig_depth - 1;
+		if (d < HANDLER_FRAMES && e >= here && e < handler_frame[d])
+			return; /* the buffer lies in this handler's frames: the jump stays in it */
+		goxio_sig_depth = d;
+		if (d == 0)
+			goxio_altstack_whole();
+	}
+}
+
+void siglongjmp(sigjmp_buf env, int val) {
+	if (GOXIO_UNLIKELY(goxio_sig_depth != 0))
+		sig_jump(env);
+	REAL(siglongjmp)(env, val);
+}
+
+void longjmp(jmp_buf env, int val) {
+	if (GOXIO_UNLIKELY(goxio_sig_depth != 0))
+		sig_jump(env);
+	REAL(longjmp)(env, val);
+}
+
+void _longjmp(jmp_buf env, int val) {
+	if (GOXIO_UNLIKELY(goxio_sig_depth != 0))
+		sig_jump(env);
+	REAL(_longjmp)(env, val);
+}
+
+void __longjmp_chk(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
+void __longjmp_chk(struct __jmp_buf_tag env[1], int val) {
+	if (GOXIO_UNLIKELY(goxio_sig_depth != 0))
+		sig_jump(env);
+	REAL(__longjmp_chk)(env, val);
 }
