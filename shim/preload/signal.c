@@ -21,6 +21,8 @@
 #include "preload.h"
 
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <ucontext.h>
 
 
@@ -287,6 +289,18 @@ void goxio_block_async_signals(void) {
  * and every handler it ran inside of while the same holds; one set up inside the handler stays in
  * it. A handler run off the alternate stack gets the whole stack back (altstack.c).
  */
+/* requeue_deferred gives the handlers still deferred on the thread back to the kernel, as pending
+ * signals of the thread with their information: the jump skips the flush that would have run them,
+ * and the kernel delivers them once the jump has put the program's mask back, as it would have
+ * after the handler without the library. */
+static void requeue_deferred(void) {
+	int n = goxio_sig_deferred_n;
+	goxio_sig_deferred_n = 0;
+	pid_t pid = getpid(), tid = (pid_t)syscall(SYS_gettid);
+	for (int i = 0; i < n; i++)
+		syscall(SYS_rt_tgsigqueueinfo, pid, tid, deferred[i].sig, &deferred[i].info);
+}
+
 static void sig_jump(const void *env) {
 	uintptr_t e = (uintptr_t)env, here = (uintptr_t)__builtin_frame_address(0);
 	while (goxio_sig_depth > 0) {
@@ -294,8 +308,10 @@ static void sig_jump(const void *env) {
 		if (d < HANDLER_FRAMES && e >= here && e < handler_frame[d])
 			return; /* the buffer lies in this handler's frames: the jump stays in it */
 		goxio_sig_depth = d;
-		if (d == 0)
+		if (d == 0) {
 			goxio_altstack_whole();
+			requeue_deferred();
+		}
 	}
 }
 

@@ -1,8 +1,8 @@
 /* A handler left by siglongjmp: the classic timeout around a blocking call (a timer, then a jump
  * back to the sigsetjmp before the call), again and again, on a UDP socket's receive and poll and
  * on a pipe's read; a handler that jumps inside itself and returns; and afterwards a handler
- * that returns still runs, a datagram still comes, and the thread's alternate stack is what it
- * was. Under goxio the first jump left the library's count of running handlers raised for good:
+ * that returns still runs; two handlers due at once, the first of which jumps: the second runs
+ * right after the jump; a datagram still comes, and the thread's alternate stack is what it was. Under goxio the first jump left the library's count of running handlers raised for good:
  * every later handler that came while the thread was in the engine was deferred and never ran,
  * so the second timeout never fired and the receive returned EINTR (shim/preload/signal.c). */
 #include "common.h"
@@ -22,6 +22,22 @@ static void on_alarm(int s)
 		if (sigsetjmp(inner, 0) == 0)
 			siglongjmp(inner, 1);
 	}
+}
+
+static volatile sig_atomic_t usr2_ran;
+static void on_usr1(int s) { (void)s; siglongjmp(env, 1); }
+static void on_usr2(int s) { (void)s; usr2_ran = 1; }
+
+static pthread_t main_thread;
+
+/* both signals at once, while the main thread waits in a receive */
+static void *send_both(void *arg)
+{
+	(void)arg;
+	msleep(30);
+	pthread_kill(main_thread, SIGUSR1);
+	pthread_kill(main_thread, SIGUSR2);
+	return NULL;
 }
 
 static void arm(int us)
@@ -80,6 +96,35 @@ int main(void)
 	long n = poll(&pf, 1, 200);
 	out("poll during a returning handler: %ld %s, handler ran: %s\n", n, n < 0 ? ename(errno) : "",
 	    ran == 1 ? "yes" : "no");
+	/* two handlers due at once, the first jumps: the second runs right after the jump, before
+	 * the program makes another call (the library deferred both while the thread was in the
+	 * engine; the jump skipped the flush that would have run the second) */
+	main_thread = pthread_self();
+	struct sigaction s1, s2;
+	memset(&s1, 0, sizeof s1);
+	memset(&s2, 0, sizeof s2);
+	s1.sa_handler = on_usr1;
+	s2.sa_handler = on_usr2;
+	sigemptyset(&s1.sa_mask);
+	sigemptyset(&s2.sa_mask);
+	sigaction(SIGUSR1, &s1, NULL);
+	sigaction(SIGUSR2, &s2, NULL);
+	pthread_t t;
+	pthread_create(&t, NULL, send_both, NULL);
+	if (sigsetjmp(env, 1) == 0) {
+		char b[16];
+		long n = recv(r, b, sizeof b, 0);
+		out("two signals: recv returned %ld (no jump)\n", n);
+	} else {
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do /* no call the library intercepts */
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+		while (!usr2_ran && (t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 500000000L);
+		out("two signals: left by the first handler's jump, the second handler ran at once: %s\n",
+		    usr2_ran ? "yes" : "no");
+	}
+	pthread_join(t, NULL);
 	udp_send_to(s, "x", 1, port_of(r));
 	char b[8];
 	E("recv after the jumps", recv(r, b, sizeof b, 0), 1, 0);
