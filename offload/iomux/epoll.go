@@ -333,9 +333,7 @@ func (e *Mux) epollWaitCall(c *transport.Call) (r int64) {
 			if errno == unix.EINTR && !w.interrupted() {
 				continue // the Go runtime's own signal, not the program's
 			}
-			if n == 0 && errno == 0 && w.interrupted() {
-				errno = unix.EINTR // a handler came just before the sleep (waiter.arm)
-			}
+			errno = w.call.Cut(n, errno)
 			return result(n, errno)
 		}
 	}

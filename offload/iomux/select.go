@@ -160,9 +160,8 @@ func (e *Mux) kernelSelect(c *transport.Call, args *umem.SelectArgs) int64 {
 		if ts != nil && armed != ts {
 			*ts = *armed
 		}
-		if n == 0 && errno == 0 && w.Started && w.Interrupted() {
-			// A handler came just before the sleep (wait.Call.Arm zeroed its timeout).
-			errno = unix.EINTR
+		if cut := w.Cut(n, errno); cut != errno {
+			errno = cut // a handler came just before the sleep: its timeout was zeroed, not spent
 			if ts != nil {
 				*ts = unix.NsecToTimespec(max(deadline-sysc.Nanotime(), 0))
 			}

@@ -8,8 +8,8 @@ import (
 )
 
 // sigCounters views the thread's counters umem.SigCounters found as transport.SigCounters
-// (same layout and size, see umem.SigWords; the sizes are compared at compile time below); nil for nil. The words are
-// 8-byte aligned (the C struct holds long longs), as the struct's Wake needs.
+// (same layout and size, see umem.SigWords; the sizes are compared at compile time below); nil
+// for nil. The words are 8-byte aligned (the C struct holds long longs), as Wake needs.
 func sigCounters(c *[umem.SigWords]uint32) *transport.SigCounters {
 	return (*transport.SigCounters)(unsafe.Pointer(c))
 }

@@ -9,7 +9,6 @@ package transport
 
 import (
 	"strconv"
-	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -166,14 +165,6 @@ type SigCounters struct {
 	Deferred     uint32
 	Entry        [3]uint32 // All, Interrupting, Deferred at the call's entry (goxio_sig_enter)
 	Wake         unix.Timespec
-}
-
-// Enter notes the counters as a call entering the engine does (shim/preload/preload.h's
-// goxio_sig_enter); for tests, which play the preload library's part.
-func (c *SigCounters) Enter() {
-	atomic.StoreUint32(&c.Entry[0], atomic.LoadUint32(&c.All))
-	atomic.StoreUint32(&c.Entry[1], atomic.LoadUint32(&c.Interrupting))
-	atomic.StoreUint32(&c.Entry[2], atomic.LoadUint32(&c.Deferred))
 }
 
 // ErrRestart ends a wait that deferred signal handlers interrupted where the kernel would restart

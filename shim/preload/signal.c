@@ -315,27 +315,19 @@ static void sig_jump(const void *env) {
 	}
 }
 
-void siglongjmp(sigjmp_buf env, int val) {
-	if (GOXIO_UNLIKELY(goxio_sig_depth != 0))
-		sig_jump(env);
-	REAL(siglongjmp)(env, val);
-}
+/* JUMP is the body of the interposed jumps: the handlers it leaves, then libc's jump. */
+#define JUMP(name, env, val)                                                                               \
+	do {                                                                                               \
+		if (GOXIO_UNLIKELY(goxio_sig_depth != 0))                                                  \
+			sig_jump(env);                                                                     \
+		REAL(name)(env, val);                                                                      \
+	} while (0)
 
-void longjmp(jmp_buf env, int val) {
-	if (GOXIO_UNLIKELY(goxio_sig_depth != 0))
-		sig_jump(env);
-	REAL(longjmp)(env, val);
-}
+void siglongjmp(sigjmp_buf env, int val) { JUMP(siglongjmp, env, val); }
 
-void _longjmp(jmp_buf env, int val) {
-	if (GOXIO_UNLIKELY(goxio_sig_depth != 0))
-		sig_jump(env);
-	REAL(_longjmp)(env, val);
-}
+void longjmp(jmp_buf env, int val) { JUMP(longjmp, env, val); }
+
+void _longjmp(jmp_buf env, int val) { JUMP(_longjmp, env, val); }
 
 void __longjmp_chk(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
-void __longjmp_chk(struct __jmp_buf_tag env[1], int val) {
-	if (GOXIO_UNLIKELY(goxio_sig_depth != 0))
-		sig_jump(env);
-	REAL(__longjmp_chk)(env, val);
-}
+void __longjmp_chk(struct __jmp_buf_tag env[1], int val) { JUMP(__longjmp_chk, env, val); }

@@ -67,7 +67,7 @@ type Steps struct {
 	// sleeping (a peer that skipped its wake-up in between left the data there).
 	Mark func(on bool)
 	// Sleep sleeps in the kernel on the call's fds, for at most the time the call's wait has
-	// left (Call.Remaining, Call.Timeout): done ends the call with n and errno; otherwise the
+	// left (Call.Timeout): done ends the call with n and errno; otherwise the
 	// loop looks again (after EINTR, the signal counters decide whether the call ends). (The
 	// closure reaches the wait through its own variable: a pointer passed to a function value
 	// would move the wait to the heap.)

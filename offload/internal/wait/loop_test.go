@@ -10,6 +10,7 @@ import (
 
 	"github.com/goxio/goxio/offload/internal/sysc"
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/transporttest"
 )
 
 // trace runs Loop with steps that record what the loop did: 't' a look, 'M'/'m' marks taken and
@@ -201,7 +202,7 @@ func TestLoopEndsAsTheSignalsSay(t *testing.T) {
 	}
 	sleeps = 0
 	var m Call
-	sig.Enter() // a new call
+	transporttest.EnterCall(&sig) // a new call
 	m.StartWith(0, &sig)
 	if n, errno := Loop(&m, Policy{Timed: true, AnySignal: true}, s); n != -1 || errno != unix.EINTR || sleeps != 1 {
 		t.Fatalf("select: %d %v after %d sleeps, want EINTR after 1", n, errno, sleeps)
@@ -317,7 +318,7 @@ func TestLoopLastLook(t *testing.T) {
 	}
 	lasts = 0
 	var m Call
-	sig.Enter() // a new call
+	transporttest.EnterCall(&sig) // a new call
 	m.StartWith(0, &sig)
 	if n, errno := Loop(&m, Policy{Timed: true, AnySignal: true}, s); n != 6 || errno != 0 || lasts != 1 {
 		t.Fatalf("select: %d %v after %d last looks, want 6 after 1", n, errno, lasts)

@@ -35,7 +35,7 @@ func Until(fd int, signals func() *transport.SigCounters, ready func() bool) (re
 		},
 		Sleep: func() (int, syscall.Errno, bool) {
 			fds := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}}
-			_, errno := sysc.PpollFds(fds[:], w.Arm(w.Timeout(untilTick)), 0)
+			_, errno := sysc.PpollFds(fds[:], w.Timeout(untilTick), 0)
 			switch {
 			case errno == unix.EINTR:
 				return 0, 0, false // the signal counters decide

@@ -57,6 +57,25 @@ func (w *Call) StartWith(timeout int64, sig *transport.SigCounters) {
 	}
 }
 
+// Timeout is the timeout to pass to the wait's next sleep in the kernel: the time left, at most
+// limit when limit > 0; none (no deadline, no limit) is nil, or far away when the wait watches
+// signal handlers. It is armed (Arm): a sleep that gets it takes an early return with nothing for
+// "look again".
+func (w *Call) Timeout(limit int64) *unix.Timespec {
+	if w.Deadline == 0 && limit <= 0 {
+		return w.Arm(nil)
+	}
+	left := int64(1 << 62)
+	if w.Deadline != 0 {
+		left = max(w.Deadline-sysc.Nanotime(), 0)
+	}
+	if limit > 0 {
+		left = min(left, limit)
+	}
+	ts := unix.NsecToTimespec(left)
+	return w.Arm(&ts)
+}
+
 // farAway is the timeout Arm gives a sleep that has none (about 34 years): a deferral must find
 // a timeout to zero.
 const farAway = 1 << 30 // seconds
@@ -115,19 +134,20 @@ func (w *Call) Check() syscall.Errno {
 	return 0
 }
 
+// Cut is the errno of a sleep in the kernel of select, poll or epoll_wait that got its timeout
+// from Arm and returned n ready with errno: EINTR when it returned nothing because a handler came
+// (its deferral zeroed the timeout), errno otherwise.
+func (w *Call) Cut(n int, errno syscall.Errno) syscall.Errno {
+	if n == 0 && errno == 0 && w.Interrupted() {
+		return unix.EINTR
+	}
+	return errno
+}
+
 // Interrupted reports whether any signal handler ran on the thread since the wait started:
 // select, poll and epoll_wait end with EINTR then, SA_RESTART or not (signal(7)).
 func (w *Call) Interrupted() bool {
 	return w.sig != nil && atomic.LoadUint32(&w.sig.All) != w.all
-}
-
-// Remaining is the sleep's timeout: nil without a deadline, zero once it passed.
-func (w *Call) Remaining() *unix.Timespec {
-	if w.Deadline == 0 {
-		return nil
-	}
-	ts := unix.NsecToTimespec(max(w.Deadline-sysc.Nanotime(), 0))
-	return &ts
 }
 
 // Spin is a wait's spinning: the polls made and when they began.
@@ -264,20 +284,3 @@ func (s *Spin) Poll(now int64) bool {
 
 // yield gives the CPU away (sysc.Yield); a variable for the tests, which count the yields.
 var yield = sysc.Yield
-
-// Timeout is the next sleep's timeout: the time left, at most limit when limit > 0; nil for
-// none (no deadline, no limit).
-func (w *Call) Timeout(limit int64) *unix.Timespec {
-	if w.Deadline == 0 && limit <= 0 {
-		return nil
-	}
-	left := int64(1 << 62)
-	if w.Deadline != 0 {
-		left = max(w.Deadline-sysc.Nanotime(), 0)
-	}
-	if limit > 0 {
-		left = min(left, limit)
-	}
-	ts := unix.NsecToTimespec(left)
-	return &ts
-}

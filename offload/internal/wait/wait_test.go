@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/transporttest"
 )
 
 func TestCheckSignals(t *testing.T) {
@@ -33,7 +34,7 @@ func TestCheckSignals(t *testing.T) {
 	}
 
 	var timed Call
-	sig.Enter() // a new call
+	transporttest.EnterCall(&sig) // a new call
 	timed.Start(int64(time.Hour), signals)
 	atomic.AddUint32(&sig.All, 1)
 	if e := timed.Check(); e != unix.EINTR {
@@ -55,7 +56,7 @@ func TestCheckDeferred(t *testing.T) {
 		t.Fatalf("after a deferred SA_RESTART handler: %v, want ErrRestart", e)
 	}
 	var x Call
-	sig.Enter() // a new call
+	transporttest.EnterCall(&sig) // a new call
 	x.Start(0, signals)
 	atomic.AddUint32(&sig.All, 1)
 	atomic.AddUint32(&sig.Interrupting, 1)
@@ -73,7 +74,7 @@ func TestCheckDeferredBeforeStart(t *testing.T) {
 	var sig transport.SigCounters
 	signals := func() *transport.SigCounters { return &sig }
 	for _, restart := range []bool{false, true} {
-		sig.Enter()
+		transporttest.EnterCall(&sig)
 		atomic.AddUint32(&sig.All, 1)
 		if !restart {
 			atomic.AddUint32(&sig.Interrupting, 1)
@@ -106,7 +107,7 @@ func TestArm(t *testing.T) {
 	}
 
 	var sig transport.SigCounters
-	sig.Enter()
+	transporttest.EnterCall(&sig)
 	var w Call
 	w.Start(0, func() *transport.SigCounters { return &sig })
 	got := w.Arm(nil)
@@ -146,19 +147,19 @@ func TestDeadline(t *testing.T) {
 	if e := w.Check(); e != 0 {
 		t.Fatalf("before the deadline: %v", e)
 	}
-	if ts := w.Remaining(); ts == nil || ts.Nano() <= 0 || ts.Nano() > int64(20*time.Millisecond) {
+	if ts := w.Timeout(0); ts == nil || ts.Nano() <= 0 || ts.Nano() > int64(20*time.Millisecond) {
 		t.Fatalf("remaining %v", ts)
 	}
 	time.Sleep(30 * time.Millisecond)
 	if e := w.Check(); e != unix.EAGAIN {
 		t.Fatalf("after the deadline: %v, want EAGAIN", e)
 	}
-	if ts := w.Remaining(); ts == nil || ts.Nano() != 0 {
+	if ts := w.Timeout(0); ts == nil || ts.Nano() != 0 {
 		t.Fatalf("remaining after the deadline %v, want 0", ts)
 	}
 	var forever Call
 	forever.Start(0, nil)
-	if forever.Remaining() != nil || forever.Check() != 0 || forever.Interrupted() {
+	if forever.Timeout(0) != nil || forever.Check() != 0 || forever.Interrupted() {
 		t.Fatal("a wait without deadline or counters has nothing to end it")
 	}
 }

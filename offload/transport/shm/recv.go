@@ -180,7 +180,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 			}
 			own.Take(&u.own, c, u.env.adopt)
 			u.sleeping(in)
-			r0, r1, errno := ppoll2(c.FD, bell, w.Arm(w.Remaining()))
+			r0, r1, errno := ppoll2(c.FD, bell, w.Timeout(0))
 			u.sleepers.Add(-1)
 			if errno == unix.EINTR {
 				return 0, 0, false // the signal counters decide: EINTR or, with SA_RESTART, wait on

@@ -137,7 +137,7 @@ func (t *TCP) receive(fd int, call *dataCall) (int, syscall.Errno, bool) {
 			if t.rx.switched() && t.Readable(fd) {
 				e = unix.EINTR // the last look (after marking) found something: go round
 			} else {
-				_, e = t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.Arm(w.Timeout(limit)))
+				_, e = t.sleep(fd, unix.POLLIN|unix.POLLRDHUP, w.Timeout(limit))
 			}
 			t.Sleep(false)
 			if e != 0 && e != unix.EINTR {

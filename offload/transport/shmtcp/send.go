@@ -203,7 +203,7 @@ func (t *TCP) ringSend(fd int, conn *ring.Conn, call *dataCall, nonblock bool) (
 				events = unix.POLLRDHUP
 				limit = backoff
 			}
-			rev, e := t.sleep(fd, events, w.Arm(w.Timeout(limit)))
+			rev, e := t.sleep(fd, events, w.Timeout(limit))
 			if e != 0 && e != unix.EINTR {
 				return -1, e, true
 			}

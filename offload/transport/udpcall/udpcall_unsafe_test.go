@@ -44,8 +44,8 @@ func TestWaitTimeout(t *testing.T) {
 	if e := w.Check(); e != 0 {
 		t.Fatalf("Check at once = %v", e)
 	}
-	if r := w.Remaining(); r == nil || r.Nano() > 1e6 {
-		t.Fatalf("Remaining = %v", r)
+	if r := w.Timeout(0); r == nil || r.Nano() > 1e6 {
+		t.Fatalf("Timeout(0) = %v", r)
 	}
 	for sysc.Nanotime() < w.Deadline {
 	}
@@ -54,7 +54,7 @@ func TestWaitTimeout(t *testing.T) {
 	}
 	var none wait.Call
 	none.Start(0, nil)
-	if none.Remaining() != nil || none.Check() != 0 {
+	if none.Timeout(0) != nil || none.Check() != 0 {
 		t.Fatal("a wait without timeout has a deadline")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goxio/goxio/offload/transport"
+	"github.com/goxio/goxio/offload/transport/transporttest"
 )
 
 // TestQueueFull: a socket that does not read holds at most QueueLen datagrams in UMEM; the rest
@@ -147,7 +148,7 @@ func TestEINTR(t *testing.T) {
 			return func() { close(done) }
 		}
 		stop := later(func() { atomic.AddUint32(&sig.Interrupting, 1); atomic.AddUint32(&sig.All, 1) })
-		sig.Enter() // each receive is a new call into the engine
+		transporttest.EnterCall(&sig) // each receive is a new call into the engine
 		_, _, _, errno, _ := s.recvfrom(a, 100, 0)
 		stop()
 		if errno != unix.EINTR {
@@ -158,7 +159,7 @@ func TestEINTR(t *testing.T) {
 			time.Sleep(30 * time.Millisecond)
 			unix.Sendto(b, []byte("after"), 0, sa4(local))
 		})
-		sig.Enter()
+		transporttest.EnterCall(&sig)
 		got, _, _, errno, _ := s.recvfrom(a, 100, 0)
 		stop()
 		if errno != 0 || string(got) != "after" {
@@ -168,7 +169,7 @@ func TestEINTR(t *testing.T) {
 		unix.SetsockoptTimeval(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 		s.u.OptionSet(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO)
 		stop = later(func() { atomic.AddUint32(&sig.All, 1) })
-		sig.Enter()
+		transporttest.EnterCall(&sig)
 		_, _, _, errno, _ = s.recvfrom(a, 100, 0)
 		stop()
 		if errno != unix.EINTR {

@@ -159,12 +159,9 @@ func (u *UDP) sleep(fd int, w *wait.Call) (int16, syscall.Errno) {
 		fds[n] = unix.PollFd{Fd: int32(x.s.FD()), Events: unix.POLLIN}
 		n++
 	}
-	ts := w.Remaining()
+	limit := int64(0)
 	if len(xs) > maxSleepFDs || bell < 0 {
-		if ts == nil || ts.Nano() > overflowSleep {
-			t := unix.NsecToTimespec(overflowSleep)
-			ts = &t
-		}
+		limit = overflowSleep
 	}
 	u.q.sleepers.Add(1)
 	defer u.q.sleepers.Add(-1)
@@ -177,7 +174,7 @@ func (u *UDP) sleep(fd int, w *wait.Call) (int16, syscall.Errno) {
 	if u.q.depth.Load() > 0 || u.spill.Left() {
 		return 0, 0
 	}
-	errno := ppoll(fds[:n], w.Arm(ts))
+	errno := ppoll(fds[:n], w.Timeout(limit))
 	if bell >= 0 && fds[1].Revents != 0 {
 		u.drainBell()
 	}
