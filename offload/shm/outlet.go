@@ -93,9 +93,17 @@ func DialInbox(dir, inboxName string, ringBytes int) (*Outlet, error) {
 		}
 	}
 	o.ringMem = o.pool.mem
-	o.p = newProducer(o.ringMem, capacity)
+	ps, err := newProdState(o.ringMem, ib, capacity)
+	if err != nil {
+		shmseg.Unlink(o.ringPath)
+		dropRing(o.pool)
+		shmseg.Unmap(ib)
+		return nil, fmt.Errorf("dial inbox %q: %w", inboxName, err)
+	}
+	o.p = newProducer(o.ringMem, capacity, ps)
 
 	if err := o.register(inboxName, dir, int(slots), pid, start, id); err != nil {
+		ps.close()
 		shmseg.Unlink(o.ringPath)
 		dropRing(o.pool)
 		shmseg.Unmap(ib)
@@ -194,6 +202,8 @@ func (o *Outlet) send(name []byte, bufs [][]byte, total int, kind byte) (wake bo
 	if p == nil {
 		return false, ErrClosed
 	}
+	p.s.acquire()
+	defer p.s.release()
 	// busy brackets the closed check and the publish (Swap: a full barrier before the load),
 	// so a receiver that seals the inbox (Inbox.Seal) either is seen here or sees us and waits.
 	atomic.SwapUint64(p.busyp, 1)
@@ -202,16 +212,16 @@ func (o *Outlet) send(name []byte, bufs [][]byte, total int, kind byte) (wake bo
 		return false, ErrClosed
 	}
 	if limit := atomic.LoadUint64(word64(o.ibMem, ibLimit)); limit != 0 && !p.fits(total, limit) {
-		p.drops++
-		atomic.StoreUint64(p.dropsp, p.drops)
+		p.s.drops++
+		atomic.StoreUint64(p.dropsp, p.s.drops)
 		return false, ErrFull
 	}
 	if err := p.put(name, bufs, total, kind); err != nil {
 		return false, err
 	}
 	if needWake(o.spinners, nil, o.wakePending) {
-		p.wakes++
-		atomic.StoreUint64(p.wakesp, p.wakes)
+		p.s.wakes++
+		atomic.StoreUint64(p.wakesp, p.s.wakes)
 		return true, nil
 	}
 	return false, nil
@@ -234,6 +244,7 @@ func (o *Outlet) Close() error {
 	if o.p == nil {
 		return nil
 	}
+	o.p.s.close() // no send (the library's neither) reaches the mappings from here on
 	o.p = nil
 	atomic.StoreUint64(word64(o.ringMem, rgClosed), 1)
 	atomic.AddUint64(o.genp, 1)
@@ -265,10 +276,35 @@ func (o *Outlet) Stats() RingStats {
 	if o.p == nil {
 		return RingStats{}
 	}
+	o.p.s.acquire()
+	defer o.p.s.release()
 	h := atomic.LoadUint64(o.p.headp)
-	depth := o.p.tail - h
+	depth := o.p.s.tail - h
 	if depth > o.p.cap {
 		depth = 0
 	}
-	return RingStats{PID: unix.Getpid(), DepthBytes: depth, Pushed: o.p.pushed, Drops: o.p.drops, Wakes: o.p.wakes}
+	return RingStats{PID: unix.Getpid(), DepthBytes: depth, Pushed: o.p.s.pushed, Drops: o.p.s.drops, Wakes: o.p.s.wakes}
+}
+
+// Producer returns where the preload library finds this outlet's producer state (shim/goxio.h,
+// struct goxio_prod) and the epoch that names this outlet in it; 0, 0 once closed.
+func (o *Outlet) Producer() (addr uintptr, epoch uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p == nil {
+		return 0, 0
+	}
+	o.p.s.acquire()
+	defer o.p.s.release()
+	return o.p.s.addr(), o.p.s.epoch
+}
+
+// CountInto has the preload library's sends count into the outlet's statistics ring words: tx
+// packets and bytes, and wake-ups sent (nil: not counted there).
+func (o *Outlet) CountInto(tx *[2]uint64, wake *uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.p != nil {
+		o.p.s.setStats(tx, wake)
+	}
 }

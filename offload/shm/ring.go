@@ -36,24 +36,22 @@ func initRing(mem []byte, capacity uint64, pid int, start, id uint64) {
 	atomic.StoreUint64(word64(mem, rgMagic), ringMagic)
 }
 
-// producer is the sending side of one ring.
+// producer is the sending side of one ring. Its state (s) lies outside Go memory, shared with
+// the preload library's sends (prod_unsafe.go): every use of it is under s's lock.
 type producer struct {
 	data      []byte // the data area, cap bytes
 	cap, mask uint64
-	tail      uint64 // authoritative tail; published to *tailp after each record
-	headCache uint64 // last validated head read from *headp
-	pushed    uint64
-	drops     uint64
-	wakes     uint64
+	s         *prodState
 
 	tailp, headp, pushedp, dropsp, wakesp, closedp, detachedp, busyp *uint64
 }
 
-func newProducer(mem []byte, capacity uint64) *producer {
+func newProducer(mem []byte, capacity uint64, s *prodState) *producer {
 	return &producer{
 		data:      mem[ringDataOff : ringDataOff+int(capacity)],
 		cap:       capacity,
 		mask:      capacity - 1,
+		s:         s,
 		tailp:     word64(mem, rgTail),
 		headp:     word64(mem, rgHead),
 		pushedp:   word64(mem, rgPushed),
@@ -73,15 +71,15 @@ func newProducer(mem []byte, capacity uint64) *producer {
 func (p *producer) fits(total int, limit uint64) bool {
 	rec := recSize(total)
 	charge := func(used uint64) uint64 { return used + used/rec*SkbOverhead + rec + SkbOverhead }
-	if charge(p.tail-p.headCache) <= limit {
+	if charge(p.s.tail-p.s.headCache) <= limit {
 		return true
 	}
 	h := atomic.LoadUint64(p.headp)
-	if h > p.tail || p.tail-h > p.cap || h < p.headCache {
+	if h > p.s.tail || p.s.tail-h > p.cap || h < p.s.headCache {
 		return true // put reports the corruption
 	}
-	p.headCache = h
-	return p.tail == h || charge(p.tail-h) <= limit
+	p.s.headCache = h
+	return p.s.tail == h || charge(p.s.tail-h) <= limit
 }
 
 // put appends one record of kind (kindData or kindAfterKernel) and publishes it. It returns ErrFull (a drop is counted) when the
@@ -89,27 +87,27 @@ func (p *producer) fits(total int, limit uint64) bool {
 // panics, nothing is published and the ring stays as it was.
 func (p *producer) put(name []byte, bufs [][]byte, total int, kind byte) error {
 	rec := recSize(total)
-	off := p.tail & p.mask
+	off := p.s.tail & p.mask
 	need := rec
 	pad := uint64(0)
 	if off+rec > p.cap {
 		pad = p.cap - off
 		need += pad
 	}
-	if need > p.cap-(p.tail-p.headCache) {
+	if need > p.cap-(p.s.tail-p.s.headCache) {
 		h := atomic.LoadUint64(p.headp)
-		if h > p.tail || p.tail-h > p.cap || h&(recAlign-1) != 0 || h < p.headCache {
-			return fmt.Errorf("send: consumer head %d against tail %d: %w", h, p.tail, ErrCorrupt)
+		if h > p.s.tail || p.s.tail-h > p.cap || h&(recAlign-1) != 0 || h < p.s.headCache {
+			return fmt.Errorf("send: consumer head %d against tail %d: %w", h, p.s.tail, ErrCorrupt)
 		}
-		p.headCache = h
-		if need > p.cap-(p.tail-h) {
-			p.drops++
-			atomic.StoreUint64(p.dropsp, p.drops)
+		p.s.headCache = h
+		if need > p.cap-(p.s.tail-h) {
+			p.s.drops++
+			atomic.StoreUint64(p.dropsp, p.s.drops)
 			return ErrFull
 		}
 	}
 	if pad != 0 {
-		atomic.StoreUint64(word64(p.data, int(off)), recWord(int(pad/recAlign), 0, kindPad, p.tail))
+		atomic.StoreUint64(word64(p.data, int(off)), recWord(int(pad/recAlign), 0, kindPad, p.s.tail))
 		off = 0
 	}
 	// Payload first, header last; nothing is visible before the tail store.
@@ -123,13 +121,13 @@ func (p *producer) put(name []byte, bufs [][]byte, total int, kind byte) error {
 	}
 	copy(p.data[off+recNameOff:off+recNameOff+MaxName], name)
 	// The word last: it publishes the record to a consumer polling it (peek).
-	atomic.StoreUint64(word64(p.data, int(off)), recWord(n, len(name), kind, p.tail+pad))
-	p.tail += pad + recSize(n)
+	atomic.StoreUint64(word64(p.data, int(off)), recWord(n, len(name), kind, p.s.tail+pad))
+	p.s.tail += pad + recSize(n)
 	// pushed before tail, in the same cache line: one transfer of the line to the receiver,
 	// which polls tail, instead of two (the count may lead the tail by a record in statistics).
-	p.pushed++
-	atomic.StoreUint64(p.pushedp, p.pushed)
-	atomic.SwapUint64(p.tailp, p.tail) // a full barrier before needWake's loads: wake.go
+	p.s.pushed++
+	atomic.StoreUint64(p.pushedp, p.s.pushed)
+	atomic.SwapUint64(p.tailp, p.s.tail) // a full barrier before needWake's loads: wake.go
 	return nil
 }
 

@@ -49,8 +49,8 @@ func TestSendPeekPopWraps(t *testing.T) {
 		if _, err := o.Send(name, [][]byte{rec[:cut], nil, rec[cut:]}, size); err != nil {
 			t.Fatalf("send %d: %v", seq, err)
 		}
-		if o.p.tail/o.p.cap != lap {
-			lap = o.p.tail / o.p.cap
+		if o.p.s.tail/o.p.cap != lap {
+			lap = o.p.s.tail / o.p.cap
 			pads++
 		}
 		gotName, got, err := drainOne(in)
