@@ -141,3 +141,23 @@ func (r *Ring) SetQueue(rxPkts, txPkts int) {
 	atomic.StoreUint64(&p[rRxQueue], nonNeg(rxPkts))
 	atomic.StoreUint64(&p[rTxQueue], nonNeg(txPkts))
 }
+
+// TxWords returns the slot's tx packets and tx bytes words, for a writer outside Go that adds to
+// them atomically (the preload library's own ring sends); nil on a nil *Ring. The words stay
+// valid for the process's life (a closed segment is retired to private memory) but count into
+// this ring only until CloseRing.
+func (r *Ring) TxWords() *[2]uint64 {
+	if r == nil {
+		return nil
+	}
+	p := r.slot.Load()
+	return (*[2]uint64)(p[rCounters+int(RingTxPackets) : rCounters+int(RingTxPackets)+2])
+}
+
+// WakeSentWord is TxWords for the wake-ups sent word.
+func (r *Ring) WakeSentWord() *uint64 {
+	if r == nil {
+		return nil
+	}
+	return &r.slot.Load()[ringWord(RingWakeSent)]
+}

@@ -151,3 +151,14 @@ func (s *Socket) TxKernelWords() *[4]uint64 {
 	i := counterIndex(CtrTxPackets, true)
 	return (*[4]uint64)(s.slot.Load()[i : i+4])
 }
+
+// TxRingWords returns the slot's words that count sends through the socket's transport (not the
+// kernel): packets, then bytes, for a writer outside Go that adds to them atomically (the preload
+// library's own ring sends); nil on a nil *Socket. Valid as TxKernelWords' are.
+func (s *Socket) TxRingWords() *[2]uint64 {
+	if s == nil {
+		return nil
+	}
+	i := counterIndex(CtrTxPackets, false)
+	return (*[2]uint64)(s.slot.Load()[i : i+2])
+}
