@@ -99,7 +99,8 @@ type KernelSends interface {
 	// Allow lets sendto on fd go straight to the kernel for a cached destination, counting into
 	// words (the slot's kernel tx packets, bytes, EAGAIN and errors; nil: none).
 	Allow(fd int, words *[4]uint64)
-	// Drop withdraws Allow and Peer.
+	// Drop withdraws Allow and Peer, and the fd's ring route (the shared-memory transport's
+	// Params.RingRoute: sends the library makes into a goxio receiver's ring).
 	Drop(fd int)
 	// Peer records fd's connected peer, the destination of its sends that name none (send,
 	// write): they take the shortcut too while it is a cached destination. The zero value: none.
@@ -141,6 +142,9 @@ func (e *Engine) dropKernelSends(fd int, s *Socket) {
 	}
 	s.ksendFD.CompareAndSwap(int32(fd)+1, 0)
 	e.cfg.KSend.Drop(fd)
+	if u, ok := s.rings().(interface{ ForgetTx(fd int) }); ok {
+		u.ForgetTx(fd)
+	}
 }
 
 // listenerReadiness drops FlagRing from a listening socket's fds: its readiness is the kernel's

@@ -127,6 +127,7 @@ func (e *Engine) offloadUDPLocked(s *Socket) {
 	if w := st.TxKernelWords(); w != nil {
 		u.KernelTx = &w[0]
 	}
+	u.TxRing = st.TxRingWords()
 	s.setTransportLocked(u, transport.KindSHM)
 }
 

@@ -30,6 +30,8 @@ GOXIO_HIDDEN void goxio_ksend_put_tcp(const struct sockaddr *dst, socklen_t len,
 GOXIO_HIDDEN void goxio_ksend_fd(int fd, uint64_t *counters);
 GOXIO_HIDDEN void goxio_ksend_drop(int fd);
 GOXIO_HIDDEN void goxio_ksend_peer(int fd, const struct sockaddr *peer, socklen_t len);
+GOXIO_HIDDEN void goxio_rsend_set(int fd, const struct goxio_txroute *route, const struct sockaddr *dst, socklen_t len);
+GOXIO_HIDDEN void goxio_rsend_drop(int fd);
 GOXIO_HIDDEN void goxio_early_setup(uint64_t *pairs, uint64_t start, int pair_after, uint64_t grace_ns, uint64_t *closed);
 GOXIO_HIDDEN void goxio_early_listener(int fd, int domain);
 GOXIO_HIDDEN void goxio_early_spin(int on);

@@ -247,6 +247,50 @@ struct goxio_early_handover {
 	uint8_t dst[28]; /* its destination: a struct sockaddr_in or sockaddr_in6 */
 };
 
+/* An outlet's producer (offload/shm prod_unsafe.go, prodState; TestProdLayout checks the offsets):
+ * the sending side of one shared-memory UDP ring, in memory the engine maps for the process's
+ * life and reuses for another outlet only with another epoch. The engine's sends and the preload
+ * library's (shim/preload/rsend.c) append records under lock, a spin lock held for one record's
+ * copy; every other field is read and written under it. */
+struct goxio_prod {
+	uint32_t lock;
+	uint32_t open;        /* 1 while ring and inbox are mapped and the outlet takes sends */
+	uint64_t epoch;       /* names the outlet: 0 once closed */
+	uint64_t tail;        /* authoritative tail, published to the ring's tail word */
+	uint64_t head_cache;  /* last validated head */
+	uint64_t pushed, drops, wakes;
+	uint64_t capacity;    /* of the data area, a power of two */
+	uint64_t ring;        /* address of the ring's mapping (shim/preload/ring_layout.h) */
+	uint64_t inbox;       /* address of the inbox's mapping (its header page) */
+	uint64_t st_tx;       /* address of the statistics ring's tx packets word (tx bytes the next); 0: none */
+	uint64_t st_wake;     /* address of its wake-ups sent word; 0: none */
+	uint64_t pad_[4];
+};
+
+/* A route of an fd's sends that the preload library serves itself (rsend.c): the engine's
+ * description of the last ring route a send of the fd took, valid while every condition it names
+ * still holds (checked at each send; any other case enters the engine). */
+#define GOXIO_TXROUTE_BELL 64
+struct goxio_txroute {
+	uint64_t key;         /* the destination's ksend key (ksend.c); 0: no route */
+	uint32_t peer;        /* 1: sends that name no destination go there too (the connected peer) */
+	uint32_t max;         /* the largest payload the ring takes for it */
+	uint64_t gen;         /* the discovery directory's generation the route was made at */
+	uint64_t prod;        /* address of the outlet's struct goxio_prod */
+	uint64_t epoch;       /* the outlet's epoch in it */
+	uint64_t gate;        /* address of the socket's gate word: gate_val while the socket allows it */
+	uint64_t gate_val;
+	uint64_t kcount;      /* address of the socket's kernel sends count: kseen while no send went
+				 through the kernel since (order across the two paths) */
+	uint64_t kseen;
+	uint64_t sock_tx;     /* address of the socket's ring tx packets and bytes words */
+	int32_t ringer;       /* the engine's socket that rings doorbells (-1: none) */
+	uint32_t bell_len;    /* the receiver's doorbell: a sockaddr_un of bell_len bytes */
+	uint8_t bell[GOXIO_TXROUTE_BELL];
+	uint32_t namelen;     /* the record's name (the source as the receiver's family has it) */
+	uint8_t name[44];
+};
+
 /* What the preload library gives the engine (goxio_engine_init). Every function is safe to call
  * from any thread. */
 struct goxio_host {
@@ -299,6 +343,11 @@ struct goxio_host {
 	/* early_spin: a blocking receive of a UDP socket in its early phase polls before it sleeps
 	 * (on: the engine's VMA_RX_POLL is not 0) (shim/preload/early_wait.c). */
 	void (*early_spin)(int on);
+	/* Sends to a goxio receiver go from the trampoline into its ring (shim/preload/rsend.c).
+	 * rsend_set: fd's sends to dst (route's key is made from it) may take route (copied);
+	 * rsend_drop: they may not (any more). */
+	void (*rsend_set)(int fd, const struct goxio_txroute *route, const struct sockaddr *dst, socklen_t len);
+	void (*rsend_drop)(int fd);
 };
 
 /* The engine's entry points (filled by goxio_engine_init). */

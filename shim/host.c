@@ -41,6 +41,10 @@ void goxio_early_setup(uint64_t *pairs, uint64_t start, int pair_after, uint64_t
 }
 void goxio_early_listener(int fd, int domain) { host->early_listener(fd, domain); }
 void goxio_early_spin(int on) { host->early_spin(on); }
+void goxio_rsend_set(int fd, const struct goxio_txroute *route, const struct sockaddr *dst, socklen_t len) {
+	host->rsend_set(fd, route, dst, len);
+}
+void goxio_rsend_drop(int fd) { host->rsend_drop(fd); }
 int goxio_vma_api_used(void) { return __atomic_load_n(host->vma_api_used, __ATOMIC_ACQUIRE); }
 int64_t goxio_nofile_cur(void) { return host->nofile_cur; }
 

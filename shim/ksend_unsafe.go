@@ -35,8 +35,11 @@ func (cKernelSends) Allow(fd int, words *[4]uint64) {
 	C.goxio_ksend_fd(C.int(fd), (*C.uint64_t)(unsafe.Pointer(words)))
 }
 
-// Drop withdraws Allow (and Peer).
-func (cKernelSends) Drop(fd int) { C.goxio_ksend_drop(C.int(fd)) }
+// Drop withdraws Allow (and Peer), and the fd's ring route.
+func (cKernelSends) Drop(fd int) {
+	C.goxio_ksend_drop(C.int(fd))
+	C.goxio_rsend_drop(C.int(fd))
+}
 
 // Peer records fd's connected peer (the zero value: none).
 func (cKernelSends) Peer(fd int, peer netip.AddrPort) {
@@ -79,7 +82,43 @@ func kernelSends(shm *shmtr.Env, xdp *xdptr.Env, capture, plain *uint64) offload
 	// h: a uint32_t of the preload library's static memory (ksend.c), aligned, for the process's
 	// life, which the C side writes only with atomic stores.
 	offload.KernelSendHandoff((*atomic.Uint32)(unsafe.Pointer(h)))
+	shm.UseRingRoute(ringRoute)
 	return cKernelSends{}
+}
+
+// ringRoute hands the route of fd's last ring send to the library's sending trampoline
+// (shim/preload/rsend.c).
+//
+// Invariant: every address in r (the producer state, the gate, the counters) is memory outside Go
+// that stays valid for the process's life (offload/shm prod_unsafe.go; the statistics words as
+// above); the route is built on this goroutine's stack and copied by C.
+func ringRoute(fd int, r *shmtr.TxRoute) {
+	var c C.struct_goxio_txroute
+	if len(r.Bell) > len(c.bell) || len(r.Name) > len(c.name) {
+		return
+	}
+	if r.Peer {
+		c.peer = 1
+	}
+	c.max = C.uint32_t(r.Max)
+	c.gen = C.uint64_t(r.Gen)
+	c.prod = C.uint64_t(r.Prod)
+	c.epoch = C.uint64_t(r.Epoch)
+	c.gate = C.uint64_t(r.Gate)
+	c.gate_val = C.uint64_t(r.GateVal)
+	c.kcount = C.uint64_t(uintptr(unsafe.Pointer(r.KCount)))
+	c.kseen = C.uint64_t(r.KSeen)
+	c.sock_tx = C.uint64_t(uintptr(unsafe.Pointer(r.SockTx)))
+	c.ringer = C.int32_t(r.Ringer)
+	c.bell_len = C.uint32_t(len(r.Bell))
+	for i, b := range r.Bell {
+		c.bell[i] = C.uint8_t(b)
+	}
+	c.namelen = C.uint32_t(len(r.Name))
+	for i, b := range r.Name {
+		c.name[i] = C.uint8_t(b)
+	}
+	withSockaddr(r.Dst, func(sa *C.struct_sockaddr, n C.socklen_t) { C.goxio_rsend_set(C.int(fd), &c, sa, n) })
 }
 
 // extraAPIUsed reports whether the program was handed VMA's extra API (vma_extra.c).

@@ -160,48 +160,15 @@ void goxio_box_fd_new(int fd) {
 		rx_wait[fd] = 0;
 }
 
-/* rx_pages: the pages of program memory (number + 1; 0: none) that the engine wrote for this
- * thread's plain receives, the most recent RX_PAGES of them. A program that receives into the
- * same buffer (and the same address structure) finds its pages here from its second receive on.
- * A page the program unmaps or protects after the engine wrote it is the one case where a copy
- * here faults where the kernel would answer EFAULT: the program then passed memory it had given
- * up (ksend.c reads destination addresses under the same rule). */
-#define RX_PAGES 8
-#define RX_PAGE_SHIFT 12 /* the smallest page: a larger one is validated 4 KiB at a time */
-static __thread __attribute__((tls_model("initial-exec"))) uintptr_t rx_pages[RX_PAGES];
-static __thread __attribute__((tls_model("initial-exec"))) unsigned rx_next;
-
-static int rx_known(uintptr_t pg) {
-	for (int i = 0; i < RX_PAGES; i++)
-		if (rx_pages[i] == pg + 1)
-			return 1;
-	return 0;
-}
+/* rx_pages: the pages of program memory that the engine wrote for this thread's plain receives
+ * (and the address structure's): pages written are pages the copies here may write. */
+static __thread __attribute__((tls_model("initial-exec"))) struct goxio_pages rx_pages;
 
 /* rx_ok reports whether every page of p..p+len is one the engine wrote for this thread. */
-static int rx_ok(const void *p, size_t len) {
-	if (len == 0)
-		return 1;
-	uintptr_t a = (uintptr_t)p, first = a >> RX_PAGE_SHIFT, last = (a + len - 1) >> RX_PAGE_SHIFT;
-	if (last < first || last - first >= RX_PAGES)
-		return 0;
-	for (uintptr_t pg = first; pg <= last; pg++)
-		if (!rx_known(pg))
-			return 0;
-	return 1;
-}
+static int rx_ok(const void *p, size_t len) { return goxio_pages_ok(&rx_pages, p, len); }
 
 /* rx_note records the pages of p..p+len, which the engine has just written for this thread. */
-static void rx_note(const void *p, size_t len) {
-	if (p == NULL || len == 0)
-		return;
-	uintptr_t a = (uintptr_t)p, first = a >> RX_PAGE_SHIFT, last = (a + len - 1) >> RX_PAGE_SHIFT;
-	if (last < first || last - first >= RX_PAGES)
-		return;
-	for (uintptr_t pg = first; pg <= last; pg++)
-		if (!rx_known(pg))
-			rx_pages[rx_next++ % RX_PAGES] = pg + 1;
-}
+static void rx_note(const void *p, size_t len) { goxio_pages_note(&rx_pages, p, len); }
 
 /* rx_call is a plain receive as the box path sees it: where the payload goes (iov: the program's
  * buffer for read, recv and recvfrom, the msghdr's array for recvmsg, at most RX_IOVS of them),

@@ -212,20 +212,56 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timesp
 			SEND_COUNTED(lookup, realcall);                                                    \
 	} while (0)
 
+/* RSEND appends the datagram to the ring of the socket's last ring destination when it is the
+ * destination again (the connected peer's for a call naming none) and nothing the route depends
+ * on changed (rsend.c): the engine would append the same record. One global load while no fd has
+ * a route. RSEND_SEEN, after the engine served a send, notes the memory it read for the next
+ * ones. */
+#define RSEND(fd, buf, n, flags, to, tolen)                                                                \
+	do {                                                                                               \
+		if (GOXIO_UNLIKELY(__atomic_load_n(&goxio_rsend_fds, __ATOMIC_RELAXED) != 0) &&            \
+		    (goxio_fd_flags(fd) & GOXIO_FD_ENGINE)) {                                              \
+			long r_;                                                                           \
+			if (goxio_rsend(fd, buf, n, flags, to, tolen, &r_))                                \
+				return r_;                                                                 \
+		}                                                                                          \
+	} while (0)
+
+#define RSEND_SEEN(r, buf, n, to, tolen)                                                                   \
+	do {                                                                                               \
+		if ((r) >= 0 && (__atomic_load_n(&goxio_rsend_fds, __ATOMIC_RELAXED) != 0 ||               \
+				 __atomic_load_n(&goxio_ksend_fds, __ATOMIC_RELAXED) != 0))                \
+			goxio_rsend_seen(buf, n, to, tolen);                                               \
+	} while (0)
+
+static inline ssize_t write_call(int fd, const void *buf, size_t n) {
+	DATA_TRAMPOLINE(fd, GOXIO_OP_WRITE, REAL(write)(fd, buf, n), buf, n, 0, 0, 0);
+}
+
 ssize_t write(int fd, const void *buf, size_t n) {
 	LAZY_KSEND(fd, goxio_lazy_ksend(fd, NULL, 0, 0), REAL(write)(fd, buf, n));
+	RSEND(fd, buf, n, 0, NULL, 0);
 	KSEND(fd, NULL, 0, 0, REAL(write)(fd, buf, n));
-	DATA_TRAMPOLINE(fd, GOXIO_OP_WRITE, REAL(write)(fd, buf, n), buf, n, 0, 0, 0);
+	ssize_t r = write_call(fd, buf, n);
+	RSEND_SEEN(r, buf, n, NULL, 0);
+	return r;
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int cnt) {
 	DATA_TRAMPOLINE(fd, GOXIO_OP_WRITEV, REAL(writev)(fd, iov, cnt), iov, cnt, 0, 0, 0);
 }
 
+static inline ssize_t send_call(int fd, const void *buf, size_t n, int flags) {
+	DATA_TRAMPOLINE(fd, GOXIO_OP_SENDTO, REAL(send)(fd, buf, n, flags), buf, n, flags, 0, 0);
+}
+
 ssize_t send(int fd, const void *buf, size_t n, int flags) {
 	LAZY_KSEND(fd, goxio_lazy_ksend(fd, NULL, 0, flags), REAL(send)(fd, buf, n, flags));
+	RSEND(fd, buf, n, flags, NULL, 0);
 	KSEND(fd, NULL, 0, flags, REAL(send)(fd, buf, n, flags));
-	DATA_TRAMPOLINE(fd, GOXIO_OP_SENDTO, REAL(send)(fd, buf, n, flags), buf, n, flags, 0, 0);
+	ssize_t r = send_call(fd, buf, n, flags);
+	RSEND_SEEN(r, buf, n, NULL, 0);
+	return r;
 }
 
 
@@ -238,10 +274,10 @@ ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockad
 	if (GOXIO_UNLIKELY(goxio_fd_flags(fd) & GOXIO_FD_LAZY) && goxio_late_sendto(fd, addr, alen, flags))
 		return REAL(sendto)(fd, buf, n, flags, addr, alen); /* a plain socket from now on (late.c) */
 	LAZY_KSEND(fd, goxio_lazy_ksend(fd, addr, alen, flags), REAL(sendto)(fd, buf, n, flags, addr, alen));
+	RSEND(fd, buf, n, flags, addr, alen);
 	KSEND(fd, addr, alen, flags, REAL(sendto)(fd, buf, n, flags, addr, alen));
 	ssize_t r = sendto_call(fd, buf, n, flags, addr, alen);
-	if (GOXIO_UNLIKELY(__atomic_load_n(&goxio_ksend_fds, __ATOMIC_RELAXED) != 0) && r >= 0)
-		goxio_ksend_seen(addr, alen);
+	RSEND_SEEN(r, buf, n, addr, alen);
 	return r;
 }
 

@@ -369,3 +369,13 @@ void goxio_ksend_count(uint64_t *ctr, long r, int err) {
 		__atomic_add_fetch(&ctr[3], 1, __ATOMIC_RELAXED);
 	}
 }
+
+int goxio_ksend_page_ok(const void *p, socklen_t len) {
+	uintptr_t a = (uintptr_t)p;
+	return p != NULL && len > 0 && a >> 12 == ks_page && (a + len - 1) >> 12 == ks_page;
+}
+
+int goxio_ksend_gen_is(uint64_t gen) {
+	const volatile uint64_t *dg = __atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE);
+	return dg != NULL && __atomic_load_n(dg, __ATOMIC_ACQUIRE) == gen;
+}

@@ -382,6 +382,8 @@ static void load(void) {
 		.early_setup = goxio_early_setup,
 		.early_listener = goxio_early_listener,
 		.early_spin = goxio_early_spin,
+		.rsend_set = goxio_rsend_set,
+		.rsend_drop = goxio_rsend_drop,
 	};
 	goxio_eng.size = sizeof goxio_eng;
 	int started;

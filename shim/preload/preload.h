@@ -221,6 +221,40 @@ GOXIO_HIDDEN void goxio_ksend_drop(int fd);
 GOXIO_HIDDEN void goxio_ksend_peer(int fd, const struct sockaddr *peer, socklen_t len);
 /* goxio_ksend_fds counts the fds that may take the shortcut: sendto looks only while it is not 0. */
 GOXIO_HIDDEN extern volatile int goxio_ksend_fds;
+/* goxio_ksend_page_ok: len bytes at p lie on the page of the last destination address a send of
+ * this thread read safely (no system call: any other address answers 0). */
+GOXIO_HIDDEN int goxio_ksend_page_ok(const void *p, socklen_t len);
+/* goxio_ksend_gen_is: the engine's discovery directory is at generation gen. */
+GOXIO_HIDDEN int goxio_ksend_gen_is(uint64_t gen);
+
+/* ---- sends into a goxio receiver's ring without the engine (rsend.c) ---- */
+
+/* goxio_rsend serves a send of n bytes at buf with flags to `to` (NULL: the connected peer) on
+ * fd from the route the engine left for fd: 1 with *ret set, 0 when the engine must serve it.
+ * goxio_rsend_seen: a send of this thread through the engine read n bytes at buf and the
+ * destination at to (both readable now). goxio_rsend_fds counts the fds with a route: the
+ * trampolines look only while it is not 0. */
+GOXIO_HIDDEN int goxio_rsend(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to, socklen_t tolen,
+			     long *ret);
+GOXIO_HIDDEN void goxio_rsend_seen(const void *buf, size_t n, const struct sockaddr *to, socklen_t tolen);
+GOXIO_HIDDEN void goxio_rsend_set(int fd, const struct goxio_txroute *route, const struct sockaddr *dst, socklen_t len);
+GOXIO_HIDDEN void goxio_rsend_drop(int fd);
+GOXIO_HIDDEN extern volatile int goxio_rsend_fds;
+
+/* goxio_pages: a thread's set of the program's pages (number + 1; 0: none) that the engine read
+ * or wrote for it, the most recent GOXIO_PAGES of them (box.c's receives, rsend.c's sends). A
+ * program that uses the same buffer finds its pages here from its second call on. A page the
+ * program unmaps or protects after the engine used it is the one case where the library's own
+ * copy faults where the kernel would answer EFAULT: the program then passed memory it had given
+ * up (ksend.c reads destination addresses under the same rule). */
+#define GOXIO_PAGES 8
+struct goxio_pages {
+	uintptr_t page[GOXIO_PAGES];
+	unsigned next;
+};
+/* goxio_pages_ok: every page of p..p+len is in s; goxio_pages_note: they are now. */
+GOXIO_HIDDEN int goxio_pages_ok(const struct goxio_pages *s, const void *p, size_t len);
+GOXIO_HIDDEN void goxio_pages_note(struct goxio_pages *s, const void *p, size_t len);
 /* goxio_dest_group reports a destination every joined or bound socket may receive: a multicast
  * or broadcast address (IPv4, IPv4-mapped or IPv6). */
 GOXIO_HIDDEN int goxio_dest_group(const struct sockaddr *sa);

@@ -55,7 +55,14 @@ type Params struct {
 	// preload library's connect then makes the next such connections plain kernel ones, late.c,
 	// or serves their early phase in C, early.c).
 	ListenerSeen func(dst netip.AddrPort, gen uint64, goxio bool)
+	// RingRoute, when set, is handed the ring route an fd's send just took: the library's
+	// sending trampoline makes the fd's next sends there itself while the route holds
+	// (rsend.go, shim/preload/rsend.c). Set by UseRingRoute.
+	RingRoute func(fd int, r *TxRoute)
 }
+
+// UseRingRoute sets Params.RingRoute; before the first send only (the engine's start-up).
+func (e *Env) UseRingRoute(f func(fd int, r *TxRoute)) { e.p.RingRoute = f }
 
 // Env is the transport's process-wide state: the discovery directory, the outlets this process
 // opened towards other sockets' inboxes, the source-address cache.
@@ -182,6 +189,7 @@ func (e *Env) outletSized(inbox string, ringBytes int) *outlet {
 	o := &outlet{Outlet: ro}
 	if e.p.Stats != nil {
 		o.st = e.p.Stats.OpenRing(stats.TransportSHM, "tx "+inbox)
+		ro.CountInto(o.st.TxWords(), o.st.WakeSentWord())
 	}
 	e.outlets[inbox] = o
 	return o

@@ -90,6 +90,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 	if r == nil || r.out == nil {
 		return u.kernelSend(c)
 	}
+	kseen := u.kernelCount() // before markFor: a kernel send after it changes the count
 	seen, mark := u.markFor(r)
 	wake, err := r.out.send(r.name[:r.nameLen], bufs, total, mark)
 	switch {
@@ -100,6 +101,8 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 		u.ringTx.Add(1)
 		if capture.On() {
 			capture.UDP(capture.ShmUDP, capture.Out, c.FD, r.peer, r.src, dst, bufs, total)
+		} else if !ctl {
+			u.handOver(c, r, kseen)
 		}
 		if wake {
 			ringBell(u.env.ringerFD(), r.bell)

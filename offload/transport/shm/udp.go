@@ -37,6 +37,10 @@ type UDP struct {
 	// ring datagram that follows any of them is marked (order.go). Memory that stays mapped for
 	// the process's life (stats.Socket.TxKernelWords).
 	KernelTx *uint64
+	// TxRing, when set, is the statistics slot's ring tx packets and bytes words, which the
+	// library's own ring sends count into (rsend.go). Memory as KernelTx's.
+	TxRing *[2]uint64
+	tx     txState // the library's own ring sends (rsend.go)
 
 	mu    sync.Mutex // guards the fields below and changes of inbox
 	local netip.AddrPort
@@ -290,7 +294,10 @@ func (u *UDP) ensureBell(in *ring.Inbox) int {
 }
 
 // ShutWrite tells the socket that the program shut it down for sending.
-func (u *UDP) ShutWrite() { u.wrShut.Store(true) }
+func (u *UDP) ShutWrite() {
+	u.wrShut.Store(true)
+	u.shutTx(false)
+}
 
 // Peer is the connected peer, or the zero value.
 func (u *UDP) Peer() netip.AddrPort {
@@ -342,6 +349,7 @@ func (u *UDP) giveUpLocked(r transport.Reason) {
 	}
 	u.gaveUp = r
 	u.kernelOnly.Store(true)
+	u.shutTx(false)
 	if u.published {
 		u.pub.Withdraw()
 		u.published = false
@@ -387,6 +395,7 @@ func (u *UDP) Close() {
 		return
 	}
 	u.closed = true
+	u.shutTx(true)
 	if u.published {
 		u.pub.Withdraw()
 		u.published = false
