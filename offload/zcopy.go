@@ -53,12 +53,21 @@ func (e *Engine) zcopyRecv(s *Socket, c *transport.Call) int64 {
 // countQueued counts the datagrams a receive queued in the box as received now, as each would be
 // at its own call (zcopy: as handed over in place too).
 func (e *Engine) countQueued(s *Socket, held *transport.Held, zcopy bool) {
+	if held.Queued == 0 {
+		return
+	}
+	bytes := 0
 	for _, l := range held.QueuedLen[:held.Queued] {
-		e.countOne(s, true, false, int(l))
+		bytes += int(l)
 		if zcopy {
 			s.st.CountZcopy(held.Now)
 		}
 	}
+	// one add per counter for the whole queue: four locked adds per datagram were an eighth of a
+	// throughput receiver's time
+	s.counters.RxPackets.Add(uint64(held.Queued))
+	s.counters.RxBytes.Add(uint64(bytes))
+	s.st.CountRxN(false, held.Queued, bytes)
 }
 
 // call is the receive the arguments describe, as op (OpRead, OpRecvfrom, OpRecvmsg: buf is the

@@ -94,12 +94,15 @@ func ringWord(c RingCounter) int {
 }
 
 // CountRx counts a packet of the given size taken from the receive ring.
-func (r *Ring) CountRx(bytes int) {
+func (r *Ring) CountRx(bytes int) { r.CountRxN(1, bytes) }
+
+// CountRxN counts n packets received at once, bytes in all.
+func (r *Ring) CountRxN(n, bytes int) {
 	if r == nil {
 		return
 	}
 	p := r.slot.Load()
-	atomic.AddUint64(&p[rCounters+int(RingRxPackets)], 1)
+	atomic.AddUint64(&p[rCounters+int(RingRxPackets)], uint64(n))
 	atomic.AddUint64(&p[rCounters+int(RingRxBytes)], uint64(bytes))
 }
 

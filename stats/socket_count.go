@@ -26,13 +26,16 @@ func (s *Socket) Add(c Counter, n uint64) {
 
 // CountRx counts one receive call that returned data: bytes returned. Count
 // each message of recvmmsg separately. os: the kernel socket served it.
-func (s *Socket) CountRx(os bool, bytes int) {
+func (s *Socket) CountRx(os bool, bytes int) { s.CountRxN(os, 1, bytes) }
+
+// CountRxN counts n datagrams received at once, bytes in all (a box's queue).
+func (s *Socket) CountRxN(os bool, n, bytes int) {
 	if s == nil {
 		return
 	}
 	p := s.slot.Load()
 	i := counterIndex(CtrRxPackets, os)
-	atomic.AddUint64(&p[i&(sockWords-1)], 1)
+	atomic.AddUint64(&p[i&(sockWords-1)], uint64(n))
 	atomic.AddUint64(&p[(i+1)&(sockWords-1)], uint64(bytes))
 }
 

@@ -66,12 +66,15 @@ func (u *UDP) TakePrecounted() bool {
 }
 
 // countRingRx counts one datagram taken from a ring; the caller holds rxmu.
-func (u *UDP) countRingRx(in *ring.Inbox, bytes int) {
-	if u.rx.st == nil {
+func (u *UDP) countRingRx(in *ring.Inbox, bytes int) { u.countRingRxN(in, 1, bytes) }
+
+// countRingRxN counts n datagrams taken from rings at once, bytes in all; the caller holds rxmu.
+func (u *UDP) countRingRxN(in *ring.Inbox, n, bytes int) {
+	if u.rx.st == nil || n == 0 {
 		return
 	}
-	u.rx.st.CountRx(bytes)
-	if u.rx.since++; u.rx.since >= rxRefreshEvery {
+	u.rx.st.CountRxN(n, bytes)
+	if u.rx.since += n; u.rx.since >= rxRefreshEvery {
 		u.refreshRxStats(in)
 	}
 }

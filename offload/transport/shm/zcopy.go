@@ -70,6 +70,7 @@ func (u *UDP) prefetch(fd int, h *transport.Held) {
 	if h.Epoch = in.UseBox(h.Box, fd); h.Epoch == 0 {
 		return
 	}
+	bytes := 0
 	for h.Queued < transport.MaxQueued {
 		name, data, err := in.PeekRings()
 		if err != nil || len(name) != unix.SizeofSockaddrInet4 && len(name) != unix.SizeofSockaddrInet6 || len(data) == 0 ||
@@ -81,10 +82,11 @@ func (u *UDP) prefetch(fd int, h *transport.Held) {
 		if !in.Queue(name, data) {
 			break
 		}
-		u.countRingRx(in, len(data))
 		h.QueuedLen[h.Queued] = uint32(len(data))
 		h.Queued++
+		bytes += len(data)
 	}
+	u.countRingRxN(in, h.Queued, bytes)
 	h.Now = in.HeldNow()
 }
 
