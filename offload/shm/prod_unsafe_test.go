@@ -1,9 +1,6 @@
 package shm
 
 import (
-	"os"
-	"regexp"
-	"strconv"
 	"testing"
 	"unsafe"
 )
@@ -11,36 +8,12 @@ import (
 // TestRingCLayout compares the preload library's copy of the ring's layout
 // (shim/preload/ring_layout.h) with this package's.
 func TestRingCLayout(t *testing.T) {
-	b, err := os.ReadFile("../../shim/preload/ring_layout.h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	def := regexp.MustCompile(`(?m)^#define GOXIO_RING_(\w+) +(\S+)`)
-	got := map[string]string{}
-	for _, m := range def.FindAllStringSubmatch(string(b), -1) {
-		got[m[1]] = m[2]
-	}
-	want := map[string]uint64{
+	checkCDefines(t, "ring_layout.h", "GOXIO_RING_", map[string]uint64{
 		"TAIL": rgTail, "PUSHED": rgPushed, "DROPS": rgDrops, "WAKES": rgWakes, "BUSY": rgBusy, "HEAD": rgHead,
 		"DETACHED": rgDetached, "DATA_OFF": ringDataOff, "HDR": recHdr, "NAME_OFF": recNameOff, "MAX_NAME": MaxName,
 		"ALIGN": recAlign, "KIND_DATA": kindData, "KIND_PAD": kindPad, "IB_CLOSED": ibClosed, "IB_LIMIT": ibLimit,
 		"IB_SPINNERS": ibSpinners, "IB_WAKE": ibWake, "SKB_OVERHEAD": SkbOverhead,
-	}
-	for name, w := range want {
-		s, ok := got[name]
-		if !ok {
-			t.Errorf("ring_layout.h: no GOXIO_RING_%s", name)
-			continue
-		}
-		v, err := strconv.ParseUint(s, 0, 64)
-		if err != nil || v != w {
-			t.Errorf("ring_layout.h: GOXIO_RING_%s = %s, Go has %d", name, s, w)
-		}
-		delete(got, name)
-	}
-	for name := range got {
-		t.Errorf("ring_layout.h: GOXIO_RING_%s is not checked against Go", name)
-	}
+	})
 }
 
 // TestProdLayout: prodState has struct goxio_prod's layout (shim/goxio.h; rsend.c asserts the
