@@ -48,6 +48,16 @@ type holdEntry struct {
 // Release(handle): the producer cannot reuse its space meanwhile, and the payload Peek returned
 // stays valid and unchanged. A consumer method. ErrEmpty when the last Peek returned nothing.
 func (in *Inbox) Hold() (handle uint64, err error) {
+	handle, err = in.hold()
+	if err == nil {
+		in.pressure()
+	}
+	return handle, err
+}
+
+// hold is Hold without the look at the rings' pressure, which a caller holding many records at
+// once (Queue's) makes once at the end (QueueEnd).
+func (in *Inbox) hold() (handle uint64, err error) {
 	if in.bx.peeked {
 		return in.boxDone(), nil // held already, since Queue
 	}
@@ -71,7 +81,6 @@ func (in *Inbox) Hold() (handle uint64, err error) {
 		e.gen = holdGen.Add(1)
 	}
 	in.heldNow++
-	in.pressure()
 	return uint64(e.gen)<<32 | uint64(i+1), nil
 }
 
@@ -79,6 +88,16 @@ func (in *Inbox) Hold() (handle uint64, err error) {
 // freed from the oldest on. ErrNotHeld for a handle that names no record held now; a consumer
 // method.
 func (in *Inbox) Release(handle uint64) error {
+	err := in.release(handle)
+	if err == nil {
+		in.pressure()
+	}
+	return err
+}
+
+// release is Release without the look at the pressure, and with the producer's head shown at
+// once unless the ring defers it (Fold: one store of each ring's head for many frees).
+func (in *Inbox) release(handle uint64) error {
 	i := int64(handle&0xffffffff) - 1
 	if in.closed.Load() || i < 0 || i >= int64(len(in.holdTab)) {
 		return ErrNotHeld
@@ -98,6 +117,7 @@ func (in *Inbox) Release(handle uint64) error {
 	switch {
 	case len(r.holds) != 0:
 	case r.zombie:
+		r.flushShow()
 		// Detached while held: its mapping goes with its last held record.
 		in.zombies = slices.DeleteFunc(in.zombies, func(z *ring) bool { return z == r })
 		in.letGo(r)
@@ -105,10 +125,22 @@ func (in *Inbox) Release(handle uint64) error {
 		in.publish()
 	case r.lingering && !r.published():
 		// Its sender closed or died and only held records kept it: it goes now.
+		r.flushShow()
 		in.detach(r)
 		in.publish()
 	}
-	in.pressure()
+	return nil
+}
+
+// heldRing is the ring of the record handle names, nil for none held.
+func (in *Inbox) heldRing(handle uint64) *ring {
+	i := int64(handle&0xffffffff) - 1
+	if i < 0 || i >= int64(len(in.holdTab)) {
+		return nil
+	}
+	if e := &in.holdTab[i]; e.used && e.gen == uint32(handle>>32) {
+		return e.r
+	}
 	return nil
 }
 
@@ -164,14 +196,27 @@ func (r *ring) releaseAt(i int) bool {
 	if k == 0 {
 		return true
 	}
+	h := r.head.Load()
 	if k == len(r.holds) {
 		r.holds = r.holdArr[:0] // keeps its array: no allocation per held datagram
-		r.show(r.head.Load())
 	} else {
 		r.holds = r.holds[k:]
-		r.show(r.holds[0].pos)
+		h = r.holds[0].pos
+	}
+	if r.deferShow {
+		r.showWant, r.showDue = h, true
+	} else {
+		r.show(h)
 	}
 	return true
+}
+
+// flushShow shows the head a deferred release left to show (deferShow).
+func (r *ring) flushShow() {
+	if r.showDue {
+		r.showDue = false
+		r.show(r.showWant)
+	}
 }
 
 // closeHolds forgets every held record (Close): the table is dropped and the zombies unmapped.

@@ -95,7 +95,7 @@ func (in *Inbox) Queue(name, data []byte) bool {
 		return false
 	}
 	r := in.peekRing
-	tok, err := in.Hold()
+	tok, err := in.hold()
 	if err != nil {
 		return false
 	}
@@ -111,6 +111,13 @@ func (in *Inbox) Queue(name, data []byte) bool {
 	atomic.StoreUint32(&m.count, m.count+1)
 	m.release()
 	return true
+}
+
+// QueueEnd ends a run of Queue calls: the rings' pressure is looked at once for all of them. It
+// returns how many records the program holds now. A consumer method.
+func (in *Inbox) QueueEnd() int {
+	in.pressure()
+	return in.heldNow
 }
 
 // PeekedQueued reports whether the record the last Peek returned is one Queue put in the box
@@ -198,9 +205,27 @@ func (in *Inbox) Fold() {
 	n := copy(toks[:], m.freed[:min(atomic.LoadUint32(&m.nfree), BoxFrees)])
 	atomic.StoreUint32(&m.nfree, 0)
 	m.release()
+	// One store of each ring's head for the whole batch, not one per record: the producer of a
+	// full ring reads that line at every send.
+	var dirty [8]*ring
+	nd := 0
 	for _, t := range toks[:n] {
-		in.Release(t) // a token the library checked; one of a closed socket's is refused
+		if r := in.heldRing(t); r != nil && !r.deferShow {
+			r.deferShow = true
+			if nd < len(dirty) {
+				dirty[nd] = r
+				nd++
+			} else {
+				r.deferShow = false // more rings than the batch tracks: this one shows at once
+			}
+		}
+		in.release(t) // a token the library checked; one of a closed socket's is refused
 	}
+	for _, r := range dirty[:nd] {
+		r.deferShow = false
+		r.flushShow()
+	}
+	in.pressure()
 }
 
 // Unbox detaches the box when fd, the fd it belongs to, stops naming the socket: records it

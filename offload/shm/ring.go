@@ -142,7 +142,11 @@ type ring struct {
 	empties   uint32        // peeks that found no published record (tailCheck)
 	after     bool          // the record peek returned last is a kindAfterKernel one
 	popped    uint64
-	shown     uint64    // the head last stored to *headp (pop, show)
+	shown     uint64 // the head last stored to *headp (pop, show)
+	// deferShow: releases leave the head to show in showWant (showDue) for flushShow (Fold).
+	deferShow bool
+	showDue   bool
+	showWant  uint64
 	holds     []heldRec // records the program holds, oldest first (hold.go)
 	holdArr   []heldRec // the array holds lies in, from its start (hold.go)
 

@@ -87,7 +87,7 @@ func (u *UDP) prefetch(fd int, h *transport.Held) {
 		bytes += len(data)
 	}
 	u.countRingRxN(in, h.Queued, bytes)
-	h.Now = in.HeldNow()
+	h.Now = in.QueueEnd()
 }
 
 // Unbox detaches fd's box from the inbox (fd no longer names the socket).
