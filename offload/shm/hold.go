@@ -31,8 +31,8 @@ type heldRec struct {
 	freed     bool
 }
 
-// holdGen numbers the holds of every inbox of the process: a handle of one socket's inbox never
-// names a record of another's (until 2^32 holds later).
+// holdGen numbers the holds of every inbox of the process, in blocks an inbox takes (nextGen): a
+// handle of one socket's inbox never names a record of another's (until 2^32 holds later).
 var holdGen atomic.Uint32
 
 // holdEntry is one slot of the inbox's hold table.
@@ -77,9 +77,7 @@ func (in *Inbox) hold() (handle uint64, err error) {
 	e := &in.holdTab[i]
 	in.holdFree = e.next
 	e.r, e.pos, e.used, e.next = r, pos, true, -1
-	if e.gen = holdGen.Add(1); e.gen == 0 {
-		e.gen = holdGen.Add(1)
-	}
+	e.gen = in.nextGen()
 	in.heldNow++
 	return uint64(e.gen)<<32 | uint64(i+1), nil
 }
@@ -130,6 +128,25 @@ func (in *Inbox) release(handle uint64) error {
 		in.publish()
 	}
 	return nil
+}
+
+// holdGenBlock is how many hold numbers an inbox takes from holdGen at once: one locked addition
+// per block, not per held record.
+const holdGenBlock = 256
+
+// nextGen returns a hold number no other hold of the process has now (never 0).
+func (in *Inbox) nextGen() uint32 {
+	for {
+		if in.genNext == in.genEnd {
+			in.genEnd = holdGen.Add(holdGenBlock)
+			in.genNext = in.genEnd - holdGenBlock
+		}
+		g := in.genNext
+		in.genNext++
+		if g != 0 {
+			return g
+		}
+	}
 }
 
 // heldRing is the ring of the record handle names, nil for none held.

@@ -40,6 +40,12 @@ type boxState struct {
 	front    atomic.Bool // read by Pending
 	frontIdx int
 	peeked   bool // the last Peek returned the front
+	// A run of Queue calls holds the box's lock from QueueBegin to QueueEnd; count is the box's
+	// count as the run made it, stored for the library at QueueEnd.
+	run struct {
+		m     *boxMem
+		count uint32
+	}
 }
 
 // queued is one record in the box: the hold's token, its ring, its source name and payload.
@@ -86,12 +92,13 @@ func (in *Inbox) UseBox(p uintptr, fd int) uint32 {
 }
 
 // Queue holds the datagram the last Peek returned from a ring (name and data as Peek returned
-// them) and queues it in the box; false, and nothing done, when the inbox has no box, the box is
-// full, or the last Peek returned no ring's record. A consumer method.
+// them) and queues it in the box, within a run (QueueBegin .. QueueEnd); false, and nothing done,
+// outside a run, when the box is full, or the last Peek returned no ring's record. A consumer
+// method.
 func (in *Inbox) Queue(name, data []byte) bool {
 	b := &in.bx
-	m := b.mem.Load()
-	if m == nil || in.peekRing == nil || b.peeked || len(name) > MaxName || atomic.LoadUint32(&m.count) >= BoxEntries {
+	m := b.run.m
+	if m == nil || in.peekRing == nil || b.peeked || len(name) > MaxName || b.run.count >= BoxEntries {
 		return false
 	}
 	r := in.peekRing
@@ -99,23 +106,42 @@ func (in *Inbox) Queue(name, data []byte) bool {
 	if err != nil {
 		return false
 	}
-	m.acquire()
-	// Only the engine adds: count cannot have grown since the check.
-	i := (m.head + m.count) % BoxEntries
+	// Only the engine adds, and the run holds the lock: the count is the run's.
+	i := (m.head + b.run.count) % BoxEntries
 	q := &b.ents[i]
 	q.token, q.r, q.data = tok, r, data
 	q.nlen = copy(q.name[:], name)
 	c := &m.ent[i]
 	c.token, c.data, c.len, c.namelen = tok, Addr(data), uint32(len(data)), uint32(len(name))
 	copy(c.name[:], name)
-	atomic.StoreUint32(&m.count, m.count+1)
-	m.release()
+	b.run.count++
 	return true
 }
 
-// QueueEnd ends a run of Queue calls: the rings' pressure is looked at once for all of them. It
-// returns how many records the program holds now. A consumer method.
+// QueueBegin starts a run of Queue calls: it takes the box's lock until QueueEnd (the library's
+// receives wait meanwhile; the engine takes nothing else of the box's under it). false when no
+// box is attached: Queue then queues nothing. A consumer method.
+func (in *Inbox) QueueBegin() bool {
+	b := &in.bx
+	m := b.mem.Load()
+	if m == nil {
+		return false
+	}
+	m.acquire()
+	b.run.m, b.run.count = m, m.count
+	return true
+}
+
+// QueueEnd ends a run of Queue calls: the library sees the records queued, and the rings'
+// pressure is looked at once for all of them. It returns how many records the program holds
+// now. A consumer method.
 func (in *Inbox) QueueEnd() int {
+	b := &in.bx
+	if m := b.run.m; m != nil {
+		atomic.StoreUint32(&m.count, b.run.count)
+		m.release()
+		b.run.m = nil
+	}
 	in.pressure()
 	return in.heldNow
 }

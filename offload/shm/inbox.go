@@ -52,8 +52,10 @@ type Inbox struct {
 	holdTab   []holdEntry // records the program holds (hold.go)
 	holdFree  int32       // first free entry of holdTab, -1: none
 	heldNow   int
-	zombies   []*ring  // detached rings kept mapped for their held records
-	bx        boxState // records queued for the preload library, its deferred frees (hold_box.go)
+	// genNext..genEnd: the hold numbers this inbox took from holdGen and has not used yet
+	genNext, genEnd uint32
+	zombies         []*ring  // detached rings kept mapped for their held records
+	bx              boxState // records queued for the preload library, its deferred frees (hold_box.go)
 
 	// Shared with Pending and the wake methods.
 	list    atomic.Pointer[[]*ring] // copy of rings for Pending

@@ -219,12 +219,13 @@ func (o *Outlet) send(name []byte, bufs [][]byte, total int, kind byte) (wake bo
 	if err := p.put(name, bufs, total, kind); err != nil {
 		return false, err
 	}
-	if needWake(o.spinners, nil, o.wakePending) {
+	wake = needWake(o.spinners, nil, o.wakePending)
+	if wake {
 		p.s.wakes++
 		atomic.StoreUint64(p.wakesp, p.s.wakes)
-		return true, nil
 	}
-	return false, nil
+	p.s.count(total, wake)
+	return wake, nil
 }
 
 // Closed reports whether the inbox was closed by its owner (or our ring detached by it, or the

@@ -125,6 +125,21 @@ func (s *prodState) setStats(tx *[2]uint64, wake *uint64) {
 	s.release()
 }
 
+// count adds a datagram of n bytes sent (and a wake-up) to the statistics ring's words CountInto
+// gave; s's lock is held. Every writer of those words holds it (the library's sends too), so the
+// additions need no locked instruction; the stores are atomic for the readers.
+func (s *prodState) count(n int, wake bool) {
+	if s.stTx != 0 {
+		tx := (*[2]uint64)(*(*unsafe.Pointer)(unsafe.Pointer(&s.stTx)))
+		atomic.StoreUint64(&tx[0], atomic.LoadUint64(&tx[0])+1)
+		atomic.StoreUint64(&tx[1], atomic.LoadUint64(&tx[1])+uint64(n))
+	}
+	if wake && s.stWake != 0 {
+		w := (*uint64)(*(*unsafe.Pointer)(unsafe.Pointer(&s.stWake)))
+		atomic.StoreUint64(w, atomic.LoadUint64(w)+1)
+	}
+}
+
 // acquire takes the state's spin lock; the C side holds it for one record's copy at most.
 func (s *prodState) acquire() {
 	for i := 0; !atomic.CompareAndSwapUint32(&s.lock, 0, 1); i++ {

@@ -133,6 +133,11 @@ void goxio_rsend_seen(const void *buf, size_t n, const struct sockaddr *to, sock
 
 static inline uint64_t *word(uint64_t base, unsigned off) { return (uint64_t *)(uintptr_t)(base + off); }
 
+/* bump adds n to a counter whose writers all hold one lock. */
+static inline void bump(uint64_t *w, uint64_t n) {
+	__atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
 /* rec_size is the ring space a record of n payload bytes takes (offload/shm recSize). */
 static inline uint64_t rec_size(uint64_t n) {
 	return (GOXIO_RING_HDR + n + GOXIO_RING_ALIGN - 1) & ~(uint64_t)(GOXIO_RING_ALIGN - 1);
@@ -210,15 +215,20 @@ static int put(struct goxio_prod *p, const struct goxio_txroute *r, const void *
 		p->wakes++;
 		__atomic_store_n(word(ring, GOXIO_RING_WAKES), p->wakes, __ATOMIC_RELAXED);
 	}
+	/* the ring's statistics: every writer holds p's lock (Outlet.send counts there too), so
+	 * plain additions, stored atomically for the readers */
 	if (p->st_tx != 0) {
-		__atomic_add_fetch(word(p->st_tx, 0), 1, __ATOMIC_RELAXED);
-		__atomic_add_fetch(word(p->st_tx, 8), n, __ATOMIC_RELAXED);
+		bump(word(p->st_tx, 0), 1);
+		bump(word(p->st_tx, 8), n);
 	}
 	if (*wake && p->st_wake != 0)
-		__atomic_add_fetch(word(p->st_wake, 0), 1, __ATOMIC_RELAXED);
+		bump(word(p->st_wake, 0), 1);
 	ok = 1;
 out:
-	__atomic_exchange_n(word(ring, GOXIO_RING_BUSY), 0, __ATOMIC_SEQ_CST);
+	/* a release store: nothing of the receiver's is loaded after it in this send, and the next
+	 * one begins with the exchange above (offload/shm wake.go: plain stores where nothing of the
+	 * other side is loaded next) */
+	__atomic_store_n(word(ring, GOXIO_RING_BUSY), 0, __ATOMIC_RELEASE);
 	return ok;
 }
 
@@ -255,7 +265,9 @@ int goxio_rsend(int fd, const void *buf, size_t n, int flags, const struct socka
 	spin_lock(&p->lock);
 	if (p->open && p->epoch == r.epoch)
 		ok = put(p, &r, buf, n, &wake);
-	spin_unlock(&p->lock);
+	/* a release store: the engine's side of the lock (prodState.acquire) needs no more */
+	__atomic_store_n(&p->lock, 0, __ATOMIC_RELEASE);
+	goxio_sig_undefer();
 	if (!ok)
 		return 0;
 	__atomic_add_fetch(word(r.sock_tx, 0), 1, __ATOMIC_RELAXED);

@@ -71,6 +71,7 @@ func (u *UDP) prefetch(fd int, h *transport.Held) {
 		return
 	}
 	bytes := 0
+	in.QueueBegin()
 	for h.Queued < transport.MaxQueued {
 		name, data, err := in.PeekRings()
 		if err != nil || len(name) != unix.SizeofSockaddrInet4 && len(name) != unix.SizeofSockaddrInet6 || len(data) == 0 ||
