@@ -275,6 +275,8 @@ struct goxio_txroute {
 	uint64_t key;         /* the destination's ksend key (ksend.c); 0: no route */
 	uint32_t peer;        /* 1: sends that name no destination go there too (the connected peer) */
 	uint32_t max;         /* the largest payload the ring takes for it */
+	uint32_t family;      /* the family of the address the program named (the kernel judges another) */
+	uint32_t pad_;
 	uint64_t gen;         /* the discovery directory's generation the route was made at */
 	uint64_t prod;        /* address of the outlet's struct goxio_prod */
 	uint64_t epoch;       /* the outlet's epoch in it */

@@ -101,6 +101,7 @@ func ringRoute(fd int, r *shmtr.TxRoute) {
 		c.peer = 1
 	}
 	c.max = C.uint32_t(r.Max)
+	c.family = C.uint32_t(r.Family)
 	c.gen = C.uint64_t(r.Gen)
 	c.prod = C.uint64_t(r.Prod)
 	c.epoch = C.uint64_t(r.Epoch)

@@ -254,7 +254,7 @@ int goxio_rsend(int fd, const void *buf, size_t n, int flags, const struct socka
 	if (!goxio_pages_ok(&tx_pages, buf, n))
 		return 0;
 	struct goxio_txroute r;
-	if (!rs_read(s, &r) || (to != NULL ? key != r.key : !r.peer) || n > r.max)
+	if (!rs_read(s, &r) || (to != NULL ? key != r.key || to->sa_family != r.family : !r.peer) || n > r.max)
 		return 0;
 	if (__atomic_load_n(word(r.gate, 0), __ATOMIC_ACQUIRE) != r.gate_val ||
 	    __atomic_load_n(word(r.kcount, 0), __ATOMIC_ACQUIRE) != r.kseen || !goxio_ksend_gen_is(r.gen) ||

@@ -4,7 +4,8 @@
  * after good ones (EFAULT); a send the kernel makes (MSG_DONTROUTE) between ring ones (order);
  * a send larger than UDP allows (EMSGSIZE); shutdown for writing (EPIPE); a connected socket
  * connected elsewhere, and its receiver closed (ECONNREFUSED); an fd number that names another
- * socket after a close; dup'd fds; the receiver's source address as it sees it. */
+ * socket after a close; dup'd fds; a dual-stack socket naming one receiver in both families; the
+ * receiver's source address as it sees it. */
 #include "common.h"
 #include <sys/mman.h>
 
@@ -102,6 +103,21 @@ int main(void)
 	E("write to a closed receiver", write(c, "x", 1), 1, 0);
 	usleep(20000);
 	E("write after the port unreachable", write(c, "y", 1), -1, ECONNREFUSED);
+
+	/* a dual-stack AF_INET6 socket: a v4-mapped destination, then the same as a sockaddr_in (the
+	 * kernel takes both), then mapped again: one receiver, the order kept */
+	int s6 = socket(AF_INET6, SOCK_DGRAM, 0);
+	struct sockaddr_in6 any6 = addr6("::", 0), m6 = addr6("::ffff:127.0.0.1", rp);
+	if (s6 < 0 || bind(s6, (struct sockaddr *)&any6, sizeof any6) != 0)
+		die("bind [::]");
+	for (int i = 0; i < 6; i++) {
+		char b[4] = {'v', (char)('0' + i), 0};
+		long w = i == 3 ? sendto(s6, b, 2, 0, (struct sockaddr *)&ra, sizeof ra)
+				: sendto(s6, b, 2, 0, (struct sockaddr *)&m6, sizeof m6);
+		E(i == 3 ? "sendto sockaddr_in from AF_INET6" : "sendto v4-mapped", w, 2, 0);
+	}
+	drain("r got from s6", r, port_of(s6));
+	close(s6);
 
 	/* shut for writing */
 	sendto_n(s, rp, "e", 0, 2);

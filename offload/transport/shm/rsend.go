@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sys/unix"
+
 	ring "github.com/goxio/goxio/offload/shm"
 	"github.com/goxio/goxio/offload/transport"
 )
@@ -26,6 +28,7 @@ import (
 // TxRoute is a route as the library takes it.
 type TxRoute struct {
 	Dst     netip.AddrPort // the destination as the program names it
+	Family  int            // the family of the address the program named (AF_INET6 for a mapped one)
 	Peer    bool           // sends naming no destination (the connected peer's) take it too
 	Max     int            // the largest payload
 	Gen     uint64         // the directory's generation it was made at
@@ -43,9 +46,10 @@ type TxRoute struct {
 
 // txState is the socket's side of the library's sends: its gate and the route last handed over.
 type txState struct {
-	mu   sync.Mutex
-	gate ring.Gate
-	shut bool
+	mu    sync.Mutex
+	gate  ring.Gate
+	shut  bool
+	sends int // ring sends through the engine so far, up to the one that hands over
 	// last is what was handed over last: the route, its fd, the kernel count it carried, the
 	// outlet's epoch; a send that finds the same hands nothing over.
 	last struct {
@@ -71,6 +75,12 @@ func (u *UDP) handOver(c *transport.Call, r *route, kseen uint64) {
 	t := &u.tx
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.sends < 1 {
+		// a socket's first ring send hands nothing over: a socket per request (one send, its
+		// answer, close) would pay the hand-over and the gate for no send of the library's
+		t.sends++
+		return
+	}
 	if t.shut || (t.last.r == r && t.last.fd == c.FD && t.last.kseen == kseen && t.last.epoch == epoch && t.last.peer == peer) {
 		return
 	}
@@ -82,8 +92,12 @@ func (u *UDP) handOver(c *transport.Call, r *route, kseen uint64) {
 		t.gate = g
 	}
 	gate, val := t.gate.Addr()
+	family := unix.AF_INET
+	if r.dst.Addr().Is6() {
+		family = unix.AF_INET6 // a sockaddr_in6, a v4-mapped one too: the same key as its sockaddr_in
+	}
 	u.env.p.RingRoute(c.FD, &TxRoute{
-		Dst: r.dst, Peer: peer, Max: maxUDPPayload, Gen: r.gen, Prod: prod, Epoch: epoch, Gate: gate, GateVal: val,
+		Dst: r.dst, Family: family, Peer: peer, Max: maxUDPPayload, Gen: r.gen, Prod: prod, Epoch: epoch, Gate: gate, GateVal: val,
 		KCount: u.KernelTx, KSeen: kseen, SockTx: u.TxRing, Ringer: u.env.ringerFD(), Bell: r.bell.sa[:r.bell.len],
 		Name: r.name[:r.nameLen],
 	})
