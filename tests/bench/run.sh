@@ -76,7 +76,8 @@
 #   BENCH_MUX_TIME         seconds per client run of the multiplexer tests (default 1)
 #   BENCH_PROG_TIME        seconds of each iperf3 (-t) and wrk (-d) client run (default 3)
 #   BENCH_REDIS_N          requests per redis-benchmark test (default 100000)
-#   BENCH_DEADLINE         seconds the whole run may take before it stops with an error (default 1200)
+#   BENCH_DEADLINE         seconds the whole run may take before it stops with an error (default 2400:
+#                          a whole run took 1,200 s before its last section on 2026-11-30)
 #   BENCH_PORT             first TCP/UDP port on 127.0.0.1 the servers use (default 17100)
 #   BENCH_VETH_REPS, BENCH_VETH_PIN, BENCH_VETH_VARIANTS: part 6, see tests/bench/veth.sh
 #   BENCH_CHURN_ROUNDS     rounds per churn client run (default 1000)
@@ -107,7 +108,7 @@ UL_TIME=${BENCH_UL_TIME:-6}
 MUX_TIME=${BENCH_MUX_TIME:-1}
 PROG_TIME=${BENCH_PROG_TIME:-3}
 REDIS_N=${BENCH_REDIS_N:-100000}
-DEADLINE=${BENCH_DEADLINE:-1200}
+DEADLINE=${BENCH_DEADLINE:-2400}
 PORT=${BENCH_PORT:-17100}
 REPORT=${BENCH_REPORT:-$HERE/REPORT.md}
 SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout,capture,ipv6,kpass,zcopy,placement
