@@ -288,15 +288,14 @@ func (o *Outlet) Stats() RingStats {
 }
 
 // Producer returns where the preload library finds this outlet's producer state (shim/goxio.h,
-// struct goxio_prod) and the epoch that names this outlet in it; 0, 0 once closed.
+// struct goxio_prod) and the epoch that names this outlet in it; 0, 0 once closed. The epoch
+// changes only at Close, under o.mu.
 func (o *Outlet) Producer() (addr uintptr, epoch uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.p == nil {
 		return 0, 0
 	}
-	o.p.s.acquire()
-	defer o.p.s.release()
 	return o.p.s.addr(), o.p.s.epoch
 }
 

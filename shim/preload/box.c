@@ -23,32 +23,14 @@
 #include "vma.h"
 
 #include <sched.h>
-#include <stdlib.h>
 #include <string.h>
 
-/* Boxes by fd: a table of BOX_CHUNK pointers per chunk, chunks made on demand; a box is made when
- * the engine first wants one for the fd and kept for the fd number (the engine detaches it from a
- * socket before the number can name another one). */
-#define BOX_CHUNK 1024
-GOXIO_COLD static struct goxio_zbox **box_chunks[GOXIO_FDT_SIZE / BOX_CHUNK];
-static pthread_mutex_t box_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Boxes by fd: a box is made when the engine first wants one for the fd and kept for the fd
+ * number (the engine detaches it from a socket before the number can name another one). */
+GOXIO_COLD static void **boxes_chunks[GOXIO_FD_SLOTS];
+static struct goxio_fd_slots boxes = {.chunks = boxes_chunks, .size = sizeof(struct goxio_zbox), .mu = PTHREAD_MUTEX_INITIALIZER};
 
-struct goxio_zbox *box_of(int fd, int make) {
-	if ((unsigned)fd >= GOXIO_FDT_SIZE)
-		return NULL;
-	struct goxio_zbox **chunk = __atomic_load_n(&box_chunks[fd / BOX_CHUNK], __ATOMIC_ACQUIRE);
-	struct goxio_zbox *b = chunk ? __atomic_load_n(&chunk[fd % BOX_CHUNK], __ATOMIC_ACQUIRE) : NULL;
-	if (b != NULL || !make)
-		return b;
-	pthread_mutex_lock(&box_mu);
-	chunk = box_chunks[fd / BOX_CHUNK];
-	if (chunk == NULL && (chunk = calloc(BOX_CHUNK, sizeof *chunk)) != NULL)
-		__atomic_store_n(&box_chunks[fd / BOX_CHUNK], chunk, __ATOMIC_RELEASE);
-	if (chunk != NULL && (b = chunk[fd % BOX_CHUNK]) == NULL && (b = calloc(1, sizeof *b)) != NULL)
-		__atomic_store_n(&chunk[fd % BOX_CHUNK], b, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&box_mu);
-	return b;
-}
+struct goxio_zbox *box_of(int fd, int make) { return goxio_fd_slot(&boxes, fd, make); }
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)

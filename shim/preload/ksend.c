@@ -267,13 +267,16 @@ void goxio_ksend_learn(const struct sockaddr *dst, socklen_t len) {
 		ks_port_free(dst, key);
 }
 
-int goxio_ksend_no_receiver(const struct sockaddr *dst, socklen_t len, int flags) {
+uint64_t goxio_ksend_page_key(const struct sockaddr *dst, socklen_t len) {
 	uintptr_t a = (uintptr_t)dst;
-	if (dst == NULL || (flags & ~GOXIO_KSEND_FLAGS) != 0 ||
-	    len < (socklen_t)sizeof(struct sockaddr_in) || len > (socklen_t)sizeof(struct sockaddr_in6) ||
+	if (dst == NULL || len < (socklen_t)sizeof(struct sockaddr_in) || len > (socklen_t)sizeof(struct sockaddr_in6) ||
 	    a >> 12 != ks_page || (a + len - 1) >> 12 != ks_page)
 		return 0;
-	uint64_t key = ks_key_of(dst, len);
+	return ks_key_of(dst, len);
+}
+
+int goxio_ksend_no_receiver(const struct sockaddr *dst, socklen_t len, int flags) {
+	uint64_t key = (flags & ~GOXIO_KSEND_FLAGS) == 0 ? goxio_ksend_page_key(dst, len) : 0;
 	return key != 0 && __atomic_load_n(ks_capture, __ATOMIC_RELAXED) == 0 && ks_cached(key);
 }
 
@@ -337,7 +340,6 @@ uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, socklen_t len,
 	if ((unsigned)fd >= GOXIO_FDT_SIZE)
 		return NULL;
 	uint64_t *ctr = __atomic_load_n(&ks_fd[fd], __ATOMIC_ACQUIRE);
-	uintptr_t a = (uintptr_t)to;
 	if (ctr == NULL || (flags & ~GOXIO_KSEND_FLAGS) != 0)
 		return NULL;
 	uint64_t key;
@@ -345,10 +347,8 @@ uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, socklen_t len,
 		/* A send naming no destination: the connected peer's (none: the engine answers). */
 		if ((key = __atomic_load_n(&ks_peer[fd], __ATOMIC_ACQUIRE)) == 0)
 			return NULL;
-	} else {
-		if (len < (socklen_t)sizeof(struct sockaddr_in) || len > (socklen_t)sizeof(struct sockaddr_in6) ||
-		    a >> 12 != ks_page || (a + len - 1) >> 12 != ks_page || (key = ks_key_of(to, len)) == 0)
-			return NULL;
+	} else if ((key = goxio_ksend_page_key(to, len)) == 0) {
+		return NULL;
 	}
 	if (__atomic_load_n(&ks_dir_gen, __ATOMIC_ACQUIRE) == NULL || __atomic_load_n(ks_capture, __ATOMIC_RELAXED) != 0)
 		return NULL;
@@ -368,11 +368,6 @@ void goxio_ksend_count(uint64_t *ctr, long r, int err) {
 	} else {
 		__atomic_add_fetch(&ctr[3], 1, __ATOMIC_RELAXED);
 	}
-}
-
-int goxio_ksend_page_ok(const void *p, socklen_t len) {
-	uintptr_t a = (uintptr_t)p;
-	return p != NULL && len > 0 && a >> 12 == ks_page && (a + len - 1) >> 12 == ks_page;
 }
 
 int goxio_ksend_gen_is(uint64_t gen) {

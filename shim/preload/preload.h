@@ -221,9 +221,10 @@ GOXIO_HIDDEN void goxio_ksend_drop(int fd);
 GOXIO_HIDDEN void goxio_ksend_peer(int fd, const struct sockaddr *peer, socklen_t len);
 /* goxio_ksend_fds counts the fds that may take the shortcut: sendto looks only while it is not 0. */
 GOXIO_HIDDEN extern volatile int goxio_ksend_fds;
-/* goxio_ksend_page_ok: len bytes at p lie on the page of the last destination address a send of
- * this thread read safely (no system call: any other address answers 0). */
-GOXIO_HIDDEN int goxio_ksend_page_ok(const void *p, socklen_t len);
+/* goxio_ksend_page_key is the cache's key of dst (goxio_ksend_key) when dst is a sockaddr_in or
+ * sockaddr_in6 on the page of the last destination address a send of this thread read safely; 0
+ * otherwise (no system call: any other address answers 0). */
+GOXIO_HIDDEN uint64_t goxio_ksend_page_key(const struct sockaddr *dst, socklen_t len);
 /* goxio_ksend_gen_is: the engine's discovery directory is at generation gen. */
 GOXIO_HIDDEN int goxio_ksend_gen_is(uint64_t gen);
 
@@ -240,6 +241,19 @@ GOXIO_HIDDEN void goxio_rsend_seen(const void *buf, size_t n, const struct socka
 GOXIO_HIDDEN void goxio_rsend_set(int fd, const struct goxio_txroute *route, const struct sockaddr *dst, socklen_t len);
 GOXIO_HIDDEN void goxio_rsend_drop(int fd);
 GOXIO_HIDDEN extern volatile int goxio_rsend_fds;
+
+/* goxio_fd_slots: an object of size bytes per fd, made on demand (chunks of GOXIO_FD_SLOTS_CHUNK
+ * pointers, then the object, both zeroed) and never freed (fdslots.c); chunks is an array of
+ * GOXIO_FD_SLOTS chunk pointers (zeroed: GOXIO_COLD memory). goxio_fd_slot returns fd's object,
+ * making it with make (NULL when there is none, or no memory); lock-free when it exists. */
+#define GOXIO_FD_SLOTS_CHUNK 1024
+#define GOXIO_FD_SLOTS (GOXIO_FDT_SIZE / GOXIO_FD_SLOTS_CHUNK)
+struct goxio_fd_slots {
+	void ***chunks;
+	size_t size;
+	pthread_mutex_t mu;
+};
+GOXIO_HIDDEN void *goxio_fd_slot(struct goxio_fd_slots *t, int fd, int make);
 
 /* goxio_pages: a thread's set of the program's pages (number + 1; 0: none) that the engine read
  * or wrote for it, the most recent GOXIO_PAGES of them (box.c's receives, rsend.c's sends). A

@@ -37,7 +37,6 @@
 #include "ring_layout.h"
 
 #include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 
@@ -57,28 +56,14 @@ struct rs_slot {
 	struct goxio_txroute r;
 };
 
-/* Routes by fd: chunks of RS_CHUNK slot pointers made on demand, a slot kept for the fd number
- * (never freed: a reader may hold it). */
-#define RS_CHUNK 1024
-GOXIO_COLD static struct rs_slot **rs_chunks[GOXIO_FDT_SIZE / RS_CHUNK];
+/* Routes by fd (kept for the fd number, never freed: a reader may hold one). rs_mu serializes
+ * the writers of the routes. */
+GOXIO_COLD static void **routes_chunks[GOXIO_FD_SLOTS];
+static struct goxio_fd_slots routes = {.chunks = routes_chunks, .size = sizeof(struct rs_slot), .mu = PTHREAD_MUTEX_INITIALIZER};
 static pthread_mutex_t rs_mu = PTHREAD_MUTEX_INITIALIZER;
 volatile int goxio_rsend_fds;
 
-static struct rs_slot *rs_of(int fd, int make) {
-	if ((unsigned)fd >= GOXIO_FDT_SIZE)
-		return NULL;
-	struct rs_slot **chunk = __atomic_load_n(&rs_chunks[fd / RS_CHUNK], __ATOMIC_ACQUIRE);
-	struct rs_slot *s = chunk ? __atomic_load_n(&chunk[fd % RS_CHUNK], __ATOMIC_ACQUIRE) : NULL;
-	if (s != NULL || !make)
-		return s;
-	/* rs_mu is held by the caller */
-	chunk = rs_chunks[fd / RS_CHUNK];
-	if (chunk == NULL && (chunk = calloc(RS_CHUNK, sizeof *chunk)) != NULL)
-		__atomic_store_n(&rs_chunks[fd / RS_CHUNK], chunk, __ATOMIC_RELEASE);
-	if (chunk != NULL && (s = chunk[fd % RS_CHUNK]) == NULL && (s = calloc(1, sizeof *s)) != NULL)
-		__atomic_store_n(&chunk[fd % RS_CHUNK], s, __ATOMIC_RELEASE);
-	return s;
-}
+static struct rs_slot *rs_of(int fd, int make) { return goxio_fd_slot(&routes, fd, make); }
 
 /* rs_write stores r (NULL: no route) into s; rs_mu is held. */
 static void rs_write(struct rs_slot *s, const struct goxio_txroute *r) {
@@ -149,17 +134,23 @@ static inline uint64_t rec_word(uint64_t len, uint64_t namelen, uint64_t kind, u
 	       (uint64_t)(uint32_t)(pos / GOXIO_RING_ALIGN) << 32;
 }
 
+/* charge is what used unread bytes and one more record of rec bytes cost in a receive-buffer
+ * limit (offload/shm producer.fits). */
+static inline uint64_t charge(uint64_t used, uint64_t rec) {
+	return used + used / rec * GOXIO_RING_SKB_OVERHEAD + rec + GOXIO_RING_SKB_OVERHEAD;
+}
+
 /* fits is the producer's receive-buffer check (offload/shm producer.fits); p's lock is held. */
 static int fits(struct goxio_prod *p, uint64_t n, uint64_t limit) {
 	uint64_t rec = rec_size(n), used = p->tail - p->head_cache;
-	if (used + used / rec * GOXIO_RING_SKB_OVERHEAD + rec + GOXIO_RING_SKB_OVERHEAD <= limit)
+	if (charge(used, rec) <= limit)
 		return 1;
 	uint64_t h = __atomic_load_n(word(p->ring, GOXIO_RING_HEAD), __ATOMIC_ACQUIRE);
 	if (h > p->tail || p->tail - h > p->capacity || h < p->head_cache)
 		return 0; /* the engine reports the corruption */
 	p->head_cache = h;
 	used = p->tail - h;
-	return used == 0 || used + used / rec * GOXIO_RING_SKB_OVERHEAD + rec + GOXIO_RING_SKB_OVERHEAD <= limit;
+	return used == 0 || charge(used, rec) <= limit;
 }
 
 /* put appends one data record (name, n bytes at buf) to p's ring and publishes it, as the
@@ -249,7 +240,7 @@ int goxio_rsend(int fd, const void *buf, size_t n, int flags, const struct socka
 	if (s == NULL || (flags & ~RS_FLAGS) != 0 || goxio_sig_depth != 0 || !goxio_active())
 		return 0;
 	uint64_t key = 0;
-	if (to != NULL && (!goxio_ksend_page_ok(to, tolen) || (key = goxio_ksend_key(to, tolen)) == 0))
+	if (to != NULL && (key = goxio_ksend_page_key(to, tolen)) == 0)
 		return 0;
 	if (!goxio_pages_ok(&tx_pages, buf, n))
 		return 0;

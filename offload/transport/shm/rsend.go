@@ -67,11 +67,6 @@ func (u *UDP) handOver(c *transport.Call, r *route, kseen uint64) {
 		(c.Op != transport.OpSendto && c.Op != transport.OpWrite) || r.bell.len > maxBell {
 		return
 	}
-	peer := c.Op == transport.OpWrite || c.A[3] == 0
-	prod, epoch := r.out.Producer()
-	if prod == 0 {
-		return
-	}
 	t := &u.tx
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -81,7 +76,10 @@ func (u *UDP) handOver(c *transport.Call, r *route, kseen uint64) {
 		t.sends++
 		return
 	}
-	if t.shut || (t.last.r == r && t.last.fd == c.FD && t.last.kseen == kseen && t.last.epoch == epoch && t.last.peer == peer) {
+	peer := c.Op == transport.OpWrite || c.A[3] == 0
+	prod, epoch := r.out.Producer()
+	if t.shut || prod == 0 ||
+		(t.last.r == r && t.last.fd == c.FD && t.last.kseen == kseen && t.last.epoch == epoch && t.last.peer == peer) {
 		return
 	}
 	if gp, _ := t.gate.Addr(); gp == 0 {

@@ -101,7 +101,7 @@ func (u *UDP) send(c *transport.Call) (n int, errno syscall.Errno, viaOS bool) {
 		u.ringTx.Add(1)
 		if capture.On() {
 			capture.UDP(capture.ShmUDP, capture.Out, c.FD, r.peer, r.src, dst, bufs, total)
-		} else if !ctl {
+		} else {
 			u.handOver(c, r, kseen)
 		}
 		if wake {
