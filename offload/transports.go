@@ -128,6 +128,7 @@ func (e *Engine) offloadUDPLocked(s *Socket) {
 		u.KernelTx = &w[0]
 	}
 	u.TxRing = st.TxRingWords()
+	u.RxKernel = st.RxKernelWords()
 	s.setTransportLocked(u, transport.KindSHM)
 }
 

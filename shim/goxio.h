@@ -165,6 +165,16 @@ struct goxio_zbox {
 	uint32_t nfree;
 	uint64_t freed[GOXIO_ZBOX_FREES];
 	struct goxio_zent ent[GOXIO_ZBOX_ENTRIES];
+	/* Kernel read (offload/shm/hold_box_kread.go): while kread is 1, the box attached and the
+	 * inbox's sender generation (*kgenp, a word of the inbox's mapping, readable while the box is
+	 * attached) still kgen, no sender has a ring to the socket: a plain receive reads the kernel
+	 * socket without entering the engine and counts into krx (the statistics slot's kernel
+	 * receive words: packets, bytes, EAGAIN, errors). Written by the engine under lock. */
+	uint32_t kread;
+	uint32_t kpad_;
+	uint64_t kgen;
+	const volatile uint64_t *kgenp;
+	uint64_t *krx;
 };
 
 /* The rest of select's arguments: tv (select, updated with the time left as Linux does) or ts

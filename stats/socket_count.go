@@ -155,6 +155,18 @@ func (s *Socket) TxKernelWords() *[4]uint64 {
 	return (*[4]uint64)(s.slot.Load()[i : i+4])
 }
 
+// RxKernelWords returns the slot's kernel twins of CtrRxPackets, CtrRxBytes, CtrRxEAGAIN and
+// CtrRxErrors, for a writer outside Go (the library's receiving trampoline, which reads some
+// datagrams from the kernel socket without the engine). Valid as TxKernelWords' are; nil for a
+// nil Socket.
+func (s *Socket) RxKernelWords() *[4]uint64 {
+	if s == nil {
+		return nil
+	}
+	i := counterIndex(CtrRxPackets, true)
+	return (*[4]uint64)(s.slot.Load()[i : i+4])
+}
+
 // TxRingWords returns the slot's words that count sends through the socket's transport (not the
 // kernel): packets, then bytes, for a writer outside Go that adds to them atomically (the preload
 // library's own ring sends); nil on a nil *Socket. Valid as TxKernelWords' are.

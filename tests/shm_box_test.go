@@ -1,10 +1,12 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -49,6 +51,47 @@ func TestShmBoxRecv(t *testing.T) {
 	}
 	if want := 8 + rounds*burst + burst; received != want {
 		t.Errorf("statistics: %d datagrams received, want %d\n%s", received, want, b)
+	}
+	h.requireClean()
+}
+
+// TestShmKernelRead: plain receives on a ring socket whose datagrams come through the kernel
+// (senders without goxio) read the kernel socket without entering the engine
+// (shim/preload/box.c, rx_kread), and answer as the kernel does: tests/shm/kread.c prints the
+// same transcript with and without the library (a bad buffer's EFAULT that loses the datagram,
+// MSG_TRUNC, EAGAIN, a goxio sender's ring datagrams mixed in, each sender's in order) but for
+// its engine calls, which are none; the statistics count every kernel datagram once.
+func TestShmKernelRead(t *testing.T) {
+	h := newShmHarness(t)
+	const rounds = 400
+	final := filepath.Join(t.TempDir(), "final")
+	plain := shmProgRun(t, "kread", os.Environ(), strconv.Itoa(rounds))
+	out := shmProgRun(t, "kread", h.env("VMA_STATS_FILE="+final), strconv.Itoa(rounds))
+	for k, v := range plain {
+		if strings.HasSuffix(k, " calls") {
+			if out[k] < 0 {
+				t.Fatal("goxio_thread_engine_calls not found in the library")
+			}
+			if out[k] != 0 {
+				t.Errorf("%s: %d engine calls for %d datagrams from the kernel, want 0", k, out[k], rounds/4)
+			}
+			continue
+		}
+		if out[k] != v {
+			t.Errorf("%s: %d under goxio, %d without", k, out[k], v)
+		}
+	}
+	if plain["recvfrom got"] != rounds/4 || plain["mixed got"] != 400 || plain["mixed disorder"] != 0 {
+		t.Fatalf("the program's own run without goxio: %v", plain)
+	}
+	b, err := os.ReadFile(final)
+	if err != nil {
+		t.Fatalf("VMA_STATS_FILE: %v", err)
+	}
+	// 4 warm-up datagrams, the rounds, the one after the bad buffer, 2 truncated, the kernel
+	// sender's 200 of the mixed run; the bad buffer's EFAULT is an error.
+	if want := fmt.Sprintf("Rx OS info: %d / %d / 0 / 1 [", (4+rounds+3+200)*64/1024, 4+rounds+3+200); !strings.Contains(string(b), want) {
+		t.Errorf("final statistics lack %q:\n%s", want, b)
 	}
 	h.requireClean()
 }

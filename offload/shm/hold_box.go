@@ -278,6 +278,7 @@ func (m *boxMem) resetLocked(attached uint32) {
 	m.front, m.head = 0, 0
 	atomic.StoreUint32(&m.count, 0)
 	atomic.StoreUint32(&m.nfree, 0)
+	atomic.StoreUint32(&m.kread, 0)
 	atomic.StoreUint32(&m.attached, attached)
 }
 

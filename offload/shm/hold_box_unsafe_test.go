@@ -5,7 +5,21 @@ import (
 	"sync/atomic"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
+
+// cBox returns a zeroed box outside Go memory, as the preload library's: the inbox keeps its
+// address as a uintptr, which a box on a goroutine's stack would not survive (the stack moves
+// when it grows). Never unmapped, as the library's: an inbox closed at cleanup still detaches it.
+func cBox(t *testing.T) *boxMem {
+	t.Helper()
+	b, err := unix.Mmap(-1, 0, int(unsafe.Sizeof(boxMem{})), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return (*boxMem)(unsafe.Pointer(&b[0]))
+}
 
 // TestBoxLayout: boxMem has struct goxio_zbox's layout (shim/goxio.h; vma_records.c asserts the
 // same offsets on the C side).
@@ -21,6 +35,9 @@ func TestBoxLayout(t *testing.T) {
 		{"nfree", unsafe.Offsetof(m.nfree), 28}, {"freed", unsafe.Offsetof(m.freed), 32},
 		{"ent", unsafe.Offsetof(m.ent), 32 + 8*BoxFrees}, {"ent size", unsafe.Sizeof(m.ent[0]), 56},
 		{"name", unsafe.Offsetof(m.ent[0].name), 24},
+		{"kread", unsafe.Offsetof(m.kread), 32 + 8*BoxFrees + 56*BoxEntries}, {"kgen", unsafe.Offsetof(m.kgen), 32 + 8*BoxFrees + 56*BoxEntries + 8},
+		{"kgenp", unsafe.Offsetof(m.kgenp), 32 + 8*BoxFrees + 56*BoxEntries + 16}, {"krx", unsafe.Offsetof(m.krx), 32 + 8*BoxFrees + 56*BoxEntries + 24},
+		{"size", unsafe.Sizeof(m), 32 + 8*BoxFrees + 56*BoxEntries + 32},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s at %d, want %d", c.name, c.got, c.want)
@@ -75,7 +92,7 @@ func TestBoxQueue(t *testing.T) {
 			t.Fatalf("send %d: %v", seq, err)
 		}
 	}
-	mem := new(boxMem)
+	mem := cBox(t)
 	p := uintptr(unsafe.Pointer(mem))
 	d0, h0 := peekHold(t, in)
 	if _, s, _ := checkRecord(d0); s != 0 {
@@ -184,7 +201,7 @@ func TestBoxUrgent(t *testing.T) {
 	in := mustInbox(t, dir, "urgent", 4)
 	o := mustDial(t, dir, "urgent", MinRingBytes)
 	buf := make([]byte, 1000)
-	mem := new(boxMem)
+	mem := cBox(t)
 	p := uintptr(unsafe.Pointer(mem))
 	var toks []uint64
 	for seq := uint64(0); mem.urgent == 0; seq++ {
@@ -236,4 +253,65 @@ func queueRun(t *testing.T, in *Inbox, n int) {
 		}
 	}
 	in.QueueEnd()
+}
+
+// cKernelRead is the preload library's look before it reads the kernel socket itself (box.c,
+// rx_kread): the box attached and armed, and the inbox's sender generation still the armed one.
+func cKernelRead(m *boxMem) bool {
+	m.acquire()
+	defer m.release()
+	return m.attached != 0 && m.kread != 0 && m.kgenp != 0 &&
+		atomic.LoadUint64((*uint64)(*(*unsafe.Pointer)(unsafe.Pointer(&m.kgenp)))) == m.kgen // the inbox's mapping, not Go memory
+}
+
+// TestBoxKernelRead: the box lets the library read the kernel socket first while no sender has a
+// ring to the inbox, and stops as soon as one registers (before its first record), when the
+// engine disarms it, and when the inbox closes.
+func TestBoxKernelRead(t *testing.T) {
+	dir := testDir(t)
+	in := mustInbox(t, dir, "kread", 4)
+	mem := cBox(t)
+	p := uintptr(unsafe.Pointer(mem))
+	var rx [4]uint64
+	if in.ArmKernelRead(p, 5, nil) || in.ArmKernelRead(0, 5, &rx) {
+		t.Fatal("armed without counters or a box")
+	}
+	if !in.ArmKernelRead(p, 5, &rx) || !cKernelRead(mem) || mem.krx != uintptr(unsafe.Pointer(&rx)) {
+		t.Fatal("not armed with no ring")
+	}
+	if !in.ArmKernelRead(p, 5, &rx) || in.ArmKernelRead(p, 6, &rx) {
+		t.Fatal("arming again: refused for its own fd, or taken by another fd")
+	}
+	in.DisarmKernelRead()
+	if cKernelRead(mem) {
+		t.Fatal("still armed after DisarmKernelRead")
+	}
+	if !in.ArmKernelRead(p, 5, &rx) {
+		t.Fatal("not armed again")
+	}
+	o := mustDial(t, dir, "kread", MinRingBytes)
+	if cKernelRead(mem) {
+		t.Fatal("a sender registered a ring: the library still reads the kernel first")
+	}
+	if in.ArmKernelRead(p, 5, &rx) {
+		t.Fatal("armed with a registered ring not yet attached")
+	}
+	in.Refresh()
+	if in.ArmKernelRead(p, 5, &rx) || cKernelRead(mem) {
+		t.Fatal("armed with a ring attached")
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	in.Refresh()
+	in.Refresh()
+	if !in.ArmKernelRead(p, 5, &rx) || !cKernelRead(mem) {
+		t.Fatalf("not armed once the sender's ring went (rings %d)", len(*in.list.Load()))
+	}
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if cKernelRead(mem) || mem.attached != 0 {
+		t.Fatal("armed or attached after Close")
+	}
 }

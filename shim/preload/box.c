@@ -249,6 +249,50 @@ static int box_copy(int fd, struct goxio_zbox *b, const struct rx_call *rc, long
 	return 1;
 }
 
+/* rx_kread serves the receive (op, z's arguments) from fd's kernel socket when box b says that no
+ * sender has a ring to the socket (offload/shm/hold_box_kread.go) and a datagram or an error is
+ * there: 1 with the result in *ret, counted as the engine counts a kernel receive. 0 when the box
+ * does not say so, a capture may run (it records the kernel path's datagrams too), or the kernel
+ * socket has nothing (EAGAIN: the engine waits on the rings and the kernel socket). The kernel
+ * reads the program's memory itself: a bad buffer is its EFAULT, as without goxio. */
+static int rx_kread(int fd, int op, const struct goxio_zcopy *z, struct goxio_zbox *b, long *ret) {
+	if (!__atomic_load_n(&b->kread, __ATOMIC_ACQUIRE) || goxio_ksend_capturing())
+		return 0;
+	uint64_t *ctr = NULL;
+	box_lock(b);
+	if (b->attached && b->kread && b->kgenp != NULL && __atomic_load_n(b->kgenp, __ATOMIC_ACQUIRE) == b->kgen)
+		ctr = b->krx;
+	box_unlock(b);
+	if (ctr == NULL)
+		return 0;
+	int saved = errno;
+	ssize_t r;
+	switch (op) {
+	case GOXIO_OP_READ:
+		r = REAL(recvfrom)(fd, z->buf, z->len, MSG_DONTWAIT, NULL, NULL);
+		break;
+	case GOXIO_OP_RECVFROM:
+		r = REAL(recvfrom)(fd, z->buf, z->len, z->flags | MSG_DONTWAIT, z->from, z->fromlen);
+		break;
+	case GOXIO_OP_RECVMSG:
+		r = REAL(recvmsg)(fd, z->buf, z->flags | MSG_DONTWAIT);
+		break;
+	default:
+		return 0;
+	}
+	if (r >= 0) {
+		__atomic_add_fetch(&ctr[0], 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&ctr[1], (uint64_t)r, __ATOMIC_RELAXED);
+	} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		errno = saved;
+		return 0;
+	} else {
+		__atomic_add_fetch(&ctr[3], 1, __ATOMIC_RELAXED);
+	}
+	*ret = r;
+	return 1;
+}
+
 /* rx_serve serves rc (op, and z's arguments for the engine) from fd's box or through the engine;
  * see goxio_box_recv. */
 static int rx_serve(int fd, int op, const struct rx_call *rc, struct goxio_zcopy *z, long *ret) {
@@ -260,6 +304,8 @@ static int rx_serve(int fd, int op, const struct rx_call *rc, struct goxio_zcopy
 		return 0;
 	struct goxio_zbox *b = box_of(fd, 0);
 	if (b != NULL && rc->iovcnt <= RX_IOVS && box_copy(fd, b, rc, ret))
+		return 1;
+	if (b != NULL && rx_kread(fd, op, z, b, ret))
 		return 1;
 	if (wait != 0) {
 		__atomic_store_n(&rx_wait[fd], wait - 1, __ATOMIC_RELAXED);

@@ -32,7 +32,9 @@
 _Static_assert(sizeof(struct vma_packet_t) == 16 && sizeof(struct vma_packets_t) == 8, "VMA packet layout");
 _Static_assert(sizeof(struct goxio_zcopy) == 80, "struct goxio_zcopy as offload/zcopy_unsafe.go reads it");
 _Static_assert(sizeof(struct goxio_zent) == 56 && offsetof(struct goxio_zbox, freed) == 32 &&
-		       offsetof(struct goxio_zbox, ent) == 32 + 8 * GOXIO_ZBOX_FREES,
+		       offsetof(struct goxio_zbox, ent) == 32 + 8 * GOXIO_ZBOX_FREES &&
+		       offsetof(struct goxio_zbox, kread) == 32 + 8 * GOXIO_ZBOX_FREES + 56 * GOXIO_ZBOX_ENTRIES &&
+		       offsetof(struct goxio_zbox, krx) == offsetof(struct goxio_zbox, kread) + 24,
 	       "struct goxio_zbox as offload/shm/hold_box_unsafe.go reads it");
 
 /* ---- held records ---- */

@@ -20,6 +20,7 @@ func (u *UDP) HandOver() [][2][]byte {
 	defer u.rxmu.Unlock()
 	var out [][2][]byte
 	u.spill.Begin() // ended by SetSpill or GiveUp
+	u.kernelReadOff()
 	in.Seal()
 	in.Refresh()
 	for len(out) < maxHandOver {

@@ -133,6 +133,7 @@ func (u *UDP) Join(fd int, group, source netip.Addr) {
 			return
 		}
 		u.pktinfoOn.Store(true)
+		u.kernelReadOff()
 	}
 	u.joins = append(u.joins, join{group: group, source: source})
 	if u.lazy.Load() {
@@ -215,6 +216,7 @@ func (u *UDP) snapJoinsLocked() {
 		s[i] = joinKey{j.group, j.source}
 	}
 	u.joinSnap.Store(&s)
+	u.kernelReadOff()
 }
 
 // admits reports whether the socket's joins admit a datagram from src to group.
@@ -580,6 +582,7 @@ func (u *UDP) ipOptionSet(fd, level, name int) {
 			u.pktinfoOn.Store(false)
 			if len(u.joins) > 0 && unix.SetsockoptInt(fd, level, name, 1) == nil {
 				u.pktinfoOn.Store(true)
+				u.kernelReadOff()
 			}
 		}
 	}

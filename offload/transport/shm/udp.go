@@ -40,7 +40,11 @@ type UDP struct {
 	// TxRing, when set, is the statistics slot's ring tx packets and bytes words, which the
 	// library's own ring sends count into (rsend.go). Memory as KernelTx's.
 	TxRing *[2]uint64
-	tx     txState // the library's own ring sends (rsend.go)
+	// RxKernel, when set, is the statistics slot's kernel receive packets, bytes, EAGAIN and
+	// errors words, which the library's own kernel reads count into (kread.go). Memory as
+	// KernelTx's.
+	RxKernel *[4]uint64
+	tx       txState // the library's own ring sends (rsend.go)
 
 	mu    sync.Mutex // guards the fields below and changes of inbox
 	local netip.AddrPort
@@ -349,6 +353,7 @@ func (u *UDP) giveUpLocked(r transport.Reason) {
 	}
 	u.gaveUp = r
 	u.kernelOnly.Store(true)
+	u.kernelReadOff()
 	u.shutTx(false)
 	if u.published {
 		u.pub.Withdraw()

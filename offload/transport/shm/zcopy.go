@@ -49,8 +49,12 @@ func (u *UDP) Prefetch(fd int, h *transport.Held) bool {
 	defer u.exit()
 	// Most receives of a request-response exchange find nothing after their datagram: a look at
 	// the record words (loads only) spares them the receive lock and the rings' walk.
-	if in := u.inbox.Load(); in != nil && in.Pending() {
-		u.prefetch(fd, h)
+	if in := u.inbox.Load(); in != nil {
+		if in.Pending() {
+			u.prefetch(fd, h)
+		} else {
+			u.kernelReadOn(fd, h, in)
+		}
 	}
 	return true
 }

@@ -1,0 +1,168 @@
+/* kread: plain receives on a ring socket whose datagrams all come through the kernel read the
+ * kernel socket without entering goxio's engine (shim/preload/box.c, rx_kread), and behave as
+ * the kernel's receives do.
+ *
+ *   kread ROUNDS
+ *
+ * One process: a UDP socket r on 127.0.0.1 (a ring socket under goxio) and a kernel socket k
+ * the library never sees (made and used through syscall(2)). ROUNDS rounds of one 64-byte
+ * datagram from k, each received with one kind of plain receive in turn (recvfrom with an
+ * address, recv, read, recvmsg with an address); then the kernel's answers to a receive into a
+ * bad buffer, a receive with MSG_TRUNC into a short one and a non-blocking receive with nothing
+ * there; then a goxio sender s (which moves to a ring after its first datagrams) and k
+ * interleaved, received in each sender's order. It prints "KIND got=G", "KIND bad=B", "KIND
+ * calls=C" (the calls this thread made into the engine during those receives,
+ * goxio_thread_engine_calls; -1 without the library), and one line per edge case, the same with
+ * and without goxio but for the calls. Any failure: "error ..." and exit status 1. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "progs.h"
+
+static void fill(unsigned char *m, int seq, int tag) {
+	memcpy(m, &seq, sizeof seq);
+	memcpy(m + 4, &tag, sizeof tag);
+	for (int i = 8; i < 64; i++)
+		m[i] = (unsigned char)(seq * 7 + i);
+}
+
+static int port(int s) {
+	struct sockaddr_in a;
+	socklen_t l = sizeof a;
+	if (getsockname(s, (struct sockaddr *)&a, &l) < 0)
+		die("getsockname");
+	return ntohs(a.sin_port);
+}
+
+/* ksend sends m through the kernel socket k, which the library never sees. */
+static void ksend(int k, const void *m, size_t n, const struct sockaddr_in *to) {
+	if (syscall(SYS_sendto, k, m, n, 0, to, sizeof *to) != (long)n)
+		die("kernel sendto");
+}
+
+int main(int argc, char **argv) {
+	progs_init();
+	if (argc != 2)
+		return 2;
+	int rounds = atoi(argv[1]);
+	int r = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in any = lo(0);
+	if (r < 0 || bind(r, (struct sockaddr *)&any, sizeof any) < 0)
+		die("socket");
+	int k = (int)syscall(SYS_socket, AF_INET, SOCK_DGRAM, 0);
+	if (k < 0 || syscall(SYS_bind, k, &any, sizeof any) < 0)
+		die("kernel socket");
+	struct sockaddr_in kname;
+	socklen_t kl = sizeof kname;
+	if (syscall(SYS_getsockname, k, &kname, &kl) < 0)
+		die("kernel getsockname");
+	struct sockaddr_in to = lo(port(r));
+	for (int i = 0; i < 4; i++) {
+		char b[8];
+		ksend(k, "w", 1, &to);
+		if (recv(r, b, sizeof b, 0) != 1)
+			die("warm-up");
+	}
+	const char *kinds[4] = {"recvfrom", "recv", "read", "recvmsg"};
+	long got[4] = {0}, calls_in[4] = {0}, bad[4] = {0};
+	for (int seq = 0; seq < rounds; seq++) {
+		int kind = seq % 4;
+		unsigned char m[128], want[64];
+		struct sockaddr_in from;
+		socklen_t fl = sizeof from;
+		long n;
+		fill(want, seq, 1);
+		ksend(k, want, 64, &to);
+		memset(&from, 0, sizeof from);
+		long before = calls();
+		if (kind == 0)
+			n = recvfrom(r, m, sizeof m, 0, (struct sockaddr *)&from, &fl);
+		else if (kind == 1)
+			n = recv(r, m, sizeof m, 0);
+		else if (kind == 2)
+			n = read(r, m, sizeof m);
+		else {
+			struct iovec iov = {m, sizeof m};
+			struct msghdr mh = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov, .msg_iovlen = 1};
+			n = recvmsg(r, &mh, 0);
+			fl = mh.msg_namelen;
+			if (mh.msg_flags != 0)
+				bad[kind]++;
+		}
+		calls_in[kind] += calls() - before;
+		if (n < 0)
+			die(kinds[kind]);
+		got[kind]++;
+		if (n != 64 || memcmp(m, want, 64) != 0 ||
+		    ((kind == 0 || kind == 3) && (fl != sizeof from || from.sin_port != kname.sin_port)))
+			bad[kind]++;
+	}
+	for (int i = 0; i < 4; i++)
+		printf("%s got=%ld\n%s bad=%ld\n%s calls=%ld\n", kinds[i], got[i], kinds[i], bad[i], kinds[i],
+		       engine_calls ? calls_in[i] : -1);
+
+	/* A bad buffer: EFAULT, and the datagram is gone (the next receive gets the one after). */
+	unsigned char m[128];
+	fill(m, 1000, 2);
+	ksend(k, m, 64, &to);
+	fill(m, 1001, 2);
+	ksend(k, m, 64, &to);
+	errno = 0;
+	long n = recv(r, (void *)16, 64, 0);
+	int e = errno;
+	long n2 = recv(r, m, sizeof m, 0);
+	int seq2;
+	memcpy(&seq2, m, sizeof seq2);
+	printf("efault ret=%ld\nefault errno=%d\nefault next=%d\n", n, n < 0 ? e : 0, n2 == 64 ? seq2 : -1);
+	/* MSG_TRUNC into 10 bytes: the datagram's length; recvmsg says MSG_TRUNC. */
+	ksend(k, m, 64, &to);
+	ksend(k, m, 64, &to);
+	printf("trunc ret=%ld\n", (long)recv(r, m, 10, MSG_TRUNC));
+	struct iovec iov = {m, 10};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	n = recvmsg(r, &mh, 0);
+	printf("trunc msgret=%ld\ntrunc msgflags=%d\n", n, (mh.msg_flags & MSG_TRUNC) != 0);
+	/* Nothing there: EAGAIN without waiting. */
+	errno = 0;
+	n = recv(r, m, sizeof m, MSG_DONTWAIT);
+	printf("empty ret=%ld\nempty eagain=%d\n", n, n < 0 && errno == EAGAIN);
+
+	/* A goxio sender joins: its datagrams (through the kernel, then its ring) and k's,
+	 * interleaved, each sender's in order. */
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	if (s < 0 || bind(s, (struct sockaddr *)&any, sizeof any) < 0)
+		die("sender");
+	int next[2] = {0, 0}, disorder = 0, total = 0;
+	for (int i = 0; i < 200; i++) {
+		unsigned char d[64];
+		fill(d, i, 3);
+		if (sendto(s, d, 64, 0, (struct sockaddr *)&to, sizeof to) != 64)
+			die("goxio sendto");
+		fill(d, i, 4);
+		ksend(k, d, 64, &to);
+		for (int j = 0; j < 2; j++) {
+			if ((n = recv(r, m, sizeof m, 0)) != 64)
+				die("mixed recv");
+			int sq, tag;
+			memcpy(&sq, m, sizeof sq);
+			memcpy(&tag, m + 4, sizeof tag);
+			if (tag != 3 && tag != 4)
+				die("mixed: a datagram of neither sender");
+			if (sq != next[tag - 3]++)
+				disorder++;
+			total++;
+		}
+	}
+	printf("mixed got=%d\nmixed disorder=%d\n", total, disorder);
+	close(s);
+	close(r); /* VMA_STATS_FILE gets each socket's counters at its close */
+	return 0;
+}
