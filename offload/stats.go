@@ -43,6 +43,9 @@ func (s *Socket) publishLocked() {
 func (s *Socket) setNonblock(on bool) {
 	s.nonblock.Store(on)
 	s.st.SetBlocking(!on)
+	if w, ok := s.transport().(transport.NonblockWatcher); ok {
+		w.NonblockChanged()
+	}
 }
 
 func statsTransport(k transport.Kind) stats.Transport {

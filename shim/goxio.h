@@ -169,9 +169,10 @@ struct goxio_zbox {
 	 * inbox's sender generation (*kgenp, a word of the inbox's mapping, readable while the box is
 	 * attached) still kgen, no sender has a ring to the socket: a plain receive reads the kernel
 	 * socket without entering the engine and counts into krx (the statistics slot's kernel
-	 * receive words: packets, bytes, EAGAIN, errors). Written by the engine under lock. */
+	 * receive words: packets, bytes, EAGAIN, errors); knb: the socket is non-blocking (an empty
+	 * kernel socket is then the receive's EAGAIN). Written by the engine under lock. */
 	uint32_t kread;
-	uint32_t kpad_;
+	uint32_t knb;
 	uint64_t kgen;
 	const volatile uint64_t *kgenp;
 	uint64_t *krx;

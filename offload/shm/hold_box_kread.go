@@ -19,11 +19,12 @@ import "sync/atomic"
 
 // ArmKernelRead attaches the box at p (fd's, as UseBox) and lets the library's plain receives on
 // fd read the kernel socket first while no sender has a ring to the inbox; they count into rx
-// (the socket's kernel receive packets, bytes, EAGAIN and errors words). False, and nothing
+// (the socket's kernel receive packets, bytes, EAGAIN and errors words); with nonblock (the
+// socket's O_NONBLOCK) they answer EAGAIN themselves when the kernel socket is empty. False, and nothing
 // armed, while any ring is attached or registered, records wait in the box or with the inbox,
 // or the box is not the inbox's to use. The caller disarms it whenever the kernel socket is not
 // to be read first (DisarmKernelRead). A consumer method.
-func (in *Inbox) ArmKernelRead(p uintptr, fd int, rx *[4]uint64) bool {
+func (in *Inbox) ArmKernelRead(p uintptr, fd int, rx *[4]uint64, nonblock bool) bool {
 	if p == 0 || rx == nil || !in.enter() {
 		return false
 	}
@@ -33,17 +34,22 @@ func (in *Inbox) ArmKernelRead(p uintptr, fd int, rx *[4]uint64) bool {
 		return false
 	}
 	m := boxAt(p)
-	if atomic.LoadUint32(&m.kread) == 1 && in.bx.mem.Load() == m && in.bx.fd == fd && atomic.LoadUint64(&m.kgen) == gen {
+	if atomic.LoadUint32(&m.kread) == 1 && in.bx.mem.Load() == m && in.bx.fd == fd && atomic.LoadUint64(&m.kgen) == gen &&
+		atomic.LoadUint32(&m.knb) == b2u(nonblock) {
 		return true // armed since: the common case, no lock
 	}
 	if in.UseBox(p, fd) == 0 {
 		return false
 	}
 	m.acquire()
-	m.armKernel(in.genp, gen, rx)
+	m.armKernel(in.genp, gen, rx, nonblock)
 	m.release()
 	return true
 }
+
+// RingsAttached reports whether any sender's ring is attached to the inbox: a look that needs no
+// lock, before ArmKernelRead (safe from any goroutine).
+func (in *Inbox) RingsAttached() bool { return len(*in.list.Load()) != 0 }
 
 // DisarmKernelRead makes the library's plain receives enter the engine again (safe from any
 // goroutine).

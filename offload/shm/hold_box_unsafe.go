@@ -37,7 +37,7 @@ type boxMem struct {
 	ent      [BoxEntries]boxEnt
 	// kernel read (hold_box_kread.go)
 	kread uint32
-	_     uint32
+	knb   uint32
 	kgen  uint64
 	kgenp uintptr // *uint64 in the inbox's mapping
 	krx   uintptr // *[4]uint64 in the statistics slot
@@ -65,14 +65,16 @@ func (m *boxMem) acquire() {
 func (m *boxMem) release() { atomic.StoreUint32(&m.lock, 0) }
 
 // armKernel lets the library's plain receives read the kernel socket first while *genp, the
-// inbox's sender generation, is gen (hold_box_kread.go); they count into rx. m's lock is held.
+// inbox's sender generation, is gen (hold_box_kread.go); they count into rx and, for a
+// non-blocking socket, answer EAGAIN themselves. m's lock is held.
 //
 // Invariant: genp lies in the inbox's mapping, which Close unmaps only after closeBox detached the
 // box under its lock, and the library reads *genp only under that lock with the box attached;
 // rx are statistics words that stay valid memory for the process's life
 // (stats.Socket.RxKernelWords). Neither is Go heap memory that could move or go.
-func (m *boxMem) armKernel(genp *uint64, gen uint64, rx *[4]uint64) {
+func (m *boxMem) armKernel(genp *uint64, gen uint64, rx *[4]uint64, nonblock bool) {
 	m.kgen = gen
+	m.knb = b2u(nonblock)
 	m.kgenp = uintptr(unsafe.Pointer(genp))
 	m.krx = uintptr(unsafe.Pointer(rx))
 	atomic.StoreUint32(&m.kread, 1)

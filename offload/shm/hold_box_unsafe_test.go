@@ -35,7 +35,8 @@ func TestBoxLayout(t *testing.T) {
 		{"nfree", unsafe.Offsetof(m.nfree), 28}, {"freed", unsafe.Offsetof(m.freed), 32},
 		{"ent", unsafe.Offsetof(m.ent), 32 + 8*BoxFrees}, {"ent size", unsafe.Sizeof(m.ent[0]), 56},
 		{"name", unsafe.Offsetof(m.ent[0].name), 24},
-		{"kread", unsafe.Offsetof(m.kread), 32 + 8*BoxFrees + 56*BoxEntries}, {"kgen", unsafe.Offsetof(m.kgen), 32 + 8*BoxFrees + 56*BoxEntries + 8},
+		{"kread", unsafe.Offsetof(m.kread), 32 + 8*BoxFrees + 56*BoxEntries}, {"knb", unsafe.Offsetof(m.knb), 32 + 8*BoxFrees + 56*BoxEntries + 4},
+		{"kgen", unsafe.Offsetof(m.kgen), 32 + 8*BoxFrees + 56*BoxEntries + 8},
 		{"kgenp", unsafe.Offsetof(m.kgenp), 32 + 8*BoxFrees + 56*BoxEntries + 16}, {"krx", unsafe.Offsetof(m.krx), 32 + 8*BoxFrees + 56*BoxEntries + 24},
 		{"size", unsafe.Sizeof(m), 32 + 8*BoxFrees + 56*BoxEntries + 32},
 	} {
@@ -273,31 +274,34 @@ func TestBoxKernelRead(t *testing.T) {
 	mem := cBox(t)
 	p := uintptr(unsafe.Pointer(mem))
 	var rx [4]uint64
-	if in.ArmKernelRead(p, 5, nil) || in.ArmKernelRead(0, 5, &rx) {
+	if in.ArmKernelRead(p, 5, nil, false) || in.ArmKernelRead(0, 5, &rx, false) {
 		t.Fatal("armed without counters or a box")
 	}
-	if !in.ArmKernelRead(p, 5, &rx) || !cKernelRead(mem) || mem.krx != uintptr(unsafe.Pointer(&rx)) {
+	if !in.ArmKernelRead(p, 5, &rx, false) || !cKernelRead(mem) || mem.krx != uintptr(unsafe.Pointer(&rx)) {
 		t.Fatal("not armed with no ring")
 	}
-	if !in.ArmKernelRead(p, 5, &rx) || in.ArmKernelRead(p, 6, &rx) {
+	if !in.ArmKernelRead(p, 5, &rx, false) || in.ArmKernelRead(p, 6, &rx, false) {
 		t.Fatal("arming again: refused for its own fd, or taken by another fd")
+	}
+	if !in.ArmKernelRead(p, 5, &rx, true) || mem.knb != 1 || !in.ArmKernelRead(p, 5, &rx, false) || mem.knb != 0 {
+		t.Fatal("O_NONBLOCK not armed as given")
 	}
 	in.DisarmKernelRead()
 	if cKernelRead(mem) {
 		t.Fatal("still armed after DisarmKernelRead")
 	}
-	if !in.ArmKernelRead(p, 5, &rx) {
+	if !in.ArmKernelRead(p, 5, &rx, false) {
 		t.Fatal("not armed again")
 	}
 	o := mustDial(t, dir, "kread", MinRingBytes)
 	if cKernelRead(mem) {
 		t.Fatal("a sender registered a ring: the library still reads the kernel first")
 	}
-	if in.ArmKernelRead(p, 5, &rx) {
+	if in.ArmKernelRead(p, 5, &rx, false) {
 		t.Fatal("armed with a registered ring not yet attached")
 	}
 	in.Refresh()
-	if in.ArmKernelRead(p, 5, &rx) || cKernelRead(mem) {
+	if in.ArmKernelRead(p, 5, &rx, false) || cKernelRead(mem) {
 		t.Fatal("armed with a ring attached")
 	}
 	if err := o.Close(); err != nil {
@@ -305,7 +309,7 @@ func TestBoxKernelRead(t *testing.T) {
 	}
 	in.Refresh()
 	in.Refresh()
-	if !in.ArmKernelRead(p, 5, &rx) || !cKernelRead(mem) {
+	if !in.ArmKernelRead(p, 5, &rx, false) || !cKernelRead(mem) {
 		t.Fatalf("not armed once the sender's ring went (rings %d)", len(*in.list.Load()))
 	}
 	if err := in.Close(); err != nil {

@@ -161,6 +161,13 @@ type Holder interface {
 	Unbox(fd int)
 }
 
+// NonblockWatcher is what a transport that lets the preload library answer some receives itself
+// needs to hear of (shared-memory UDP: its kernel reads, which answer EAGAIN without the engine
+// for a non-blocking socket): the socket's O_NONBLOCK changed (fcntl, ioctl FIONBIO).
+type NonblockWatcher interface {
+	NonblockChanged()
+}
+
 // Precounter is what a transport that counts datagrams as received before a receive takes them
 // (those it queues in a box, counted at Prefetch or ReceiveHeld) offers: TakePrecounted reports,
 // once per such datagram a receive of the engine took after all, that the engine must not count

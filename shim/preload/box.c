@@ -251,17 +251,21 @@ static int box_copy(int fd, struct goxio_zbox *b, const struct rx_call *rc, long
 
 /* rx_kread serves the receive (op, z's arguments) from fd's kernel socket when box b says that no
  * sender has a ring to the socket (offload/shm/hold_box_kread.go) and a datagram or an error is
- * there: 1 with the result in *ret, counted as the engine counts a kernel receive. 0 when the box
- * does not say so, a capture may run (it records the kernel path's datagrams too), or the kernel
- * socket has nothing (EAGAIN: the engine waits on the rings and the kernel socket). The kernel
- * reads the program's memory itself: a bad buffer is its EFAULT, as without goxio. */
+ * there, or the call does not wait (MSG_DONTWAIT, or the box says the socket is non-blocking):
+ * 1 with the result in *ret, counted as a kernel receive. 0 when the box does not say so, a
+ * capture may run (it records the kernel path's datagrams too), or a call that waits finds the
+ * kernel socket empty (the engine waits on the rings and the kernel socket). The kernel reads the
+ * program's memory itself: a bad buffer is its EFAULT, as without goxio. */
 static int rx_kread(int fd, int op, const struct goxio_zcopy *z, struct goxio_zbox *b, long *ret) {
 	if (!__atomic_load_n(&b->kread, __ATOMIC_ACQUIRE) || goxio_ksend_capturing())
 		return 0;
 	uint64_t *ctr = NULL;
+	int nowait = (z->flags & MSG_DONTWAIT) != 0;
 	box_lock(b);
-	if (b->attached && b->kread && b->kgenp != NULL && __atomic_load_n(b->kgenp, __ATOMIC_ACQUIRE) == b->kgen)
+	if (b->attached && b->kread && b->kgenp != NULL && __atomic_load_n(b->kgenp, __ATOMIC_ACQUIRE) == b->kgen) {
 		ctr = b->krx;
+		nowait |= b->knb != 0;
+	}
 	box_unlock(b);
 	if (ctr == NULL)
 		return 0;
@@ -284,8 +288,11 @@ static int rx_kread(int fd, int op, const struct goxio_zcopy *z, struct goxio_zb
 		__atomic_add_fetch(&ctr[0], 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&ctr[1], (uint64_t)r, __ATOMIC_RELAXED);
 	} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-		errno = saved;
-		return 0;
+		if (!nowait) {
+			errno = saved;
+			return 0;
+		}
+		__atomic_add_fetch(&ctr[2], 1, __ATOMIC_RELAXED);
 	} else {
 		__atomic_add_fetch(&ctr[3], 1, __ATOMIC_RELAXED);
 	}

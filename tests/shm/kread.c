@@ -8,8 +8,9 @@
  * the library never sees (made and used through syscall(2)). ROUNDS rounds of one 64-byte
  * datagram from k, each received with one kind of plain receive in turn (recvfrom with an
  * address, recv, read, recvmsg with an address); then the kernel's answers to a receive into a
- * bad buffer, a receive with MSG_TRUNC into a short one and a non-blocking receive with nothing
- * there; then a goxio sender s (which moves to a ring after its first datagrams) and k
+ * bad buffer, a receive with MSG_TRUNC into a short one, a non-blocking receive with nothing
+ * there (MSG_DONTWAIT, then O_NONBLOCK: "nonblock calls" the engine calls of 100 such), and a
+ * blocking one again (it waits for its SO_RCVTIMEO); then a goxio sender s (which moves to a ring after its first datagrams) and k
  * interleaved, received in each sender's order. It prints "KIND got=G", "KIND bad=B", "KIND
  * calls=C" (the calls this thread made into the engine during those receives,
  * goxio_thread_engine_calls; -1 without the library), and one line per edge case, the same with
@@ -22,7 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "progs.h"
@@ -134,6 +138,36 @@ int main(int argc, char **argv) {
 	errno = 0;
 	n = recv(r, m, sizeof m, MSG_DONTWAIT);
 	printf("empty ret=%ld\nempty eagain=%d\n", n, n < 0 && errno == EAGAIN);
+
+	/* O_NONBLOCK: an empty socket answers EAGAIN at once, without the engine once a receive
+	 * armed it; back to blocking, a receive waits (its SO_RCVTIMEO) again. */
+	int fl = fcntl(r, F_GETFL);
+	if (fl < 0 || fcntl(r, F_SETFL, fl | O_NONBLOCK) < 0)
+		die("O_NONBLOCK");
+	for (int i = 0; i < 20; i++) { /* a plain receive asks the engine again within 17 (box.c) */
+		ksend(k, m, 64, &to);
+		if (recv(r, m, sizeof m, 0) != 64)
+			die("non-blocking recv");
+	}
+	long before = calls(), eagain = 0;
+	for (int i = 0; i < 100; i++)
+		eagain += recv(r, m, sizeof m, 0) < 0 && errno == EAGAIN;
+	printf("nonblock eagain=%ld\nnonblock calls=%ld\n", eagain, engine_calls ? calls() - before : -1);
+	if (fcntl(r, F_SETFL, fl) < 0)
+		die("blocking again");
+	struct timeval tv = {0, 100000};
+	if (setsockopt(r, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0)
+		die("SO_RCVTIMEO");
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	errno = 0;
+	n = recv(r, m, sizeof m, 0);
+	e = errno;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	long waited = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	printf("blocking ret=%ld\nblocking eagain=%d\nblocking waited=%d\n", n, n < 0 && e == EAGAIN, waited >= 80);
+	tv.tv_usec = 0;
+	setsockopt(r, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 
 	/* A goxio sender joins: its datagrams (through the kernel, then its ring) and k's,
 	 * interleaved, each sender's in order. */

@@ -6,6 +6,8 @@ import (
 	"github.com/goxio/goxio/offload/transport"
 )
 
+var _ transport.NonblockWatcher = (*UDP)(nil)
+
 // Kernel reads without the engine (offload/shm hold_box_kread.go, shim/preload/box.c): after a
 // plain receive that left the rings empty, the socket's box may tell the preload library that no
 // sender has a ring to the socket, so its next plain receives read the kernel socket first
@@ -21,11 +23,11 @@ import (
 // disarms it (kernelReadOff) after its own store, and this looks again after arming: one of
 // the two sees the other.
 func (u *UDP) kernelReadOn(fd int, h *transport.Held, in *ring.Inbox) {
-	if u.RxKernel == nil || !u.kernelReadable() {
-		return
+	if in.RingsAttached() || u.RxKernel == nil || !u.kernelReadable() {
+		return // a ring socket's receives: no lock taken
 	}
 	u.rxmu.Lock()
-	armed := in.ArmKernelRead(h.Box, fd, u.RxKernel)
+	armed := in.ArmKernelRead(h.Box, fd, u.RxKernel, u.nonblock())
 	u.rxmu.Unlock()
 	if armed && !u.kernelReadable() {
 		in.DisarmKernelRead()
@@ -38,6 +40,10 @@ func (u *UDP) kernelReadable() bool {
 	return !u.kernelOnly.Load() && !u.spill.Left() && !u.kernelFirst.Load() && u.joinSnap.Load() == nil &&
 		!u.pktinfoOn.Load() && !capture.On()
 }
+
+// NonblockChanged disarms the box: the library answers EAGAIN itself only for the socket's
+// O_NONBLOCK as it was armed with; the next receive that enters the engine arms it again.
+func (u *UDP) NonblockChanged() { u.kernelReadOff() }
 
 // kernelReadOff makes the library's plain receives enter the engine again; called after the
 // store that ends a condition of kernelReadable.
