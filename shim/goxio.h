@@ -170,7 +170,8 @@ struct goxio_zbox {
 	 * attached) still kgen, no sender has a ring to the socket: a plain receive reads the kernel
 	 * socket without entering the engine and counts into krx (the statistics slot's kernel
 	 * receive words: packets, bytes, EAGAIN, errors); knb: the socket is non-blocking (an empty
-	 * kernel socket is then the receive's EAGAIN). Written by the engine under lock. */
+	 * kernel socket is then the receive's EAGAIN). Written by the engine under lock; the library
+	 * clears kread, under lock, when it finds the generation moved. */
 	uint32_t kread;
 	uint32_t knb;
 	uint64_t kgen;

@@ -265,6 +265,10 @@ static int rx_kread(int fd, int op, const struct goxio_zcopy *z, struct goxio_zb
 	if (b->attached && b->kread && b->kgenp != NULL && __atomic_load_n(b->kgenp, __ATOMIC_ACQUIRE) == b->kgen) {
 		ctr = b->krx;
 		nowait |= b->knb != 0;
+	} else {
+		/* a sender registered (or the box went): the next receives skip the lock until the
+		 * engine arms the box again */
+		__atomic_store_n(&b->kread, 0, __ATOMIC_RELAXED);
 	}
 	box_unlock(b);
 	if (ctr == NULL)
