@@ -25,27 +25,12 @@
 
 #include "progs.h"
 
-static void fill(unsigned char *m, int seq, int round) {
-	memcpy(m, &seq, sizeof seq);
-	memcpy(m + 4, &round, sizeof round);
-	for (int i = 8; i < 64; i++)
-		m[i] = (unsigned char)(seq * 7 + i);
-}
-
 static int bound(void) {
 	int s = socket(AF_INET, SOCK_DGRAM, 0);
 	struct sockaddr_in a = lo(0);
 	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0)
 		die("socket");
 	return s;
-}
-
-static int port(int s) {
-	struct sockaddr_in a;
-	socklen_t l = sizeof a;
-	if (getsockname(s, (struct sockaddr *)&a, &l) < 0)
-		die("getsockname");
-	return ntohs(a.sin_port);
 }
 
 int main(int argc, char **argv) {
@@ -55,7 +40,7 @@ int main(int argc, char **argv) {
 	int rounds = atoi(argv[1]), burst = atoi(argv[2]);
 	int r = bound(), s = bound(), big = 4 << 20;
 	setsockopt(r, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-	struct sockaddr_in to = lo(port(r)), back = lo(port(s));
+	struct sockaddr_in to = lo(local_port(r)), back = lo(local_port(s));
 	for (int i = 0; i < 4; i++) {
 		char b[8];
 		if (sendto(s, "w", 1, 0, (struct sockaddr *)&to, sizeof to) != 1 || recv(r, b, sizeof b, 0) != 1 ||
@@ -69,7 +54,7 @@ int main(int argc, char **argv) {
 		int k = round % 4;
 		for (int i = 0; i < burst; i++) {
 			unsigned char m[64];
-			fill(m, seq + i, round);
+			fill64(m, seq + i, round);
 			if (sendto(s, m, sizeof m, 0, (struct sockaddr *)&to, sizeof to) != sizeof m)
 				die("sendto");
 		}
@@ -79,22 +64,12 @@ int main(int argc, char **argv) {
 			struct sockaddr_in from;
 			socklen_t fl = sizeof from;
 			long n;
+			int mf;
 			memset(&from, 0, sizeof from);
-			if (k == 0)
-				n = recvfrom(r, m, sizeof m, 0, (struct sockaddr *)&from, &fl);
-			else if (k == 1)
-				n = recv(r, m, sizeof m, 0);
-			else if (k == 2)
-				n = read(r, m, sizeof m);
-			else {
-				struct iovec iov = {m, sizeof m};
-				struct msghdr mh = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov, .msg_iovlen = 1};
-				n = recvmsg(r, &mh, 0);
-				fl = mh.msg_namelen;
-			}
+			n = recv_kind(r, k, m, sizeof m, &from, &fl, &mf);
 			if (n < 0)
 				die(kinds[k]);
-			fill(want, seq, round);
+			fill64(want, seq, round);
 			got[k]++;
 			if (n != 64 || memcmp(m, want, 64) != 0 ||
 			    ((k == 0 || k == 3) && (fl != sizeof from || from.sin_port != back.sin_port)))
@@ -109,7 +84,7 @@ int main(int argc, char **argv) {
 	 * the engine serves, the box's datagrams first */
 	for (int i = 0; i < burst; i++) {
 		unsigned char m[64];
-		fill(m, seq + i, rounds);
+		fill64(m, seq + i, rounds);
 		if (sendto(s, m, sizeof m, 0, (struct sockaddr *)&to, sizeof to) != sizeof m)
 			die("sendto");
 	}

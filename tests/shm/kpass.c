@@ -126,14 +126,6 @@ static int bound_udp(int port) {
 	return r;
 }
 
-static int port_of(int s) {
-	struct sockaddr_in a;
-	socklen_t l = sizeof a;
-	if (getsockname(s, (struct sockaddr *)&a, &l) != 0)
-		die("getsockname");
-	return ntohs(a.sin_port);
-}
-
 /* spread sends three datagrams to a free port from a new socket, then one to each of min(n, 200)
  * other free ports, counting the engine calls of the latter. */
 static void spread(int n) {
@@ -144,7 +136,7 @@ static void spread(int n) {
 		n = 200;
 	for (int i = 0; i <= n; i++) {
 		int q = bound_udp(0);
-		ports[i] = port_of(q);
+		ports[i] = local_port(q);
 		close(q);
 	}
 	int s = socket(AF_INET, SOCK_DGRAM, 0);
@@ -177,7 +169,7 @@ static void udp(int port, int n) {
 	connected("connected", port, n);
 	/* A port nobody has: the kernel too (the datagrams are lost, as without goxio). */
 	int q = bound_udp(0);
-	int free_port = port_of(q);
+	int free_port = local_port(q);
 	close(q);
 	phase("nobody", s, free_port, n);
 	printf("before loaded=%d\n", engine_loaded());

@@ -31,21 +31,6 @@
 
 #include "progs.h"
 
-static void fill(unsigned char *m, int seq, int tag) {
-	memcpy(m, &seq, sizeof seq);
-	memcpy(m + 4, &tag, sizeof tag);
-	for (int i = 8; i < 64; i++)
-		m[i] = (unsigned char)(seq * 7 + i);
-}
-
-static int port(int s) {
-	struct sockaddr_in a;
-	socklen_t l = sizeof a;
-	if (getsockname(s, (struct sockaddr *)&a, &l) < 0)
-		die("getsockname");
-	return ntohs(a.sin_port);
-}
-
 /* ksend sends m through the kernel socket k, which the library never sees. */
 static void ksend(int k, const void *m, size_t n, const struct sockaddr_in *to) {
 	if (syscall(SYS_sendto, k, m, n, 0, to, sizeof *to) != (long)n)
@@ -68,7 +53,7 @@ int main(int argc, char **argv) {
 	socklen_t kl = sizeof kname;
 	if (syscall(SYS_getsockname, k, &kname, &kl) < 0)
 		die("kernel getsockname");
-	struct sockaddr_in to = lo(port(r));
+	struct sockaddr_in to = lo(local_port(r));
 	for (int i = 0; i < 4; i++) {
 		char b[8];
 		ksend(k, "w", 1, &to);
@@ -83,24 +68,14 @@ int main(int argc, char **argv) {
 		struct sockaddr_in from;
 		socklen_t fl = sizeof from;
 		long n;
-		fill(want, seq, 1);
+		fill64(want, seq, 1);
 		ksend(k, want, 64, &to);
 		memset(&from, 0, sizeof from);
 		long before = calls();
-		if (kind == 0)
-			n = recvfrom(r, m, sizeof m, 0, (struct sockaddr *)&from, &fl);
-		else if (kind == 1)
-			n = recv(r, m, sizeof m, 0);
-		else if (kind == 2)
-			n = read(r, m, sizeof m);
-		else {
-			struct iovec iov = {m, sizeof m};
-			struct msghdr mh = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov, .msg_iovlen = 1};
-			n = recvmsg(r, &mh, 0);
-			fl = mh.msg_namelen;
-			if (mh.msg_flags != 0)
-				bad[kind]++;
-		}
+		int mf;
+		n = recv_kind(r, kind, m, sizeof m, &from, &fl, &mf);
+		if (mf != 0)
+			bad[kind]++;
 		calls_in[kind] += calls() - before;
 		if (n < 0)
 			die(kinds[kind]);
@@ -115,9 +90,9 @@ int main(int argc, char **argv) {
 
 	/* A bad buffer: EFAULT, and the datagram is gone (the next receive gets the one after). */
 	unsigned char m[128];
-	fill(m, 1000, 2);
+	fill64(m, 1000, 2);
 	ksend(k, m, 64, &to);
-	fill(m, 1001, 2);
+	fill64(m, 1001, 2);
 	ksend(k, m, 64, &to);
 	errno = 0;
 	long n = recv(r, (void *)16, 64, 0);
@@ -177,10 +152,10 @@ int main(int argc, char **argv) {
 	int next[2] = {0, 0}, disorder = 0, total = 0;
 	for (int i = 0; i < 200; i++) {
 		unsigned char d[64];
-		fill(d, i, 3);
+		fill64(d, i, 3);
 		if (sendto(s, d, 64, 0, (struct sockaddr *)&to, sizeof to) != 64)
 			die("goxio sendto");
-		fill(d, i, 4);
+		fill64(d, i, 4);
 		ksend(k, d, 64, &to);
 		for (int j = 0; j < 2; j++) {
 			if ((n = recv(r, m, sizeof m, 0)) != 64)

@@ -1,7 +1,8 @@
 /* progs.h: what the test programs of tests/shm that count goxio's engine calls share: the
  * calling thread's calls into the engine (goxio_thread_engine_calls of libgoxio.so, looked up
  * by progs_init; -1 without the library), whether the engine is mapped, a fatal error printed as
- * "error WHAT: REASON" with exit status 1, and 127.0.0.1:PORT. */
+ * "error WHAT: REASON" with exit status 1, 127.0.0.1:PORT, a socket's local port and a 64-byte
+ * datagram's contents. */
 #ifndef GOXIO_TESTS_SHM_PROGS_H
 #define GOXIO_TESTS_SHM_PROGS_H
 
@@ -13,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 static unsigned long (*engine_calls)(void);
 
@@ -34,8 +37,46 @@ static struct sockaddr_in lo(int port) {
 	return a;
 }
 
+/* local_port returns socket s's local port. */
+__attribute__((unused)) static int local_port(int s) {
+	struct sockaddr_in a;
+	socklen_t l = sizeof a;
+	if (getsockname(s, (struct sockaddr *)&a, &l) != 0)
+		die("getsockname");
+	return ntohs(a.sin_port);
+}
+
+/* fill64 writes a 64-byte datagram: a sequence number, a tag (the round, the sender), a pattern of
+ * the sequence number. */
+__attribute__((unused)) static void fill64(unsigned char *m, int seq, int tag) {
+	memcpy(m, &seq, sizeof seq);
+	memcpy(m + 4, &tag, sizeof tag);
+	for (int i = 8; i < 64; i++)
+		m[i] = (unsigned char)(seq * 7 + i);
+}
+
+/* recv_kind receives one datagram from r into m (len bytes) with one kind of plain receive: 0
+ * recvfrom with an address, 1 recv, 2 read, 3 recvmsg with an address (its msg_flags in
+ * *msgflags; 0 for the others). from and *fl get the source where the kind gives it. */
+__attribute__((unused)) static long recv_kind(int r, int kind, unsigned char *m, size_t len, struct sockaddr_in *from,
+					     socklen_t *fl, int *msgflags) {
+	*msgflags = 0;
+	if (kind == 0)
+		return recvfrom(r, m, len, 0, (struct sockaddr *)from, fl);
+	if (kind == 1)
+		return recv(r, m, len, 0);
+	if (kind == 2)
+		return read(r, m, len);
+	struct iovec iov = {m, len};
+	struct msghdr mh = {.msg_name = from, .msg_namelen = *fl, .msg_iov = &iov, .msg_iovlen = 1};
+	long n = recvmsg(r, &mh, 0);
+	*fl = mh.msg_namelen;
+	*msgflags = mh.msg_flags;
+	return n;
+}
+
 /* engine_loaded reports whether libgoxio-engine.so is mapped in this process. */
-static int engine_loaded(void) {
+__attribute__((unused)) static int engine_loaded(void) {
 	FILE *f = fopen("/proc/self/maps", "r");
 	char line[512];
 	int found = 0;
