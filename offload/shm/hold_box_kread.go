@@ -19,11 +19,11 @@ import "sync/atomic"
 
 // ArmKernelRead attaches the box at p (fd's, as UseBox) and lets the library's plain receives on
 // fd read the kernel socket first while no sender has a ring to the inbox; they count into rx
-// (the socket's kernel receive packets, bytes, EAGAIN and errors words); with nonblock (the
-// socket's O_NONBLOCK) they answer EAGAIN themselves when the kernel socket is empty. False, and nothing
-// armed, while any ring is attached or registered, records wait in the box or with the inbox,
-// or the box is not the inbox's to use. The caller disarms it whenever the kernel socket is not
-// to be read first (DisarmKernelRead). A consumer method.
+// (the socket's kernel receive packets, bytes, EAGAIN and errors words), and with nonblock (the
+// socket's O_NONBLOCK) answer EAGAIN themselves when the kernel socket is empty. False, and
+// nothing armed, while any ring is attached or registered, records wait in the box or with the
+// inbox, or the box is not the inbox's to use. The caller disarms it whenever the kernel socket
+// is not to be read first (DisarmKernelRead). A consumer method.
 func (in *Inbox) ArmKernelRead(p uintptr, fd int, rx *[4]uint64, nonblock bool) bool {
 	if p == 0 || rx == nil || !in.enter() {
 		return false
