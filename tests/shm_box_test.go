@@ -58,7 +58,8 @@ func TestShmBoxRecv(t *testing.T) {
 // TestShmKernelRead: plain receives on a ring socket whose datagrams come through the kernel
 // (senders without goxio) read the kernel socket without entering the engine
 // (shim/preload/box.c, rx_kread), and answer as the kernel does: tests/shm/kread.c prints the
-// same transcript with and without the library (a bad buffer's EFAULT that loses the datagram,
+// same transcript with and without the library (recvmsg with a control buffer or a buffer array
+// the library has not seen, a bad buffer's EFAULT that loses the datagram,
 // MSG_TRUNC, EAGAIN with MSG_DONTWAIT and O_NONBLOCK, a blocking receive's SO_RCVTIMEO after
 // O_NONBLOCK went, a goxio sender's ring datagrams mixed in, each sender's in order) but for its
 // engine calls, which are none; the statistics count every kernel datagram once.
@@ -82,17 +83,19 @@ func TestShmKernelRead(t *testing.T) {
 			t.Errorf("%s: %d under goxio, %d without", k, out[k], v)
 		}
 	}
-	if plain["recvfrom got"] != rounds/4 || plain["mixed got"] != 400 || plain["mixed disorder"] != 0 || plain["nonblock eagain"] != 100 || plain["blocking waited"] != 1 {
+	if plain["recvfrom got"] != rounds/4 || plain["mixed got"] != 400 || plain["mixed disorder"] != 0 ||
+		plain["nonblock eagain"] != 100 || plain["blocking waited"] != 1 || plain["msghdr got"] != 50 {
 		t.Fatalf("the program's own run without goxio: %v", plain)
 	}
 	b, err := os.ReadFile(final)
 	if err != nil {
 		t.Fatalf("VMA_STATS_FILE: %v", err)
 	}
-	// 4 warm-up datagrams of 1 byte, then 64-byte ones: the rounds, the one after the bad buffer, 2 truncated, 20 to the
-	// non-blocking socket, the kernel sender's 200 of the mixed run; the bad buffer's EFAULT is
-	// an error; the MSG_DONTWAIT and the 100 O_NONBLOCK receives of an empty socket EAGAIN.
-	const got = 4 + rounds + 3 + 20 + 200
+	// 4 warm-up datagrams of 1 byte, then 64-byte ones: the rounds, 50 through unusual msghdrs,
+	// the one after the bad buffer, 2 truncated, 20 to the non-blocking socket, the kernel
+	// sender's 200 of the mixed run; the bad buffer's EFAULT is an error; the MSG_DONTWAIT and the
+	// 100 O_NONBLOCK receives of an empty socket EAGAIN.
+	const got = 4 + rounds + 50 + 3 + 20 + 200
 	if want := fmt.Sprintf("Rx OS info: %d / %d / 101 / 1 [", ((got-4)*64+4)/1024, got); !strings.Contains(string(b), want) {
 		t.Errorf("final statistics lack %q:\n%s", want, b)
 	}

@@ -304,11 +304,17 @@ static int rx_kread(int fd, int op, const struct goxio_zcopy *z, struct goxio_zb
 	return 1;
 }
 
+/* rx_plain reports whether a plain receive on fd with flags may be served here: no peek, error
+ * queue or MSG_OOB, no VMA receive callback, not in a signal handler, the process's engine. */
+static int rx_plain(int fd, int flags) {
+	return (unsigned)fd < GOXIO_FDT_SIZE && (flags & (MSG_PEEK | MSG_ERRQUEUE | MSG_OOB)) == 0 &&
+	       __atomic_load_n(&goxio_vma_cbs, __ATOMIC_RELAXED) == 0 && goxio_sig_depth == 0 && goxio_active();
+}
+
 /* rx_serve serves rc (op, and z's arguments for the engine) from fd's box or through the engine;
  * see goxio_box_recv. */
 static int rx_serve(int fd, int op, const struct rx_call *rc, struct goxio_zcopy *z, long *ret) {
-	if ((unsigned)fd >= GOXIO_FDT_SIZE || (rc->flags & (MSG_PEEK | MSG_ERRQUEUE | MSG_OOB)) != 0 ||
-	    __atomic_load_n(&goxio_vma_cbs, __ATOMIC_RELAXED) != 0 || goxio_sig_depth != 0 || !goxio_active())
+	if (!rx_plain(fd, rc->flags))
 		return 0;
 	uint8_t wait = __atomic_load_n(&rx_wait[fd], __ATOMIC_RELAXED);
 	if (wait == RX_NEVER)
@@ -377,11 +383,15 @@ int goxio_box_recvmsg(int fd, struct msghdr *msg, int flags, long *ret) {
 	/* The msghdr is read here only where the engine wrote it before (after a receive through it):
 	 * anything else, a control buffer (the engine's receive answers with its length 0 and
 	 * MSG_CTRUNC as the kernel does) or more buffers than a box copy scatters over, makes an
-	 * ordinary engine call (which notes the msghdr's page for the next one). */
+	 * ordinary engine call (which notes the msghdr's page for the next one), unless the kernel
+	 * socket serves it (rx_kread: the kernel reads the msghdr itself). */
 	if (msg != NULL && rx_ok(msg, sizeof *msg)) {
 		if (msg->msg_controllen != 0 || msg->msg_iovlen > RX_IOVS ||
-		    !rx_ok(msg->msg_iov, msg->msg_iovlen * sizeof *msg->msg_iov))
-			return 0;
+		    !rx_ok(msg->msg_iov, msg->msg_iovlen * sizeof *msg->msg_iov)) {
+			struct goxio_zcopy z = {.buf = msg, .flags = flags};
+			struct goxio_zbox *b = rx_plain(fd, flags) ? box_of(fd, 0) : NULL;
+			return b != NULL && rx_kread(fd, GOXIO_OP_RECVMSG, &z, b, ret);
+		}
 		rc.iov = msg->msg_iov;
 		rc.iovcnt = msg->msg_iovlen;
 		rc.from = msg->msg_name;

@@ -8,7 +8,8 @@
  * the library never sees (made and used through syscall(2)). ROUNDS rounds of one 64-byte
  * datagram from k, each received with one kind of plain receive in turn (recvfrom with an
  * address, recv, read, recvmsg with an address); then the kernel's answers to a receive into a
- * bad buffer, a receive with MSG_TRUNC into a short one, a non-blocking receive with nothing
+ * bad buffer, recvmsg with a control buffer or a buffer array on a page of its own ("msghdr"), a
+ * receive with MSG_TRUNC into a short one, a non-blocking receive with nothing
  * there (MSG_DONTWAIT, then O_NONBLOCK: "nonblock calls" the engine calls of 100 such), and a
  * blocking one again (it waits for its SO_RCVTIMEO); then a goxio sender s (which moves to a ring after its first datagrams) and k
  * interleaved, received in each sender's order. It prints "KIND got=G", "KIND bad=B", "KIND
@@ -18,12 +19,13 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
-#include <fcntl.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
@@ -87,6 +89,34 @@ int main(int argc, char **argv) {
 	for (int i = 0; i < 4; i++)
 		printf("%s got=%ld\n%s bad=%ld\n%s calls=%ld\n", kinds[i], got[i], kinds[i], bad[i], kinds[i],
 		       engine_calls ? calls_in[i] : -1);
+
+	/* recvmsg with a control buffer, and with its buffer array on a page of its own (neither
+	 * is one a copy from a box takes): the kernel socket still serves them without the engine. */
+	struct iovec *far = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (far == MAP_FAILED)
+		die("mmap");
+	long cgot = 0, cbad = 0, ccalls = 0;
+	for (int i = 0; i < 50; i++) {
+		unsigned char d[128], want[64], cbuf[64];
+		fill64(want, i, 5);
+		ksend(k, want, 64, &to);
+		struct iovec iov = {d, sizeof d};
+		far[0] = iov;
+		struct msghdr mh = {.msg_iov = (i % 2) ? far : &iov, .msg_iovlen = 1};
+		if (i % 2 == 0) {
+			mh.msg_control = cbuf;
+			mh.msg_controllen = sizeof cbuf;
+		}
+		long before = calls();
+		long n = recvmsg(r, &mh, 0);
+		ccalls += calls() - before;
+		if (n < 0)
+			die("recvmsg");
+		cgot++;
+		if (n != 64 || memcmp(d, want, 64) != 0 || mh.msg_controllen != 0 || mh.msg_flags != 0)
+			cbad++;
+	}
+	printf("msghdr got=%ld\nmsghdr bad=%ld\nmsghdr calls=%ld\n", cgot, cbad, engine_calls ? ccalls : -1);
 
 	/* A bad buffer: EFAULT, and the datagram is gone (the next receive gets the one after). */
 	unsigned char m[128];
