@@ -30,7 +30,7 @@ func (in *Inbox) ArmKernelRead(p uintptr, fd int, rx *[4]uint64, nonblock bool) 
 	}
 	defer in.leave()
 	gen := atomic.LoadUint64(in.genp)
-	if gen != in.seenGen.Load() || len(*in.list.Load()) != 0 || in.lingering != 0 || in.BoxQueued() {
+	if gen != in.seenGen.Load() || in.RingsAttached() || in.lingering != 0 || in.BoxQueued() {
 		return false
 	}
 	m := boxAt(p)
@@ -52,11 +52,10 @@ func (in *Inbox) ArmKernelRead(p uintptr, fd int, rx *[4]uint64, nonblock bool) 
 func (in *Inbox) RingsAttached() bool { return len(*in.list.Load()) != 0 }
 
 // DisarmKernelRead makes the library's plain receives enter the engine again (safe from any
-// goroutine).
+// goroutine). A store without the box's lock: a receive that looked before it reads the kernel
+// socket once more either way, as an engine receive already under way would.
 func (in *Inbox) DisarmKernelRead() {
-	if m := in.bx.mem.Load(); m != nil && atomic.LoadUint32(&m.kread) != 0 {
-		m.acquire()
+	if m := in.bx.mem.Load(); m != nil {
 		atomic.StoreUint32(&m.kread, 0)
-		m.release()
 	}
 }

@@ -59,6 +59,11 @@ void spin_unlock(uint32_t *l) {
 	goxio_sig_undefer();
 }
 
+void spin_release(uint32_t *l) {
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+	goxio_sig_undefer();
+}
+
 /* The box's spin lock, shared with the engine (which holds it for a few loads and stores too). */
 static void box_lock(struct goxio_zbox *b) { spin_lock(&b->lock); }
 
@@ -270,7 +275,7 @@ static int rx_kread(int fd, int op, const struct goxio_zcopy *z, struct goxio_zb
 		 * engine arms the box again */
 		__atomic_store_n(&b->kread, 0, __ATOMIC_RELAXED);
 	}
-	box_unlock(b);
+	spin_release(&b->lock); /* nothing of the engine's is loaded after it */
 	if (ctr == NULL)
 		return 0;
 	int saved = errno;

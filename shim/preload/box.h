@@ -20,9 +20,12 @@ GOXIO_HIDDEN int box_take(struct goxio_zbox *b, struct goxio_zent *e, uint32_t *
 GOXIO_HIDDEN int box_defer(struct goxio_zbox *b, uint64_t token, uint32_t epoch, int *urgent);
 
 /* spin_lock takes a spin lock held for a few loads and stores, spin_unlock releases it; the
- * program's signal handlers wait meanwhile (goxio_sig_defer). */
+ * program's signal handlers wait meanwhile (goxio_sig_defer). spin_release releases it with a
+ * release store only, for a holder that loads nothing the other side stores after the release
+ * (spin_unlock's store is sequentially consistent: a box's free reads urgent after it). */
 GOXIO_HIDDEN void spin_lock(uint32_t *l);
 GOXIO_HIDDEN void spin_unlock(uint32_t *l);
+GOXIO_HIDDEN void spin_release(uint32_t *l);
 
 /* goxio_box_fd reports whether fd's plain receives go through goxio_box_recv: a ring socket of
  * the engine (no spilled datagrams, not lazy). One byte load. */

@@ -256,9 +256,7 @@ int goxio_rsend(int fd, const void *buf, size_t n, int flags, const struct socka
 	spin_lock(&p->lock);
 	if (p->open && p->epoch == r.epoch)
 		ok = put(p, &r, buf, n, &wake);
-	/* a release store: the engine's side of the lock (prodState.acquire) needs no more */
-	__atomic_store_n(&p->lock, 0, __ATOMIC_RELEASE);
-	goxio_sig_undefer();
+	spin_release(&p->lock); /* the engine's side of the lock (prodState.acquire) needs no more */
 	if (!ok)
 		return 0;
 	__atomic_add_fetch(word(r.sock_tx, 0), 1, __ATOMIC_RELAXED);

@@ -46,10 +46,10 @@ type TxRoute struct {
 
 // txState is the socket's side of the library's sends: its gate and the route last handed over.
 type txState struct {
-	mu    sync.Mutex
-	gate  ring.Gate
-	shut  bool
-	sends int // ring sends through the engine so far, up to the one that hands over
+	mu   sync.Mutex
+	gate ring.Gate
+	shut bool
+	sent bool // a ring send went through the engine: the next one hands over
 	// last is what was handed over last: the route, its fd, the kernel count it carried, the
 	// outlet's epoch; a send that finds the same hands nothing over.
 	last struct {
@@ -70,10 +70,10 @@ func (u *UDP) handOver(c *transport.Call, r *route, kseen uint64) {
 	t := &u.tx
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.sends < 1 {
+	if !t.sent {
 		// a socket's first ring send hands nothing over: a socket per request (one send, its
 		// answer, close) would pay the hand-over and the gate for no send of the library's
-		t.sends++
+		t.sent = true
 		return
 	}
 	peer := c.Op == transport.OpWrite || c.A[3] == 0
