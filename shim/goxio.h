@@ -171,12 +171,21 @@ struct goxio_zbox {
 	 * socket without entering the engine and counts into krx (the statistics slot's kernel
 	 * receive words: packets, bytes, EAGAIN, errors); knb: the socket is non-blocking (an empty
 	 * kernel socket is then the receive's EAGAIN). Written by the engine under lock; the library
-	 * clears kread, under lock, when it finds the generation moved. */
+	 * clears kread, under lock, when it finds the generation moved.
+	 * A blocking receive that finds the kernel socket empty waits in the library (box.c,
+	 * rx_kwait) on the kernel socket and the socket's doorbell kbell (-1: none yet, the engine
+	 * waits), while the inbox's wake-up word (*kwake, a word of the inbox's mapping, readable
+	 * while the box is attached) is 0, for at most ktimeo ns (SO_RCVTIMEO; 0: no limit);
+	 * ksleep counts the threads waiting so (the engine rings for them as for its own). */
 	uint32_t kread;
 	uint32_t knb;
 	uint64_t kgen;
 	const volatile uint64_t *kgenp;
 	uint64_t *krx;
+	const volatile uint32_t *kwake;
+	int64_t ktimeo;
+	int32_t kbell;
+	int32_t ksleep;
 };
 
 /* The rest of select's arguments: tv (select, updated with the time left as Linux does) or ts

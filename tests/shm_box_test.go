@@ -94,10 +94,45 @@ func TestShmKernelRead(t *testing.T) {
 	// 4 warm-up datagrams of 1 byte, then 64-byte ones: the rounds, 50 through unusual msghdrs,
 	// the one after the bad buffer, 2 truncated, 20 to the non-blocking socket, the kernel
 	// sender's 200 of the mixed run; the bad buffer's EFAULT is an error; the MSG_DONTWAIT and the
-	// 100 O_NONBLOCK receives of an empty socket EAGAIN.
+	// 100 O_NONBLOCK receives of an empty socket EAGAIN, and so does the blocking receive whose
+	// SO_RCVTIMEO ran out (it waited in the library: shim/preload/kwait.c).
 	const got = 4 + rounds + 50 + 3 + 20 + 200
-	if want := fmt.Sprintf("Rx OS info: %d / %d / 101 / 1 [", ((got-4)*64+4)/1024, got); !strings.Contains(string(b), want) {
+	if want := fmt.Sprintf("Rx OS info: %d / %d / 102 / 1 [", ((got-4)*64+4)/1024, got); !strings.Contains(string(b), want) {
 		t.Errorf("final statistics lack %q:\n%s", want, b)
+	}
+	h.requireClean()
+}
+
+// TestShmKernelWait: a blocking receive on a ring socket whose datagrams come through the kernel
+// waits for the next one without the engine (shim/preload/kwait.c), and ends as the kernel's
+// does: tests/shm/kwait.c prints the same transcript with and without the library (datagrams
+// sent after the receive began, SO_RCVTIMEO's EAGAIN, EINTR from a handler without SA_RESTART,
+// a handler with SA_RESTART that lets the receive go on, EINTR with one when the socket has a
+// timeout, a goxio sender whose ring's first record wakes the wait) but for its engine calls,
+// which are none (after SO_RCVTIMEO changed and handlers ran too).
+func TestShmKernelWait(t *testing.T) {
+	h := newShmHarness(t)
+	const rounds = 40
+	plain := shmProgRun(t, "kwait", os.Environ(), strconv.Itoa(rounds))
+	out := shmProgRun(t, "kwait", h.env(), strconv.Itoa(rounds))
+	for k, v := range plain {
+		if strings.HasSuffix(k, " calls") {
+			if out[k] != 0 {
+				t.Errorf("%s: %d engine calls, want 0", k, out[k])
+			}
+			continue
+		}
+		if out[k] != v {
+			t.Errorf("%s: %d under goxio, %d without", k, out[k], v)
+		}
+	}
+	want := map[string]int{"wait got": rounds, "wait bad": 0, "timeout eagain": 1, "timeout waited": 1, "intr eintr": 1,
+		"intr handled": 1, "intr next": 300, "restart seq": 301, "restart handled": 1, "timedrestart eintr": 1,
+		"ring got": 12, "ring disorder": 0, "ring lost": 0}
+	for k, v := range want {
+		if plain[k] != v {
+			t.Fatalf("the program's own run without goxio: %s=%d, want %d (%v)", k, plain[k], v, plain)
+		}
 	}
 	h.requireClean()
 }

@@ -41,6 +41,11 @@ type boxMem struct {
 	kgen  uint64
 	kgenp uintptr // *uint64 in the inbox's mapping
 	krx   uintptr // *[4]uint64 in the statistics slot
+	// the library's wait (hold_box_kread.go)
+	kwake  uintptr // *uint32 in the inbox's mapping: its wake-up word
+	ktimeo int64
+	kbell  int32
+	ksleep int32
 }
 
 // boxAt returns the box at p.
@@ -66,16 +71,21 @@ func (m *boxMem) release() { atomic.StoreUint32(&m.lock, 0) }
 
 // armKernel lets the library's plain receives read the kernel socket first while *genp, the
 // inbox's sender generation, is gen (hold_box_kread.go); they count into rx and, for a
-// non-blocking socket, answer EAGAIN themselves. m's lock is held.
+// non-blocking socket, answer EAGAIN themselves; a blocking one waits there on the kernel socket
+// and the doorbell bell (-1: none, the engine waits) while *wakep, the inbox's wake-up word, is 0,
+// for at most timeo ns (0: no limit). m's lock is held.
 //
-// Invariant: genp lies in the inbox's mapping, which Close unmaps only after closeBox detached the
-// box under its lock, and the library reads *genp only under that lock with the box attached;
-// rx are statistics words that stay valid memory for the process's life
-// (stats.Socket.RxKernelWords). Neither is Go heap memory that could move or go.
-func (m *boxMem) armKernel(genp *uint64, gen uint64, rx *[4]uint64, nonblock bool) {
+// Invariant: genp and wakep lie in the inbox's mapping, which Close unmaps only after closeBox
+// detached the box under its lock, and the library reads them only under that lock with the box
+// attached; rx are statistics words that stay valid memory for the process's life
+// (stats.Socket.RxKernelWords). None is Go heap memory that could move or go.
+func (m *boxMem) armKernel(genp *uint64, gen uint64, rx *[4]uint64, nonblock bool, wakep *uint32, bell int, timeo int64) {
 	m.kgen = gen
 	m.knb = b2u(nonblock)
 	m.kgenp = uintptr(unsafe.Pointer(genp))
 	m.krx = uintptr(unsafe.Pointer(rx))
+	m.kwake = uintptr(unsafe.Pointer(wakep))
+	m.ktimeo = timeo
+	m.kbell = int32(bell)
 	atomic.StoreUint32(&m.kread, 1)
 }

@@ -38,7 +38,11 @@ func TestBoxLayout(t *testing.T) {
 		{"kread", unsafe.Offsetof(m.kread), 32 + 8*BoxFrees + 56*BoxEntries}, {"knb", unsafe.Offsetof(m.knb), 32 + 8*BoxFrees + 56*BoxEntries + 4},
 		{"kgen", unsafe.Offsetof(m.kgen), 32 + 8*BoxFrees + 56*BoxEntries + 8},
 		{"kgenp", unsafe.Offsetof(m.kgenp), 32 + 8*BoxFrees + 56*BoxEntries + 16}, {"krx", unsafe.Offsetof(m.krx), 32 + 8*BoxFrees + 56*BoxEntries + 24},
-		{"size", unsafe.Sizeof(m), 32 + 8*BoxFrees + 56*BoxEntries + 32},
+		{"kwake", unsafe.Offsetof(m.kwake), 32 + 8*BoxFrees + 56*BoxEntries + 32},
+		{"ktimeo", unsafe.Offsetof(m.ktimeo), 32 + 8*BoxFrees + 56*BoxEntries + 40},
+		{"kbell", unsafe.Offsetof(m.kbell), 32 + 8*BoxFrees + 56*BoxEntries + 48},
+		{"ksleep", unsafe.Offsetof(m.ksleep), 32 + 8*BoxFrees + 56*BoxEntries + 52},
+		{"size", unsafe.Sizeof(m), 32 + 8*BoxFrees + 56*BoxEntries + 56},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s at %d, want %d", c.name, c.got, c.want)
@@ -274,34 +278,56 @@ func TestBoxKernelRead(t *testing.T) {
 	mem := cBox(t)
 	p := uintptr(unsafe.Pointer(mem))
 	var rx [4]uint64
-	if in.ArmKernelRead(p, 5, nil, false) || in.ArmKernelRead(0, 5, &rx, false) {
+	kr := func(nonblock bool) KernelRead { return KernelRead{Rx: &rx, Nonblock: nonblock, Bell: -1} }
+	if in.ArmKernelRead(p, 5, KernelRead{Bell: -1}) || in.ArmKernelRead(0, 5, kr(false)) {
 		t.Fatal("armed without counters or a box")
 	}
-	if !in.ArmKernelRead(p, 5, &rx, false) || !cKernelRead(mem) || mem.krx != uintptr(unsafe.Pointer(&rx)) {
+	if !in.ArmKernelRead(p, 5, kr(false)) || !cKernelRead(mem) || mem.krx != uintptr(unsafe.Pointer(&rx)) {
 		t.Fatal("not armed with no ring")
 	}
-	if !in.ArmKernelRead(p, 5, &rx, false) || in.ArmKernelRead(p, 6, &rx, false) {
+	if !in.ArmKernelRead(p, 5, kr(false)) || in.ArmKernelRead(p, 6, kr(false)) {
 		t.Fatal("arming again: refused for its own fd, or taken by another fd")
 	}
-	if !in.ArmKernelRead(p, 5, &rx, true) || mem.knb != 1 || !in.ArmKernelRead(p, 5, &rx, false) || mem.knb != 0 {
+	if !in.ArmKernelRead(p, 5, kr(true)) || mem.knb != 1 || !in.ArmKernelRead(p, 5, kr(false)) || mem.knb != 0 {
 		t.Fatal("O_NONBLOCK not armed as given")
 	}
+	if !in.ArmKernelRead(p, 5, KernelRead{Rx: &rx, Bell: 9, Timeout: 1500}) || mem.kbell != 9 || mem.ktimeo != 1500 ||
+		mem.kwake != uintptr(unsafe.Pointer(in.wakePending)) || !in.ArmKernelRead(p, 5, kr(false)) || mem.kbell != -1 || mem.ktimeo != 0 {
+		t.Fatalf("doorbell, timeout or wake-up word not armed as given: %d %d %#x", mem.kbell, mem.ktimeo, mem.kwake)
+	}
+	in.UpdateKernelRead(KernelRead{Rx: &rx, Nonblock: true, Bell: 7, Timeout: 5})
+	if mem.knb != 1 || mem.kbell != 7 || mem.ktimeo != 5 || !cKernelRead(mem) {
+		t.Fatalf("UpdateKernelRead of an armed box: knb %d, bell %d, timeout %d", mem.knb, mem.kbell, mem.ktimeo)
+	}
+	in.DisarmKernelRead()
+	in.UpdateKernelRead(kr(false))
+	if mem.knb != 1 || mem.kbell != 7 || cKernelRead(mem) {
+		t.Fatal("UpdateKernelRead changed or armed a box that is not armed")
+	}
+	if !in.ArmKernelRead(p, 5, kr(false)) {
+		t.Fatal("not armed again after the update")
+	}
+	atomic.AddInt32(&mem.ksleep, 2)
+	if in.KernelSleepers() != 2 {
+		t.Fatalf("KernelSleepers %d, want the box's 2", in.KernelSleepers())
+	}
+	atomic.AddInt32(&mem.ksleep, -2)
 	in.DisarmKernelRead()
 	if cKernelRead(mem) {
 		t.Fatal("still armed after DisarmKernelRead")
 	}
-	if !in.ArmKernelRead(p, 5, &rx, false) {
+	if !in.ArmKernelRead(p, 5, kr(false)) {
 		t.Fatal("not armed again")
 	}
 	o := mustDial(t, dir, "kread", MinRingBytes)
 	if cKernelRead(mem) {
 		t.Fatal("a sender registered a ring: the library still reads the kernel first")
 	}
-	if in.ArmKernelRead(p, 5, &rx, false) {
+	if in.ArmKernelRead(p, 5, kr(false)) {
 		t.Fatal("armed with a registered ring not yet attached")
 	}
 	in.Refresh()
-	if in.ArmKernelRead(p, 5, &rx, false) || cKernelRead(mem) {
+	if in.ArmKernelRead(p, 5, kr(false)) || cKernelRead(mem) {
 		t.Fatal("armed with a ring attached")
 	}
 	if err := o.Close(); err != nil {
@@ -309,7 +335,7 @@ func TestBoxKernelRead(t *testing.T) {
 	}
 	in.Refresh()
 	in.Refresh()
-	if !in.ArmKernelRead(p, 5, &rx, false) || !cKernelRead(mem) {
+	if !in.ArmKernelRead(p, 5, kr(false)) || !cKernelRead(mem) {
 		t.Fatalf("not armed once the sender's ring went (rings %d)", len(*in.list.Load()))
 	}
 	if err := in.Close(); err != nil {

@@ -257,53 +257,69 @@ static int box_copy(int fd, struct goxio_zbox *b, const struct rx_call *rc, long
 /* rx_kread serves the receive (op, z's arguments) from fd's kernel socket when box b says that no
  * sender has a ring to the socket (offload/shm/hold_box_kread.go) and a datagram or an error is
  * there, or the call does not wait (MSG_DONTWAIT, or the box says the socket is non-blocking):
- * 1 with the result in *ret, counted as a kernel receive. 0 when the box does not say so, a
- * capture may run (it records the kernel path's datagrams too), or a call that waits finds the
- * kernel socket empty (the engine waits on the rings and the kernel socket). The kernel reads the
- * program's memory itself: a bad buffer is its EFAULT, as without goxio. */
+ * 1 with the result in *ret, counted as a kernel receive. A call that waits and finds the kernel
+ * socket empty waits here (goxio_kwait, kwait.c) and reads again. 0 when the box does not say
+ * so, a capture may run (it records the kernel path's datagrams too), or the wait ends for the
+ * engine (ring data, or no doorbell to wait on yet: the engine waits on the rings and the kernel
+ * socket). The kernel reads the program's memory itself: a bad buffer is its EFAULT, as without
+ * goxio. */
 static int rx_kread(int fd, int op, const struct goxio_zcopy *z, struct goxio_zbox *b, long *ret) {
-	if (!__atomic_load_n(&b->kread, __ATOMIC_ACQUIRE) || goxio_ksend_capturing())
-		return 0;
-	uint64_t *ctr = NULL;
-	int nowait = (z->flags & MSG_DONTWAIT) != 0;
-	box_lock(b);
-	if (b->attached && b->kread && b->kgenp != NULL && __atomic_load_n(b->kgenp, __ATOMIC_ACQUIRE) == b->kgen) {
-		ctr = b->krx;
-		nowait |= b->knb != 0;
-	} else {
-		/* a sender registered (or the box went): the next receives skip the lock until the
-		 * engine arms the box again */
-		__atomic_store_n(&b->kread, 0, __ATOMIC_RELAXED);
-	}
-	spin_release(&b->lock); /* nothing of the engine's is loaded after it */
-	if (ctr == NULL)
+	if (!__atomic_load_n(&b->kread, __ATOMIC_ACQUIRE))
 		return 0;
 	int saved = errno;
+	uint64_t deadline = 0;
 	ssize_t r;
-	switch (op) {
-	case GOXIO_OP_READ:
-		r = REAL(recvfrom)(fd, z->buf, z->len, MSG_DONTWAIT, NULL, NULL);
-		break;
-	case GOXIO_OP_RECVFROM:
-		r = REAL(recvfrom)(fd, z->buf, z->len, z->flags | MSG_DONTWAIT, z->from, z->fromlen);
-		break;
-	case GOXIO_OP_RECVMSG:
-		r = REAL(recvmsg)(fd, z->buf, z->flags | MSG_DONTWAIT);
-		break;
-	default:
-		return 0;
-	}
-	if (r >= 0) {
-		__atomic_add_fetch(&ctr[0], 1, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&ctr[1], (uint64_t)r, __ATOMIC_RELAXED);
-	} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-		if (!nowait) {
+	for (;;) {
+		if (goxio_ksend_capturing())
+			return 0;
+		uint64_t *ctr = NULL;
+		int nowait = (z->flags & MSG_DONTWAIT) != 0;
+		box_lock(b);
+		if (b->attached && b->kread && b->kgenp != NULL && __atomic_load_n(b->kgenp, __ATOMIC_ACQUIRE) == b->kgen) {
+			ctr = b->krx;
+			nowait |= b->knb != 0;
+		} else {
+			/* a sender registered (or the box went): the next receives skip the lock until
+			 * the engine arms the box again */
+			__atomic_store_n(&b->kread, 0, __ATOMIC_RELAXED);
+		}
+		spin_release(&b->lock); /* nothing of the engine's is loaded after it */
+		if (ctr == NULL) {
 			errno = saved;
 			return 0;
 		}
-		__atomic_add_fetch(&ctr[2], 1, __ATOMIC_RELAXED);
-	} else {
-		__atomic_add_fetch(&ctr[3], 1, __ATOMIC_RELAXED);
+		switch (op) {
+		case GOXIO_OP_READ:
+			r = REAL(recvfrom)(fd, z->buf, z->len, MSG_DONTWAIT, NULL, NULL);
+			break;
+		case GOXIO_OP_RECVFROM:
+			r = REAL(recvfrom)(fd, z->buf, z->len, z->flags | MSG_DONTWAIT, z->from, z->fromlen);
+			break;
+		case GOXIO_OP_RECVMSG:
+			r = REAL(recvmsg)(fd, z->buf, z->flags | MSG_DONTWAIT);
+			break;
+		default:
+			return 0;
+		}
+		if (r >= 0) {
+			__atomic_add_fetch(&ctr[0], 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&ctr[1], (uint64_t)r, __ATOMIC_RELAXED);
+		} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			if (!nowait) {
+				/* a blocking receive: wait here for the kernel socket or the doorbell */
+				int w = goxio_kwait(fd, b, &deadline);
+				if (w > 0)
+					continue;
+				if (w == 0) {
+					errno = saved;
+					return 0;
+				}
+			}
+			__atomic_add_fetch(&ctr[errno == EAGAIN ? 2 : 3], 1, __ATOMIC_RELAXED);
+		} else {
+			__atomic_add_fetch(&ctr[3], 1, __ATOMIC_RELAXED);
+		}
+		break;
 	}
 	*ret = r;
 	return 1;

@@ -27,6 +27,13 @@ GOXIO_HIDDEN void spin_lock(uint32_t *l);
 GOXIO_HIDDEN void spin_unlock(uint32_t *l);
 GOXIO_HIDDEN void spin_release(uint32_t *l);
 
+/* goxio_kwait waits for a blocking receive on fd whose kernel read (box b armed) found the kernel
+ * socket empty (kwait.c): 1 when the kernel socket may have a datagram now (read again), 0 when
+ * the receive is the engine's (ring data, or the box no longer armed for a wait here), -1 with
+ * errno (EAGAIN at SO_RCVTIMEO's end, *deadline holding it across waits of one receive, 0 before
+ * the first; EINTR; ppoll's error). */
+GOXIO_HIDDEN int goxio_kwait(int fd, struct goxio_zbox *b, uint64_t *deadline);
+
 /* goxio_box_fd reports whether fd's plain receives go through goxio_box_recv: a ring socket of
  * the engine (no spilled datagrams, not lazy). One byte load. */
 static inline int goxio_box_fd(int fd) {

@@ -34,7 +34,12 @@ _Static_assert(sizeof(struct goxio_zcopy) == 80, "struct goxio_zcopy as offload/
 _Static_assert(sizeof(struct goxio_zent) == 56 && offsetof(struct goxio_zbox, freed) == 32 &&
 		       offsetof(struct goxio_zbox, ent) == 32 + 8 * GOXIO_ZBOX_FREES &&
 		       offsetof(struct goxio_zbox, kread) == 32 + 8 * GOXIO_ZBOX_FREES + 56 * GOXIO_ZBOX_ENTRIES &&
-		       offsetof(struct goxio_zbox, krx) == offsetof(struct goxio_zbox, kread) + 24,
+		       offsetof(struct goxio_zbox, krx) == offsetof(struct goxio_zbox, kread) + 24 &&
+		       offsetof(struct goxio_zbox, kwake) == offsetof(struct goxio_zbox, kread) + 32 &&
+		       offsetof(struct goxio_zbox, ktimeo) == offsetof(struct goxio_zbox, kread) + 40 &&
+		       offsetof(struct goxio_zbox, kbell) == offsetof(struct goxio_zbox, kread) + 48 &&
+		       offsetof(struct goxio_zbox, ksleep) == offsetof(struct goxio_zbox, kread) + 52 &&
+		       sizeof(struct goxio_zbox) == offsetof(struct goxio_zbox, kread) + 56,
 	       "struct goxio_zbox as offload/shm/hold_box_unsafe.go reads it");
 
 /* ---- held records ---- */

@@ -10,9 +10,9 @@
 // the kernel.
 //
 // A receiver takes datagrams from its rings and from its kernel socket (remote and non-goxio
-// senders). A receiver that stops polling sleeps in the kernel on its own socket; a sender that
-// finds nobody polling sends one 16-byte wake datagram ("GOXIOWAK" and the inbox's secret token)
-// to the receiver's kernel socket, from its own socket so connected receivers accept it. Receivers
-// recognise and drop wake datagrams; select, poll and epoll see the kernel socket readable when
-// ring data arrives for a sleeping receiver.
+// senders). A receiver that stops polling sleeps in the kernel on its kernel socket and its
+// doorbell (bell.go: an AF_UNIX datagram socket named after the inbox); a sender that finds
+// nobody polling rings the doorbell (one empty datagram). select, poll and epoll wait on the
+// doorbell too. While no sender has a ring to the socket, its plain receives read the kernel
+// socket, and a blocking one sleeps on both, in the preload library (kread.go).
 package shm

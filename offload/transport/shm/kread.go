@@ -16,7 +16,9 @@ var _ transport.NonblockWatcher = (*UDP)(nil)
 // spilled at a fork, kernel datagrams are to be ordered against a ring's (kernelFirst), multicast
 // joins are to be told from loopback copies (joinSnap) or the transport's IP_PKTINFO is on, and
 // not while a capture runs (it records the kernel path's datagrams too); the library looks at
-// the capture word itself.
+// the capture word itself. A blocking receive that finds the kernel socket empty sleeps there
+// too, on the kernel socket and the doorbell (shim/preload/kwait.c), without the engine's spin:
+// no ring can have data, and a spinning server kept its clients' wake-ups off its CPU.
 
 // kernelReadOn arms the box h.Box of fd when the socket's receives may read the kernel socket
 // first, after a receive that found the rings empty. Everything that ends one of the conditions
@@ -26,12 +28,52 @@ func (u *UDP) kernelReadOn(fd int, h *transport.Held, in *ring.Inbox) {
 	if in.RingsAttached() || u.RxKernel == nil || !u.kernelReadable() {
 		return // a ring socket's receives: no lock taken
 	}
+	bell, ok := u.kernelBell(in)
+	if !ok {
+		return
+	}
 	u.rxmu.Lock()
-	armed := in.ArmKernelRead(h.Box, fd, u.RxKernel, u.nonblock())
+	armed := in.ArmKernelRead(h.Box, fd, u.kernelRead(bell))
 	u.rxmu.Unlock()
 	if armed && !u.kernelReadable() {
 		in.DisarmKernelRead()
 	}
+}
+
+// kernelBell is the doorbell the library's waits sleep on with the kernel socket, made now if it
+// is not yet (the engine's first sleep makes it otherwise: a box armed without one would send
+// its blocking receives to the engine until a receive armed it again); false when there is no fd
+// for it (the socket went back to the kernel).
+func (u *UDP) kernelBell(in *ring.Inbox) (int, bool) {
+	bell := u.ensureBell(in)
+	return bell, bell >= 0
+}
+
+// kernelRead is what an armed box tells the library of the socket now; u.rxmu is held, which
+// orders it with kernelReadUpdate: a change stored before that lock is in the box either way.
+func (u *UDP) kernelRead(bell int) ring.KernelRead {
+	return ring.KernelRead{Rx: u.RxKernel, Nonblock: u.nonblock(), Bell: bell, Timeout: u.rcvTimeo.Load()}
+}
+
+// kernelReadUpdate tells an armed box the socket's O_NONBLOCK and SO_RCVTIMEO after the program
+// changed one: its next receives go on without the engine (a wait already under way keeps the
+// timeout it began with, as the kernel's does).
+func (u *UDP) kernelReadUpdate() {
+	if !u.enter() {
+		return
+	}
+	defer u.exit()
+	in := u.inbox.Load()
+	if in == nil {
+		return
+	}
+	bell, ok := u.kernelBell(in)
+	if !ok {
+		return
+	}
+	u.rxmu.Lock()
+	in.UpdateKernelRead(u.kernelRead(bell))
+	u.rxmu.Unlock()
 }
 
 // kernelReadable reports whether a receive may read the kernel socket before the rings as far as
@@ -41,9 +83,9 @@ func (u *UDP) kernelReadable() bool {
 		!u.pktinfoOn.Load() && !capture.On()
 }
 
-// NonblockChanged disarms the box: the library answers EAGAIN itself only for the socket's
-// O_NONBLOCK as it was armed with; the next receive that enters the engine arms it again.
-func (u *UDP) NonblockChanged() { u.kernelReadOff() }
+// NonblockChanged tells an armed box the socket's new O_NONBLOCK: the library answers EAGAIN, or
+// waits, as the socket is now.
+func (u *UDP) NonblockChanged() { u.kernelReadUpdate() }
 
 // kernelReadOff makes the library's plain receives enter the engine again; called after the
 // store that ends a condition of kernelReadable.

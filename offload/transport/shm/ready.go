@@ -72,12 +72,13 @@ func (u *UDP) Sleep(on bool) {
 }
 
 // wakeSleepers rings the socket's own doorbell when a thread that polled the rings stops with
-// datagrams queued while other threads of ours sleep on the socket: a sender saw the spinner and
+// datagrams queued while other threads of ours sleep on the socket (in the engine, or in the
+// preload library's wait of a kernel read: Inbox.KernelSleepers): a sender saw the spinner and
 // sent no wake-up, and the kernel would have woken every waiter (both a poll and an epoll_wait
 // on one socket report it readable). A sleeper marks itself before its last look at the rings,
 // so either it sees the datagram or we see it.
 func (u *UDP) wakeSleepers(in *ring.Inbox) {
-	if u.sleepers.Load() == 0 || !in.Pending() {
+	if (u.sleepers.Load() == 0 && in.KernelSleepers() <= 0) || !in.Pending() {
 		return
 	}
 	if r := u.env.ringerFD(); r >= 0 {
@@ -167,9 +168,10 @@ func (u *UDP) NextSize() (int, bool) {
 
 // Quiet empties the doorbell even though ring data is unread: an edge-triggered epoll member
 // already reported that data, and the next datagram rings again (a new edge). With news, not
-// while another thread of ours sleeps on the socket (another epoll set, a poll): the kernel wakes
-// every waiter for an arrival, and an emptied doorbell would let the one that has not looked yet
-// sleep on (the contract's Quiet).
+// while another thread of ours sleeps on the socket (another epoll set, a poll, a receive waiting
+// in the preload library: Inbox.KernelSleepers): the kernel wakes every waiter for an arrival,
+// and an emptied doorbell would let the one that has not looked yet sleep on (the contract's
+// Quiet).
 func (u *UDP) Quiet(news bool) {
 	if news && u.sleepers.Load() > 0 {
 		return
@@ -178,7 +180,7 @@ func (u *UDP) Quiet(news bool) {
 		return
 	}
 	defer u.exit()
-	if in := u.inbox.Load(); in != nil && in.WakePending() && u.bell.Load() >= 0 {
+	if in := u.inbox.Load(); in != nil && in.WakePending() && u.bell.Load() >= 0 && !(news && in.KernelSleepers() > 0) {
 		drainBell(int(u.bell.Load()))
 		in.ClearWake()
 	}

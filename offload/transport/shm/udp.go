@@ -270,6 +270,7 @@ func (u *UDP) OptionSet(fd, level, name int) {
 		if tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
 			u.rcvTimeo.Store(tv.Nano())
 		}
+		u.kernelReadUpdate() // the library's waits from now on have the new timeout
 	}
 }
 
