@@ -314,8 +314,10 @@ static int rx_kread(int fd, int op, const struct goxio_zcopy *z, struct goxio_zb
 					errno = saved;
 					return 0;
 				}
+				break; /* SO_RCVTIMEO or a signal ended the wait: not a kernel read's
+					* answer, uncounted as in the engine's wait */
 			}
-			__atomic_add_fetch(&ctr[errno == EAGAIN ? 2 : 3], 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&ctr[2], 1, __ATOMIC_RELAXED);
 		} else {
 			__atomic_add_fetch(&ctr[3], 1, __ATOMIC_RELAXED);
 		}
