@@ -43,36 +43,61 @@ def run_client(args, proto, lib, port, pin, rounds):
     return {"p50": float(m.group(2)), "p99": float(m.group(4)), "avg": float(m.group(5))}
 
 
-def run_case(args, proto, peer, port, pin):
-    """Both servers run for the whole case (the kernel's: no library; goxio's: the library, or none
-    for a peer without goxio); clients alternate between them, kernel then goxio, --reps times:
-    this VM's speed drifts by tens of percent within seconds (the same client's CPU time per round
-    moves from 77 to 115 us between runs a second apart), so each goxio run is compared with the
-    kernel run just before it, and the ratios' median is the figure."""
+def start_servers(args, proto, peer, port, pin):
+    """The case's servers: the kernel's (no library) on port, and for a goxio peer goxio's on port + 1;
+    returns them and the goxio clients' port."""
     servers = [start_server(args, proto, "", port, pin)]
     gport = port
     if peer == "goxio peer":
         servers.append(start_server(args, proto, args.lib, port + 1, pin))
         gport = port + 1
+    time.sleep(0.3)
+    # one warm-up run each: the goxio server loads its engine at its first request
+    run_client(args, proto, "", port, pin, 10)
+    run_client(args, proto, args.lib, gport, pin, 10)
+    return servers, gport
+
+
+def stop_servers(servers):
+    for srv in servers:
+        srv.kill()
+        srv.communicate(timeout=10)
+
+
+def run_case(args, proto, peer, port, pin):
+    """Clients alternate between the servers, kernel then goxio, --reps times: this VM's speed
+    drifts by tens of percent within seconds (the same client's CPU time per round moves from 77
+    to 115 us between runs a second apart), so each goxio run is compared with the kernel run just
+    before it, and the ratios' median is the figure. Pinned, both servers run for the whole case.
+    Unpinned, a goxio peer and the kernel's are two server processes, each left by the scheduler
+    on the CPU it last ran on, and a server on the client's CPU answers in ~8 us where one on the
+    other CPU takes ~60 us (the wake-up of an idle CPU on this VM): kept up for the whole case, the
+    two servers' CPUs decided every pair the same way (measured: a kernel server on the clients'
+    CPU in 12 of 12 runs, the goxio server beside it on the other in 11 of 12, whatever either
+    end cost). So unpinned, both are started afresh for every pair: each pair draws both
+    placements again, and the median over the pairs compares the two distributions."""
+    fresh = not pin and peer == "goxio peer"
     # A peer without goxio is one server for both clients: unpinned, where a server process sits
     # decides a round more than anything (a kernel client against two such servers measured 20 us
     # against one and 119 us against the other, in the same second), so each would be a placement
     # of its own.
     res = {"kernel": [], "goxio": [], "again": []}
+    servers = []
     try:
-        time.sleep(0.3)
-        # one warm-up run each: the goxio server loads its engine at its first request
-        run_client(args, proto, "", port, pin, 10)
-        run_client(args, proto, args.lib, gport, pin, 10)
+        if not fresh:
+            servers, gport = start_servers(args, proto, peer, port, pin)
         for _ in range(args.reps):
+            if fresh:
+                servers, gport = start_servers(args, proto, peer, port, pin)
             res["kernel"].append(run_client(args, proto, "", port, pin, args.rounds))
             res["goxio"].append(run_client(args, proto, args.lib, gport, pin, args.rounds))
             # the kernel once more: kernel against kernel is the case's own noise (A/A)
             res["again"].append(run_client(args, proto, "", port, pin, args.rounds))
+            if fresh:
+                stop_servers(servers)
+                servers = []
     finally:
-        for srv in servers:
-            srv.kill()
-            srv.communicate(timeout=10)
+        stop_servers(servers)
     med = {v: {k: statistics.median(r[k] for r in res[v]) for k in ("p50", "p99", "avg")} for v in res}
     ratio = {k: statistics.median(g[k] / kr[k] for kr, g in zip(res["kernel"], res["goxio"])) for k in ("p50", "p99")}
     aa = {k: statistics.median(a[k] / kr[k] for kr, a in zip(res["kernel"], res["again"])) for k in ("p50", "p99")}
@@ -84,8 +109,8 @@ def main():
     ap.add_argument("--churn", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--env", default="")
-    ap.add_argument("--rounds", type=int, default=1000)
-    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--rounds", type=int, default=4000)
+    ap.add_argument("--reps", type=int, default=11)
     ap.add_argument("--port", type=int, default=17600)
     ap.add_argument("--out")
     args = ap.parse_args()
@@ -110,9 +135,10 @@ def main():
             g["avg"], ratio["p50"], ratio["p99"], aa["p50"], aa["p99"]))
     text = "\n".join(lines) + "\n\nRatios are goxio/kernel per round (lower is better; goal <= 1.10x): the median " \
         "over %d pairs of runs of %d rounds each (after 10%% warm-up) of a goxio run's figure over the kernel run " \
-        "made just before it, the servers up for the whole case (one for both clients when the peer is without " \
-        "goxio; the VM's speed drifts by tens of percent " \
-        "within seconds: a pair sees the same drift); the latencies are the runs' medians. A/A: the same for " \
+        "made just before it (the VM's speed drifts by tens of percent within seconds: a pair sees the same " \
+        "drift), against servers up for the whole case (one for both clients when the peer is without goxio), " \
+        "except a goxio peer unpinned: both servers are started afresh for every pair, so that each pair draws " \
+        "both servers' CPUs again; the latencies are the runs' medians. A/A: the same for " \
         "a second kernel run made right after the goxio one, against the first: the spread a ratio shows with " \
         "no library at all. Both ends on CPU 0 " \
         "(`taskset -c 0`) measure what each end costs; unpinned, the scheduler puts client and server on " \

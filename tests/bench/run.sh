@@ -80,8 +80,8 @@
 #                          a whole run took 1,200 s before its last section on 2026-11-30)
 #   BENCH_PORT             first TCP/UDP port on 127.0.0.1 the servers use (default 17100)
 #   BENCH_VETH_REPS, BENCH_VETH_PIN, BENCH_VETH_VARIANTS: part 6, see tests/bench/veth.sh
-#   BENCH_CHURN_ROUNDS     rounds per churn client run (default 1000)
-#   BENCH_CHURN_REPS       kernel/goxio pairs of churn client runs per case (default 9)
+#   BENCH_CHURN_ROUNDS     rounds per churn client run (default 4000)
+#   BENCH_CHURN_REPS       kernel/goxio pairs of churn client runs per case (default 11)
 #   BENCH_GOXIO_ENV        variables of the goxio rows of parts 7 and 8 (default: the shared-memory
 #                          transports on, "GOXIO_SHM=1 GOXIO_SHM_TCP=1")
 #   BENCH_REPORT           where to write the report (default tests/bench/REPORT.md)
@@ -896,9 +896,9 @@ if section churn; then
 	check_deadline "churn"
 	log "socket churn"
 	"$PY" "$HERE/churn.py" --churn "$BIN/churn" --lib "$GOXIO_LIB" --env "$GOXIO_ENV VMA_TRACELEVEL=WARN" \
-		--rounds "${BENCH_CHURN_ROUNDS:-1000}" --reps "${BENCH_CHURN_REPS:-9}" --port $((PORT + 500)) --out "$RAW/churn.md" \
+		--rounds "${BENCH_CHURN_ROUNDS:-4000}" --reps "${BENCH_CHURN_REPS:-11}" --port $((PORT + 500)) --out "$RAW/churn.md" \
 		>"$RAW/churn.log" 2>&1 || echo "churn.py failed: $(tail -n 3 "$RAW/churn.log")" >"$RAW/churn.md"
-	echo "python3 tests/bench/churn.py --churn tests/bench/out/bin/churn --lib LIB --env \"$GOXIO_ENV VMA_TRACELEVEL=WARN\" --rounds ${BENCH_CHURN_ROUNDS:-1000} --reps ${BENCH_CHURN_REPS:-9}" >>"$RAW/commands.txt"
+	echo "python3 tests/bench/churn.py --churn tests/bench/out/bin/churn --lib LIB --env \"$GOXIO_ENV VMA_TRACELEVEL=WARN\" --rounds ${BENCH_CHURN_ROUNDS:-4000} --reps ${BENCH_CHURN_REPS:-11}" >>"$RAW/commands.txt"
 fi
 
 # ---------------------------------------------------------------- 8. multicast fan-out
