@@ -24,17 +24,26 @@ LINE = re.compile(r"rounds=(\d+) p50_us=([0-9.]+) p90_us=([0-9.]+) p99_us=([0-9.
 
 
 
-def start_server(args, proto, lib, port, pin):
-    pre = ["taskset", "-c", "0"] if pin else []
+# placements: (label, server CPU, client CPU); None: the scheduler's choice
+PLACES = {"same": ("both on CPU 0", "0", "0"), "split": ("server on CPU 0, client on CPU 1", "0", "1"),
+          "unpinned": ("unpinned", None, None)}
+
+
+def taskset(cpu):
+    return ["taskset", "-c", cpu] if cpu is not None else []
+
+
+def start_server(args, proto, lib, port, place):
+    pre = taskset(PLACES[place][1])
     return subprocess.Popen(pre + [args.churn, "server", proto, str(port)], env=drivers.env_with(lib, args.env),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def run_client(args, proto, lib, port, pin, rounds):
-    # pinned: both ends on CPU 0, so every round's wake-ups stay on one CPU; unpinned, the
-    # scheduler's placement (same CPU or not: ~6 or ~50 us per wake-up on this VM) decides more
-    # than either end's own costs, and flips between runs of the same program.
-    pre = ["taskset", "-c", "0"] if pin else []
+def run_client(args, proto, lib, port, place, rounds):
+    # same CPU: every round's wake-ups stay on one CPU; split: every one crosses to the other;
+    # unpinned, the scheduler's placement (same CPU or not: ~6 or ~50 us per wake-up on this VM)
+    # decides more than either end's own costs, and flips between runs of the same program.
+    pre = taskset(PLACES[place][2])
     out = subprocess.run(pre + [args.churn, "client", proto, str(port), str(rounds)],
                          env=drivers.env_with(lib, args.env), capture_output=True, text=True, timeout=120)
     m = LINE.search(out.stdout)
@@ -43,18 +52,18 @@ def run_client(args, proto, lib, port, pin, rounds):
     return {"p50": float(m.group(2)), "p99": float(m.group(4)), "avg": float(m.group(5))}
 
 
-def start_servers(args, proto, peer, port, pin):
+def start_servers(args, proto, peer, port, place):
     """The case's servers: the kernel's (no library) on port, and for a goxio peer goxio's on port + 1;
     returns them and the goxio clients' port."""
-    servers = [start_server(args, proto, "", port, pin)]
+    servers = [start_server(args, proto, "", port, place)]
     gport = port
     if peer == "goxio peer":
-        servers.append(start_server(args, proto, args.lib, port + 1, pin))
+        servers.append(start_server(args, proto, args.lib, port + 1, place))
         gport = port + 1
     time.sleep(0.3)
     # one warm-up run each: the goxio server loads its engine at its first request
-    run_client(args, proto, "", port, pin, 10)
-    run_client(args, proto, args.lib, gport, pin, 10)
+    run_client(args, proto, "", port, place, 10)
+    run_client(args, proto, args.lib, gport, place, 10)
     return servers, gport
 
 
@@ -64,7 +73,7 @@ def stop_servers(servers):
         srv.communicate(timeout=10)
 
 
-def run_case(args, proto, peer, port, pin):
+def run_case(args, proto, peer, port, place):
     """Clients alternate between the servers, kernel then goxio, --reps times: this VM's speed
     drifts by tens of percent within seconds (the same client's CPU time per round moves from 77
     to 115 us between runs a second apart), so each goxio run is compared with the kernel run just
@@ -76,7 +85,7 @@ def run_case(args, proto, peer, port, pin):
     CPU in 12 of 12 runs, the goxio server beside it on the other in 11 of 12, whatever either
     end cost). So unpinned, both are started afresh for every pair: each pair draws both
     placements again, and the median over the pairs compares the two distributions."""
-    fresh = not pin and peer == "goxio peer"
+    fresh = place == "unpinned" and peer == "goxio peer"
     # A peer without goxio is one server for both clients: unpinned, where a server process sits
     # decides a round more than anything (a kernel client against two such servers measured 20 us
     # against one and 119 us against the other, in the same second), so each would be a placement
@@ -85,14 +94,14 @@ def run_case(args, proto, peer, port, pin):
     servers = []
     try:
         if not fresh:
-            servers, gport = start_servers(args, proto, peer, port, pin)
+            servers, gport = start_servers(args, proto, peer, port, place)
         for _ in range(args.reps):
             if fresh:
-                servers, gport = start_servers(args, proto, peer, port, pin)
-            res["kernel"].append(run_client(args, proto, "", port, pin, args.rounds))
-            res["goxio"].append(run_client(args, proto, args.lib, gport, pin, args.rounds))
+                servers, gport = start_servers(args, proto, peer, port, place)
+            res["kernel"].append(run_client(args, proto, "", port, place, args.rounds))
+            res["goxio"].append(run_client(args, proto, args.lib, gport, place, args.rounds))
             # the kernel once more: kernel against kernel is the case's own noise (A/A)
-            res["again"].append(run_client(args, proto, "", port, pin, args.rounds))
+            res["again"].append(run_client(args, proto, "", port, place, args.rounds))
             if fresh:
                 stop_servers(servers)
                 servers = []
@@ -117,21 +126,21 @@ def main():
 
     rows = []
     port = args.port
-    for pin in (True, False):
+    for place in ("same", "split", "unpinned"):
         for proto in ("tcp", "udp"):
             for peer in ("goxio peer", "peer without goxio"):
                 port += 2
-                med, ratio, aa = run_case(args, proto, peer, port, pin)
-                rows.append((pin, proto, peer, med, ratio, aa))
+                med, ratio, aa = run_case(args, proto, peer, port, place)
+                rows.append((place, proto, peer, med, ratio, aa))
 
     lines = ["| case | peer | placement | kernel p50 / p99 / avg (us) | goxio p50 / p99 / avg (us) | ratio p50 | ratio p99 "
              "| A/A p50 / p99 |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for pin, proto, peer, med, ratio, aa in rows:
+    for place, proto, peer, med, ratio, aa in rows:
         k, g = med["kernel"], med["goxio"]
         name = "TCP connection per request" if proto == "tcp" else "UDP socket per request"
         lines.append("| %s | %s | %s | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f | %.2fx | %.2fx | %.2fx / %.2fx |" % (
-            name, peer, "both on CPU 0" if pin else "unpinned", k["p50"], k["p99"], k["avg"], g["p50"], g["p99"],
+            name, peer, PLACES[place][0], k["p50"], k["p99"], k["avg"], g["p50"], g["p99"],
             g["avg"], ratio["p50"], ratio["p99"], aa["p50"], aa["p99"]))
     text = "\n".join(lines) + "\n\nRatios are goxio/kernel per round (lower is better; goal <= 1.10x): the median " \
         "over %d pairs of runs of %d rounds each (after 10%% warm-up) of a goxio run's figure over the kernel run " \
@@ -141,7 +150,9 @@ def main():
         "both servers' CPUs again; the latencies are the runs' medians. A/A: the same for " \
         "a second kernel run made right after the goxio one, against the first: the spread a ratio shows with " \
         "no library at all. Both ends on CPU 0 " \
-        "(`taskset -c 0`) measure what each end costs; unpinned, the scheduler puts client and server on " \
+        "(`taskset -c 0`) measure what each end costs; server and client on CPUs of their own (`taskset`), " \
+        "what a round costs when every wake-up crosses CPUs (a goxio server whose receives spin takes the " \
+        "request without one); unpinned, the scheduler puts client and server on " \
         "one CPU or on two from one run to the next (a wake-up across the VM's CPUs costs ~50 us, on one " \
         "~6 us), for the kernel alone as much as with goxio, and that decides the figure.\n" % (args.reps, args.rounds)
     drivers.emit(text, args.out)
