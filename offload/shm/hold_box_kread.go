@@ -30,14 +30,14 @@ type KernelRead struct {
 }
 
 // ArmKernelRead attaches the box at p (fd's, as UseBox) and lets the library's plain receives on
-// fd read the kernel socket first while no sender has a ring to the inbox, as k says. A blocking
-// receive that finds the kernel socket empty waits in the library, on the kernel socket and the
-// doorbell as the engine's sleep would (without its spin: no ring can have data), while the
-// inbox's wake-up word is clear; a sender that registers rings the doorbell for its first
-// record, and the receive enters the engine. False, and nothing armed, while any ring is
-// attached or registered, records wait in the box or with the inbox, or the box is not the
-// inbox's to use. The caller disarms it whenever the kernel socket is not to be read first
-// (DisarmKernelRead). A consumer method.
+// fd read the kernel socket first while no sender has a ring to the inbox, as k says. With a
+// doorbell in k, a blocking receive that finds the kernel socket empty waits in the library, on
+// the kernel socket and the doorbell as the engine's sleep would, while the inbox's wake-up word
+// is clear: a sender that registers rings the doorbell for its first record, and the receive
+// enters the engine (without one it enters the engine at once). False, and nothing armed, while
+// any ring is attached or registered, records wait in the box or with the inbox, or the box is
+// not the inbox's to use. The caller disarms it whenever the kernel socket is not to be read
+// first (DisarmKernelRead). A consumer method.
 func (in *Inbox) ArmKernelRead(p uintptr, fd int, k KernelRead) bool {
 	if p == 0 || k.Rx == nil || !in.enter() {
 		return false
