@@ -33,24 +33,14 @@
 
 #include "progs.h"
 
-/* ksend sends m through the kernel socket k, which the library never sees. */
-static void ksend(int k, const void *m, size_t n, const struct sockaddr_in *to) {
-	if (syscall(SYS_sendto, k, m, n, 0, to, sizeof *to) != (long)n)
-		die("kernel sendto");
-}
-
 int main(int argc, char **argv) {
 	progs_init();
 	if (argc != 2)
 		return 2;
 	int rounds = atoi(argv[1]);
-	int r = socket(AF_INET, SOCK_DGRAM, 0);
+	int r, k;
+	rx_pair(&r, &k);
 	struct sockaddr_in any = lo(0);
-	if (r < 0 || bind(r, (struct sockaddr *)&any, sizeof any) < 0)
-		die("socket");
-	int k = (int)syscall(SYS_socket, AF_INET, SOCK_DGRAM, 0);
-	if (k < 0 || syscall(SYS_bind, k, &any, sizeof any) < 0)
-		die("kernel socket");
 	struct sockaddr_in kname;
 	socklen_t kl = sizeof kname;
 	if (syscall(SYS_getsockname, k, &kname, &kl) < 0)

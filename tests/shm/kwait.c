@@ -90,8 +90,7 @@ static void *helper(void *arg) {
 			unsigned char d[64];
 			sleep_ms(j.send_ms - slept);
 			fill64(d, j.seq, 1);
-			if (syscall(SYS_sendto, k, d, 64, 0, &to, sizeof to) != 64)
-				die("kernel sendto");
+			ksend(k, d, 64, &to);
 		}
 		pthread_mutex_lock(&mu);
 		pending = 0;
@@ -138,10 +137,29 @@ static void timeout_ms(int r, int ms) {
 static void ready(int r, int seq) {
 	unsigned char d[64], m[128];
 	fill64(d, seq, 2);
-	if (syscall(SYS_sendto, k, d, 64, 0, &to, sizeof to) != 64)
-		die("kernel sendto");
+	ksend(k, d, 64, &to);
 	if (recv(r, m, sizeof m, 0) != 64)
 		die("ready recv");
+}
+
+/* intr_case has the helper signal the receiving thread 20 ms into a receive on r and send
+ * datagram seq 60 ms in, and prints what the receive returned as NAME's lines: its result, EINTR,
+ * the datagram's sequence number, whether the handler ran, the engine calls. */
+static void intr_case(int r, const char *name, int seq) {
+	unsigned char m[128];
+	handled = 0;
+	start((struct job){.kill_ms = 20, .send_ms = 60, .seq = seq});
+	long before = calls();
+	errno = 0;
+	long n = recv(r, m, sizeof m, 0);
+	int e = errno;
+	long c = calls() - before;
+	finish();
+	int got = -1;
+	if (n == 64)
+		memcpy(&got, m, sizeof got);
+	printf("%s ret=%ld\n%s eintr=%d\n%s seq=%d\n%s handled=%d\n%s calls=%ld\n", name, n, name, n < 0 && e == EINTR,
+	       name, got, name, (int)handled, name, engine_calls ? c : -1);
 }
 
 int main(int argc, char **argv) {
@@ -149,13 +167,8 @@ int main(int argc, char **argv) {
 	if (argc != 2)
 		return 2;
 	int rounds = atoi(argv[1]);
-	int r = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in any = lo(0);
-	if (r < 0 || bind(r, (struct sockaddr *)&any, sizeof any) < 0)
-		die("socket");
-	k = (int)syscall(SYS_socket, AF_INET, SOCK_DGRAM, 0);
-	if (k < 0 || syscall(SYS_bind, k, &any, sizeof any) < 0)
-		die("kernel socket");
+	int r;
+	rx_pair(&r, &k);
 	to = lo(local_port(r));
 	main_thread = pthread_self();
 	pthread_t h;
@@ -201,46 +214,18 @@ int main(int argc, char **argv) {
 	timeout_ms(r, 0);
 	ready(r, 201);
 	handler(0);
-	handled = 0;
-	start((struct job){.kill_ms = 20, .send_ms = 60, .seq = 300});
-	before = calls();
-	errno = 0;
-	n = recv(r, m, sizeof m, 0);
-	e = errno;
-	long ic = calls() - before;
-	finish();
-	printf("intr ret=%ld\nintr eintr=%d\nintr handled=%d\nintr calls=%ld\n", n, n < 0 && e == EINTR, (int)handled,
-	       engine_calls ? ic : -1);
+	intr_case(r, "intr", 300);
 	int seq = -1;
 	if (recv(r, m, sizeof m, 0) == 64)
 		memcpy(&seq, m, sizeof seq);
 	printf("intr next=%d\n", seq);
 
 	handler(SA_RESTART);
-	handled = 0;
-	start((struct job){.kill_ms = 20, .send_ms = 60, .seq = 301});
-	before = calls();
-	n = recv(r, m, sizeof m, 0);
-	ic = calls() - before;
-	finish();
-	seq = -1;
-	if (n == 64)
-		memcpy(&seq, m, sizeof seq);
-	printf("restart ret=%ld\nrestart seq=%d\nrestart handled=%d\nrestart calls=%ld\n", n, seq, (int)handled,
-	       engine_calls ? ic : -1);
+	intr_case(r, "restart", 301);
 
 	timeout_ms(r, 1000);
 	ready(r, 202);
-	handled = 0;
-	start((struct job){.kill_ms = 20, .send_ms = 60, .seq = 302});
-	before = calls();
-	errno = 0;
-	n = recv(r, m, sizeof m, 0);
-	e = errno;
-	ic = calls() - before;
-	finish();
-	printf("timedrestart ret=%ld\ntimedrestart eintr=%d\ntimedrestart handled=%d\ntimedrestart calls=%ld\n", n,
-	       n < 0 && e == EINTR, (int)handled, engine_calls ? ic : -1);
+	intr_case(r, "timedrestart", 302);
 	if (recv(r, m, sizeof m, 0) != 64)
 		die("timedrestart next");
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -44,6 +45,24 @@ __attribute__((unused)) static int local_port(int s) {
 	if (getsockname(s, (struct sockaddr *)&a, &l) != 0)
 		die("getsockname");
 	return ntohs(a.sin_port);
+}
+
+/* rx_pair makes *r, a UDP socket on 127.0.0.1 that the library sees, and *k, one it never sees
+ * (made and used through syscall(2)), each bound to a free port. */
+__attribute__((unused)) static void rx_pair(int *r, int *k) {
+	struct sockaddr_in any = lo(0);
+	*r = socket(AF_INET, SOCK_DGRAM, 0);
+	if (*r < 0 || bind(*r, (struct sockaddr *)&any, sizeof any) < 0)
+		die("socket");
+	*k = (int)syscall(SYS_socket, AF_INET, SOCK_DGRAM, 0);
+	if (*k < 0 || syscall(SYS_bind, *k, &any, sizeof any) < 0)
+		die("kernel socket");
+}
+
+/* ksend sends m through the kernel socket k, which the library never sees. */
+__attribute__((unused)) static void ksend(int k, const void *m, size_t n, const struct sockaddr_in *to) {
+	if (syscall(SYS_sendto, k, m, n, 0, to, sizeof *to) != (long)n)
+		die("kernel sendto");
 }
 
 /* fill64 writes a 64-byte datagram: a sequence number, a tag (the round, the sender), a pattern of
