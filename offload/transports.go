@@ -45,6 +45,10 @@ type Config struct {
 	// its connections pair late, and their early phase may run in C (shim/preload/early.c).
 	// nil: none do.
 	EarlyListener func(fd, domain int)
+	// PlainListener tells the preload library that the connections fd, a listener, accepts are
+	// the kernel's for good from the start (it has no ring transport, nor will they): accept
+	// makes them plain fds without entering the engine. nil: every accept enters it.
+	PlainListener func(fd int)
 	// ExtraAPI reports whether the program was handed VMA's extra API; nil: never. Its members
 	// serve the engine's sockets only, so sockets then keep the engine on the kernel path
 	// instead of passing through for good (forgood.go; a rule os still hands them over).

@@ -40,6 +40,10 @@ func earlyPhase(tcp *shmtcp.Env, shm *shmtr.Env, ksend offload.KernelSends, clos
 	return func(fd, domain int) { C.goxio_early_listener(C.int(fd), C.int(domain)) }
 }
 
+// plainListener marks fd, a listener whose connections are the kernel's for good: its accepts
+// make plain fds in C (shim/preload/early.c).
+func plainListener(fd int) { C.goxio_early_listener(C.int(fd), C.GOXIO_LISTENER_PLAIN) }
+
 // cSockaddr decodes the destination a UDP socket's early phase sent to: 28 bytes at p (a struct
 // sockaddr_in or sockaddr_in6, zero-filled after it), the handover's dst or host.c's copy of it.
 //

@@ -146,6 +146,9 @@ struct goxio_zcopy {
 #define GOXIO_ZBOX_ENTRIES 32
 #define GOXIO_ZBOX_FREES 64
 
+/* goxio_host.early_listener's domain for a listener whose connections are the kernel's for good. */
+#define GOXIO_LISTENER_PLAIN 255
+
 struct goxio_zent {
 	uint64_t token;
 	void *data;
@@ -360,7 +363,9 @@ struct goxio_host {
 	 * end's attach grace, the statistics' word that counts the connections closed in their early
 	 * phase (NULL: none) (shim/preload/early.c). early_listener: fd, a listener of the given
 	 * domain published in the discovery directory, accepts connections that pair late: accept
-	 * may serve it in C (0: not any more). */
+	 * may serve it in C (0: not any more); GOXIO_LISTENER_PLAIN for domain: the connections it
+	 * accepts are the kernel's for good (no ring transport for them), accept makes them plain
+	 * fds in C. */
 	void (*early_setup)(uint64_t *pairs, uint64_t start, int pair_after, uint64_t grace_ns, uint64_t *closed);
 	void (*early_listener)(int fd, int domain);
 	/* early_spin: a blocking receive of a UDP socket in its early phase polls before it sleeps

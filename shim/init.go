@@ -87,6 +87,7 @@ func start() {
 		XDP:           xdp,
 		KSend:         ksend,
 		EarlyListener: earlyPhase(shmtcp, shm, ksend, lib.stats.Global().Word(stats.GlobalEarlyClosed)),
+		PlainListener: plainListener,
 		ExtraAPI:      extraAPIUsed,
 	})
 	offload.WatchCrowd(cTable{})

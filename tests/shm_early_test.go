@@ -31,7 +31,9 @@ import (
 //     is;
 //   - against a peer without goxio: no call into the engine at the goxio end (the accepting end
 //     learns from the peer's first byte that it will never pair; the connecting end from the
-//     library's cache of destinations without a goxio listener).
+//     library's cache of destinations without a goxio listener);
+//   - both ends under goxio with GOXIO_SHM_TCP=0: no call into the engine at either end (the
+//     listener's accept makes plain fds; the connecting end's cache as above).
 func TestShmTCPEarlyPhase(t *testing.T) {
 	h := newShmHarness(t)
 	bin := filepath.Join(t.TempDir(), "early")
@@ -90,11 +92,14 @@ func TestShmTCPEarlyPhase(t *testing.T) {
 	}{
 		{"server only", goxio, kernel, func(o outcome) int { return o.srvCalls }},
 		{"client only", kernel, goxio, func(o outcome) int { return o.cliCalls }},
+		// the shared-memory TCP transport off: the listener's connections are the kernel's for
+		// good, its accept makes plain fds in C (offload's plainListener)
+		{"tcp transport off", h.env("GOXIO_SHM_TCP=0"), h.env("GOXIO_SHM_TCP=0"), func(o outcome) int { return o.srvCalls + o.cliCalls }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := run(t, c.srv, c.cli, "3", "500")
 			if n := c.calls(o); n != 0 {
-				t.Errorf("%s: the goxio end made %d calls into the engine on connections to a peer without goxio", c.name, n)
+				t.Errorf("%s: the goxio ends made %d calls into the engine on connections that stay on the kernel", c.name, n)
 			}
 		})
 	}

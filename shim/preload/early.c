@@ -52,8 +52,9 @@ static uint32_t early_pid;
 static int early_after = 4;
 static uint64_t early_grace;
 
-/* early_lst[fd]: the domain of fd, a listener the engine published (0: none). Cleared when the
- * fd's engine flag goes (fdtable.c), so a reused number starts unmarked. */
+/* early_lst[fd]: the domain of fd, a listener the engine published (0: none; GOXIO_LISTENER_PLAIN:
+ * one whose connections are the kernel's for good). Cleared when the fd's engine flag goes
+ * (fdtable.c), so a reused number starts unmarked. */
 GOXIO_COLD static volatile uint8_t early_lst[GOXIO_FDT_SIZE];
 
 /* early_closed_word: the statistics' counter of connections closed in their early phase. */
@@ -177,10 +178,30 @@ static void early_set_key(struct goxio_lazy_info *i, const struct goxio_pair_key
 	__atomic_store_n(&i->early.keyed, 1, __ATOMIC_RELEASE);
 }
 
+/* plain_accept is accept on a listener whose connections are the kernel's for good
+ * (GOXIO_LISTENER_PLAIN): a plain fd, counted as one made plain, without the engine, which would
+ * only give it a statistics slot and pass its calls through (offload's accepted). -2 when the
+ * engine is to see it (a signal handler, a vfork child, a capture, VMA's extra API). */
+static int plain_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags, int four) {
+	if (goxio_sig_depth != 0 || goxio_in_vfork() || goxio_ksend_capturing() ||
+	    __atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED) || !goxio_active())
+		return -2;
+	int nfd = four ? REAL(accept4)(fd, addr, len, flags) : REAL(accept)(fd, addr, len);
+	if (nfd >= 0) {
+		int saved = errno;
+		goxio_fd_fresh(nfd);
+		goxio_late_count_plain();
+		errno = saved;
+	}
+	return nfd;
+}
+
 int goxio_early_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags, int four) {
 	if ((unsigned)fd >= GOXIO_FDT_SIZE)
 		return -2;
 	int domain = __atomic_load_n(&early_lst[fd], __ATOMIC_ACQUIRE);
+	if (domain == GOXIO_LISTENER_PLAIN)
+		return plain_accept(fd, addr, len, flags, four);
 	if (domain == 0 || !early_ok() || !goxio_active())
 		return -2;
 	struct sockaddr_storage peer;
