@@ -186,7 +186,6 @@ func (e *Engine) adoptTCP(s *Socket, fd int, l Lazy, local, remote netip.AddrPor
 		// (iperf3's data connection, a client reconnecting to a prefork worker) judges its
 		// peer from the directory (tcppeer.go).
 		e.tcpListening(s, fd)
-		e.plainListener(s, fd)
 		e.listenerReadiness(s)
 		return
 	}

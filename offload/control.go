@@ -53,7 +53,6 @@ func (e *Engine) control(s *Socket, c *transport.Call) int64 {
 			s.st.SetState(stats.TCPListen)
 			e.decide(s, c.FD, conf.RoleTCPServer, s.localAddr(c.FD), remoteNone)
 			e.tcpListening(s, c.FD)
-			e.plainListener(s, c.FD)
 			e.listenerReadiness(s)
 		}
 	case transport.OpConnect:

@@ -17,8 +17,10 @@ import (
 // segment). Accepted connections are not judged here: their peer's port is not published.
 
 // tcpListening publishes a shared-memory TCP socket that has just listened (once; a second
-// listen(2) only changes the backlog).
+// listen(2) only changes the backlog); one without rings is marked for the library instead
+// (plainListener).
 func (e *Engine) tcpListening(s *Socket, fd int) {
+	e.plainListener(s, fd)
 	if _, ok := s.rings().(transport.Pairing); !ok || e.cfg.SHM == nil || s.listening.Load() != nil {
 		return
 	}

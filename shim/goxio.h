@@ -175,9 +175,9 @@ struct goxio_zbox {
 	 * receive words: packets, bytes, EAGAIN, errors); knb: the socket is non-blocking (an empty
 	 * kernel socket is then the receive's EAGAIN). Written by the engine under lock; the library
 	 * clears kread, under lock, when it finds the generation moved.
-	 * A blocking receive that finds the kernel socket empty waits in the library (box.c,
-	 * rx_kwait) on the kernel socket and the socket's doorbell kbell (-1: none yet, the engine
-	 * waits), while the inbox's wake-up word (*kwake, a word of the inbox's mapping, readable
+	 * A blocking receive that finds the kernel socket empty waits in the library (kwait.c,
+	 * goxio_kwait) on the kernel socket and the socket's doorbell kbell (-1: the engine waits,
+	 * spinning first), while the inbox's wake-up word (*kwake, a word of the inbox's mapping, readable
 	 * while the box is attached) is 0, for at most ktimeo ns (SO_RCVTIMEO; 0: no limit);
 	 * ksleep counts the threads waiting so (the engine rings for them as for its own). */
 	uint32_t kread;

@@ -64,15 +64,15 @@ func (in *Inbox) ArmKernelRead(p uintptr, fd int, k KernelRead) bool {
 
 // UpdateKernelRead changes what the library's receives on an armed box know of the socket (its
 // O_NONBLOCK, doorbell, timeout) in place, so that a program's fcntl or setsockopt does not send
-// them back to the engine to arm it again; nothing when the box is not armed (safe from any
-// goroutine, under the consumer's lock as ArmKernelRead).
+// them back to the engine to arm it again; nothing when the box is not armed. Called under the
+// consumer's lock, as ArmKernelRead.
 func (in *Inbox) UpdateKernelRead(k KernelRead) {
 	if !in.enter() {
 		return
 	}
 	defer in.leave()
 	m := in.bx.mem.Load()
-	if m == nil || atomic.LoadUint32(&m.kread) == 0 {
+	if m == nil {
 		return
 	}
 	m.acquire()
@@ -82,6 +82,13 @@ func (in *Inbox) UpdateKernelRead(k KernelRead) {
 		m.ktimeo = k.Timeout
 	}
 	m.release()
+}
+
+// KernelReadArmed reports whether the inbox's box lets the library read the kernel socket (a
+// look without the box's lock: safe from any goroutine).
+func (in *Inbox) KernelReadArmed() bool {
+	m := in.bx.mem.Load()
+	return m != nil && atomic.LoadUint32(&m.kread) != 0
 }
 
 // KernelSleepers is how many of the library's receives wait on the socket's kernel socket and

@@ -296,10 +296,13 @@ func TestBoxKernelRead(t *testing.T) {
 		t.Fatalf("doorbell, timeout or wake-up word not armed as given: %d %d %#x", mem.kbell, mem.ktimeo, mem.kwake)
 	}
 	in.UpdateKernelRead(KernelRead{Rx: &rx, Nonblock: true, Bell: 7, Timeout: 5})
-	if mem.knb != 1 || mem.kbell != 7 || mem.ktimeo != 5 || !cKernelRead(mem) {
+	if mem.knb != 1 || mem.kbell != 7 || mem.ktimeo != 5 || !cKernelRead(mem) || !in.KernelReadArmed() {
 		t.Fatalf("UpdateKernelRead of an armed box: knb %d, bell %d, timeout %d", mem.knb, mem.kbell, mem.ktimeo)
 	}
 	in.DisarmKernelRead()
+	if in.KernelReadArmed() {
+		t.Fatal("KernelReadArmed after DisarmKernelRead")
+	}
 	in.UpdateKernelRead(kr(false))
 	if mem.knb != 1 || mem.kbell != 7 || cKernelRead(mem) {
 		t.Fatal("UpdateKernelRead changed or armed a box that is not armed")

@@ -275,7 +275,7 @@ static int rx_kread(int fd, int op, const struct goxio_zcopy *z, struct goxio_zb
 		uint64_t *ctr = NULL;
 		int nowait = (z->flags & MSG_DONTWAIT) != 0;
 		box_lock(b);
-		if (b->attached && b->kread && b->kgenp != NULL && __atomic_load_n(b->kgenp, __ATOMIC_ACQUIRE) == b->kgen) {
+		if (kread_armed(b)) {
 			ctr = b->krx;
 			nowait |= b->knb != 0;
 		} else {

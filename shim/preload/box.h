@@ -27,6 +27,15 @@ GOXIO_HIDDEN void spin_lock(uint32_t *l);
 GOXIO_HIDDEN void spin_unlock(uint32_t *l);
 GOXIO_HIDDEN void spin_release(uint32_t *l);
 
+/* kread_armed reports whether box b, whose lock is held, lets the library read the kernel socket
+ * (offload/shm/hold_box_kread.go): attached, armed, and the inbox's sender generation still the
+ * armed one (*kgenp lies in the inbox's mapping, which stays while the box is attached). The load
+ * is sequentially consistent (a plain load on x86): goxio_kwait's count of itself comes before it,
+ * in the one order the engine's sender and Quiet see. */
+static inline int kread_armed(const struct goxio_zbox *b) {
+	return b->attached && b->kread && b->kgenp != NULL && __atomic_load_n(b->kgenp, __ATOMIC_SEQ_CST) == b->kgen;
+}
+
 /* goxio_kwait waits for a blocking receive on fd whose kernel read (box b armed) found the kernel
  * socket empty (kwait.c): 1 when the kernel socket may have a datagram now (read again), 0 when
  * the receive is the engine's (ring data, or the box no longer armed for a wait here), -1 with

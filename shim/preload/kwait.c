@@ -4,14 +4,15 @@
  * A goxio UDP socket whose datagrams all come through its kernel socket (clients without goxio,
  * or a socket per request, whose datagrams go through the kernel) has its box armed by the
  * engine (offload/shm hold_box_kread.go): no sender has a ring to it, so its plain receives read
- * the kernel socket themselves. One that blocks and finds the kernel socket empty used to enter
- * the engine, which spun (VMA_RX_POLL) and then slept on the kernel socket and the socket's
- * doorbell. With no ring to poll, the spin only kept the server on a CPU of its own: measured on
- * the 2-CPU test machine, unpinned, a socket per request from a client to such a server took
- * 10-14 us a round where the kernel's two ends, both asleep between requests, were put on one CPU
- * by the scheduler and took 8-9 us (1.5x).
+ * the kernel socket themselves. One that blocks and finds the kernel socket empty entered the
+ * engine, which spun (VMA_RX_POLL) and then slept on the kernel socket and the socket's doorbell.
+ * Where the engine would not spin (VMA_RX_POLL 0, or waits typically longer than a spin is worth:
+ * offload/transport/shm kread.go, kernelBell) that trip bought nothing, and the engine gives the
+ * box the doorbell. Where it would, it keeps the wait: on a CPU shared with the peer its spin,
+ * yielding, hands the CPU over without a wake-up (a socket per request, both ends on one CPU of
+ * the 2-CPU test machine: 8.5 us a round; sleeping here 9.8 us, the kernel's 8.1 us).
  *
- * So the receive sleeps here on both, as the engine's sleep does, without the spin and without the
+ * With the doorbell the receive sleeps here on both, as the engine's sleep does, without the
  * engine: ppoll on the kernel socket and the doorbell, then the kernel read again. Lost wake-ups:
  * a sender registers its ring (bumping the inbox's generation) before it writes its first record
  * and then asks for a wake-up (the inbox's wake-up word 0 -> 1, offload/shm wake.go) and rings
@@ -23,7 +24,7 @@
  * to ring for) is the engine's to settle: the receive enters it. The doorbell ringing, the wait
  * ends and the receive enters the engine, which takes the ring's datagram.
  *
- * As the kernel's receive: SO_RCVTIMEO (the box's ktimeo, which the engine re-arms when the program
+ * As the kernel's receive: SO_RCVTIMEO (the box's ktimeo, which the engine updates when the program
  * sets it) ends the wait with EAGAIN; a program's handler that ran ends it with EINTR unless it
  * has SA_RESTART and the socket no timeout (sock_intr_errno), as in early_wait.c; a thread
  * cancelled in ppoll (a cancellation point, as recvfrom is) uncounts itself.
@@ -42,8 +43,7 @@ int goxio_kwait(int fd, struct goxio_zbox *b, uint64_t *deadline) {
 	spin_lock(&b->lock);
 	int bell = -1;
 	int64_t timeo = 0;
-	if (b->attached && b->kread && b->kgenp != NULL && b->kwake != NULL && b->kbell >= 0 &&
-	    __atomic_load_n(b->kgenp, __ATOMIC_SEQ_CST) == b->kgen && __atomic_load_n(b->kwake, __ATOMIC_SEQ_CST) == 0) {
+	if (kread_armed(b) && b->kwake != NULL && b->kbell >= 0 && __atomic_load_n(b->kwake, __ATOMIC_SEQ_CST) == 0) {
 		bell = b->kbell;
 		timeo = b->ktimeo;
 	}

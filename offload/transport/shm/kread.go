@@ -72,8 +72,8 @@ func (u *UDP) kernelReadUpdate() {
 	}
 	defer u.exit()
 	in := u.inbox.Load()
-	if in == nil {
-		return
+	if in == nil || !in.KernelReadArmed() {
+		return // nothing to update, and no doorbell to make for it
 	}
 	bell, ok := u.kernelBell(in)
 	if !ok {
