@@ -127,7 +127,8 @@ static int bound_udp(int port) {
 }
 
 /* spread sends three datagrams to a free port from a new socket, then one to each of min(n, 200)
- * other free ports, counting the engine calls of the latter. */
+ * other free ports, counting the engine calls of the latter; "spreadfirst" names the first of
+ * them that entered the engine, if one did. */
 static void spread(int n) {
 	static struct sockaddr_in to;
 	int ports[201];
@@ -149,13 +150,19 @@ static void spread(int n) {
 		if (sendto(s, buf, sizeof buf, 0, (struct sockaddr *)&to, sizeof to) != sizeof buf)
 			die("sendto");
 	long c0 = calls();
+	int first = -1; /* the first send that entered the engine: which destination, for a failure */
 	for (int i = 0; i < n; i++) {
+		long cb = calls();
 		to = lo(ports[i]);
 		if (sendto(s, buf, sizeof buf, 0, (struct sockaddr *)&to, sizeof to) != sizeof buf)
 			die("sendto");
+		if (first < 0 && calls() != cb)
+			first = i;
 	}
 	long c1 = calls();
 	printf("spread calls=%ld\n", c0 < 0 ? -1 : c1 - c0);
+	if (first >= 0)
+		printf("spreadfirst index=%d\nspreadfirst port=%d\n", first, ports[first]);
 	close(s);
 }
 
