@@ -469,7 +469,7 @@ void goxio_early_leave(int fd, int op, int rflags, long r) {
 		/* datagrams: sends in the counters the engine adds to the socket's statistics
 		 * (tx: packets, bytes, EAGAIN, errors), receives in krx (datagrams) and ktx (bytes) */
 		if (goxio_early_dir(op) == 2)
-			goxio_ksend_count(i->tx, r, errno);
+			goxio_ksend_count(i->tx, r, r < 0 ? errno : 0);
 		else if (r >= 0 && !(rflags & MSG_PEEK)) {
 			__atomic_add_fetch(&i->early.krx, 1, __ATOMIC_SEQ_CST);
 			__atomic_add_fetch(&i->early.ktx, (uint64_t)r, __ATOMIC_SEQ_CST);
