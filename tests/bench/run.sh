@@ -947,11 +947,12 @@ fi
 # its Markdown in $RAW/$1.md (or why it failed), its runs' logs in $RAW/$1/.
 pair_part() {
 	local name=$1 off=$2 reps=${3:-$SP_REPS}
+	local extra=("${@:4}") # more options of the part's script
 	mkdir -p "$RAW/$name"
 	"$PY" "$HERE/$name.py" --lib "$GOXIO_LIB" --env "VMA_TRACELEVEL=WARN" --reps "$reps" \
-		--time "$SP_TIME" --port $((PORT + off)) --logs "$RAW/$name" --out "$RAW/$name.md" \
+		--time "$SP_TIME" --port $((PORT + off)) --logs "$RAW/$name" --out "$RAW/$name.md" "${extra[@]}" \
 		>"$RAW/$name.log" 2>&1 || echo "$name.py failed: $(tail -n 3 "$RAW/$name.log")" >"$RAW/$name.md"
-	echo "python3 tests/bench/$name.py --lib LIB --env \"VMA_TRACELEVEL=WARN\" --reps $reps --time $SP_TIME" >>"$RAW/commands.txt"
+	echo "python3 tests/bench/$name.py --lib LIB --env \"VMA_TRACELEVEL=WARN\" --reps $reps --time $SP_TIME${extra[*]:+ ${extra[*]}}" >>"$RAW/commands.txt"
 }
 
 # ---------------------------------------------------------------- 11. kernel-served sockets
@@ -961,8 +962,10 @@ if section kpass; then
 	# 9 rounds: unpinned, each run's processes land on one CPU or on two (sockperf UDP
 	# throughput moves ~1.6x between the two) for the kernel alone as much as with goxio; the
 	# kernel's own runs span 146,000-247,000 msg/s, and 5 rounds put the median ratio of
-	# identical costs anywhere in 0.91-1.06x (20 rounds: 1.009x and 0.991x, 2026-11-30)
-	pair_part kpass 3000 $((SP_REPS > 9 ? SP_REPS : 9))
+	# identical costs anywhere in 0.91-1.06x (20 rounds: 1.009x and 0.991x, 2026-11-30).
+	# UDP throughput 17: its rounds ranged 0.68-1.38x (A/A 0.69-1.33x) in a run of 9 whose median
+	# read 0.906x, where a tight send loop measures goxio's cost at ~3.5% (2026-12-01); ~4 min more.
+	pair_part kpass 3000 $((SP_REPS > 9 ? SP_REPS : 9)) --tp-reps 17
 fi
 
 # ---------------------------------------------------------------- 13. ping-pong by placement
