@@ -60,7 +60,7 @@ func (e *Engine) plainListener(s *Socket, fd int) {
 		return
 	}
 	s.mu.Lock()
-	plain := s.rings() == nil && s.decided.Load()
+	plain := s.rings() == nil && s.isDecided()
 	s.mu.Unlock()
 	if plain {
 		e.cfg.PlainListener(fd)

@@ -182,14 +182,13 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timesp
 }
 
 /* SEND_COUNTED returns realcall's result, counted in the counters lookup returns, unless lookup
- * returns NULL (the caller goes on). errno is read only when the call failed: its address is a
- * call into libc, ~1% of a 64-byte send to a loopback receiver. */
+ * returns NULL (the caller goes on). */
 #define SEND_COUNTED(lookup, realcall)                                                                     \
 	do {                                                                                               \
 		uint64_t *ctr_ = lookup;                                                                   \
 		if (ctr_ != NULL) {                                                                        \
 			ssize_t r_ = realcall;                                                             \
-			goxio_ksend_count(ctr_, r_, r_ < 0 ? errno : 0);                                   \
+			goxio_ksend_count(ctr_, r_);                                                       \
 			return r_;                                                                         \
 		}                                                                                          \
 	} while (0)

@@ -84,19 +84,25 @@ void goxio_early_unlisten(int fd) {
 	}
 }
 
+/* early_gates: nothing of the calling thread or the process wants the engine to see a call in C
+ * (a signal handler, a vfork child, a capture, VMA's extra API handed out); the early phases and
+ * the plain accept (plain_accept) look at it. */
+static int early_gates(void) {
+	return goxio_sig_depth == 0 && !goxio_in_vfork() && !goxio_ksend_capturing() &&
+	       !__atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED);
+}
+
 /* early_ok: nothing keeps a connection from its early phase in C now. The engine sets the
  * pairing table up only after ksend.c's cache (shim/early_unsafe.go), so early_pairs implies
  * goxio_ksend_ready. */
 static int early_ok(void) {
-	return __atomic_load_n(&early_pairs, __ATOMIC_ACQUIRE) != NULL && goxio_sig_depth == 0 && !goxio_in_vfork() &&
-	       !goxio_ksend_capturing() && !__atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED);
+	return __atomic_load_n(&early_pairs, __ATOMIC_ACQUIRE) != NULL && early_gates();
 }
 
 /* early_udp_ok: nothing keeps a UDP socket from its early phase in C now (ksend.c's cache is set
  * up: the shared-memory UDP transport is on and the AF_XDP one off). */
 static int early_udp_ok(void) {
-	return goxio_ksend_ready() && goxio_sig_depth == 0 && !goxio_in_vfork() && !goxio_ksend_capturing() &&
-	       !__atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED);
+	return goxio_ksend_ready() && early_gates();
 }
 
 /*
@@ -183,8 +189,7 @@ static void early_set_key(struct goxio_lazy_info *i, const struct goxio_pair_key
  * only give it a statistics slot and pass its calls through (offload's accepted). -2 when the
  * engine is to see it (a signal handler, a vfork child, a capture, VMA's extra API). */
 static int plain_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags, int four) {
-	if (goxio_sig_depth != 0 || goxio_in_vfork() || goxio_ksend_capturing() ||
-	    __atomic_load_n(&goxio_vma_api_used, __ATOMIC_RELAXED) || !goxio_active())
+	if (!early_gates() || !goxio_active())
 		return -2;
 	int nfd = four ? REAL(accept4)(fd, addr, len, flags) : REAL(accept)(fd, addr, len);
 	if (nfd >= 0) {
@@ -469,7 +474,7 @@ void goxio_early_leave(int fd, int op, int rflags, long r) {
 		/* datagrams: sends in the counters the engine adds to the socket's statistics
 		 * (tx: packets, bytes, EAGAIN, errors), receives in krx (datagrams) and ktx (bytes) */
 		if (goxio_early_dir(op) == 2)
-			goxio_ksend_count(i->tx, r, r < 0 ? errno : 0);
+			goxio_ksend_count(i->tx, r);
 		else if (r >= 0 && !(rflags & MSG_PEEK)) {
 			__atomic_add_fetch(&i->early.krx, 1, __ATOMIC_SEQ_CST);
 			__atomic_add_fetch(&i->early.ktx, (uint64_t)r, __ATOMIC_SEQ_CST);

@@ -299,8 +299,9 @@ GOXIO_HIDDEN uint64_t *goxio_ksend_counters(int fd, const struct sockaddr *to, s
 /* goxio_ksend_seen notes that a send of this thread read the destination address `to` without
  * fault: later shortcuts may read addresses on its page. */
 GOXIO_HIDDEN void goxio_ksend_seen(const struct sockaddr *to, socklen_t len);
-/* goxio_ksend_count counts a shortcut send's result r (errno err when r < 0). */
-GOXIO_HIDDEN void goxio_ksend_count(uint64_t *ctr, long r, int err);
+/* goxio_ksend_count counts a shortcut send's result r, called right after the send (errno is
+ * still the send's when r < 0). */
+GOXIO_HIDDEN void goxio_ksend_count(uint64_t *ctr, long r);
 /* goxio_ksend_known: dst is in the cache (as a UDP destination, or with tcp one no goxio TCP
  * socket listens at) for the current generation of the directory whose generation word is gen
  * (the caller read dst safely). */

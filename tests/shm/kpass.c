@@ -126,6 +126,14 @@ static int bound_udp(int port) {
 	return r;
 }
 
+/* unused_port is a port no socket has now: one bound to 127.0.0.1 and closed. */
+static int unused_port(void) {
+	int q = bound_udp(0);
+	int p = local_port(q);
+	close(q);
+	return p;
+}
+
 /* spread sends three datagrams to a free port from a new socket, then one to each of min(n, 200)
  * other free ports (none of them the socket's own), counting the engine calls of the latter;
  * "spreadfirst" names the first of them that entered the engine, if one did. */
@@ -135,9 +143,7 @@ static void spread(int n) {
 	char buf[64];
 	if (n > 200)
 		n = 200;
-	int q = bound_udp(0);
-	ports[n] = local_port(q);
-	close(q);
+	ports[n] = unused_port();
 	int s = socket(AF_INET, SOCK_DGRAM, 0);
 	if (s < 0)
 		die("socket");
@@ -150,11 +156,8 @@ static void spread(int n) {
 	/* The other ports only now: the first send bound s to a port of its own, which a later call
 	 * publishes (a goxio receiver: a send there rightly enters the engine), and which no bind
 	 * can hand out while s holds it. Picked before, one of the 200 was s's port in ~1% of runs. */
-	for (int i = 0; i < n; i++) {
-		q = bound_udp(0);
-		ports[i] = local_port(q);
-		close(q);
-	}
+	for (int i = 0; i < n; i++)
+		ports[i] = unused_port();
 	long c0 = calls();
 	int first = -1; /* the first send that entered the engine: which destination, for a failure */
 	for (int i = 0; i < n; i++) {
@@ -181,9 +184,7 @@ static void udp(int port, int n) {
 	/* A connected socket to it: its send and write (naming no destination) too. */
 	connected("connected", port, n);
 	/* A port nobody has: the kernel too (the datagrams are lost, as without goxio). */
-	int q = bound_udp(0);
-	int free_port = local_port(q);
-	close(q);
+	int free_port = unused_port();
 	phase("nobody", s, free_port, n);
 	printf("before loaded=%d\n", engine_loaded());
 	spread(n);
