@@ -112,3 +112,34 @@ func TestRingRoundTripAllocs(t *testing.T) {
 		t.Fatalf("%.2f allocations per send and receive, want 0", a)
 	}
 }
+
+// TestOSRatioAlone: a spinning receive looks at the kernel socket at least every aloneOSRatio
+// polls while no ring is attached to the socket's inbox (its ring polls look at nothing), every
+// RxUDPPollOSRatio polls once one is, and never while spinning when the user set the ratio to 0.
+func TestOSRatioAlone(t *testing.T) {
+	e := testEnv(t, 1000)
+	rfd, ru := udpSock(t, e, true)
+	in := ru.inbox.Load()
+	if in == nil {
+		t.Fatal("a bound socket has no inbox")
+	}
+	for _, c := range []struct{ ratio, want int }{{100, aloneOSRatio}, {aloneOSRatio + 1, aloneOSRatio}, {3, 3}, {0, 0}} {
+		if got := osRatio(c.ratio, in); got != c.want {
+			t.Errorf("no ring attached: osRatio(%d) = %d, want %d", c.ratio, got, c.want)
+		}
+	}
+	sfd, su := udpSock(t, e, false)
+	msg := []byte("attach")
+	if n, errno, os := sendto(su, sfd, msg, sockname(rfd)); n != len(msg) || errno != 0 || os {
+		t.Fatalf("send: %d %v os=%v", n, errno, os)
+	}
+	buf := make([]byte, 16)
+	if n, errno, os, _ := recvfrom(ru, rfd, buf, 0); n != len(msg) || errno != 0 || os {
+		t.Fatalf("recv: %d %v os=%v", n, errno, os)
+	}
+	for _, c := range []struct{ ratio, want int }{{100, 100}, {3, 3}, {0, 0}} {
+		if got := osRatio(c.ratio, in); got != c.want {
+			t.Errorf("a ring attached: osRatio(%d) = %d, want %d", c.ratio, got, c.want)
+		}
+	}
+}
