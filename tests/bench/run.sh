@@ -965,7 +965,10 @@ if section kpass; then
 	# identical costs anywhere in 0.91-1.06x (20 rounds: 1.009x and 0.991x, 2026-11-30).
 	# UDP throughput 17: its rounds ranged 0.68-1.38x (A/A 0.69-1.33x) in a run of 9 whose median
 	# read 0.906x, where a tight send loop measures goxio's cost at ~3.5% (2026-12-01); ~4 min more.
-	pair_part kpass 3000 $((SP_REPS > 9 ? SP_REPS : 9)) --tp-reps 17
+	# UDP ping-pong 17: a run's average moves by 5-10% (kernel against itself too) and the goal is
+	# within 3%; goxio's own cost, both ends on one CPU, is ~30 ns of a 2.7 us half round trip
+	# (1.01x; 0.1% of the ~40 us one across CPUs), and 9 rounds read 0.99-1.03x; ~2 min more.
+	pair_part kpass 3000 $((SP_REPS > 9 ? SP_REPS : 9)) --tp-reps 17 --pp-reps 17
 fi
 
 # ---------------------------------------------------------------- 13. ping-pong by placement
