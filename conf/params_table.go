@@ -67,7 +67,7 @@ var params = []param{
 		-1, 100000000, func(p *Params) *int { return &p.RxPoll }),
 	intParam("VMA_RX_POLL_INIT", "VMA_RX_POLL for a UDP socket until it joins its first multicast group.",
 		-1, 100000000, func(p *Params) *int { return &p.RxPollInit }),
-	intParam("VMA_RX_UDP_POLL_OS_RATIO", "While polling a UDP socket, also check its kernel socket once every N polls; 0 never.",
+	intParam("VMA_RX_UDP_POLL_OS_RATIO", "While polling a UDP socket, also check its kernel socket once every N polls (at most every 8 while no goxio sender has a ring to the socket); 0 never.",
 		0, maxInt32, func(p *Params) *int { return &p.RxUDPPollOSRatio }),
 	intParam("VMA_RX_POLL_YIELD", "While polling for receive, yield the CPU to other threads every N polls; 0 never.",
 		0, maxInt32, func(p *Params) *int { return &p.RxPollYield }),
