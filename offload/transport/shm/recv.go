@@ -68,9 +68,9 @@ func (u *UDP) recvmmsg(c *transport.Call, in *ring.Inbox) (int, syscall.Errno, b
 	}, u.kernel)
 }
 
-// receive waits for one datagram from the rings or the kernel socket: polls both (the kernel
-// every RxUDPPollOSRatio polls, osRatio), spinning up to RxPoll polls when the call may block, then sleeps
-// in the kernel on the socket and the inbox's doorbell. It honours SO_RCVTIMEO (EAGAIN when it
+// receive waits for one datagram from the rings or the kernel socket: polls both (the kernel as
+// osRatio says), spinning up to RxPoll polls when the call may block, then sleeps in the kernel
+// on the socket and the inbox's doorbell. It honours SO_RCVTIMEO (EAGAIN when it
 // expires) and returns EINTR when a signal handler ran on this thread, unless the handler has
 // SA_RESTART and the socket no receive timeout, as the kernel's blocking receive does.
 func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonblock bool, hold *transport.Held) (int, syscall.Errno, bool) {
@@ -92,8 +92,9 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 	checkOS := nonblock || u.lastOS.Load()
 	viaOS := false
 	kernel := udpcall.KernelLook{
-		Now:  func() (int, syscall.Errno, bool) { return u.kernelNow(c) },
-		Shut: func() bool { return u.readShut(c.FD) },
+		Now:   func() (int, syscall.Errno, bool) { return u.kernelNow(c) },
+		Shut:  func() bool { return u.readShut(c.FD) },
+		Ratio: osRatio(p.RxUDPPollOSRatio, in),
 	}
 	var w wait.Call
 	var own udpcall.OwnUse // the call sleeps on the socket's own reference
@@ -137,7 +138,6 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 			if n, ok := u.spill.Take(rc); ok {
 				return n, 0, true
 			}
-			kernel.Ratio = osRatio(p.RxUDPPollOSRatio, in)
 			if n, errno, got, done := kernel.Look(&checkOS, l, nonblock); done {
 				if got {
 					u.osRx.Add(1)
@@ -211,9 +211,10 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 // system call).
 const aloneOSRatio = 8
 
-// osRatio is how many spin polls pass between two looks at the kernel socket: ratio
-// (RxUDPPollOSRatio; 0: none while spinning, as the user asked), at most aloneOSRatio while no
-// ring is attached to in.
+// osRatio is how many spin polls of a receive pass between two looks at the kernel socket: ratio
+// (RxUDPPollOSRatio; 0: none while spinning, as the user asked), at most aloneOSRatio when no ring
+// is attached to in as the receive starts (read once per call, not at every poll: a ring that
+// attaches meanwhile only makes that call look a little more often).
 func osRatio(ratio int, in *ring.Inbox) int {
 	if ratio > aloneOSRatio && !in.RingsAttached() {
 		return aloneOSRatio
