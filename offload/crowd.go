@@ -27,7 +27,11 @@ func ShareCrowd(dir string) error { return wait.ShareHeld(dir, sysc.Geteuid()) }
 // each spin they ended because the machine was crowded; nil stops it.
 func CountCrowdSleeps(word *uint64) { wait.CountCrowdSleeps(word) }
 
-// KernelSendHandoff gives the engine's waits the preload library's word that its kernel sends set
-// (shim/preload/ksend.c: sends that skip the engine): the next spin yields once, as after the
-// engine's own kernel sends (wait.Handoff).
-func KernelSendHandoff(w *atomic.Uint32) { wait.UseHandoffWord(w) }
+// KernelSendHandoff gives the engine's waits the preload library's words that its sends set
+// (shim/preload/ksend.c, rsend.c: sends that skip the engine): handoff by a kernel send (the next
+// spin yields once, as after the engine's own kernel sends: wait.Handoff), rang by a ring send
+// that rang a doorbell (the next spin looks at the crowd, as after the engine's own: wait.Woke).
+func KernelSendHandoff(handoff, rang *atomic.Uint32) {
+	wait.UseHandoffWord(handoff)
+	wait.UseRangWord(rang)
+}

@@ -335,11 +335,13 @@ struct goxio_host {
 	 * the engine for the process's life, and the statistics segment's capture word (not 0 while
 	 * goxio capture may be attached, which records kernel sends too: no shortcut then; NULL:
 	 * none), and the statistics' word that counts the sockets the preload library kept on the
-	 * kernel without the engine (late.c; NULL: none); it returns the word a kernel send of the
-	 * shortcut sets (not 0: the kernel may have woken a thread onto this CPU, the engine's next
-	 * spin yields once, offload/internal/wait handoff.go); ksend_put: no goxio socket is bound to dst (a sockaddr_in or sockaddr_in6) at
-	 * generation gen; ksend_fd: sendto on fd may take the shortcut, counting into
-	 * counters (its statistics slot's kernel tx packets, bytes, EAGAIN, errors; NULL: none);
+	 * kernel without the engine (late.c; NULL: none); it returns two words: [0] a kernel send of
+	 * the shortcut sets (not 0: the kernel may have woken a thread onto this CPU, the engine's
+	 * next spin yields once, offload/internal/wait handoff.go), [1] a doorbell rung by a ring send
+	 * of the trampoline sets (rsend.c: the next spin looks at the crowd, wait.Woke); ksend_put: no
+	 * goxio socket is bound to dst (a sockaddr_in or sockaddr_in6) at generation gen; ksend_fd:
+	 * sendto on fd may take the shortcut, counting into counters (its statistics slot's kernel tx
+	 * packets, bytes, EAGAIN, errors; NULL: none);
 	 * ksend_drop: it may not (any more); ksend_peer: fd's connected peer (NULL: none), the
 	 * destination of its sends that name none (send, write). */
 	uint32_t *(*ksend_setup)(const uint64_t *gen, const uint64_t *capture, uint64_t *plain);

@@ -79,9 +79,10 @@ func kernelSends(shm *shmtr.Env, xdp *xdptr.Env, capture, plain *uint64) offload
 	}
 	h := C.goxio_ksend_setup((*C.uint64_t)(unsafe.Pointer(gen)), (*C.uint64_t)(unsafe.Pointer(capture)),
 		(*C.uint64_t)(unsafe.Pointer(plain)))
-	// h: a uint32_t of the preload library's static memory (ksend.c), aligned, for the process's
-	// life, which the C side writes only with atomic stores.
-	offload.KernelSendHandoff((*atomic.Uint32)(unsafe.Pointer(h)))
+	// h: two uint32_t of the preload library's static memory (ksend.c), aligned, for the
+	// process's life, which the C side writes only with atomic stores.
+	words := (*[2]atomic.Uint32)(unsafe.Pointer(h))
+	offload.KernelSendHandoff(&words[0], &words[1])
 	shm.UseRingRoute(ringRoute)
 	return cKernelSends{}
 }

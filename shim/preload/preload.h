@@ -302,6 +302,9 @@ GOXIO_HIDDEN void goxio_ksend_seen(const struct sockaddr *to, socklen_t len);
 /* goxio_ksend_count counts a shortcut send's result r, called right after the send (errno is
  * still the send's when r < 0). */
 GOXIO_HIDDEN void goxio_ksend_count(uint64_t *ctr, long r);
+/* goxio_ksend_rang tells the engine's next spin that a ring send of the trampoline rang a
+ * doorbell (a thread may be queued on this CPU: it looks at the crowd, wait.Woke). */
+GOXIO_HIDDEN void goxio_ksend_rang(void);
 /* goxio_ksend_known: dst is in the cache (as a UDP destination, or with tcp one no goxio TCP
  * socket listens at) for the current generation of the directory whose generation word is gen
  * (the caller read dst safely). */

@@ -224,15 +224,20 @@ out:
 }
 
 /* ring_bell sends one byte to the receiver's doorbell (offload/transport/shm bell.go, ringBell):
- * a full doorbell already has a wake-up pending. */
+ * a full doorbell already has a wake-up pending. A byte sent tells the engine's next spin
+ * (goxio_ksend_rang). */
 static void ring_bell(const struct goxio_txroute *r) {
 	static const char b = 0;
 	if (r->ringer < 0 || r->bell_len == 0 || r->bell_len > sizeof r->bell)
 		return;
-	for (int i = 0; i < 3; i++)
-		if (syscall(SYS_sendto, r->ringer, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL, r->bell, (socklen_t)r->bell_len) >= 0 ||
-		    errno != EINTR)
+	for (int i = 0; i < 3; i++) {
+		if (syscall(SYS_sendto, r->ringer, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL, r->bell, (socklen_t)r->bell_len) >= 0) {
+			goxio_ksend_rang(); /* as ringBell's wait.Woke */
 			return;
+		}
+		if (errno != EINTR)
+			return;
+	}
 }
 
 int goxio_rsend(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to, socklen_t tolen, long *ret) {

@@ -24,8 +24,8 @@ import (
 // (the Go runtime's idle-class monitor, which gets a CPU only when one is idle) must not stop
 // the spinning of a ping-pong for long, and once this wait sleeps it gets its CPU.
 //
-// A thread that woke another (a doorbell: Woke) makes the next spin of the process look at its
-// first poll. A crowd then is the woken thread waiting for a CPU: a doorbell's wake-up is a
+// A thread that woke another (a doorbell: Woke; one the preload library's ring sends rang: the
+// rang word, UseRangWord) makes the next spin of the process look at its first poll. A crowd then is the woken thread waiting for a CPU: a doorbell's wake-up is a
 // synchronous one, which queues the woken thread on the waker's CPU, where a spinner that does
 // not yield keeps it waiting until the end of a time slice. So that spin yields once, and the
 // look does not count toward the crowd (the woken thread runs now; the waits keep spinning).
@@ -133,9 +133,21 @@ func Woke() { crowd.at.Store(-crowdTTL) }
 // tookWoken reports, and clears, a crowd seen by the look after a wake-up.
 func tookWoken() bool { return crowd.woken.Load() && crowd.woken.Swap(false) }
 
-// wokeAny reports whether a wake-up (Woke) came since the last look: the spin that begins looks
-// at its first poll.
-func wokeAny() bool { return crowd.at.Load() < 0 }
+// rangWord: set elsewhere for each doorbell rung without the engine (UseRangWord).
+var rangWord atomic.Pointer[atomic.Uint32]
+
+// UseRangWord makes the spins take w too: a word not 0 is a doorbell rung without the engine
+// (the preload library's ring sends), which counts as Woke; they set it back to 0.
+func UseRangWord(w *atomic.Uint32) { rangWord.Store(w) }
+
+// wokeAny reports whether a wake-up (Woke, or a doorbell of the rang word) came since the last
+// look: the spin that begins looks at its first poll.
+func wokeAny() bool {
+	if w := rangWord.Load(); w != nil && w.Load() != 0 && w.Swap(0) != 0 {
+		Woke()
+	}
+	return crowd.at.Load() < 0
+}
 
 // crowdSleeps is the statistics word that counts the spins a crowd ended (CountCrowdSleeps); nil:
 // none.

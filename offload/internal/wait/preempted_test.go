@@ -3,6 +3,7 @@ package wait
 import (
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/goxio/goxio/offload/internal/sysc"
@@ -61,11 +62,25 @@ func TestPreemptedSpinSleeps(t *testing.T) {
 	}
 }
 
-// TestWokeCrowdYields: a spin that begins after this process woke a thread (Woke) looks at the
-// crowd at its first poll, and gives its CPU away once when the woken thread has none (more
-// runnable threads than CPUs), without counting that look toward a crowd (its waits keep
-// spinning). Without a wake-up the spin does not look, and does not yield.
+// TestWokeCrowdYields: a spin that begins after this process woke a thread (Woke, or a doorbell
+// the preload library rang: the rang word) looks at the crowd at its first poll, and gives its
+// CPU away once when the woken thread has none (more runnable threads than CPUs), without
+// counting that look toward a crowd (its waits keep spinning). Without a wake-up the spin does
+// not look, and does not yield; the rang word is taken back to 0.
 func TestWokeCrowdYields(t *testing.T) {
+	t.Run("engine", func(t *testing.T) { wokeCrowdYields(t, Woke) })
+	t.Run("preload", func(t *testing.T) {
+		var w atomic.Uint32
+		UseRangWord(&w)
+		t.Cleanup(func() { rangWord.Store(nil) })
+		wokeCrowdYields(t, func() { w.Store(1) })
+		if w.Load() != 0 {
+			t.Errorf("rang word %d after the spin took it, want 0", w.Load())
+		}
+	})
+}
+
+func wokeCrowdYields(t *testing.T, wake func()) {
 	setCrowd(t, false)
 	crowd.at.Store(0)
 	crowd.woken.Store(false) // a look of another test after its Woke may have found a crowd
@@ -96,7 +111,7 @@ func TestWokeCrowdYields(t *testing.T) {
 	if !s.Poll(now+2) || yields != 0 {
 		t.Fatalf("without a wake-up: %d yields at the first poll, want a spin without one", yields)
 	}
-	Woke()
+	wake()
 	s.Begin(now + 3)
 	if !s.Poll(now + 4) {
 		t.Fatalf("the spin after a wake-up ended at its first poll")
