@@ -25,10 +25,11 @@ import (
 // the spinning of a ping-pong for long, and once this wait sleeps it gets its CPU.
 //
 // A thread that woke another (a doorbell: Woke; one the preload library's ring sends rang: the
-// rang word, UseRangWord) makes the next spin of the process look at its first poll. A crowd then is the woken thread waiting for a CPU: a doorbell's wake-up is a
-// synchronous one, which queues the woken thread on the waker's CPU, where a spinner that does
-// not yield keeps it waiting until the end of a time slice. So that spin yields once, and the
-// look does not count toward the crowd (the woken thread runs now; the waits keep spinning).
+// rang word, UseRangWord) makes the next spin of the process look at its first poll. A crowd
+// then is the woken thread waiting for a CPU: a doorbell's wake-up is a synchronous one, which
+// queues the woken thread on the waker's CPU, where a spinner that does not yield keeps it
+// waiting until the end of a time slice. So that spin yields once, and the look does not count
+// toward the crowd (the woken thread runs now; the waits keep spinning).
 // Measured with sockperf under-load (a reply every 10 messages wakes the client's receiving
 // thread; the server's spins, shorter than sysc.YieldAfter, never yielded): sched_switch traces
 // showed that thread waiting 0.3-4 ms behind the server in 1% of its wake-ups; 12 interleaved

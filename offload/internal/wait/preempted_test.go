@@ -80,6 +80,7 @@ func TestWokeCrowdYields(t *testing.T) {
 	})
 }
 
+// wokeCrowdYields is TestWokeCrowdYields with wake as the wake-up.
 func wokeCrowdYields(t *testing.T, wake func()) {
 	setCrowd(t, false)
 	crowd.at.Store(0)
