@@ -39,3 +39,12 @@ func (a *Avg) Long() bool { return a.ns.Load() >= lookWorth }
 
 // SpinWorth reports whether a blocking receive should spin before it sleeps.
 func (a *Avg) SpinWorth() bool { return a.ns.Load() < spinWorth }
+
+// claimWorth is the typical wait under which a receive that does not spin still wants a CPU
+// often enough to claim one while it sleeps (Policy.Claim, claim.go). The average is capped at
+// 4 x spinWorth, where a thread that waits for seconds sits.
+const claimWorth = 300e3 // ns
+
+// Frequent reports whether the socket's blocking receives, though too late to spin for, wake
+// often enough to count as wanting a CPU while they sleep (Policy.Claim).
+func (a *Avg) Frequent() bool { return a.ns.Load() < claimWorth }

@@ -24,7 +24,8 @@ import (
 // them, as the kernel's receivers do, while the foreign load lasts; a wait that its data woke
 // spins again once the machine has a CPU for each. Measured on the 2-CPU test machine, sockperf
 // under-load with VMA_SPEC=latency, medians of 5 interleaved runs: average 419 -> 25 us (the
-// kernel's 29 us), p99.9 3.1 -> 1.6 ms (the kernel's 1.7 ms).
+// kernel's 29 us), p99.9 3.1 -> 1.6 ms (the kernel's 1.7 ms). A receive that does not spin but
+// wakes often counts as held while it sleeps on a full machine too (claim.go).
 //
 // The counts are in a table shared by the user's goxio processes (goxio.<uid>.held1 in the
 // segment directory, one file for the machine: CPUs are not a namespace's): a header, then

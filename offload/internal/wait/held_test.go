@@ -1,6 +1,7 @@
 package wait
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,6 +198,56 @@ func TestLoopCountsHeldSleep(t *testing.T) {
 			}
 			if got := atomic.LoadUint64(&word); (got != 0) != c.crowded {
 				t.Errorf("spins a crowd ended, counted: %d (crowded: %v)", got, c.crowded)
+			}
+		})
+	}
+}
+
+// TestLoopClaims: a wait that sleeps without spinning (Policy.Claim) counts as held while it
+// sleeps when the runnable threads and the held waits fill the CPUs; with a CPU left, or without
+// Claim, it counts nothing.
+func TestLoopClaims(t *testing.T) {
+	useHeldTable(t)
+	held.sweptAt.Store(sysc.Nanotime())
+	wasCPUs, wasFd := onlineCPUs, loadavg.Load()
+	onlineCPUs = func() int { return 2 }
+	t.Cleanup(func() { onlineCPUs = wasCPUs; loadavg.Store(wasFd) })
+	for _, c := range []struct {
+		name     string
+		runnable int
+		claim    bool
+		want     int
+	}{
+		{"filled", 2, true, 1},
+		{"a CPU left", 1, true, 0},
+		{"filled, no claim", 2, false, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "loadavg")
+			if err := os.WriteFile(path, []byte(fmt.Sprintf("0.50 0.40 0.30 %d/120 4242\n", c.runnable)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			UseLoadavg(int(f.Fd()))
+			var w Call
+			seen, sleeps := -1, 0
+			n, _ := Loop(&w, Policy{Polls: 4, Cold: true, Claim: c.claim}, Steps{
+				Try: func(Look) (int, syscall.Errno, bool) { return 7, 0, sleeps == 1 },
+				Sleep: func() (int, syscall.Errno, bool) {
+					sleeps++
+					seen = heldNow(sysc.Nanotime())
+					return 0, 0, false
+				},
+			})
+			if n != 7 || seen != c.want {
+				t.Errorf("held waits during the sleep: %d, want %d", seen, c.want)
+			}
+			if after := heldNow(sysc.Nanotime()); after != 0 {
+				t.Errorf("after the call: %d held", after)
 			}
 		})
 	}

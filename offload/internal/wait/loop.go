@@ -35,6 +35,10 @@ type Policy struct {
 	// look found nothing: SO_RCVTIMEO or SO_SNDTIMEO, and the thread's signal counters.
 	Timeout int64
 	Signals func() *transport.SigCounters
+	// Claim makes a wait that sleeps without spinning count as held (held.go) while it sleeps,
+	// if the runnable threads and the held waits fill the machine's CPUs as it goes to sleep
+	// (claim.go): a receive whose data comes too late to spin for, but often (Avg.Frequent).
+	Claim bool
 	// AnySignal ends the call with EINTR after any signal handler (select, poll and
 	// epoll_wait: Call.Interrupted) instead of the rules of a blocking receive (Call.Check).
 	AnySignal bool
@@ -122,6 +126,8 @@ func Loop(w *Call, p Policy, s Steps) (int, syscall.Errno) {
 			if p.endless() {
 				slot = holdEnter()
 			}
+		} else if p.Claim && filled(sysc.Nanotime()) {
+			slot = holdEnter()
 		}
 		n, errno, done := s.Sleep()
 		holdLeave(slot)
