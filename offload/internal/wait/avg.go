@@ -45,6 +45,10 @@ func (a *Avg) SpinWorth() bool { return a.ns.Load() < spinWorth }
 // 4 x spinWorth, where a thread that waits for seconds sits.
 const claimWorth = 300e3 // ns
 
-// Frequent reports whether the socket's blocking receives, though too late to spin for, wake
-// often enough to count as wanting a CPU while they sleep (Policy.Claim).
-func (a *Avg) Frequent() bool { return a.ns.Load() < claimWorth }
+// Claims reports whether the socket's blocking receives do not spin (SpinWorth is false) yet
+// wake often enough to count as wanting a CPU while they sleep (Policy.Claim): one read of the
+// average for both.
+func (a *Avg) Claims() bool {
+	ns := a.ns.Load()
+	return ns >= spinWorth && ns < claimWorth
+}

@@ -102,14 +102,8 @@ func Crowded(now int64) bool {
 	cpus := onlineCPUs()
 	var n int
 	var ok bool
-	switch fd := int(loadavg.Load()); {
-	case cpus == 0:
-	case fd > 0:
-		crowd.reads.Add(1)
-		n, ok = sysc.RunnableAt(fd)
-	default:
-		crowd.reads.Add(1)
-		n, ok = sysc.Runnable()
+	if cpus > 0 {
+		n, ok = runnable()
 	}
 	// The held waits (held.go) want a CPU as much as the runnable threads do; the table is read
 	// only when the runnable threads alone leave room.
@@ -125,6 +119,16 @@ func Crowded(now int64) bool {
 	}
 	crowd.at.Store(now)
 	return crowd.yes.Load()
+}
+
+// runnable reads the machine's count of runnable threads (/proc/loadavg: the engine's descriptor
+// of it, else the file) and counts the read.
+func runnable() (int, bool) {
+	crowd.reads.Add(1)
+	if fd := int(loadavg.Load()); fd > 0 {
+		return sysc.RunnableAt(fd)
+	}
+	return sysc.Runnable()
 }
 
 // Woke tells that this process just woke a sleeping thread: the next spin looks at the runnable

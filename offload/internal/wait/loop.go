@@ -37,7 +37,7 @@ type Policy struct {
 	Signals func() *transport.SigCounters
 	// Claim makes a wait that sleeps without spinning count as held (held.go) while it sleeps,
 	// if the runnable threads and the held waits fill the machine's CPUs as it goes to sleep
-	// (claim.go): a receive whose data comes too late to spin for, but often (Avg.Frequent).
+	// (claim.go): a receive whose data comes too late to spin for, but often (Avg.Claims).
 	Claim bool
 	// AnySignal ends the call with EINTR after any signal handler (select, poll and
 	// epoll_wait: Call.Interrupted) instead of the rules of a blocking receive (Call.Check).

@@ -101,7 +101,7 @@ func (u *UDP) receive(c *transport.Call, in *ring.Inbox, rc *udpcall.Rx, nonbloc
 	defer own.End(&u.own)
 	n, errno := wait.Loop(&w, wait.Policy{
 		Polls: p.RxPoll, Look: u.waitAvg.Long(), Cold: !u.waitAvg.SpinWorth(), Timeout: u.rcvTimeo.Load(), Signals: p.Signals,
-		Claim: !u.waitAvg.SpinWorth() && u.waitAvg.Frequent(),
+		Claim: u.waitAvg.Claims(),
 	}, wait.Steps{
 		Try: func(l wait.Look) (int, syscall.Errno, bool) {
 			for {
