@@ -1,5 +1,7 @@
 package wait
 
+import "sync/atomic"
+
 // Claimed CPUs. A receive whose data comes every few hundred microseconds does not spin (its
 // waits are longer than a spin is worth: Avg.SpinWorth) and sleeps in the kernel, so the crowd's
 // runnable count (crowd.go) does not see it; yet it wants a CPU that often. When the other threads
@@ -11,10 +13,13 @@ package wait
 // So such a receive (Policy.Claim: Avg.Claims) that goes to sleep while the
 // runnable threads and the held waits fill the CPUs counts as a held wait (held.go) while it
 // sleeps: the other waits see one thread more than the CPUs and sleep too, as the kernel's
-// receivers do, and every sleeper wakes to the CPU they leave idle. A claim lasts as long as the
-// sleep: a thread whose waits grow long stops claiming at its next sleep (Avg.Claims), not
-// during the one under way. Bounding each claimed sleep (a 1 ms timeout, then a new look) cost
-// the receiver 4-6 us at the median per wake-up, so none is. Measured on the 2-CPU test machine,
+// receivers do, and every sleeper wakes to the CPU they leave idle. A claim ends when the sleep
+// does, or claimLasts after it began, whichever is first: a receive whose data stops (a feed
+// that goes quiet for the night) must not keep the spinners of the machine asleep while it
+// sleeps on. The readers age the claims (the table keeps each process's count of claims under
+// way and the start of its last one): the sleeper is not woken to end its claim, since bounding
+// each claimed sleep (a 1 ms timeout, then a new look) cost the receiver 4-6 us at the median
+// per wake-up. Measured on the 2-CPU test machine,
 // sockperf under-load (50,000 msg/s, a reply every 10), interleaved runs: p99.9 ~740 us (median of
 // 8; 430-1,270) against the kernel's ~1,420 (770-1,700) and ~1,420 without the claim; average
 // ~15.7 us against the kernel's ~18.7 (p50 ~12 us, as the kernel's: without the claim the
@@ -31,4 +36,69 @@ func filled(now int64) bool {
 	}
 	n, ok := runnable()
 	return ok && n+heldNow(now) >= cpus
+}
+
+// claimLasts is how long a claim counts at most: longer than a scheduler tick (4 ms at most
+// here), the longest a woken sleeper waited for a CPU in the traces, and 13 times claimWorth.
+const claimLasts = 4e6 // ns
+
+// A slot's claims word (heldClaims): the count of claims under way in its low claimCountBits,
+// above them the start of the last one in microseconds of sysc.Nanotime (2^48 us: 8.9 years of
+// uptime).
+const (
+	claimCountBits = 16
+	claimCountMask = 1<<claimCountBits - 1
+)
+
+// claimsNow is the count of claims a claims word holds at now: none once claimLasts has passed
+// since the last one began (a process with several claimants counts them all until then).
+func claimsNow(w uint64, now int64) int {
+	c := int(w & claimCountMask)
+	if c == 0 || now/1e3-int64(w>>claimCountBits) >= claimLasts/1e3 {
+		return 0
+	}
+	return c
+}
+
+// claimEnter counts a claim begun at now in this process's slot; it returns the slot to give
+// claimLeave (-1: nothing counted).
+func claimEnter(now int64) int {
+	p := held.mem.Load()
+	if p == nil {
+		return -1
+	}
+	i := ownSlot(*p)
+	if i < 0 {
+		return -1
+	}
+	w := &heldSlot(*p, i)[heldClaims]
+	for {
+		old := atomic.LoadUint64(w)
+		c := old & claimCountMask
+		if c == claimCountMask {
+			return -1
+		}
+		if atomic.CompareAndSwapUint64(w, old, uint64(now/1e3)<<claimCountBits|(c+1)) {
+			return i
+		}
+	}
+}
+
+// claimLeave ends a claim (i from claimEnter), keeping the last start; as holdLeave, not when
+// the slot is no longer this process's.
+func claimLeave(i int) {
+	p := held.mem.Load()
+	if p == nil || i < 0 {
+		return
+	}
+	sl := heldSlot(*p, i)
+	if atomic.LoadUint64(&sl[heldOwner]) != uint64(held.pid.Load()) {
+		return
+	}
+	for {
+		old := atomic.LoadUint64(&sl[heldClaims])
+		if old&claimCountMask == 0 || atomic.CompareAndSwapUint64(&sl[heldClaims], old, old-1) {
+			return
+		}
+	}
 }

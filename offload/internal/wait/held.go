@@ -30,7 +30,7 @@ import (
 // The counts are in a table shared by the user's goxio processes (goxio.<uid>.held1 in the
 // segment directory, one file for the machine: CPUs are not a namespace's): a header, then
 // heldSlots slots of 4 words, one per process that held a wait: owner pid, owner start time,
-// held waits, a spare word. A process claims a slot at its first held wait (compare-and-swap of
+// held waits, claims (claim.go: their count and the time of the last one, packed). A process claims a slot at its first held wait (compare-and-swap of
 // the pid word from 0, marked until its start time is written) and changes only its own count;
 // a reader sums the counts of the slots below the high-water mark (heldMark). A process
 // that dies with waits held leaves its count: the readers check the owners of slots with a
@@ -77,9 +77,10 @@ func ShareHeld(dir string, uid int) error {
 
 // Words of a slot.
 const (
-	heldOwner = iota // owner pid (heldReclaim set while claimed or freed)
-	heldStart        // owner start time (procstat)
-	heldCount        // held waits
+	heldOwner  = iota // owner pid (heldReclaim set while claimed or freed)
+	heldStart         // owner start time (procstat)
+	heldCount         // held waits
+	heldClaims        // claims under way (low claimCountBits) and the last one's start (claim.go)
 )
 
 // heldSlot is slot i's words.
@@ -117,6 +118,7 @@ func ownSlot(mem []uint64) int {
 			}
 			atomic.StoreUint64(&sl[heldStart], start)
 			atomic.StoreUint64(&sl[heldCount], 0)
+			atomic.StoreUint64(&sl[heldClaims], 0)
 			atomic.StoreUint64(&sl[heldOwner], uint64(pid))
 			for {
 				hi := atomic.LoadUint64(&mem[heldMark])
@@ -129,7 +131,7 @@ func ownSlot(mem []uint64) int {
 			return i
 		}
 		if pass == 0 {
-			sweepHeld(mem, true)
+			sweepHeld(mem, true, sysc.Nanotime())
 		}
 	}
 	return -1
@@ -161,8 +163,9 @@ func holdLeave(i int) {
 	}
 }
 
-// heldNow is the count of held waits of the user's goxio processes; now is a sysc.Nanotime
-// read, which times the checks of owners.
+// heldNow is the count of held waits of the user's goxio processes, with their claims that
+// have not outlived claimLasts (claim.go); now is a sysc.Nanotime read, which times the checks
+// of owners and ages the claims.
 func heldNow(now int64) int {
 	p := held.mem.Load()
 	if p == nil {
@@ -171,27 +174,31 @@ func heldNow(now int64) int {
 	mem := *p
 	n := 0
 	for i := range min(int(atomic.LoadUint64(&mem[heldMark])), heldSlots) {
-		if c := int64(atomic.LoadUint64(&heldSlot(mem, i)[heldCount])); c > 0 {
+		sl := heldSlot(mem, i)
+		if c := int64(atomic.LoadUint64(&sl[heldCount])); c > 0 {
 			n += int(c)
 		}
+		n += claimsNow(atomic.LoadUint64(&sl[heldClaims]), now)
 	}
 	if n > 0 && now-held.sweptAt.Load() >= heldSweepEvery && held.sweep.CompareAndSwap(false, true) {
 		held.sweptAt.Store(now)
-		n -= sweepHeld(mem, false)
+		n -= sweepHeld(mem, false, now)
 		held.sweep.Store(false)
 	}
 	return n
 }
 
-// sweepHeld frees the slots of dead owners: those with a count (all: the slots without a count
-// too, for a claim that found none free); it returns the held waits it freed with them.
-func sweepHeld(mem []uint64, all bool) int {
+// sweepHeld frees the slots of dead owners: those with a count or claims (all: the others too,
+// for a process that found no slot free); it returns the held waits and live claims (now) it
+// freed with them.
+func sweepHeld(mem []uint64, all bool, now int64) int {
 	freed := 0
 	self := uint64(sysc.Getpid())
 	for i := range min(int(atomic.LoadUint64(&mem[heldMark])), heldSlots) {
 		sl := heldSlot(mem, i)
 		pid := atomic.LoadUint64(&sl[heldOwner])
-		if pid == 0 || pid&heldReclaim != 0 || pid == self || atomic.LoadUint64(&sl[heldCount]) == 0 && !all {
+		idle := atomic.LoadUint64(&sl[heldCount]) == 0 && atomic.LoadUint64(&sl[heldClaims]) == 0
+		if pid == 0 || pid&heldReclaim != 0 || pid == self || idle && !all {
 			continue
 		}
 		if procstat.Alive(int(pid), atomic.LoadUint64(&sl[heldStart])) ||
@@ -201,7 +208,9 @@ func sweepHeld(mem []uint64, all bool) int {
 		if c := int64(atomic.LoadUint64(&sl[heldCount])); c > 0 {
 			freed += int(c)
 		}
+		freed += claimsNow(atomic.LoadUint64(&sl[heldClaims]), now)
 		atomic.StoreUint64(&sl[heldCount], 0)
+		atomic.StoreUint64(&sl[heldClaims], 0)
 		atomic.StoreUint64(&sl[heldOwner], 0)
 	}
 	return freed

@@ -252,3 +252,50 @@ func TestLoopClaims(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimsAge: a claim counts as a held wait until it ends or claimLasts after it began,
+// whichever is first; a later claim of the process makes its claims count again; a dead
+// owner's claims go with its slot.
+func TestClaimsAge(t *testing.T) {
+	useHeldTable(t)
+	now := sysc.Nanotime()
+	held.sweptAt.Store(now)
+	a := claimEnter(now)
+	if a < 0 || heldNow(now) != 1 || heldNow(now+claimLasts-1e3) != 1 {
+		t.Fatalf("a claim: slot %d, counted %d, just before it ages %d", a, heldNow(now), heldNow(now+claimLasts-1e3))
+	}
+	held.sweptAt.Store(now + claimLasts)
+	if n := heldNow(now + claimLasts); n != 0 {
+		t.Fatalf("a claim claimLasts old counts %d", n)
+	}
+	later := now + claimLasts + 5e6
+	held.sweptAt.Store(later)
+	if b := claimEnter(later); b != a || heldNow(later) != 2 {
+		t.Fatalf("a second claim: slot %d, counted %d, want both", b, heldNow(later))
+	}
+	claimLeave(a)
+	claimLeave(a)
+	claimLeave(a) // one more than claimed: nothing
+	if n := heldNow(later); n != 0 {
+		t.Fatalf("after both ended: %d", n)
+	}
+	mem := *held.mem.Load()
+	sl := heldSlot(mem, a)
+	if c := atomic.LoadUint64(&sl[heldClaims]) & claimCountMask; c != 0 {
+		t.Fatalf("claims word counts %d after the ends", c)
+	}
+	// A dead process's slot with a claim under way: the sweep frees it, the claim with it.
+	dead := heldSlot(mem, a+1)
+	atomic.StoreUint64(&dead[heldOwner], uint64(deadPID(t)))
+	t1 := later + heldSweepEvery
+	atomic.StoreUint64(&dead[heldClaims], uint64(t1/1e3)<<claimCountBits|1)
+	atomic.StoreUint64(&mem[heldMark], uint64(a+2))
+	held.sweptAt.Store(t1)
+	if n := heldNow(t1); n != 1 {
+		t.Fatalf("a dead owner's live claim before the sweep: %d", n)
+	}
+	held.sweptAt.Store(later)
+	if n := heldNow(t1); n != 0 || atomic.LoadUint64(&dead[heldOwner]) != 0 {
+		t.Fatalf("after the sweep: %d counted, owner word %#x", n, atomic.LoadUint64(&dead[heldOwner]))
+	}
+}

@@ -37,7 +37,8 @@ type Policy struct {
 	Signals func() *transport.SigCounters
 	// Claim makes a wait that sleeps without spinning count as held (held.go) while it sleeps,
 	// if the runnable threads and the held waits fill the machine's CPUs as it goes to sleep
-	// (claim.go): a receive whose data comes too late to spin for, but often (Avg.Claims).
+	// (claim.go), for claimLasts at most: a receive whose data comes too late to spin for, but
+	// often (Avg.Claims).
 	Claim bool
 	// AnySignal ends the call with EINTR after any signal handler (select, poll and
 	// epoll_wait: Call.Interrupted) instead of the rules of a blocking receive (Call.Check).
@@ -120,17 +121,20 @@ func Loop(w *Call, p Policy, s Steps) (int, syscall.Errno) {
 				continue // one more look before sleeping
 			}
 		}
-		slot := -1
+		slot, claim := -1, -1
 		if spin.TakeHeld() {
 			countCrowdSleep()
 			if p.endless() {
 				slot = holdEnter()
 			}
-		} else if p.Claim && filled(sysc.Nanotime()) {
-			slot = holdEnter()
+		} else if p.Claim {
+			if now := sysc.Nanotime(); filled(now) {
+				claim = claimEnter(now)
+			}
 		}
 		n, errno, done := s.Sleep()
 		holdLeave(slot)
+		claimLeave(claim)
 		if done {
 			return n, errno
 		}
