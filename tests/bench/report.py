@@ -925,7 +925,7 @@ processes moves its bytes through shared-memory rings) or `goxio-shm-tcp-poll` (
 
 ## Summary: shared-memory UDP transport (issue 4)
 
-Ratios of medians of {meta['sp_reps']} runs each; latency ratios are kernel/variant (how many times lower),
+Ratios of medians of {meta['sp_reps']} runs each (under-load: {meta.get('ul_reps', meta['sp_reps'])}); latency ratios are kernel/variant (how many times lower),
 the msg/s ratio variant/kernel (how many times higher). Goals are checked on both shared-memory UDP
 variants: `goxio-shm` with default parameters, and `goxio-shm-poll` with `VMA_SPEC=latency`
 (`VMA_RX_POLL=-1`, `VMA_SELECT_POLL=-1`: receive and select calls poll forever instead of
@@ -993,7 +993,7 @@ Kernel and goxio runs alternate in one run (A B A B ...), so both see the same m
   interleaved within each round; each cell is the median of the runs' own figures (sockperf's
   percentiles of one run, then the median across runs). Latency is sockperf's half round trip.
   Under-load: `--mps {meta.get('ul_mps', 'n/a')} --reply-every 10` (latency of every 10th message),
-  `-t {meta.get('ul_time', meta['sp_time'])}` s per client run.
+  `-t {meta.get('ul_time', meta['sp_time'])}` s per client run, {meta.get('ul_reps', meta['sp_reps'])} runs per variant.
   "CPU us/msg" is the user+system CPU time of client and server over the whole run (warm-up included)
   per round trip (ping-pong) or per message received (throughput, under-load). Throughput
   "received msg/s" is the server's received-message count over the client's send time.
