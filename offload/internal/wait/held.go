@@ -27,14 +27,14 @@ import (
 // kernel's 29 us), p99.9 3.1 -> 1.6 ms (the kernel's 1.7 ms). A receive that does not spin but
 // wakes often counts as held while it sleeps on a full machine too (claim.go).
 //
-// The counts are in a table shared by the user's goxio processes (goxio.<uid>.held1 in the
-// segment directory, one file for the machine: CPUs are not a namespace's): a header, then
-// heldSlots slots of 4 words, one per process that held a wait: owner pid, owner start time,
-// held waits, claims (claim.go: their count and the time of the last one, packed). A process claims a slot at its first held wait (compare-and-swap of
-// the pid word from 0, marked until its start time is written) and changes only its own count;
-// a reader sums the counts of the slots below the high-water mark (heldMark). A process
-// that dies with waits held leaves its count: the readers check the owners of slots with a
-// count at most every heldSweepEvery (a kill(2) each) and free the dead ones' slots
+// The counts are in a table shared by the user's goxio processes (goxio.<uid>.held1 in the segment
+// directory, one file for the machine: CPUs are not a namespace's): a header, then heldSlots slots
+// of 4 words, one per process that held a wait: owner pid, owner start time, held waits, claims
+// (claim.go: their count and the start of the last one, packed). A process claims a slot at its
+// first held wait (compare-and-swap of the pid word from 0, marked until its start time is written)
+// and changes only its own counts; a reader sums the counts of the slots below the high-water mark
+// (heldMark). A process that dies with waits held leaves its count: the readers check the owners of
+// slots with a count at most every heldSweepEvery (a kill(2) each) and free the dead ones' slots
 // (compare-and-swap of the pid word to heldReclaim, count to 0, pid word to 0).
 
 const (
