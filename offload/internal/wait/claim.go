@@ -1,6 +1,10 @@
 package wait
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/goxio/goxio/offload/internal/sysc"
+)
 
 // Claimed CPUs. A receive whose data comes every few hundred microseconds does not spin (its
 // waits are longer than a spin is worth: Avg.SpinWorth) and sleeps in the kernel, so the crowd's
@@ -41,25 +45,26 @@ func filled(now int64) bool {
 const claimLasts = 4e6 // ns
 
 // A slot's claims word (heldClaims): the count of claims under way in its low claimCountBits,
-// above them the start of the last one in microseconds of sysc.Nanotime (2^48 us: 8.9 years of
-// uptime).
+// above them the start of the last one in microseconds of the clock every process reads alike
+// (sysc.Shared; 2^48 us: 8.9 years of uptime).
 const (
 	claimCountBits = 16
 	claimCountMask = 1<<claimCountBits - 1
 )
 
-// claimsNow is the count of claims a claims word holds at now: none once claimLasts has passed
-// since the last one began (a process with several claimants counts them all until then).
+// claimsNow is the count of claims a claims word holds at now (a sysc.Nanotime read): none once
+// claimLasts has passed since the last one began (a process with several claimants counts them
+// all until then).
 func claimsNow(w uint64, now int64) int {
 	c := int(w & claimCountMask)
-	if c == 0 || now/1e3-int64(w>>claimCountBits) >= claimLasts/1e3 {
+	if c == 0 || sysc.Shared(now)/1e3-int64(w>>claimCountBits) >= claimLasts/1e3 {
 		return 0
 	}
 	return c
 }
 
-// claimEnter counts a claim begun at now in this process's slot; it returns the slot to give
-// claimLeave (-1: nothing counted).
+// claimEnter counts a claim begun at now (a sysc.Nanotime read) in this process's slot; it
+// returns the slot to give claimLeave (-1: nothing counted).
 func claimEnter(now int64) int {
 	p := held.mem.Load()
 	if p == nil {
@@ -76,7 +81,7 @@ func claimEnter(now int64) int {
 		if c == claimCountMask {
 			return -1
 		}
-		if atomic.CompareAndSwapUint64(w, old, uint64(now/1e3)<<claimCountBits|(c+1)) {
+		if atomic.CompareAndSwapUint64(w, old, uint64(sysc.Shared(now)/1e3)<<claimCountBits|(c+1)) {
 			return i
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/goxio/goxio/offload/internal/sysc"
 )
 
@@ -288,7 +290,7 @@ func TestClaimsAge(t *testing.T) {
 	dead := heldSlot(mem, a+1)
 	atomic.StoreUint64(&dead[heldOwner], uint64(deadPID(t)))
 	t1 := later + heldSweepEvery
-	atomic.StoreUint64(&dead[heldClaims], uint64(t1/1e3)<<claimCountBits|1)
+	atomic.StoreUint64(&dead[heldClaims], uint64(sysc.Shared(t1)/1e3)<<claimCountBits|1)
 	atomic.StoreUint64(&mem[heldMark], uint64(a+2))
 	held.sweptAt.Store(t1)
 	if n := heldNow(t1); n != 1 {
@@ -297,5 +299,31 @@ func TestClaimsAge(t *testing.T) {
 	held.sweptAt.Store(later)
 	if n := heldNow(t1); n != 0 || atomic.LoadUint64(&dead[heldOwner]) != 0 {
 		t.Fatalf("after the sweep: %d counted, owner word %#x", n, atomic.LoadUint64(&dead[heldOwner]))
+	}
+}
+
+// TestClaimsAcrossProcesses: a claim another process began (its start on the system's
+// CLOCK_MONOTONIC, read here directly) counts while it is younger than claimLasts and not after,
+// whenever either process started.
+func TestClaimsAcrossProcesses(t *testing.T) {
+	useHeldTable(t)
+	now := sysc.Nanotime()
+	held.sweptAt.Store(now)
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatal(err)
+	}
+	mem := *held.mem.Load()
+	other := heldSlot(mem, 0)
+	atomic.StoreUint64(&other[heldOwner], uint64(os.Getppid()))
+	atomic.StoreUint64(&mem[heldMark], 1)
+	for _, c := range []struct {
+		age  int64
+		want int
+	}{{0, 1}, {claimLasts / 2, 1}, {claimLasts + 1e6, 0}, {10 * claimLasts, 0}} {
+		atomic.StoreUint64(&other[heldClaims], uint64((ts.Nano()-c.age)/1e3)<<claimCountBits|1)
+		if n := heldNow(now); n != c.want {
+			t.Errorf("another process's claim begun %d ns ago: %d counted, want %d", c.age, n, c.want)
+		}
 	}
 }
