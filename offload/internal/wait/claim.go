@@ -52,12 +52,15 @@ const (
 	claimCountMask = 1<<claimCountBits - 1
 )
 
-// claimsNow is the count of claims a claims word holds at now (a sysc.Nanotime read): none once
+// claimClock is a Nanotime read (now) in the claims word's unit: microseconds of sysc.Shared.
+func claimClock(now int64) int64 { return sysc.Shared(now) / 1e3 }
+
+// claimsAt is the count of claims a claims word holds at at (a claimClock reading): none once
 // claimLasts has passed since the last one began (a process with several claimants counts them
 // all until then).
-func claimsNow(w uint64, now int64) int {
+func claimsAt(w uint64, at int64) int {
 	c := int(w & claimCountMask)
-	if c == 0 || sysc.Shared(now)/1e3-int64(w>>claimCountBits) >= claimLasts/1e3 {
+	if c == 0 || at-int64(w>>claimCountBits) >= claimLasts/1e3 {
 		return 0
 	}
 	return c
@@ -66,36 +69,27 @@ func claimsNow(w uint64, now int64) int {
 // claimEnter counts a claim begun at now (a sysc.Nanotime read) in this process's slot; it
 // returns the slot to give claimLeave (-1: nothing counted).
 func claimEnter(now int64) int {
-	p := held.mem.Load()
-	if p == nil {
+	i, sl := enterSlot()
+	if sl == nil {
 		return -1
 	}
-	i := ownSlot(*p)
-	if i < 0 {
-		return -1
-	}
-	w := &heldSlot(*p, i)[heldClaims]
+	start := uint64(claimClock(now)) << claimCountBits
 	for {
-		old := atomic.LoadUint64(w)
+		old := atomic.LoadUint64(&sl[heldClaims])
 		c := old & claimCountMask
 		if c == claimCountMask {
 			return -1
 		}
-		if atomic.CompareAndSwapUint64(w, old, uint64(sysc.Shared(now)/1e3)<<claimCountBits|(c+1)) {
+		if atomic.CompareAndSwapUint64(&sl[heldClaims], old, start|(c+1)) {
 			return i
 		}
 	}
 }
 
-// claimLeave ends a claim (i from claimEnter), keeping the last start; as holdLeave, not when
-// the slot is no longer this process's.
+// claimLeave ends a claim (i from claimEnter), keeping the last start.
 func claimLeave(i int) {
-	p := held.mem.Load()
-	if p == nil || i < 0 {
-		return
-	}
-	sl := heldSlot(*p, i)
-	if atomic.LoadUint64(&sl[heldOwner]) != uint64(held.pid.Load()) {
+	sl := leaveSlot(i)
+	if sl == nil {
 		return
 	}
 	for {

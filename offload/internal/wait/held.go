@@ -131,35 +131,55 @@ func ownSlot(mem []uint64) int {
 			return i
 		}
 		if pass == 0 {
-			sweepHeld(mem, true, sysc.Nanotime())
+			sweepHeld(mem, true, claimClock(sysc.Nanotime()))
 		}
 	}
 	return -1
 }
 
+// enterSlot returns this process's slot and its words, claimed at the first call (-1 and nil:
+// no table, or no slot free).
+func enterSlot() (int, []uint64) {
+	p := held.mem.Load()
+	if p == nil {
+		return -1, nil
+	}
+	i := ownSlot(*p)
+	if i < 0 {
+		return -1, nil
+	}
+	return i, heldSlot(*p, i)
+}
+
+// leaveSlot returns the words of slot i (from enterSlot) while it is still this process's; nil
+// when it is not (freed by a reader that found it dead: never, unless /proc lied). held.pid is
+// this process's: the wait that entered is the one that leaves, and a fork in between would leave
+// the child without it.
+func leaveSlot(i int) []uint64 {
+	p := held.mem.Load()
+	if p == nil || i < 0 {
+		return nil
+	}
+	if sl := heldSlot(*p, i); atomic.LoadUint64(&sl[heldOwner]) == uint64(held.pid.Load()) {
+		return sl
+	}
+	return nil
+}
+
 // holdEnter counts a wait that the crowd puts to sleep; it returns the slot to give holdLeave
 // (-1: nothing counted).
 func holdEnter() int {
-	p := held.mem.Load()
-	if p == nil {
-		return -1
-	}
-	i := ownSlot(*p)
-	if i >= 0 {
-		atomic.AddUint64(&heldSlot(*p, i)[heldCount], 1)
+	i, sl := enterSlot()
+	if sl != nil {
+		atomic.AddUint64(&sl[heldCount], 1)
 	}
 	return i
 }
 
-// holdLeave uncounts a held wait that woke (i from holdEnter); not when the slot is no longer
-// this process's (freed by a reader that found it dead: never, unless /proc lied). held.pid is
-// this process's: the wait that entered is the one that leaves, and a fork in between would
-// leave the child without it.
+// holdLeave uncounts a held wait that woke (i from holdEnter).
 func holdLeave(i int) {
-	if p := held.mem.Load(); p != nil && i >= 0 {
-		if sl := heldSlot(*p, i); atomic.LoadUint64(&sl[heldOwner]) == uint64(held.pid.Load()) {
-			atomic.AddUint64(&sl[heldCount], ^uint64(0))
-		}
+	if sl := leaveSlot(i); sl != nil {
+		atomic.AddUint64(&sl[heldCount], ^uint64(0))
 	}
 }
 
@@ -172,26 +192,26 @@ func heldNow(now int64) int {
 		return 0
 	}
 	mem := *p
-	n := 0
+	n, at := 0, claimClock(now)
 	for i := range min(int(atomic.LoadUint64(&mem[heldMark])), heldSlots) {
 		sl := heldSlot(mem, i)
 		if c := int64(atomic.LoadUint64(&sl[heldCount])); c > 0 {
 			n += int(c)
 		}
-		n += claimsNow(atomic.LoadUint64(&sl[heldClaims]), now)
+		n += claimsAt(atomic.LoadUint64(&sl[heldClaims]), at)
 	}
 	if n > 0 && now-held.sweptAt.Load() >= heldSweepEvery && held.sweep.CompareAndSwap(false, true) {
 		held.sweptAt.Store(now)
-		n -= sweepHeld(mem, false, now)
+		n -= sweepHeld(mem, false, at)
 		held.sweep.Store(false)
 	}
 	return n
 }
 
 // sweepHeld frees the slots of dead owners: those with a count or claims (all: the others too,
-// for a process that found no slot free); it returns the held waits and live claims (now) it
-// freed with them.
-func sweepHeld(mem []uint64, all bool, now int64) int {
+// for a process that found no slot free); it returns the held waits and the claims live at at (a
+// claimClock reading) it freed with them.
+func sweepHeld(mem []uint64, all bool, at int64) int {
 	freed := 0
 	self := uint64(sysc.Getpid())
 	for i := range min(int(atomic.LoadUint64(&mem[heldMark])), heldSlots) {
@@ -208,7 +228,7 @@ func sweepHeld(mem []uint64, all bool, now int64) int {
 		if c := int64(atomic.LoadUint64(&sl[heldCount])); c > 0 {
 			freed += int(c)
 		}
-		freed += claimsNow(atomic.LoadUint64(&sl[heldClaims]), now)
+		freed += claimsAt(atomic.LoadUint64(&sl[heldClaims]), at)
 		atomic.StoreUint64(&sl[heldCount], 0)
 		atomic.StoreUint64(&sl[heldClaims], 0)
 		atomic.StoreUint64(&sl[heldOwner], 0)

@@ -34,6 +34,51 @@ func useHeldTable(t *testing.T) string {
 	return filepath.Join(dir, heldFileName(os.Geteuid()))
 }
 
+// useLoadavg makes the crowd read a /proc/loadavg with runnable threads running, for the rest
+// of the test.
+func useLoadavg(t *testing.T, runnable int) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "loadavg")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf("0.50 0.40 0.30 %d/120 4242\n", runnable)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	was := loadavg.Load()
+	t.Cleanup(func() {
+		loadavg.Store(was)
+		f.Close()
+	})
+	UseLoadavg(int(f.Fd()))
+}
+
+// heldInSleep runs Loop with p until its k-th sleep, which ends it, and returns the held waits
+// counted during that sleep; the call must return Try's 7 and leave nothing held.
+func heldInSleep(t *testing.T, p Policy, k int) int {
+	t.Helper()
+	var w Call
+	seen, sleeps := -1, 0
+	n, _ := Loop(&w, p, Steps{
+		Try: func(Look) (int, syscall.Errno, bool) { return 7, 0, sleeps == k },
+		Sleep: func() (int, syscall.Errno, bool) {
+			sleeps++
+			if sleeps == k {
+				seen = heldNow(sysc.Nanotime())
+			}
+			return 0, 0, false
+		},
+	})
+	if n != 7 {
+		t.Errorf("the call returned %d, want 7", n)
+	}
+	if after := heldNow(sysc.Nanotime()); after != 0 {
+		t.Errorf("after the call: %d held", after)
+	}
+	return seen
+}
+
 func deadPID(t *testing.T) int {
 	t.Helper()
 	cmd := exec.Command("/bin/true")
@@ -119,24 +164,15 @@ func TestHeldTable(t *testing.T) {
 func TestHeldCrowd(t *testing.T) {
 	useHeldTable(t)
 	held.sweptAt.Store(sysc.Nanotime())
-	f, err := os.CreateTemp(t.TempDir(), "loadavg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString("0.50 0.40 0.30 2/300 12345\n"); err != nil {
-		t.Fatal(err)
-	}
-	wasFD, wasCPUs := loadavg.Load(), onlineCPUs
+	useLoadavg(t, 2)
+	wasCPUs := onlineCPUs
 	at, yes, streak := crowd.at.Load(), crowd.yes.Load(), crowd.streak.Load()
 	t.Cleanup(func() {
-		loadavg.Store(wasFD)
 		onlineCPUs = wasCPUs
 		crowd.at.Store(at)
 		crowd.yes.Store(yes)
 		crowd.streak.Store(streak)
-		f.Close()
 	})
-	UseLoadavg(int(f.Fd()))
 	onlineCPUs = func() int { return 2 }
 	crowd.streak.Store(0)
 	crowd.yes.Store(false)
@@ -179,24 +215,8 @@ func TestLoopCountsHeldSleep(t *testing.T) {
 			var word uint64 // the statistics' GlobalCrowdSleeps
 			CountCrowdSleeps(&word)
 			t.Cleanup(func() { CountCrowdSleeps(nil) })
-			var w Call
-			seen := -1
-			sleeps := 0
-			n, _ := Loop(&w, c.p, Steps{
-				Try: func(Look) (int, syscall.Errno, bool) { return 7, 0, sleeps == 2 },
-				Sleep: func() (int, syscall.Errno, bool) {
-					sleeps++
-					if sleeps == 2 {
-						seen = heldNow(sysc.Nanotime())
-					}
-					return 0, 0, false
-				},
-			})
-			if n != 7 || seen != c.want {
+			if seen := heldInSleep(t, c.p, 2); seen != c.want {
 				t.Errorf("held waits during the second sleep: %d, want %d", seen, c.want)
-			}
-			if after := heldNow(sysc.Nanotime()); after != 0 {
-				t.Errorf("after the call: %d held", after)
 			}
 			if got := atomic.LoadUint64(&word); (got != 0) != c.crowded {
 				t.Errorf("spins a crowd ended, counted: %d (crowded: %v)", got, c.crowded)
@@ -211,9 +231,9 @@ func TestLoopCountsHeldSleep(t *testing.T) {
 func TestLoopClaims(t *testing.T) {
 	useHeldTable(t)
 	held.sweptAt.Store(sysc.Nanotime())
-	wasCPUs, wasFd := onlineCPUs, loadavg.Load()
+	wasCPUs := onlineCPUs
 	onlineCPUs = func() int { return 2 }
-	t.Cleanup(func() { onlineCPUs = wasCPUs; loadavg.Store(wasFd) })
+	t.Cleanup(func() { onlineCPUs = wasCPUs })
 	for _, c := range []struct {
 		name     string
 		runnable int
@@ -225,31 +245,9 @@ func TestLoopClaims(t *testing.T) {
 		{"filled, no claim", 2, false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "loadavg")
-			if err := os.WriteFile(path, []byte(fmt.Sprintf("0.50 0.40 0.30 %d/120 4242\n", c.runnable)), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			UseLoadavg(int(f.Fd()))
-			var w Call
-			seen, sleeps := -1, 0
-			n, _ := Loop(&w, Policy{Polls: 4, Cold: true, Claim: c.claim}, Steps{
-				Try: func(Look) (int, syscall.Errno, bool) { return 7, 0, sleeps == 1 },
-				Sleep: func() (int, syscall.Errno, bool) {
-					sleeps++
-					seen = heldNow(sysc.Nanotime())
-					return 0, 0, false
-				},
-			})
-			if n != 7 || seen != c.want {
+			useLoadavg(t, c.runnable)
+			if seen := heldInSleep(t, Policy{Polls: 4, Cold: true, Claim: c.claim}, 1); seen != c.want {
 				t.Errorf("held waits during the sleep: %d, want %d", seen, c.want)
-			}
-			if after := heldNow(sysc.Nanotime()); after != 0 {
-				t.Errorf("after the call: %d held", after)
 			}
 		})
 	}
@@ -290,7 +288,7 @@ func TestClaimsAge(t *testing.T) {
 	dead := heldSlot(mem, a+1)
 	atomic.StoreUint64(&dead[heldOwner], uint64(deadPID(t)))
 	t1 := later + heldSweepEvery
-	atomic.StoreUint64(&dead[heldClaims], uint64(sysc.Shared(t1)/1e3)<<claimCountBits|1)
+	atomic.StoreUint64(&dead[heldClaims], uint64(claimClock(t1))<<claimCountBits|1)
 	atomic.StoreUint64(&mem[heldMark], uint64(a+2))
 	held.sweptAt.Store(t1)
 	if n := heldNow(t1); n != 1 {

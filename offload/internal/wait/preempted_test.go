@@ -2,7 +2,6 @@ package wait
 
 import (
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
@@ -88,21 +87,12 @@ func wokeCrowdYields(t *testing.T, wake func()) {
 	crowd.streak.Store(0)
 	shared.until.Store(0)
 	tookHandoff()
-	wasYield, wasCPUs, wasFd := yield, onlineCPUs, loadavg.Load()
+	wasYield, wasCPUs := yield, onlineCPUs
 	yields := 0
 	yield = func() { yields++ }
 	onlineCPUs = func() int { return 2 }
-	t.Cleanup(func() { yield, onlineCPUs = wasYield, wasCPUs; loadavg.Store(wasFd) })
-	path := filepath.Join(t.TempDir(), "loadavg")
-	if err := os.WriteFile(path, []byte("0.50 0.40 0.30 3/120 4242\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	UseLoadavg(int(f.Fd()))
+	t.Cleanup(func() { yield, onlineCPUs = wasYield, wasCPUs })
+	useLoadavg(t, 3)
 
 	now := sysc.Nanotime()
 	Crowded(now) // a look that stands: the spin below does not look
