@@ -79,8 +79,9 @@
 #   BENCH_MUX_TIME         seconds per client run of the multiplexer tests (default 1)
 #   BENCH_PROG_TIME        seconds of each iperf3 (-t) and wrk (-d) client run (default 3)
 #   BENCH_REDIS_N          requests per redis-benchmark test (default 100000)
-#   BENCH_DEADLINE         seconds the whole run may take before it stops with an error (default 2400:
-#                          a whole run took 1,200 s before its last section on 2026-11-30)
+#   BENCH_DEADLINE         seconds the whole run may take before it stops with an error (default 3000:
+#                          a whole run took ~2,450 s on 2026-12-01, 2,320 s before its placement part;
+#                          2400 stopped it before its last part)
 #   BENCH_PORT             first TCP/UDP port on 127.0.0.1 the servers use (default 17100)
 #   BENCH_VETH_REPS, BENCH_VETH_PIN, BENCH_VETH_VARIANTS: part 6, see tests/bench/veth.sh
 #   BENCH_CHURN_ROUNDS     rounds per churn client run (default 4000)
@@ -112,7 +113,7 @@ UL_REPS=${BENCH_UL_REPS:-7}
 MUX_TIME=${BENCH_MUX_TIME:-1}
 PROG_TIME=${BENCH_PROG_TIME:-3}
 REDIS_N=${BENCH_REDIS_N:-100000}
-DEADLINE=${BENCH_DEADLINE:-2400}
+DEADLINE=${BENCH_DEADLINE:-3000}
 PORT=${BENCH_PORT:-17100}
 REPORT=${BENCH_REPORT:-$HERE/REPORT.md}
 SECTIONS=passthrough,startup,sockperf,mux,programs,veth,churn,fanout,capture,ipv6,kpass,zcopy,placement
