@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Kernel-served sockets (issue 17): one end under goxio with default parameters, the other
-without goxio, against both ends without goxio, in the same run (A B A B ...).
+without goxio, against both ends without goxio, in the same run (A B, B A, A B ...).
 
 Cases:
   udp-tp   sockperf UDP throughput 64 B, server without goxio; msg/s the server received
@@ -195,15 +195,20 @@ def main():
     load_start = loadavg()
     figures, failures, by_rep = {}, [], {}
     places = ["unpinned"] + (["split"] if (os.cpu_count() or 1) >= 2 else [])
-    plan = []
+    groups = []  # the runs of one case and placement in a round, adjacent
     for place in places:
         for case in ("udp-tp", "udp-pp"):
             if case in cases:
-                plan += [(case, "kernel-again", place), (case, "kernel", place), (case, "goxio-client", place)]
+                groups.append([(case, "kernel-again", place), (case, "kernel", place), (case, "goxio-client", place)])
         if "iperf3" in cases:
-            plan += [("iperf3", "kernel-again", place), ("iperf3", "kernel", place), ("iperf3", "goxio-client", place),
-                     ("iperf3", "goxio-server", place)]
+            groups.append([("iperf3", "kernel-again", place), ("iperf3", "kernel", place),
+                           ("iperf3", "goxio-client", place), ("iperf3", "goxio-server", place)])
     for rep in range(1, max(reps_of.values()) + 1):
+        # Even rounds run each group in reverse (goxio first, the kernel's two runs after it): a
+        # run's figure moves with its place in the round (the kernel's second run read 1.5-5% below
+        # its first, unpinned, in the run of 2026-12-01), and with the goxio run always last that
+        # drift was charged to goxio; alternating the order cancels it in the median of the rounds.
+        plan = [run for group in groups for run in (group if rep % 2 else group[::-1])]
         for case, variant, place in plan:
             if rep > reps_of[case]:
                 continue
@@ -239,8 +244,8 @@ def main():
             rows.append([label, "", fmt(kv, digits), fmt(gv, digits), "n/a", "**missed** (no figures)", "", runs])
             continue
         # The ratio is the median of each rep's goxio figure over the kernel figure of the same rep,
-        # run just before it: this VM's speed drifts by tens of percent between runs, a pair sees
-        # the same drift. The same statistic of the kernel run over the kernel run before it (A/A)
+        # run next to it: this VM's speed drifts by tens of percent between runs, a pair sees
+        # the same drift. The same statistic of the kernel run over its other neighbour (A/A)
         # shows what the harness reads where there is no difference at all.
         def paired(num, den):
             return [by_rep[(case, num, place, i)] / by_rep[(case, den, place, i)]
@@ -268,8 +273,10 @@ def main():
              + more_reps(reps_of, args.reps)
              + f", {args.time} s per client run; medians; the "
              "ratio is the median of each round's goxio figure over the kernel figure of the same round, run "
-             "just before it). Each round also runs the kernel case once more before that kernel run: the A/A "
-             "column is the same statistic of the kernel run over that one, what the harness reads with no "
+             "next to it: just before it in odd rounds, just after it in even ones, so that a drift with the "
+             "place in the round cancels). Each round also runs the kernel case once more, on the kernel run's "
+             "other side: the A/A column is the same statistic of the kernel run over that one, what the "
+             "harness reads with no "
              "difference at all; a goal closer to 1x than the A/A's spread is at the edge of what "
              "its rounds on this VM can resolve. "
              "Unpinned, the scheduler puts the two ends on one CPU or on two from one run to the next "
