@@ -24,13 +24,21 @@ import (
 // yield already, and the datagram of a thread that shares the CPU without goxio is there when
 // the yield returns.
 //
+// sharedYield is 1.5 us: a yield that let the peer of such a ping-pong run takes its two context
+// switches and the peer's turn, 2-3 us here, and at 5 us most did not count, so the CPU stopped
+// counting as shared whenever 1 ms went by without a longer one; the next wait then spun its
+// sysc.YieldAfter before it yielded, and p99.9 of that ping-pong was 54 us in every run (the
+// kernel's 28-36 us; with 1.5 us 23-35 us, 2026-12-01). A yield with nothing else to run
+// returns within 1 us in 99.86% of 200,000 here (over 1.5 us: 0.05%, over 5 us: 0.035%), and
+// two in a row are needed.
+//
 // Only a process placed on some CPUs only listens (placed): elsewhere the crowd decides, and the
 // scheduler moves a thread that wants a CPU to an idle one; a slow yield there is as often a time
 // slice given to a program's spinner that never yields (sockperf under-load's pacing loop), and
 // in one interleaved series with every process listening, sockperf under-load's average went
 // from 13-15 us to 15-97 us (this VM's under-load figures vary about as much between runs).
 const (
-	sharedYield  = 5e3 // ns
+	sharedYield  = 1.5e3 // ns
 	sharedYields = 2
 	sharedTTL    = 1e6 // ns
 )
