@@ -15,8 +15,7 @@ only with 2 CPUs or more), where a run measures what each end costs.
 
 Writes a Markdown section (--out) with the goals: throughput at least 0.95x the kernel's, ping-pong
 average within 3% of the kernel's, iperf3 at least 0.95x, in each placement. Each figure is the
-median of --reps runs (UDP throughput and ping-pong: of --tp-reps and --pp-reps runs when more:
-their goals are the closest to their runs' spread); the load average is recorded before and after.
+median of --reps runs; the load average is recorded before and after.
 """
 import argparse
 import json
@@ -167,29 +166,11 @@ def fmt(v, digits):
     return "n/a" if v is None else f"{v:,.{digits}f}"
 
 
-def more_reps(reps_of, reps):
-    """The intro's note of the cases run more rounds than reps."""
-    names = {"udp-tp": "UDP throughput", "udp-pp": "UDP ping-pong"}
-    more = [f"{n} of {names[c]}" for c, n in reps_of.items() if n > reps and c in names]
-    return f" ({' and '.join(more)}, whose goals are closest to their runs' spread)" if more else ""
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     drivers.pair_args(ap, "libgoxio.so to preload on the goxio end", 17900)
     ap.add_argument("--cases", default="udp-tp,udp-pp,iperf3")
-    ap.add_argument("--tp-reps", type=int, default=0,
-                    help="rounds of udp-tp (default: --reps): the received rate of one run moves by tens of "
-                         "percent with the receiver's phase, for the kernel against itself as much")
-    ap.add_argument("--pp-reps", type=int, default=0,
-                    help="rounds of udp-pp (default: --reps): a run's average moves by 5-10%% with where the "
-                         "VM's CPUs run, for the kernel against itself as much, and the goal is within 3%%")
     args = ap.parse_args()
-    # rounds per case: the sockperf cases' ratios need more of them than iperf3's to resolve goals
-    # this close to 1x
-    reps_of = {c: args.reps for c in ("udp-tp", "udp-pp", "iperf3")}
-    reps_of["udp-tp"] = max(args.reps, args.tp_reps)
-    reps_of["udp-pp"] = max(args.reps, args.pp_reps)
     cases = args.cases.split(",")
     r = Runner(args)
     load_start = loadavg()
@@ -203,15 +184,13 @@ def main():
         if "iperf3" in cases:
             groups.append([("iperf3", "kernel-again", place), ("iperf3", "kernel", place),
                            ("iperf3", "goxio-client", place), ("iperf3", "goxio-server", place)])
-    for rep in range(1, max(reps_of.values()) + 1):
+    for rep in range(1, args.reps + 1):
         # Even rounds run each group in reverse (goxio first, the kernel's two runs after it): a
         # run's figure moves with its place in the round (the kernel's second run read 1.5-5% below
         # its first, unpinned, in the run of 2026-12-01), and with the goxio run always last that
         # drift was charged to goxio; alternating the order cancels it in the median of the rounds.
         plan = [run for group in groups for run in (group if rep % 2 else group[::-1])]
         for case, variant, place in plan:
-            if rep > reps_of[case]:
-                continue
             v, status = r.iperf3(variant, rep, place) if case == "iperf3" else r.sockperf(case, variant, rep, place)
             print(f"{case} {variant} {place} r{rep}: {v} ({status})", file=sys.stderr)
             if v is None:
@@ -237,8 +216,7 @@ def main():
         k, g = figures.get((case, "kernel", place)), figures.get((case, variant, place))
         kv = statistics.median(k) if k else None
         gv = statistics.median(g) if g else None
-        reps = reps_of[case]
-        runs = f"{len(g or [])} of {reps}"
+        runs = f"{len(g or [])} of {args.reps}"
         total += 1
         if kv is None or gv is None:
             rows.append([label, "", fmt(kv, digits), fmt(gv, digits), "n/a", "**missed** (no figures)", "", runs])
@@ -249,7 +227,7 @@ def main():
         # shows what the harness reads where there is no difference at all.
         def paired(num, den):
             return [by_rep[(case, num, place, i)] / by_rep[(case, den, place, i)]
-                    for i in range(1, reps + 1)
+                    for i in range(1, args.reps + 1)
                     if (case, num, place, i) in by_rep and (case, den, place, i) in by_rep]
         pairs = paired(variant, "kernel")
         ratio = statistics.median(pairs) if pairs else gv / kv
@@ -259,7 +237,7 @@ def main():
             ok, target = ratio >= goal, f">= {goal:g}x"
         else:
             ok, target = ratio <= goal, f"<= {goal:g}x (within {round((goal - 1) * 100)}%)"
-        failed = len(g) < reps or len(k) < reps
+        failed = len(g) < args.reps or len(k) < args.reps
         met += ok and not failed
         verdict = "met" if ok and not failed else "**NOT MET**"
         spread = f"kernel {fmt(min(k), digits)}-{fmt(max(k), digits)}, goxio {fmt(min(g), digits)}-{fmt(max(g), digits)}"
@@ -269,9 +247,7 @@ def main():
             "kernel against itself (A/A)", "runs; range"]
     intro = (f"One end under goxio with default parameters (`LD_PRELOAD` only{', ' + args.env if args.env else ''}), "
              f"the other without goxio, against both ends without goxio, interleaved in one run "
-             f"({args.reps} rounds of every case, variant and placement"
-             + more_reps(reps_of, args.reps)
-             + f", {args.time} s per client run; medians; the "
+             f"({args.reps} rounds of every case, variant and placement, {args.time} s per client run; medians; the "
              "ratio is the median of each round's goxio figure over the kernel figure of the same round, run "
              "next to it: just before it in odd rounds, just after it in even ones, so that a drift with the "
              "place in the round cancels). Each round also runs the kernel case once more, on the kernel run's "

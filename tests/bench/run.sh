@@ -970,19 +970,14 @@ pair_part() {
 if section kpass; then
 	check_deadline "kpass"
 	log "kernel-served sockets: one end without goxio"
-	# 17 rounds of each case: unpinned, each run's processes land on one CPU or on two (sockperf
-	# UDP throughput moves ~1.6x between the two) for the kernel alone as much as with goxio; the
-	# kernel's own runs span 146,000-247,000 msg/s, and 5 rounds put the median ratio of
-	# identical costs anywhere in 0.91-1.06x (20 rounds: 1.009x and 0.991x, 2026-11-30).
-	# UDP throughput 17: its rounds ranged 0.68-1.38x (A/A 0.69-1.33x) in a run of 9 whose median
-	# read 0.906x, where a tight send loop measures goxio's cost at ~3.5% (2026-12-01); ~4 min more.
-	# UDP ping-pong 17: a run's average moves by 5-10% (kernel against itself too) and the goal is
-	# within 3%; goxio's own cost, both ends on one CPU, is ~30 ns of a 2.7 us half round trip
-	# (1.01x; 0.1% of the ~40 us one across CPUs), and 9 rounds read 0.99-1.03x; ~2 min more.
-	# iperf3 17 as well: a run of 9 read 0.938x for a goxio server unpinned (rounds 0.80-1.11x,
-	# A/A 0.93-1.31x) where the run before read 1.011x, and 17 rounds just after 0.975x (rounds
-	# 0.69-1.38x) with no cost found (2026-12-01); ~2 min more.
-	pair_part kpass 3000 $((SP_REPS > 17 ? SP_REPS : 17)) --tp-reps 17 --pp-reps 17
+	# 17 rounds of every case: their goals (0.95x, within 3%) are closer to 1x than a run's spread.
+	# Unpinned, each run's processes land on one CPU or on two (sockperf UDP throughput moves ~1.6x
+	# between the two) for the kernel alone as much as with goxio, and 5 rounds put the median ratio
+	# of identical costs anywhere in 0.91-1.06x (20 rounds: 1.009x and 0.991x, 2026-11-30); 9 rounds
+	# read UDP throughput 0.906x (rounds 0.68-1.38x) and iperf3 to a goxio server 0.938x where the
+	# run before read 1.011x; a UDP ping-pong run's average moves by 5-10% (2026-12-01). goxio's own
+	# costs there: ~1.3% of a UDP sender's CPU time, ~30 ns of a 2.7 us half round trip.
+	pair_part kpass 3000 $((SP_REPS > 17 ? SP_REPS : 17))
 fi
 
 # ---------------------------------------------------------------- 13. ping-pong by placement
